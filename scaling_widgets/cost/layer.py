@@ -1,0 +1,189 @@
+"""One MLP layer's compute and communication per chip, for each strategy (SPEC A.2, A.3, A.10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+
+STRATEGIES = ("dp", "fsdp", "tp", "fsdp+tp")
+AXES = ("x", "y", "dcn")
+
+
+def _dp(B, D, F, X, Y):
+    return (0.0, 8 * D * F), (0.0, 0.0)  # AllReduce of the gradients, backward only
+
+
+def _fsdp(B, D, F, X, Y):
+    return (4 * D * F, 8 * D * F), (0.0, 0.0)  # AllGather weights; again + ReduceScatter grads
+
+
+def _tp(B, D, F, X, Y):
+    return (0.0, 0.0), (4 * B * D, 4 * B * D)  # AllGather In, ReduceScatter Out
+
+
+def _fsdp_tp(B, D, F, X, Y):
+    return (4 * D * F / Y, 8 * D * F / Y), (4 * B * D / X, 8 * B * D / X)
+
+
+# SPEC A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward, backward).
+TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp}
+
+
+@dataclass(frozen=True, eq=False)
+class LayerTimes:
+    """Per-layer, per-chip times [s] of each pass: compute and each axis' communication.
+
+    The axes overlap each other and the compute (SPEC A.3, A.10): a pass takes
+    max(T_math, T_x, T_y, T_dcn). ``x_role`` names the X axis ("dp" or "fsdp").
+    """
+
+    math: tuple[np.ndarray, np.ndarray]  # (forward, backward)
+    x: tuple[np.ndarray, np.ndarray]
+    y: tuple[np.ndarray, np.ndarray]
+    dcn: tuple[np.ndarray, np.ndarray]
+    x_role: str = "fsdp"
+
+    def __repr__(self):
+        return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
+
+    @property
+    def t_math(self):
+        return self.math[0] + self.math[1]
+
+    @property
+    def t_comms_x(self):
+        return self.x[0] + self.x[1]
+
+    @property
+    def t_comms_y(self):
+        return self.y[0] + self.y[1]
+
+    @property
+    def t_comms_dcn(self):
+        return self.dcn[0] + self.dcn[1]
+
+    def _comms(self, p):
+        return np.maximum(np.maximum(self.x[p], self.y[p]), self.dcn[p])
+
+    @property
+    def t_comms(self):
+        """Communication of both passes, the axes of a pass overlapped [s]."""
+        return self._comms(0) + self._comms(1)
+
+    @property
+    def lower_bound(self):
+        """Compute and communication fully overlapped: sum over passes of the max [s]."""
+        return np.maximum(self.math[0], self._comms(0)) + np.maximum(self.math[1], self._comms(1))
+
+    @property
+    def upper_bound(self):
+        """No overlap at all: T_math + T_comms [s]."""
+        return self.t_math + self.t_comms
+
+    def comm_ratio(self, axis: str):
+        """Communication over compute time of one axis, in its worst pass."""
+        times = getattr(self, axis)
+        return np.maximum(times[0] / self.math[0], times[1] / self.math[1])
+
+    @property
+    def worst_ratio(self):
+        """The largest communication-to-compute ratio of any axis and pass (> 1: comm-bound)."""
+        return np.maximum(np.maximum(self.comm_ratio("x"), self.comm_ratio("y")), self.comm_ratio("dcn"))
+
+    @property
+    def compute_bound(self):
+        """T_math >= every axis' communication in each pass separately (SPEC A.10)."""
+        return self.worst_ratio <= 1
+
+    @property
+    def bottleneck(self):
+        """'compute', or the axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio (SPEC A.10)."""
+        ratios = np.stack([self.comm_ratio(a) for a in AXES])
+        names = np.array(["compute", self.x_role, "tp", "dcn"])
+        worst = np.where(ratios.max(axis=0) > 1, ratios.argmax(axis=0) + 1, 0)
+        return names[worst]
+
+
+def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1):
+    """Per-chip compute and communication times of one layer (SPEC A.3).
+
+    T_math = {4, 8}·(B/P)·D·F / (X·Y·C) for the forward and backward pass; the X traffic of
+    the summary table rides on mx·W_ici, the Y traffic on my·W_ici, and with P > 1 pods the
+    backward AllReduce of each chip's 1/(X·Y) of the gradients, 8·D·F/(X·Y), on W_dcn.
+
+    Parameters
+    ----------
+    strategy : one of "dp", "fsdp", "tp", "fsdp+tp"
+    batch : global batch [tokens]; d_model, d_ff : D, F
+    x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
+    flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
+    mx, my : physical mesh axes spanned by the X and Y groups
+
+    Examples
+    --------
+    >>> t = layer_times(strategy="dp", batch=[1e6, 1e7], d_model=8192, d_ff=32768, x=4096,
+    ...                 flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9, mx=3)
+    >>> t.compute_bound.tolist()
+    [False, True]
+    """
+    _checks.one_of("strategy", strategy, STRATEGIES)
+    B = _checks.positive("batch", batch)
+    D, F = _checks.positive("d_model", d_model), _checks.positive("d_ff", d_ff)
+    X, Y, P = _checks.positive("x", x), _checks.positive("y", y), _checks.positive("pods", pods)
+    C, W, W_dcn = (_checks.positive(n, v) for n, v in (("flops", flops), ("ici_bw", ici_bw), ("dcn_bw", dcn_bw)))
+    M_X, M_Y = _checks.non_negative("mx", mx), _checks.non_negative("my", my)
+    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
+
+
+def _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y) -> LayerTimes:
+    """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
+    per_pod = B / P
+    math = tuple(k * per_pod * D * F / (X * Y * C) for k in (4, 8))
+    (x_fwd, x_bwd), (y_fwd, y_bwd) = TRAFFIC[strategy](per_pod, D, F, X, Y)
+    # A group of one chip moves nothing; a group spanning M axes gets M·W_ici (SPEC A.2).
+    x_bw = np.where(X > 1, np.maximum(M_X, 1) * W, np.inf)
+    y_bw = np.where(Y > 1, np.maximum(M_Y, 1) * W, np.inf)
+    dcn_bwd = np.where(P > 1, 8 * D * F / (X * Y * W_dcn), 0.0)
+    zero = np.zeros_like(dcn_bwd)
+    return LayerTimes(
+        math=math,
+        x=(x_fwd / x_bw, x_bwd / x_bw),
+        y=(y_fwd / y_bw, y_bwd / y_bw),
+        dcn=(zero, dcn_bwd),
+        x_role="dp" if strategy == "dp" else "fsdp",
+    )
+
+
+def crossover_batch(*, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1):
+    """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
+
+    Compute grows as m·B and every communication time as a + b·B, so each pass and axis is
+    compute-bound from B = a / (m − b) on (SPEC A.3); the layout needs the largest of these.
+
+    Examples
+    --------
+    >>> crossover_batch(strategy="fsdp+tp", d_model=8192, d_ff=32768, x=[512, 256], y=[8, 16],
+    ...                 flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9, mx=[3, 2], my=1).round()
+    array([435200.,     inf])
+    """
+    args = dict(strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods)
+    layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my)  # checks only
+    hw = [np.asarray(v, dtype=float) for v in (x, y, pods, flops, ici_bw, dcn_bw, mx, my)]
+    X, Y, P, C, W, W_dcn, M_X, M_Y = hw
+    D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)
+    at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
+    at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
+    needed = []
+    for p in (0, 1):
+        m = at_one.math[p]
+        for axis in AXES:
+            a = getattr(at_zero, axis)[p]
+            b = getattr(at_one, axis)[p] - a
+            # m > b: from a/(m - b) on; m <= b: never, unless nothing is moved at all.
+            never = np.where((m == b) & (a <= 0), 0.0, np.inf)
+            from_b = np.where(m > b, a / np.where(m > b, m - b, 1.0), never)
+            needed.append(from_b)
+    return np.maximum.reduce(np.broadcast_arrays(*needed))

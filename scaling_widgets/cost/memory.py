@@ -1,0 +1,81 @@
+"""Memory per chip: weights, gradients, optimizer state, activation checkpoints (SPEC A.4, A.10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryPerChip:
+    """Bytes per chip of each kind, after sharding."""
+
+    params: np.ndarray
+    grads: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+
+    def __repr__(self):
+        return f"MemoryPerChip(shape={np.shape(self.total)})"
+
+    @property
+    def total(self):
+        return self.params + self.grads + self.optimizer + self.activations
+
+
+def memory_per_chip(
+    *,
+    params,
+    layers,
+    d_model,
+    d_ff,
+    batch,
+    x=1,
+    y=1,
+    z=1,
+    pods=1,
+    shard_weights_over_x=False,
+    weight_bytes=2.0,
+    grad_bytes=0.0,
+    optimizer_bytes=8.0,
+    activation_bytes=2.0,
+) -> MemoryPerChip:
+    """Bytes per chip under a layout (SPEC A.4).
+
+    Weights, gradients and optimizer state: Ψ·bytes / (X·Y·Z), where X counts only when the
+    weights are sharded over it (FSDP, ZeRO-3); the defaults are the chapter's 2 + 0 + 8 =
+    10 bytes per parameter. Activation checkpoints, three per layer after the big matmuls:
+    bytes·L·B·(D + 2F) over the batch shards (X, P), the hidden shards (Y) and the layer
+    shards (Z).
+
+    Examples
+    --------
+    >>> m = memory_per_chip(params=13e9, layers=40, d_model=5120, d_ff=13_824, batch=16e6)
+    >>> round(float(m.params + m.optimizer) / 1e9), round(float(m.activations) / 1e12)
+    (130, 42)
+    """
+    Psi = _checks.positive("params", params)
+    L, D, F = (_checks.positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
+    B = _checks.positive("batch", batch)
+    X, Y, Z, P = (_checks.positive(n, v) for n, v in (("x", x), ("y", y), ("z", z), ("pods", pods)))
+    weight_shards = np.where(shard_weights_over_x, X, 1) * Y * Z
+    return MemoryPerChip(
+        params=Psi * weight_bytes / weight_shards,
+        grads=Psi * grad_bytes / weight_shards,
+        optimizer=Psi * optimizer_bytes / weight_shards,
+        activations=activation_bytes * L * B * (D + 2 * F) / (X * Y * Z * P),
+    )
+
+
+def largest_replicated_model(*, hbm_bytes, bytes_per_param=10.0):
+    """Parameters that fit on one chip with a full copy each, as in pure DP: HBM / bytes (SPEC A.4).
+
+    Examples
+    --------
+    >>> largest_replicated_model(hbm_bytes=[96e9, 16e9]) / 1e9
+    array([9.6, 1.6])
+    """
+    return _checks.positive("hbm_bytes", hbm_bytes) / _checks.positive("bytes_per_param", bytes_per_param)

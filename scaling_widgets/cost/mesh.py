@@ -1,0 +1,117 @@
+"""How a layout X·Y·Z sits on a physical TPU slice: axes spanned and wraparound (SPEC A.1, A.7).
+
+The rule, innermost first: the tensor group Y takes the slice's last axis first, then the
+FSDP/data group X what is left, then the pipeline group Z. Each group takes, axis by axis
+from the innermost, the largest factor of its size that the axis still has (a gcd), until it
+is whole. M_X and M_Y count the axes a group touches, even partly: on 16x16x16, Y = 8 uses half
+of the last axis (M_Y = 1) and X = 512 the other half and both other axes (M_X = 3), which is
+how SPEC A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
+
+A group wraps around (is a ring on every axis it uses) only if it has each of those axes whole
+and the axis itself is a ring on this slice (``axis_rings``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+
+
+@dataclass(frozen=True, eq=False)
+class MeshSpan:
+    """Axes spanned by each group and whether X and Y form rings."""
+
+    mx: np.ndarray
+    my: np.ndarray
+    mz: np.ndarray
+    wrap_x: np.ndarray
+    wrap_y: np.ndarray
+
+    def __repr__(self):
+        return f"MeshSpan(shape={np.shape(self.mx)})"
+
+
+def parse_slice(slice_shape) -> tuple[int, ...]:
+    """A slice shape as a tuple of whole numbers >= 1."""
+    try:
+        shape = tuple(int(n) for n in slice_shape)
+        ok = len(shape) > 0 and all(n >= 1 and n == m for n, m in zip(shape, slice_shape))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"slice_shape must be a list of whole numbers >= 1; got {slice_shape!r}")
+    return shape
+
+
+def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
+    """The slice if it fits in the pod (axes compared longest to longest), else ValueError."""
+    shape = parse_slice(slice_shape)
+    pod = tuple(pod_shape)
+    longest = sorted(shape, reverse=True)
+    pod_longest = sorted(pod, reverse=True)
+    fits = len(shape) <= len(pod) and all(s <= p for s, p in zip(longest, pod_longest))
+    if not fits:
+        pod_text = "x".join(map(str, pod))
+        raise ValueError(
+            f"slice_shape {'x'.join(map(str, shape))} does not fit in the chip's pod of {pod_text}"
+            f" ({len(pod)} axes, at most {pod_text} chips)"
+        )
+    return shape
+
+
+def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
+    """Which axes of the slice wrap around (SPEC A.7).
+
+    ``"cube"`` (v4p, v5p): every axis, when every axis is a multiple of 4 (whole cubes);
+    none otherwise. ``"full-axis"`` (v5e, v6e): an axis whose length is the pod's longest.
+    """
+    shape = parse_slice(slice_shape)
+    if rule == "cube":
+        whole_cubes = all(n % 4 == 0 for n in shape)
+        return tuple(whole_cubes for _ in shape)
+    _checks.one_of("wraparound rule", rule, ("cube", "full-axis"))
+    return tuple(n == max(pod_shape) for n in shape)
+
+
+def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
+    """Map the groups X, Y, Z (broadcastable arrays) onto ``slice_shape`` (rule above).
+
+    ``rings`` gives, per axis, whether it wraps around (default: all do).
+
+    Examples
+    --------
+    >>> s = span_axes(slice_shape=(16, 16, 16), x=[512, 1024, 256], y=[8, 4, 16])
+    >>> s.mx.tolist(), s.my.tolist()
+    ([3, 3, 2], [1, 1, 1])
+    """
+    shape = parse_slice(slice_shape)
+    X, Y, Z = (_checks.whole(n, v) for n, v in (("x", x), ("y", y), ("z", z)))
+    chips = math.prod(shape)
+    if not np.all(X * Y * Z == chips):
+        bad = np.broadcast_to(X * Y * Z, np.broadcast(X, Y, Z).shape).flat
+        got = next(int(v) for v in bad if v != chips)
+        raise ValueError(f"x*y*z must equal the slice's {chips} chips; got {got}")
+    rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
+    X, Y, Z = np.broadcast_arrays(X, Y, Z)
+    left = [np.full(X.shape, n, dtype=np.int64) for n in reversed(shape)]  # innermost first
+    lengths, ring = list(reversed(shape)), list(reversed(rings))
+    spans, wraps = [], []
+    for size in (Y, X, Z):
+        need = size.copy()
+        touched = np.zeros(X.shape, dtype=np.int64)
+        wrap = np.ones(X.shape, dtype=bool)
+        for i, length in enumerate(lengths):
+            take = np.gcd(need, left[i])
+            used = take > 1
+            touched += used
+            wrap &= ~used | ((take == length) & ring[i])
+            need = need // take
+            left[i] = left[i] // take
+        spans.append(touched)
+        wraps.append(wrap)
+    (my, mx, mz), (wrap_y, wrap_x, _) = spans, wraps
+    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y)

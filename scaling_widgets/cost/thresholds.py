@@ -1,0 +1,90 @@
+"""Where each strategy turns compute-bound, and the chapter's optimal FSDP/TP split (SPEC A.3, A.10)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _checks
+from .layer import STRATEGIES
+
+
+def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1):
+    """Tokens per chip above which a strategy is compute-bound (SPEC A.3, A.10).
+
+    DP and FSDP: α / M_X; FSDP + TP at the optimal split: α² / (M_X·M_Y·F); pure TP has no
+    batch threshold (NaN; see ``tp_limit``). α = C / W_ici. With Z pipeline stages, a chip
+    sees 1/Z of the tokens of a stage's layer, so the per-chip threshold is divided by Z.
+
+    Examples
+    --------
+    >>> critical_tokens_per_chip(strategy="fsdp", flops=4.59e14, ici_bw=1.8e11, d_ff=1, mx=[1, 3])
+    array([2550.,  850.])
+    """
+    _checks.one_of("strategy", strategy, STRATEGIES)
+    alpha = _checks.positive("flops", flops) / _checks.positive("ici_bw", ici_bw)
+    F = _checks.positive("d_ff", d_ff)
+    M_X, M_Y = _checks.positive("mx", mx), _checks.positive("my", my)
+    Z = _checks.positive("stages", stages)
+    if strategy in ("dp", "fsdp"):
+        return alpha / M_X / Z * np.ones_like(F)
+    if strategy == "fsdp+tp":
+        return alpha**2 / (M_X * M_Y * F) / Z
+    return np.full(np.broadcast(alpha, F, M_X, M_Y, Z).shape, np.nan)
+
+
+def tp_limit(*, flops, ici_bw, d_ff, my=1):
+    """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (SPEC A.3).
+
+    Examples
+    --------
+    >>> tp_limit(flops=4.59e14, ici_bw=1.8e11, d_ff=[30_000, 49_152]).round(1)
+    array([11.8, 19.3])
+    """
+    alpha = _checks.positive("flops", flops) / _checks.positive("ici_bw", ici_bw)
+    return _checks.positive("my", my) * _checks.positive("d_ff", d_ff) / alpha
+
+
+def critical_tokens_per_pod(*, flops, dcn_bw):
+    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (SPEC A.3).
+
+    Examples
+    --------
+    >>> critical_tokens_per_pod(flops=[4.59e14, 1.97e14], dcn_bw=[6.25e9, 3.125e9]).round()
+    array([73440., 63040.])
+    """
+    return _checks.positive("flops", flops) / _checks.positive("dcn_bw", dcn_bw)
+
+
+def x_opt(*, batch, d_ff, chips, mx=1, my=1):
+    """The continuous FSDP degree that balances FSDP and TP traffic (SPEC A.3).
+
+    X_opt = sqrt( (B/F) · (M_X/M_Y) · N ), with B the batch of one pod and N its chips per
+    stage. (The translated chapter drops the square root: SPEC A.9.)
+
+    Examples
+    --------
+    >>> x_opt(batch=[48_000, 3e6], d_ff=[32_768, 13_824], chips=[64, 4096], mx=2, my=1).round(1)
+    array([  13.7, 1333.3])
+    """
+    B, F, N = (_checks.positive(n, v) for n, v in (("batch", batch), ("d_ff", d_ff), ("chips", chips)))
+    M_X, M_Y = _checks.positive("mx", mx), _checks.positive("my", my)
+    return np.sqrt(B / F * (M_X / M_Y) * N)
+
+
+def nearest_split(*, x_opt, chips):
+    """The chapter's rounding of X_opt: X = the power-of-two share nearest X_opt, Y = N / X.
+
+    Y runs over the powers of two that divide N; the one whose X = N/Y is nearest X_opt on a
+    log scale wins (SPEC A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
+
+    Examples
+    --------
+    >>> nearest_split(x_opt=[13.7, 1333.3], chips=[64, 4096])
+    (array([  16, 1024]), array([4, 4]))
+    """
+    target = _checks.positive("x_opt", x_opt)
+    N = _checks.whole("chips", chips)
+    largest_y = N & -N  # the largest power of two dividing N
+    log_y = np.clip(np.round(np.log2(N / target)), 0, np.log2(largest_y))
+    Y = (2 ** log_y.astype(np.int64)).astype(np.int64)
+    return N // Y, Y

@@ -1,0 +1,83 @@
+"""Hardware, model and precision presets: data only, one cited source per number.
+
+Keys are lowercase-hyphen names. Your own chip or model is a ``Chip(...)`` or ``Model(...)``
+passed where a preset would go, or a JSON file (see ``scaling_widgets.catalog``).
+"""
+
+from __future__ import annotations
+
+from .cost.inputs import BOOK_PRECISION, Chip, Model, Precision
+
+# TPU numbers: SPEC A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
+# ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.
+HARDWARE = {
+    "tpu-v4p": Chip(
+        "TPU v4p",
+        flops=2.75e14,  # bf16
+        hbm_bytes=32e9,
+        hbm_bw=1.2e12,
+        ici_bw=2 * 4.5e10,
+        pod_shape=(16, 16, 16),
+        dcn_bw=6.25e9,  # not in the book; SPEC A.7 assumes v5p's
+        wraparound="cube",
+    ),
+    "tpu-v5e": Chip(
+        "TPU v5e",
+        flops=1.97e14,
+        hbm_bytes=16e9,
+        hbm_bw=8.2e11,
+        ici_bw=2 * 4.5e10,
+        pod_shape=(16, 16),
+        dcn_bw=3.125e9,
+        wraparound="full-axis",
+    ),
+    "tpu-v5p": Chip(
+        "TPU v5p",
+        flops=4.59e14,  # SPEC A.7: not the superseded 4.46e14 of older text
+        hbm_bytes=96e9,
+        hbm_bw=2.8e12,
+        ici_bw=2 * 9e10,
+        pod_shape=(16, 20, 28),  # 8960 chips
+        dcn_bw=6.25e9,  # 25 GB/s per host over 4 chips (the chapter, "Scaling Across Pods")
+        wraparound="cube",
+    ),
+    "tpu-v6e": Chip(
+        "TPU v6e",
+        flops=9.20e14,
+        hbm_bytes=32e9,
+        hbm_bw=1.6e12,
+        ici_bw=2 * 9e10,
+        pod_shape=(16, 16),
+        dcn_bw=1.25e10,
+        wraparound="full-axis",
+    ),
+}
+"""Chips by name (SPEC A.7)."""
+
+# Dimensions from each model's published config.json (Hugging Face hub) and paper.
+MODELS = {
+    # Touvron et al. 2023, "Llama 2", Table 1; meta-llama/Llama-2-*-hf config.json
+    "llama-2-7b": Model("LLaMA-2 7B", layers=32, d_model=4096, d_ff=11008, heads=32, kv_heads=32, head_dim=128, vocab=32000),
+    "llama-2-13b": Model("LLaMA-2 13B", layers=40, d_model=5120, d_ff=13824, heads=40, kv_heads=40, head_dim=128, vocab=32000),
+    "llama-2-70b": Model("LLaMA-2 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=32000),
+    # Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3; meta-llama/Meta-Llama-3*-*B config.json
+    "llama-3-8b": Model("LLaMA-3 8B", layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256),
+    "llama-3-70b": Model("LLaMA-3 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256),
+    "llama-3-405b": Model("LLaMA-3 405B", layers=126, d_model=16384, d_ff=53248, heads=128, kv_heads=8, head_dim=128, vocab=128256),
+    # Gemma Team 2024, "Gemma", Table 1; google/gemma-7b config.json. The paper's "feedforward
+    # hidden dims 49152" counts the gate and up projections together (2 x 24576), and the
+    # chapter's TP example (SPEC A.8 example 7) uses that 49152.
+    "gemma-7b": Model("Gemma 7B", layers=28, d_model=3072, d_ff=24576, heads=16, kv_heads=16, head_dim=256, vocab=256000, tied_embeddings=True),
+    # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (d_ff = 4 d_model,
+    # GPT-2's 50257-token BPE vocabulary and tied embeddings); ungated GELU MLP.
+    "gpt-3-175b": Model("GPT-3 175B", layers=96, d_model=12288, d_ff=49152, heads=96, kv_heads=96, head_dim=128, vocab=50257, gated=False, tied_embeddings=True),
+}
+"""Models by name."""
+
+PRECISIONS = {
+    "book": BOOK_PRECISION,  # SPEC A.4: bf16 weights + two fp32 Adam moments = 10 bytes/param
+    # SPEC B.2 after Rajbhandari et al. 2020 (ZeRO), sec. 3.1: bf16 weights and gradients,
+    # fp32 master copy, momentum and variance = 2 + 2 + 12 = 16 bytes/param
+    "mixed-adam": Precision("mixed-adam", weight_bytes=2, grad_bytes=2, optimizer_bytes=12),
+}
+"""Precision and optimizer policies by name."""
