@@ -4,7 +4,7 @@ Every function takes keyword arguments that may be arrays and broadcasts them; r
 frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 reports.
 """
 
-from .estimate import Estimate, estimate
+from .estimate import Estimate, compare_strategies, estimate
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
@@ -17,7 +17,7 @@ from .training import ParamCount, param_count, step_time, time_to_train, trainin
 __all__ = [
     "BOOK_PRECISION", "STRATEGIES", "Chip", "Estimate", "LayerTimes", "MemoryPerChip", "MeshSpan",
     "Model", "ParamCount", "Precision", "axis_rings", "best_split", "bubble_fraction",
-    "bubble_overhead", "critical_tokens_per_chip", "critical_tokens_per_pod", "crossover_batch",
+    "bubble_overhead", "compare_strategies", "critical_tokens_per_chip", "critical_tokens_per_pod", "crossover_batch",
     "estimate", "largest_replicated_model", "layer_times", "memory_per_chip", "nearest_split",
     "param_count", "span_axes", "split_candidates", "stage_traffic_time", "step_time",
     "time_to_train", "tp_limit", "training_flops", "x_opt",

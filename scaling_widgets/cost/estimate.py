@@ -49,6 +49,7 @@ class Estimate:
     critical_tokens_per_pod: np.ndarray
     x_opt: np.ndarray
     memory: MemoryPerChip
+    mfu: np.ndarray
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
     step_time: np.ndarray
     training_time: np.ndarray | None  # None without ``tokens``
@@ -163,6 +164,7 @@ def estimate(
         critical_tokens_per_pod=critical_tokens_per_pod(flops=chip.flops, dcn_bw=chip.dcn_bw),
         x_opt=x_opt(batch=B / P, d_ff=F, chips=stage_chips, **spans),
         memory=memory,
+        mfu=_checks.fraction("mfu", mfu),
         bubble=bubble,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
@@ -185,3 +187,9 @@ def _layout(strategy: str, stage_chips: int, x, y):
                 raise ValueError(f"{other} must divide the {stage_chips} chips of a stage; got {given[other]!r}")
             given[name] = stage_chips // share
     return _checks.whole("x", given["x"]), _checks.whole("y", given["y"])
+
+
+def compare_strategies(**kwargs) -> dict[str, Estimate]:
+    """``estimate`` of every strategy on the same inputs, each with its own default layout."""
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y")}
+    return {s: estimate(strategy=s, **kwargs) for s in STRATEGIES}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -21,11 +22,11 @@ def _fsdp(B, D, F, X, Y):
 
 
 def _tp(B, D, F, X, Y):
-    return (0.0, 0.0), (4 * B * D, 4 * B * D)  # AllGather In, ReduceScatter Out
+    return (0.0, 0.0), (4 * D * B, 4 * D * B)  # AllGather In, ReduceScatter Out
 
 
 def _fsdp_tp(B, D, F, X, Y):
-    return (4 * D * F / Y, 8 * D * F / Y), (4 * B * D / X, 8 * B * D / X)
+    return (4 * D * F / Y, 8 * D * F / Y), (4 * D * B / X, 8 * D * B / X)
 
 
 # SPEC A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward, backward).
@@ -49,36 +50,38 @@ class LayerTimes:
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
 
-    @property
+    @cached_property
     def t_math(self):
         return self.math[0] + self.math[1]
 
-    @property
+    @cached_property
     def t_comms_x(self):
         return self.x[0] + self.x[1]
 
-    @property
+    @cached_property
     def t_comms_y(self):
         return self.y[0] + self.y[1]
 
-    @property
+    @cached_property
     def t_comms_dcn(self):
         return self.dcn[0] + self.dcn[1]
 
-    def _comms(self, p):
-        return np.maximum(np.maximum(self.x[p], self.y[p]), self.dcn[p])
+    @cached_property
+    def _comms(self):
+        """Per pass, the slowest axis [s]."""
+        return tuple(np.maximum(np.maximum(self.x[p], self.y[p]), self.dcn[p]) for p in (0, 1))
 
-    @property
+    @cached_property
     def t_comms(self):
         """Communication of both passes, the axes of a pass overlapped [s]."""
-        return self._comms(0) + self._comms(1)
+        return self._comms[0] + self._comms[1]
 
-    @property
+    @cached_property
     def lower_bound(self):
         """Compute and communication fully overlapped: sum over passes of the max [s]."""
-        return np.maximum(self.math[0], self._comms(0)) + np.maximum(self.math[1], self._comms(1))
+        return np.maximum(self.math[0], self._comms[0]) + np.maximum(self.math[1], self._comms[1])
 
-    @property
+    @cached_property
     def upper_bound(self):
         """No overlap at all: T_math + T_comms [s]."""
         return self.t_math + self.t_comms
@@ -88,23 +91,26 @@ class LayerTimes:
         times = getattr(self, axis)
         return np.maximum(times[0] / self.math[0], times[1] / self.math[1])
 
-    @property
+    @cached_property
     def worst_ratio(self):
         """The largest communication-to-compute ratio of any axis and pass (> 1: comm-bound)."""
         return np.maximum(np.maximum(self.comm_ratio("x"), self.comm_ratio("y")), self.comm_ratio("dcn"))
 
-    @property
+    @cached_property
     def compute_bound(self):
         """T_math >= every axis' communication in each pass separately (SPEC A.10)."""
-        return self.worst_ratio <= 1
+        return (self.math[0] >= self._comms[0]) & (self.math[1] >= self._comms[1])
 
-    @property
-    def bottleneck(self):
-        """'compute', or the axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio (SPEC A.10)."""
+    @cached_property
+    def worst_axis(self):
+        """The axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio, bound or not."""
         ratios = np.stack([self.comm_ratio(a) for a in AXES])
-        names = np.array(["compute", self.x_role, "tp", "dcn"])
-        worst = np.where(ratios.max(axis=0) > 1, ratios.argmax(axis=0) + 1, 0)
-        return names[worst]
+        return np.array([self.x_role, "tp", "dcn"])[ratios.argmax(axis=0)]
+
+    @cached_property
+    def bottleneck(self):
+        """'compute', or the worst axis when its ratio exceeds 1 (SPEC A.10)."""
+        return np.where(self.compute_bound, "compute", self.worst_axis)
 
 
 def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1):
@@ -141,18 +147,19 @@ def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_
 def _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y) -> LayerTimes:
     """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
     per_pod = B / P
-    math = tuple(k * per_pod * D * F / (X * Y * C) for k in (4, 8))
+    XY = X * Y
+    flops_per_k = per_pod * (D * F / C) / XY  # one B·D·F/(X·Y·C); forward 4, backward 8
+    math = (4 * flops_per_k, 8 * flops_per_k)
     (x_fwd, x_bwd), (y_fwd, y_bwd) = TRAFFIC[strategy](per_pod, D, F, X, Y)
     # A group of one chip moves nothing; a group spanning M axes gets M·W_ici (SPEC A.2).
-    x_bw = np.where(X > 1, np.maximum(M_X, 1) * W, np.inf)
-    y_bw = np.where(Y > 1, np.maximum(M_Y, 1) * W, np.inf)
-    dcn_bwd = np.where(P > 1, 8 * D * F / (X * Y * W_dcn), 0.0)
-    zero = np.zeros_like(dcn_bwd)
+    per_x_byte = (X > 1) / (np.maximum(M_X, 1) * W)
+    per_y_byte = (Y > 1) / (np.maximum(M_Y, 1) * W)
+    dcn_bwd = (P > 1) * (8 * D * F / W_dcn) / XY
     return LayerTimes(
         math=math,
-        x=(x_fwd / x_bw, x_bwd / x_bw),
-        y=(y_fwd / y_bw, y_bwd / y_bw),
-        dcn=(zero, dcn_bwd),
+        x=(x_fwd * per_x_byte, x_bwd * per_x_byte),
+        y=(y_fwd * per_y_byte, y_bwd * per_y_byte),
+        dcn=(np.zeros(()), dcn_bwd),  # DCN carries only the backward AllReduce
         x_role="dp" if strategy == "dp" else "fsdp",
     )
 

@@ -61,12 +61,12 @@ def memory_per_chip(
     L, D, F = (_checks.positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
     B = _checks.positive("batch", batch)
     X, Y, Z, P = (_checks.positive(n, v) for n, v in (("x", x), ("y", y), ("z", z), ("pods", pods)))
-    weight_shards = np.where(shard_weights_over_x, X, 1) * Y * Z
+    params_per_chip = Psi / (np.where(shard_weights_over_x, X, 1) * Y * Z)
     return MemoryPerChip(
-        params=Psi * weight_bytes / weight_shards,
-        grads=Psi * grad_bytes / weight_shards,
-        optimizer=Psi * optimizer_bytes / weight_shards,
-        activations=activation_bytes * L * B * (D + 2 * F) / (X * Y * Z * P),
+        params=weight_bytes * params_per_chip,
+        grads=grad_bytes * params_per_chip,
+        optimizer=optimizer_bytes * params_per_chip,
+        activations=B * (activation_bytes * L * (D + 2 * F)) / (X * Y * Z * P),
     )
 
 

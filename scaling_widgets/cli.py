@@ -1,0 +1,114 @@
+"""The command line: ``scaling-widgets estimate ...``.
+
+Bad input prints one line naming the option, the value and what is allowed, and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from . import catalog, report, units
+from .cost import STRATEGIES, compare_strategies, estimate
+from .presets import HARDWARE, MODELS, PRECISIONS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _typed(parse, field):
+    def convert(text):
+        try:
+            return parse(text, field)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = field
+    return convert
+
+
+def _fraction(text, field):
+    value = units.parse_count(text, field)
+    if value > 1:
+        raise ValueError(f"{field} must be in (0, 1], such as 0.4; got {text!r}")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
+    which = est.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", choices=list(MODELS), help="a model preset")
+    which.add_argument("--model-file", metavar="F.json", help="your own model as JSON")
+    chip = est.add_mutually_exclusive_group()
+    chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
+    chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
+    est.add_argument("--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)")
+    est.add_argument("--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN (default 1)")
+    est.add_argument("--batch", type=_typed(units.parse_count, "--batch"), required=True, help="global batch in tokens: 3M, 3e6 or 3000000")
+    est.add_argument("--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="sequence length (default 4096)")
+    est.add_argument("--strategy", choices=STRATEGIES, default="fsdp+tp", help="default fsdp+tp")
+    est.add_argument("--fsdp", type=_typed(units.parse_whole, "--fsdp"), metavar="X", help="FSDP/data degree (default: best split)")
+    est.add_argument("--tp", type=_typed(units.parse_whole, "--tp"), metavar="Y", help="tensor-parallel degree (default: best split)")
+    est.add_argument("--pp", type=_typed(units.parse_whole, "--pp"), metavar="Z", default=1, help="pipeline stages (default 1)")
+    est.add_argument("--microbatches", type=_typed(units.parse_whole, "--microbatches"), help="pipeline microbatches (default 4·Z)")
+    est.add_argument("--mx", type=_typed(units.parse_count, "--mx"), help="override: mesh axes the X group spans")
+    est.add_argument("--my", type=_typed(units.parse_count, "--my"), help="override: mesh axes the Y group spans")
+    est.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="model-FLOPs utilisation (default 0.4)")
+    est.add_argument("--tokens", type=_typed(units.parse_count, "--tokens"), help="training tokens, such as 15T: reports time to train")
+    est.add_argument("--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)")
+    est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _estimate(args)
+    except ValueError as err:
+        parser.exit(2, f"scaling-widgets {args.command}: error: {err}\n")
+
+
+def _estimate(args) -> int:
+    chip = catalog.chip_from_json(args.hardware_file) if args.hardware_file else catalog.hardware(args.hardware)
+    model = catalog.model_from_json(args.model_file) if args.model_file else catalog.model(args.model)
+    mesh = args.mesh or chip.pod_shape
+    _check_layout(args, mesh)
+    common = dict(
+        model=model, chip=chip, batch=args.batch, slice_shape=mesh, pods=args.pods, z=args.pp,
+        microbatches=args.microbatches, mx=args.mx, my=args.my, mfu=args.mfu, tokens=args.tokens,
+        precision=catalog.precision(args.precision),
+    )
+    chosen = estimate(strategy=args.strategy, x=args.fsdp, y=args.tp, **common)
+    others = compare_strategies(**common)
+    others[args.strategy] = chosen
+    show = report.record if args.json else report.text
+    out = show(chosen, seq_len=args.seq_len, tokens=args.tokens, others=others)
+    print(json.dumps(out, indent=2) if args.json else out)
+    return 0
+
+
+def _check_layout(args, mesh) -> None:
+    """Say in terms of the options what is wrong with --fsdp/--tp/--pp on this --mesh."""
+    chips = math.prod(mesh)
+    if chips % args.pp:
+        raise ValueError(f"--pp {args.pp} must divide the {chips} chips of --mesh {'x'.join(map(str, mesh))}")
+    stage = chips // args.pp
+    for flag, value in (("--fsdp", args.fsdp), ("--tp", args.tp)):
+        if value is not None and stage % value:
+            raise ValueError(f"{flag} {value} must divide the {stage} chips of a pipeline stage")
+    if args.fsdp and args.tp and args.fsdp * args.tp != stage:
+        raise ValueError(
+            f"--fsdp {args.fsdp} x --tp {args.tp} x --pp {args.pp} = {args.fsdp * args.tp * args.pp},"
+            f" but --mesh {'x'.join(map(str, mesh))} has {chips} chips"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

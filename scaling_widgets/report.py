@@ -1,0 +1,186 @@
+"""One estimate as a JSON record or as a short report with each formula's numbers substituted."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import units
+from .cost import Estimate
+
+AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN"}
+
+
+def _num(value):
+    """A JSON-safe Python scalar: inf and NaN become None."""
+    v = np.asarray(value).item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None, others=None) -> dict:
+    """The estimate as plain JSON types (SPEC A.10). ``others`` maps strategy -> Estimate."""
+    layer, mem = e.layer, e.memory
+    out = {
+        "model": e.model.name,
+        "hardware": e.chip.name,
+        "strategy": e.strategy,
+        "precision": e.precision.name,
+        "params": _num(e.params.total),
+        "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
+        "chips": _num(e.chips),
+        "batch_tokens": _num(e.batch),
+        "seq_len": seq_len,
+        "sequences": None if seq_len is None else _num(e.batch / seq_len),
+        "layout": {
+            "slice_shape": list(e.slice_shape),
+            "X": _num(e.x), "Y": _num(e.y), "Z": e.z, "P": _num(e.pods),
+            "M_X": _num(e.mx), "M_Y": _num(e.my),
+            "wrap_x": _num(e.wrap_x), "wrap_y": _num(e.wrap_y),
+            "microbatches": _num(e.microbatches),
+        },
+        "per_layer": {
+            "t_math_s": _num(layer.t_math),
+            "t_comms_s": _num(layer.t_comms),
+            "t_comms_x_s": _num(layer.t_comms_x),
+            "t_comms_y_s": _num(layer.t_comms_y),
+            "t_comms_dcn_s": _num(layer.t_comms_dcn),
+            "lower_bound_s": _num(layer.lower_bound),
+            "upper_bound_s": _num(layer.upper_bound),
+        },
+        "tokens_per_chip": _num(e.tokens_per_chip),
+        "critical_tokens_per_chip": _num(e.critical_tokens_per_chip),
+        "crossover_batch_tokens": _num(e.crossover_batch),
+        "tp_limit": _num(e.tp_limit),
+        "tokens_per_pod": _num(e.batch / e.pods),
+        "critical_tokens_per_pod": _num(e.critical_tokens_per_pod),
+        "compute_bound": _num(e.compute_bound),
+        "bottleneck": str(e.bottleneck),
+        "comm_to_compute": _num(layer.worst_ratio),
+        "x_opt": _num(e.x_opt),
+        "memory_per_chip_bytes": {
+            **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations")},
+            "total": _num(mem.total),
+        },
+        "hbm_bytes": e.chip.hbm_bytes,
+        "mfu": _num(e.mfu),
+        "fits": _num(e.fits),
+        "bubble": _num(e.bubble),
+        "step_time_s": _num(e.step_time),
+        "training_tokens": tokens,
+        "training_time_s": None if e.training_time is None else _num(e.training_time),
+    }
+    if others:
+        out["strategies"] = {name: _summary(o) for name, o in others.items()}
+    return out
+
+
+def _summary(e: Estimate) -> dict:
+    return {
+        "X": _num(e.x), "Y": _num(e.y),
+        "fits": _num(e.fits),
+        "compute_bound": _num(e.compute_bound),
+        "bottleneck": str(e.bottleneck),
+        "comm_to_compute": _num(e.layer.worst_ratio),
+        "memory_per_chip_bytes": _num(e.memory.total),
+        "step_time_s": _num(e.step_time),
+    }
+
+
+def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None, others=None) -> str:
+    """A short report: what binds and by how much, each threshold with its numbers, memory, time."""
+    chip, m = e.chip, e.model
+    alpha = chip.flops / chip.ici_bw
+    mesh = "x".join(map(str, e.slice_shape))
+    pods = int(e.pods)
+    seqs = "" if seq_len is None else f" ({e.batch.item() / seq_len:.1f} sequences of {seq_len})"
+    lines = [
+        f"{m.name} ({units.count(float(e.params.total))} params) on {chip.name} {mesh}"
+        f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
+        "",
+        f"Strategy {e.strategy}: {_layout(e)}",
+        f"  {_verdict(e)}",
+        "",
+        f"Thresholds (α = C/W_ici = {units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}):",
+        *("  " + line for line in _thresholds(e, alpha)),
+        "",
+        _memory(e),
+        _step(e, tokens),
+    ]
+    if others:
+        lines += ["", "Every strategy on this slice:", *("  " + row for row in _table(others))]
+    return "\n".join(lines)
+
+
+def _layout(e: Estimate) -> str:
+    x, y = int(e.x), int(e.y)
+    parts = {"dp": f"DP X={x}", "fsdp": f"FSDP X={x}", "tp": f"TP Y={y}", "fsdp+tp": f"FSDP X={x} x TP Y={y}"}
+    spans = []
+    if x > 1:
+        spans.append(f"X spans {_num(e.mx):g} axes ({'ring' if e.wrap_x else 'no wraparound'})")
+    if y > 1:
+        spans.append(f"Y spans {_num(e.my):g} ({'ring' if e.wrap_y else 'no wraparound'})")
+    extra = [f"PP Z={e.z}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
+    return ", ".join([parts[e.strategy], *extra, *spans])
+
+
+def _verdict(e: Estimate) -> str:
+    ratio = float(e.layer.worst_ratio)
+    axis = AXIS_NAMES[str(e.layer.worst_axis)]
+    if e.compute_bound:
+        return f"COMPUTE-BOUND: the slowest communication, {axis}, takes {ratio:.2f}x the compute time."
+    return f"COMMUNICATION-BOUND on {axis}: it takes {ratio:.2f}x the compute time."
+
+
+def _thresholds(e: Estimate, alpha: float):
+    F, B, N = e.model.d_ff, float(e.batch), float(e.chips)
+    mx, my = max(float(e.mx), 1), max(float(e.my), 1)
+    per_chip = f"has B/N = {units.tokens(B)}/{N:,.0f} = {float(e.tokens_per_chip):,.0f}"
+    z = f"/{e.z}" if e.z > 1 else ""
+    if e.strategy in ("dp", "fsdp"):
+        yield f"{e.strategy.upper()} needs tokens/chip > α/M_X{z} = {alpha:,.0f}/{mx:g}{z} = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}"
+    if e.strategy == "fsdp+tp":
+        yield (f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:g}·{my:g}·{F}){z}"
+               f" = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}")
+        yield (f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:g}/{my:g})"
+               f"·{int(e.x * e.y):,}) = {float(e.x_opt):,.0f}; best legal split here: X={int(e.x)}, Y={int(e.y)}")
+    if e.strategy != "dp" or e.y > 1:
+        yield f"this layout is compute-bound from a batch of {units.tokens(float(e.crossover_batch))} tokens"
+    if e.y > 1:
+        limit = float(e.tp_limit)
+        verdict = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. SPEC A.9)"
+        yield f"TP limit Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}; Y = {int(e.y)}: {verdict}"
+    pod_line = (f"DCN: per-pod batch B/P = {units.tokens(B / float(e.pods))} vs C/W_dcn ="
+                f" {units.sci(e.chip.flops)}/{units.sci(e.chip.dcn_bw)} = {float(e.critical_tokens_per_pod):,.0f}")
+    yield pod_line + ("" if e.pods > 1 else " (one pod: no DCN traffic)")
+
+
+def _memory(e: Estimate) -> str:
+    mem, hbm = e.memory, e.chip.hbm_bytes
+    kinds = {"weights": mem.params, "grads": mem.grads, "optimizer": mem.optimizer, "activations": mem.activations}
+    parts = " + ".join(f"{k} {units.nbytes(float(v))}" for k, v in kinds.items())
+    verdict = "fits" if e.fits else "DOES NOT FIT"
+    return f"Memory per chip: {parts} = {units.nbytes(float(mem.total))} of {units.nbytes(hbm)} HBM: {verdict}"
+
+
+def _step(e: Estimate, tokens: float | None) -> str:
+    n = int(e.chips)
+    line = (f"Step time at MFU {float(e.mfu):.0%}: 6·B·Ψ/(N·C·MFU) = 6·{units.tokens(float(e.batch))}·{units.count(float(e.params.total))}"
+            f"/({n:,}·{units.sci(e.chip.flops)}·{float(e.mfu):g}) -> {units.seconds(float(e.step_time))}")
+    if e.bubble > 0:
+        line += f" including a pipeline bubble of {float(e.bubble):.0%}"
+    if e.training_time is not None:
+        line += f"; {units.count(tokens)} tokens take {units.seconds(float(e.training_time))}"
+    return line
+
+
+def _table(others: dict):
+    yield f"{'strategy':<9} {'layout':<14} {'memory/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
+    for name, o in others.items():
+        layout = {"dp": f"X={int(o.x)}", "fsdp": f"X={int(o.x)}", "tp": f"Y={int(o.y)}"}.get(name, f"{int(o.x)}x{int(o.y)}")
+        bound = "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
+        fits = "yes" if o.fits else "no"
+        yield (f"{name:<9} {layout:<14} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
+               f" {units.seconds(float(o.step_time)):>9}")

@@ -1,0 +1,85 @@
+"""Human units at the edges: "3M" tokens in, "311 ms" and "96 GB" out. Inside, everything is SI."""
+
+from __future__ import annotations
+
+import math
+import re
+
+SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+
+
+def parse_count(text: str, field: str = "value") -> float:
+    """A positive count written as 3M, 3e6, 3000000, 1.5B or 15T (SI: k, M, B or G, T).
+
+    >>> parse_count("3M"), parse_count("3e6"), parse_count("3_000_000"), parse_count("15T")
+    (3000000.0, 3000000.0, 3000000.0, 15000000000000.0)
+    """
+    match = _COUNT.match(str(text))
+    value = float(match[1].replace("_", "")) * SUFFIXES[match[2].lower()] if match else math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{field} must be a number > 0 such as 3M, 3e6 or 3000000; got {text!r}")
+    return value
+
+
+def parse_whole(text: str, field: str = "value") -> int:
+    """A whole number >= 1, also written as 32k or 1e3."""
+    value = parse_count(text, field)
+    if value != int(value):
+        raise ValueError(f"{field} must be a whole number >= 1; got {text!r}")
+    return int(value)
+
+
+def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
+    """A slice shape written as 16x16x16 (or 16*16*16, 16,16,16).
+
+    >>> parse_mesh("16x20x28")
+    (16, 20, 28)
+    """
+    parts = re.split(r"\s*[x×*,]\s*", str(text).strip().lower())
+    if not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise ValueError(f"{field} must be axis lengths >= 1 joined by 'x', such as 16x16x16; got {text!r}")
+    return tuple(int(p) for p in parts)
+
+
+def tokens(n: float) -> str:
+    """A token count the way people say it: 3.0M, 732, 870K."""
+    return _scaled(n, ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")))
+
+
+def count(n: float) -> str:
+    """A large count of parameters, FLOPs or chips: 13.0B, 6.3e24, 4,096."""
+    if n >= 1e15:
+        return sci(n)
+    if n >= 1e5:
+        return _scaled(n, ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")), digits="#.3g")
+    return f"{n:,.0f}" if n == round(n) else f"{n:,.3g}"
+
+
+def nbytes(n: float) -> str:
+    """Bytes in SI units: 96 GB, 1.95 GB, 7.9 TB."""
+    return _scaled(n, ((1e12, " TB"), (1e9, " GB"), (1e6, " MB"), (1e3, " kB")), unit=" B")
+
+
+def seconds(t: float) -> str:
+    """A duration in the unit that reads best: 4.2 µs, 311 ms, 2.5 h, 17.0 days."""
+    if not math.isfinite(t):
+        return "never"
+    for limit, scale, unit in ((1e-3, 1e6, " µs"), (1, 1e3, " ms"), (120, 1, " s"), (7200, 1 / 60, " min")):
+        if t < limit:
+            return f"{t * scale:.3g}{unit}"
+    return f"{t / 3600:.3g} h" if t < 2 * 86400 else f"{t / 86400:.1f} days"
+
+
+def sci(x: float) -> str:
+    """A hardware number in short scientific notation: 4.59e14."""
+    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{x:.3g}")
+
+
+def _scaled(n: float, steps, unit: str = "", digits: str = ".3g") -> str:
+    if not math.isfinite(n):
+        return "∞"
+    for scale, suffix in steps:
+        if abs(n) >= scale:
+            return f"{n / scale:{digits}}{suffix}"
+    return f"{n:.3g}{unit}"

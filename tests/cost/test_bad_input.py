@@ -1,0 +1,57 @@
+"""Malformed input raises ValueError naming the argument, the value and what is allowed."""
+
+import numpy as np
+import pytest
+
+from scaling_widgets.cost import Chip, Model, estimate, layer_times, x_opt
+from scaling_widgets.presets import HARDWARE, MODELS
+
+HW = dict(flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("batch", -3, "batch must be a finite number > 0; got -3"),
+        ("batch", [1e6, 0.0], r"batch must be a finite number > 0; got 0 at index \(1,\)"),
+        ("x", np.nan, "x must be a finite number > 0; got nan"),
+        ("d_model", "wide", "d_model must be a finite number > 0; got 'wide'"),
+    ],
+)
+def test_layer_times_names_the_bad_argument(field, value, message):
+    args = dict(strategy="fsdp", batch=1e6, d_model=8192, d_ff=32768, x=64, **HW)
+    args[field] = value
+    with pytest.raises(ValueError, match=message):
+        layer_times(**args)
+
+
+def test_unknown_strategy_lists_the_allowed_ones():
+    with pytest.raises(ValueError, match="strategy must be one of 'dp', 'fsdp', 'tp', 'fsdp\\+tp'; got 'zero'"):
+        layer_times(strategy="zero", batch=1e6, d_model=1, d_ff=1, **HW)
+
+
+def test_x_opt_rejects_zero_chips():
+    with pytest.raises(ValueError, match="chips must be a finite number > 0; got 0"):
+        x_opt(batch=1e6, d_ff=1, chips=0)
+
+
+def test_estimate_rejects_a_slice_larger_than_the_pod():
+    with pytest.raises(ValueError, match="slice_shape 32x16x16 does not fit in the chip's pod of 16x16x16"):
+        estimate(model=MODELS["llama-2-7b"], chip=HARDWARE["tpu-v4p"], batch=1e6, slice_shape=(32, 16, 16))
+
+
+def test_estimate_rejects_tp_on_a_pure_fsdp_strategy():
+    with pytest.raises(ValueError, match="y must be 1 for strategy 'fsdp'"):
+        estimate(model=MODELS["llama-2-7b"], chip=HARDWARE["tpu-v5p"], batch=1e6, strategy="fsdp", y=4)
+
+
+def test_a_layout_that_does_not_fit_is_not_an_error():
+    e = estimate(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e6, strategy="dp")
+    assert not e.fits
+
+
+def test_user_defined_model_and_chip_are_checked_field_by_field():
+    with pytest.raises(ValueError, match="Model d_ff must be a whole number >= 1; got 0"):
+        Model("m", layers=2, d_model=64, d_ff=0, heads=2, kv_heads=2, head_dim=32, vocab=100)
+    with pytest.raises(ValueError, match="Chip ici_bw must be a number > 0; got -1"):
+        Chip("c", flops=1e14, hbm_bytes=1e10, hbm_bw=1e12, ici_bw=-1, pod_shape=(4, 4), dcn_bw=1e9)

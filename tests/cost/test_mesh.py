@@ -1,0 +1,55 @@
+"""How layouts map onto physical slices (SPEC A.1, A.7): axes spanned and wraparound."""
+
+import pytest
+
+from scaling_widgets.cost import axis_rings, estimate, span_axes
+from scaling_widgets.presets import HARDWARE, MODELS
+
+
+def test_tp_takes_the_innermost_axis_and_fsdp_the_rest():
+    s = span_axes(slice_shape=(16, 16, 16), x=[256, 512, 4096, 1], y=[16, 8, 1, 4096])
+    assert s.mx.tolist() == [2, 3, 3, 0]
+    assert s.my.tolist() == [1, 1, 0, 3]
+
+
+def test_pipeline_takes_the_outermost_axes():
+    s = span_axes(slice_shape=(4, 16, 16), x=256, y=1, z=4)
+    assert (s.mx, s.my, s.mz) == (2, 0, 1)
+
+
+def test_uneven_pod_axes_split_by_common_factors():
+    s = span_axes(slice_shape=(16, 20, 28), x=[8960, 2240, 1120], y=[1, 4, 8])
+    assert s.mx.tolist() == [3, 3, 3]
+    assert s.my.tolist() == [0, 1, 2]  # 8 = 4 of the 28-axis x 2 of the 20-axis
+
+
+def test_a_group_wraps_only_on_whole_ring_axes():
+    rings = axis_rings(slice_shape=(16, 16, 16), pod_shape=(16, 16, 16), rule="cube")
+    s = span_axes(slice_shape=(16, 16, 16), x=[256, 512], y=[16, 8], rings=rings)
+    assert s.wrap_x.tolist() == [True, False]  # X = 512 has only 2 of the innermost axis
+    assert s.wrap_y.tolist() == [True, False]
+
+
+def test_wraparound_rules_of_the_tpu_generations():
+    assert axis_rings(slice_shape=(4, 4, 8), pod_shape=(16, 20, 28), rule="cube") == (True, True, True)
+    assert axis_rings(slice_shape=(2, 4, 4), pod_shape=(16, 20, 28), rule="cube") == (False, False, False)
+    assert axis_rings(slice_shape=(16, 8), pod_shape=(16, 16), rule="full-axis") == (True, False)
+
+
+def test_overrides_replace_the_derived_spans_and_rings():
+    model, chip = MODELS["llama-2-13b"], HARDWARE["tpu-v5p"]
+    derived = estimate(model=model, chip=chip, batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4)
+    forced = estimate(model=model, chip=chip, batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4, mx=2, my=1)
+    assert (derived.mx, derived.my) == (3, 1)
+    assert (forced.mx, forced.my) == (2, 1)
+    assert forced.layer.t_comms_x > derived.layer.t_comms_x  # two axes carry less than three
+    # 2x16x16 is not made of whole cubes: no rings, unless the user says there are.
+    plain = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16)
+    ringed = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16, wraparound=True)
+    assert (plain.wrap_x, plain.wrap_y) == (False, False)
+    assert (ringed.wrap_x, ringed.wrap_y) == (True, True)
+
+
+def test_layout_must_use_every_chip_of_the_slice():
+    with pytest.raises(ValueError, match=r"x\*y\*z must equal the slice's 4096 chips; got 2048"):
+        span_axes(slice_shape=(16, 16, 16), x=512, y=4)

@@ -1,0 +1,110 @@
+"""The command line: the chapter's examples through `scaling-widgets estimate`, and bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scaling_widgets.cli import main
+
+EXAMPLE_16 = ["estimate", "--model", "llama-2-13b", "--hardware", "tpu-v5p", "--mesh", "16x16x16", "--batch", "3M",
+              "--seq-len", "32768", "--strategy", "fsdp+tp", "--mfu", "0.4"]
+
+
+def run(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_example_16_report_tells_the_whole_story(capsys):
+    code, out, _ = run(EXAMPLE_16, capsys)
+    assert code == 0
+    assert "FSDP X=1024 x TP Y=4" in out and "COMPUTE-BOUND" in out
+    assert "312 ms" in out
+    rows = {line.split()[0]: line for line in out.splitlines()[-4:]}
+    assert " no " in rows["dp"]  # pure DP does not fit
+    assert "fsdp (1.16x)" in rows["fsdp"]  # pure FSDP is comm-bound
+
+
+def test_example_16_json(capsys):
+    code, out, _ = run([*EXAMPLE_16, "--json", "--tokens", "2T"], capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert (data["layout"]["X"], data["layout"]["Y"]) == (1024, 4)
+    assert data["compute_bound"] is True and data["bottleneck"] == "compute"
+    assert data["step_time_s"] == pytest.approx(0.3, abs=0.015)
+    assert data["training_time_s"] == pytest.approx(2e12 / 3e6 * data["step_time_s"])
+    assert data["strategies"]["dp"]["fits"] is False
+    assert data["strategies"]["fsdp"]["compute_bound"] is False
+    assert data["tokens_per_chip"] == pytest.approx(732, abs=0.5)
+    assert set(data["per_layer"]) >= {"t_math_s", "t_comms_s", "t_comms_x_s", "t_comms_y_s", "t_comms_dcn_s"}
+    assert set(data["memory_per_chip_bytes"]) == {"params", "grads", "optimizer", "activations", "total"}
+    for key in ("params", "chips", "critical_tokens_per_chip", "tp_limit", "critical_tokens_per_pod", "x_opt",
+                "hbm_bytes", "fits"):
+        assert data[key] is not None
+
+
+def test_pure_tp_has_no_critical_batch_and_says_it_exceeds_the_limit(capsys):
+    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--mesh", "16x16x16", "--batch", "1M",
+                        "--strategy", "fsdp+tp", "--fsdp", "256", "--tp", "16"], capsys)
+    assert code == 0 and "never compute-bound" in out  # SPEC A.9: the chapter's 256 x 16
+    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--batch", "1M", "--strategy", "tp", "--json"], capsys)
+    assert json.loads(out)["critical_tokens_per_chip"] is None
+
+
+def test_two_pods_over_dcn(capsys):
+    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--batch", "2M", "--pods", "2", "--json"], capsys)
+    data = json.loads(out)
+    assert data["chips"] == 2 * 8960 and data["layout"]["P"] == 2
+    assert data["tokens_per_chip"] == pytest.approx(111, abs=1)
+    assert data["per_layer"]["t_comms_dcn_s"] > 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "llama-9"], "argument --model: invalid choice: 'llama-9'"),
+        (["--hardware", "tpu-v9"], "argument --hardware: invalid choice: 'tpu-v9'"),
+        (["--batch=-3M"], "argument --batch: --batch must be a number > 0"),
+        (["--batch", "lots"], "argument --batch: --batch must be a number > 0"),
+        (["--mesh", "16x0x16"], "argument --mesh: --mesh must be axis lengths >= 1"),
+        (["--mesh", "32x32x32"], "slice_shape 32x32x32 does not fit in the chip's pod of 16x20x28"),
+        (["--fsdp", "512", "--tp", "4"], "--fsdp 512 x --tp 4 x --pp 1 = 2048, but --mesh 16x16x16 has 4096 chips"),
+        (["--fsdp", "3"], "--fsdp 3 must divide the 4096 chips of a pipeline stage"),
+        (["--pods", "0"], "argument --pods: --pods must be a number > 0"),
+        (["--mfu", "1.5"], "argument --mfu: --mfu must be in (0, 1]"),
+        (["--strategy", "fsdp", "--tp", "4"], "y must be 1 for strategy 'fsdp'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
+    argv = ["estimate", "--model", "llama-2-13b", "--batch", "3M", "--mesh", "16x16x16", *args]  # last flag wins
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_model_file(tmp_path, capsys):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"layers": 4, "d_model": 512, "d_ff": 2048, "heads": 8, "kv_heads": 8,
+                                "head_dim": 64, "vocab": 32000, "gated": False, "tied_embeddings": True}))
+    code, out, _ = run(["estimate", "--model-file", str(path), "--hardware", "tpu-v5e", "--batch", "1M", "--json"],
+                       capsys)
+    assert code == 0 and json.loads(out)["model"] == "custom model"
+    path.write_text('{"layers": 4}')
+    with pytest.raises(SystemExit):
+        main(["estimate", "--model-file", str(path), "--batch", "1M"])
+    assert "model key 'd_ff' is missing" in capsys.readouterr().err
+
+
+def test_console_script_and_module_agree():
+    args = [*EXAMPLE_16, "--json"]
+    as_module = subprocess.run([sys.executable, "-m", "scaling_widgets", *args], capture_output=True, text=True)
+    script = subprocess.run([sys.executable.replace("python", "scaling-widgets"), *args], capture_output=True, text=True)
+    assert as_module.returncode == 0 and as_module.stdout == script.stdout
+    bad = subprocess.run([sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
