@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,7 +104,8 @@ def test_model_file(tmp_path, capsys):
 def test_console_script_and_module_agree():
     args = [*EXAMPLE_16, "--json"]
     as_module = subprocess.run([sys.executable, "-m", "scaling_widgets", *args], capture_output=True, text=True)
-    script = subprocess.run([sys.executable.replace("python", "scaling-widgets"), *args], capture_output=True, text=True)
+    script_path = Path(sys.executable).with_name("scaling-widgets")  # installed beside this Python
+    script = subprocess.run([str(script_path), *args], capture_output=True, text=True)
     assert as_module.returncode == 0 and as_module.stdout == script.stdout
     bad = subprocess.run([sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True,
                          text=True)
