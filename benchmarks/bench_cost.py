@@ -2,8 +2,10 @@
 
 Both run in this process, one after the other, so the ratio holds on a noisy machine even when
 the absolute rates do not. A million layouts in one call are bound by memory bandwidth (each
-numpy operation streams 8 MB arrays); the same calls on blocks of 65,536 stay in cache. Run: ``python benchmarks/bench_cost.py [--layouts N]``. It prints a
-report and asserts nothing (STYLE: speed is measured, not tested).
+numpy operation streams 8 MB arrays); the same calls on blocks of 65,536 stay in cache.
+
+Run: ``python benchmarks/bench_cost.py [--layouts N]``. It prints a report and asserts nothing
+(STYLE: speed is measured, not tested).
 """
 
 from __future__ import annotations
@@ -45,19 +47,31 @@ def vectorized(c: dict):
     """One call per formula over every layout: layer times, memory, step time."""
     D, F, L = MODEL.d_model, MODEL.d_ff, MODEL.layers
     hw = dict(flops=CHIP.flops, ici_bw=CHIP.ici_bw, dcn_bw=CHIP.dcn_bw)
-    t = layer_times(strategy="fsdp+tp", batch=c["B"], d_model=D, d_ff=F, x=c["X"], y=c["Y"], pods=c["P"],
-                    mx=3, my=1, **hw)
-    mem = memory_per_chip(params=PARAMS, layers=L, d_model=D, d_ff=F, batch=c["B"], x=c["X"], y=c["Y"],
-                          pods=c["P"], shard_weights_over_x=True)
-    step = step_time(batch=c["B"], params=PARAMS, chips=4096 * c["P"], flops=CHIP.flops, mfu=c["mfu"],
-                     comm_time=L * t.t_comms)
+    t = layer_times(
+        strategy="fsdp+tp", batch=c["B"], d_model=D, d_ff=F, x=c["X"], y=c["Y"], pods=c["P"], mx=3, my=1, **hw
+    )
+    mem = memory_per_chip(
+        params=PARAMS,
+        layers=L,
+        d_model=D,
+        d_ff=F,
+        batch=c["B"],
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
+        shard_weights_over_x=True,
+    )
+    step = step_time(
+        batch=c["B"], params=PARAMS, chips=4096 * c["P"], flops=CHIP.flops, mfu=c["mfu"], comm_time=L * t.t_comms
+    )
     return t.compute_bound, mem.total <= CHIP.hbm_bytes, step
 
 
 def full_estimate(c: dict):
     """``estimate`` itself: mesh spans, crossovers, thresholds, X_opt, memory, step time."""
-    return estimate(model=MODEL, chip=CHIP, batch=c["B"], slice_shape=(16, 16, 16), x=c["X"], y=c["Y"],
-                    pods=c["P"], mfu=c["mfu"])
+    return estimate(
+        model=MODEL, chip=CHIP, batch=c["B"], slice_shape=(16, 16, 16), x=c["X"], y=c["Y"], pods=c["P"], mfu=c["mfu"]
+    )
 
 
 def in_blocks(fn, c: dict, block: int = 65_536):
@@ -69,10 +83,26 @@ def in_blocks(fn, c: dict, block: int = 65_536):
 def scalar_loop(c: dict, n: int):
     out = []
     for i in range(n):
-        out.append(reference.evaluate(
-            "fsdp+tp", c["B"][i], MODEL.d_model, MODEL.d_ff, MODEL.layers, PARAMS, int(c["X"][i]), int(c["Y"][i]),
-            int(c["P"][i]), CHIP.flops, CHIP.ici_bw, CHIP.dcn_bw, 3, 1, CHIP.hbm_bytes, c["mfu"][i],
-        ))
+        out.append(
+            reference.evaluate(
+                "fsdp+tp",
+                c["B"][i],
+                MODEL.d_model,
+                MODEL.d_ff,
+                MODEL.layers,
+                PARAMS,
+                int(c["X"][i]),
+                int(c["Y"][i]),
+                int(c["P"][i]),
+                CHIP.flops,
+                CHIP.ici_bw,
+                CHIP.dcn_bw,
+                3,
+                1,
+                CHIP.hbm_bytes,
+                c["mfu"][i],
+            )
+        )
     return out
 
 

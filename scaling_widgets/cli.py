@@ -48,20 +48,47 @@ def _build_parser() -> argparse.ArgumentParser:
     chip = est.add_mutually_exclusive_group()
     chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
     chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
-    est.add_argument("--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)")
-    est.add_argument("--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN (default 1)")
-    est.add_argument("--batch", type=_typed(units.parse_count, "--batch"), required=True, help="global batch in tokens: 3M, 3e6 or 3000000")
-    est.add_argument("--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="sequence length (default 4096)")
+    est.add_argument(
+        "--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)"
+    )
+    est.add_argument(
+        "--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN (default 1)"
+    )
+    est.add_argument(
+        "--batch",
+        type=_typed(units.parse_count, "--batch"),
+        required=True,
+        help="global batch in tokens: 3M, 3e6 or 3000000",
+    )
+    est.add_argument(
+        "--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="sequence length (default 4096)"
+    )
     est.add_argument("--strategy", choices=STRATEGIES, default="fsdp+tp", help="default fsdp+tp")
-    est.add_argument("--fsdp", type=_typed(units.parse_whole, "--fsdp"), metavar="X", help="FSDP/data degree (default: best split)")
-    est.add_argument("--tp", type=_typed(units.parse_whole, "--tp"), metavar="Y", help="tensor-parallel degree (default: best split)")
-    est.add_argument("--pp", type=_typed(units.parse_whole, "--pp"), metavar="Z", default=1, help="pipeline stages (default 1)")
-    est.add_argument("--microbatches", type=_typed(units.parse_whole, "--microbatches"), help="pipeline microbatches (default 4·Z)")
+    est.add_argument(
+        "--fsdp", type=_typed(units.parse_whole, "--fsdp"), metavar="X", help="FSDP/data degree (default: best split)"
+    )
+    est.add_argument(
+        "--tp", type=_typed(units.parse_whole, "--tp"), metavar="Y", help="tensor-parallel degree (default: best split)"
+    )
+    est.add_argument(
+        "--pp", type=_typed(units.parse_whole, "--pp"), metavar="Z", default=1, help="pipeline stages (default 1)"
+    )
+    est.add_argument(
+        "--microbatches", type=_typed(units.parse_whole, "--microbatches"), help="pipeline microbatches (default 4·Z)"
+    )
     est.add_argument("--mx", type=_typed(units.parse_count, "--mx"), help="override: mesh axes the X group spans")
     est.add_argument("--my", type=_typed(units.parse_count, "--my"), help="override: mesh axes the Y group spans")
-    est.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="model-FLOPs utilisation (default 0.4)")
-    est.add_argument("--tokens", type=_typed(units.parse_count, "--tokens"), help="training tokens, such as 15T: reports time to train")
-    est.add_argument("--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)")
+    est.add_argument(
+        "--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="model-FLOPs utilisation (default 0.4)"
+    )
+    est.add_argument(
+        "--tokens",
+        type=_typed(units.parse_count, "--tokens"),
+        help="training tokens, such as 15T: reports time to train",
+    )
+    est.add_argument(
+        "--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)"
+    )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     return parser
 
@@ -81,13 +108,21 @@ def _estimate(args) -> int:
     mesh = args.mesh or chip.pod_shape
     _check_layout(args, mesh)
     common = dict(
-        model=model, chip=chip, batch=args.batch, slice_shape=mesh, pods=args.pods, z=args.pp,
-        microbatches=args.microbatches, mx=args.mx, my=args.my, mfu=args.mfu, tokens=args.tokens,
+        model=model,
+        chip=chip,
+        batch=args.batch,
+        slice_shape=mesh,
+        pods=args.pods,
+        z=args.pp,
+        microbatches=args.microbatches,
+        mx=args.mx,
+        my=args.my,
+        mfu=args.mfu,
+        tokens=args.tokens,
         precision=catalog.precision(args.precision),
     )
     chosen = estimate(strategy=args.strategy, x=args.fsdp, y=args.tp, **common)
-    others = compare_strategies(**common)
-    others[args.strategy] = chosen
+    others = compare_strategies(**common)  # each strategy with its default layout
     show = report.record if args.json else report.text
     out = show(chosen, seq_len=args.seq_len, tokens=args.tokens, others=others)
     print(json.dumps(out, indent=2) if args.json else out)

@@ -57,20 +57,53 @@ HARDWARE = {
 # Dimensions from each model's published config.json (Hugging Face hub) and paper.
 MODELS = {
     # Touvron et al. 2023, "Llama 2", Table 1; meta-llama/Llama-2-*-hf config.json
-    "llama-2-7b": Model("LLaMA-2 7B", layers=32, d_model=4096, d_ff=11008, heads=32, kv_heads=32, head_dim=128, vocab=32000),
-    "llama-2-13b": Model("LLaMA-2 13B", layers=40, d_model=5120, d_ff=13824, heads=40, kv_heads=40, head_dim=128, vocab=32000),
-    "llama-2-70b": Model("LLaMA-2 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=32000),
+    "llama-2-7b": Model(
+        "LLaMA-2 7B", layers=32, d_model=4096, d_ff=11008, heads=32, kv_heads=32, head_dim=128, vocab=32000
+    ),
+    "llama-2-13b": Model(
+        "LLaMA-2 13B", layers=40, d_model=5120, d_ff=13824, heads=40, kv_heads=40, head_dim=128, vocab=32000
+    ),
+    "llama-2-70b": Model(
+        "LLaMA-2 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=32000
+    ),
     # Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3; meta-llama/Meta-Llama-3*-*B config.json
-    "llama-3-8b": Model("LLaMA-3 8B", layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256),
-    "llama-3-70b": Model("LLaMA-3 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256),
-    "llama-3-405b": Model("LLaMA-3 405B", layers=126, d_model=16384, d_ff=53248, heads=128, kv_heads=8, head_dim=128, vocab=128256),
+    "llama-3-8b": Model(
+        "LLaMA-3 8B", layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256
+    ),
+    "llama-3-70b": Model(
+        "LLaMA-3 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256
+    ),
+    "llama-3-405b": Model(
+        "LLaMA-3 405B", layers=126, d_model=16384, d_ff=53248, heads=128, kv_heads=8, head_dim=128, vocab=128256
+    ),
     # Gemma Team 2024, "Gemma", Table 1; google/gemma-7b config.json. The paper's "feedforward
     # hidden dims 49152" counts the gate and up projections together (2 x 24576), and the
     # chapter's TP example (SPEC A.8 example 7) uses that 49152.
-    "gemma-7b": Model("Gemma 7B", layers=28, d_model=3072, d_ff=24576, heads=16, kv_heads=16, head_dim=256, vocab=256000, tied_embeddings=True),
+    "gemma-7b": Model(
+        "Gemma 7B",
+        layers=28,
+        d_model=3072,
+        d_ff=24576,
+        heads=16,
+        kv_heads=16,
+        head_dim=256,
+        vocab=256000,
+        tied_embeddings=True,
+    ),
     # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (d_ff = 4 d_model,
     # GPT-2's 50257-token BPE vocabulary and tied embeddings); ungated GELU MLP.
-    "gpt-3-175b": Model("GPT-3 175B", layers=96, d_model=12288, d_ff=49152, heads=96, kv_heads=96, head_dim=128, vocab=50257, gated=False, tied_embeddings=True),
+    "gpt-3-175b": Model(
+        "GPT-3 175B",
+        layers=96,
+        d_model=12288,
+        d_ff=49152,
+        heads=96,
+        kv_heads=96,
+        head_dim=128,
+        vocab=50257,
+        gated=False,
+        tied_embeddings=True,
+    ),
 }
 """Models by name."""
 

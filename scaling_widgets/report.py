@@ -36,9 +36,14 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "sequences": None if seq_len is None else _num(e.batch / seq_len),
         "layout": {
             "slice_shape": list(e.slice_shape),
-            "X": _num(e.x), "Y": _num(e.y), "Z": e.z, "P": _num(e.pods),
-            "M_X": _num(e.mx), "M_Y": _num(e.my),
-            "wrap_x": _num(e.wrap_x), "wrap_y": _num(e.wrap_y),
+            "X": _num(e.x),
+            "Y": _num(e.y),
+            "Z": e.z,
+            "P": _num(e.pods),
+            "M_X": _num(e.mx),
+            "M_Y": _num(e.my),
+            "wrap_x": _num(e.wrap_x),
+            "wrap_y": _num(e.wrap_y),
             "microbatches": _num(e.microbatches),
         },
         "per_layer": {
@@ -79,7 +84,8 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
 
 def _summary(e: Estimate) -> dict:
     return {
-        "X": _num(e.x), "Y": _num(e.y),
+        "X": _num(e.x),
+        "Y": _num(e.y),
         "fits": _num(e.fits),
         "compute_bound": _num(e.compute_bound),
         "bottleneck": str(e.bottleneck),
@@ -104,7 +110,7 @@ def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None
         f"  {_verdict(e)}",
         "",
         f"Thresholds (α = C/W_ici = {units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}):",
-        *("  " + line for line in _thresholds(e, alpha)),
+        *("  " + line for line in _thresholds(e, alpha, (others or {}).get("fsdp+tp"))),
         "",
         _memory(e),
         _step(e, tokens),
@@ -134,26 +140,38 @@ def _verdict(e: Estimate) -> str:
     return f"COMMUNICATION-BOUND on {axis}: it takes {ratio:.2f}x the compute time."
 
 
-def _thresholds(e: Estimate, alpha: float):
+def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
     F, B, N = e.model.d_ff, float(e.batch), float(e.chips)
     mx, my = max(float(e.mx), 1), max(float(e.my), 1)
     per_chip = f"has B/N = {units.tokens(B)}/{N:,.0f} = {float(e.tokens_per_chip):,.0f}"
     z = f"/{e.z}" if e.z > 1 else ""
     if e.strategy in ("dp", "fsdp"):
-        yield f"{e.strategy.upper()} needs tokens/chip > α/M_X{z} = {alpha:,.0f}/{mx:g}{z} = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}"
+        need = float(e.critical_tokens_per_chip)
+        yield f"{e.strategy.upper()} needs tokens/chip > α/M_X{z} = {alpha:,.0f}/{mx:g}{z} = {need:,.0f}; {per_chip}"
     if e.strategy == "fsdp+tp":
-        yield (f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:g}·{my:g}·{F}){z}"
-               f" = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}")
-        yield (f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:g}/{my:g})"
-               f"·{int(e.x * e.y):,}) = {float(e.x_opt):,.0f}; best legal split here: X={int(e.x)}, Y={int(e.y)}")
+        yield (
+            f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:g}·{my:g}·{F}){z}"
+            f" = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}"
+        )
+        yield (
+            f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:g}/{my:g})"
+            f"·{int(e.x * e.y):,}) = {float(e.x_opt):,.0f}"
+            + ("" if best is None else f"; best legal split on this slice: X={int(best.x)}, Y={int(best.y)}")
+        )
     if e.strategy != "dp" or e.y > 1:
-        yield f"this layout is compute-bound from a batch of {units.tokens(float(e.crossover_batch))} tokens"
+        crossing = float(e.crossover_batch)
+        if math.isfinite(crossing):
+            yield f"this layout is compute-bound from a batch of {units.tokens(crossing)} tokens"
+        else:
+            yield "this layout is never compute-bound, at any batch"
     if e.y > 1:
         limit = float(e.tp_limit)
         verdict = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. SPEC A.9)"
         yield f"TP limit Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}; Y = {int(e.y)}: {verdict}"
-    pod_line = (f"DCN: per-pod batch B/P = {units.tokens(B / float(e.pods))} vs C/W_dcn ="
-                f" {units.sci(e.chip.flops)}/{units.sci(e.chip.dcn_bw)} = {float(e.critical_tokens_per_pod):,.0f}")
+    pod_line = (
+        f"DCN: per-pod batch B/P = {units.tokens(B / float(e.pods))} vs C/W_dcn ="
+        f" {units.sci(e.chip.flops)}/{units.sci(e.chip.dcn_bw)} = {float(e.critical_tokens_per_pod):,.0f}"
+    )
     yield pod_line + ("" if e.pods > 1 else " (one pod: no DCN traffic)")
 
 
@@ -167,8 +185,11 @@ def _memory(e: Estimate) -> str:
 
 def _step(e: Estimate, tokens: float | None) -> str:
     n = int(e.chips)
-    line = (f"Step time at MFU {float(e.mfu):.0%}: 6·B·Ψ/(N·C·MFU) = 6·{units.tokens(float(e.batch))}·{units.count(float(e.params.total))}"
-            f"/({n:,}·{units.sci(e.chip.flops)}·{float(e.mfu):g}) -> {units.seconds(float(e.step_time))}")
+    B, params = units.tokens(float(e.batch)), units.count(float(e.params.total))
+    line = (
+        f"Step time at MFU {float(e.mfu):.0%}: 6·B·Ψ/(N·C·MFU) = 6·{B}·{params}"
+        f"/({n:,}·{units.sci(e.chip.flops)}·{float(e.mfu):g}) -> {units.seconds(float(e.step_time))}"
+    )
     if e.bubble > 0:
         line += f" including a pipeline bubble of {float(e.bubble):.0%}"
     if e.training_time is not None:
@@ -179,8 +200,12 @@ def _step(e: Estimate, tokens: float | None) -> str:
 def _table(others: dict):
     yield f"{'strategy':<9} {'layout':<14} {'memory/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
     for name, o in others.items():
-        layout = {"dp": f"X={int(o.x)}", "fsdp": f"X={int(o.x)}", "tp": f"Y={int(o.y)}"}.get(name, f"{int(o.x)}x{int(o.y)}")
+        layout = {"dp": f"X={int(o.x)}", "fsdp": f"X={int(o.x)}", "tp": f"Y={int(o.y)}"}.get(
+            name, f"{int(o.x)}x{int(o.y)}"
+        )
         bound = "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
         fits = "yes" if o.fits else "no"
-        yield (f"{name:<9} {layout:<14} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
-               f" {units.seconds(float(o.step_time)):>9}")
+        yield (
+            f"{name:<9} {layout:<14} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
+            f" {units.seconds(float(o.step_time)):>9}"
+        )

@@ -8,8 +8,18 @@ from scaling_widgets import catalog
 from scaling_widgets.cost import estimate
 from scaling_widgets.presets import HARDWARE, MODELS
 
-TINY = {"name": "tiny", "layers": 2, "d_model": 64, "d_ff": 256, "heads": 2, "kv_heads": 1, "head_dim": 32,
-        "vocab": 1000, "gated": True, "tied_embeddings": False}
+TINY = {
+    "name": "tiny",
+    "layers": 2,
+    "d_model": 64,
+    "d_ff": 256,
+    "heads": 2,
+    "kv_heads": 1,
+    "head_dim": 32,
+    "vocab": 1000,
+    "gated": True,
+    "tied_embeddings": False,
+}
 
 
 def test_every_preset_is_reachable_by_name():
@@ -49,8 +59,9 @@ def test_bad_model_json_names_the_key(change, message):
 
 
 def test_chip_from_json_text():
-    text = json.dumps({"flops": 1e15, "hbm_bytes": 8e10, "hbm_bw": 3e12, "ici_bw": 4.5e11,
-                       "pod_shape": [8, 8], "dcn_bw": 5e10})
+    text = json.dumps(
+        {"flops": 1e15, "hbm_bytes": 8e10, "hbm_bw": 3e12, "ici_bw": 4.5e11, "pod_shape": [8, 8], "dcn_bw": 5e10}
+    )
     chip = catalog.chip_from_json(text)
     assert chip.pod_shape == (8, 8) and chip.name == "custom chip"
 

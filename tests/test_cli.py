@@ -9,8 +9,23 @@ import pytest
 
 from scaling_widgets.cli import main
 
-EXAMPLE_16 = ["estimate", "--model", "llama-2-13b", "--hardware", "tpu-v5p", "--mesh", "16x16x16", "--batch", "3M",
-              "--seq-len", "32768", "--strategy", "fsdp+tp", "--mfu", "0.4"]
+EXAMPLE_16 = [
+    "estimate",
+    "--model",
+    "llama-2-13b",
+    "--hardware",
+    "tpu-v5p",
+    "--mesh",
+    "16x16x16",
+    "--batch",
+    "3M",
+    "--seq-len",
+    "32768",
+    "--strategy",
+    "fsdp+tp",
+    "--mfu",
+    "0.4",
+]
 
 
 def run(args, capsys):
@@ -42,14 +57,38 @@ def test_example_16_json(capsys):
     assert data["tokens_per_chip"] == pytest.approx(732, abs=0.5)
     assert set(data["per_layer"]) >= {"t_math_s", "t_comms_s", "t_comms_x_s", "t_comms_y_s", "t_comms_dcn_s"}
     assert set(data["memory_per_chip_bytes"]) == {"params", "grads", "optimizer", "activations", "total"}
-    for key in ("params", "chips", "critical_tokens_per_chip", "tp_limit", "critical_tokens_per_pod", "x_opt",
-                "hbm_bytes", "fits"):
+    for key in (
+        "params",
+        "chips",
+        "critical_tokens_per_chip",
+        "tp_limit",
+        "critical_tokens_per_pod",
+        "x_opt",
+        "hbm_bytes",
+        "fits",
+    ):
         assert data[key] is not None
 
 
 def test_pure_tp_has_no_critical_batch_and_says_it_exceeds_the_limit(capsys):
-    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--mesh", "16x16x16", "--batch", "1M",
-                        "--strategy", "fsdp+tp", "--fsdp", "256", "--tp", "16"], capsys)
+    code, out, _ = run(
+        [
+            "estimate",
+            "--model",
+            "llama-3-70b",
+            "--mesh",
+            "16x16x16",
+            "--batch",
+            "1M",
+            "--strategy",
+            "fsdp+tp",
+            "--fsdp",
+            "256",
+            "--tp",
+            "16",
+        ],
+        capsys,
+    )
     assert code == 0 and "never compute-bound" in out  # SPEC A.9: the chapter's 256 x 16
     code, out, _ = run(["estimate", "--model", "llama-3-70b", "--batch", "1M", "--strategy", "tp", "--json"], capsys)
     assert json.loads(out)["critical_tokens_per_chip"] is None
@@ -90,10 +129,24 @@ def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
 
 def test_model_file(tmp_path, capsys):
     path = tmp_path / "m.json"
-    path.write_text(json.dumps({"layers": 4, "d_model": 512, "d_ff": 2048, "heads": 8, "kv_heads": 8,
-                                "head_dim": 64, "vocab": 32000, "gated": False, "tied_embeddings": True}))
-    code, out, _ = run(["estimate", "--model-file", str(path), "--hardware", "tpu-v5e", "--batch", "1M", "--json"],
-                       capsys)
+    path.write_text(
+        json.dumps(
+            {
+                "layers": 4,
+                "d_model": 512,
+                "d_ff": 2048,
+                "heads": 8,
+                "kv_heads": 8,
+                "head_dim": 64,
+                "vocab": 32000,
+                "gated": False,
+                "tied_embeddings": True,
+            }
+        )
+    )
+    code, out, _ = run(
+        ["estimate", "--model-file", str(path), "--hardware", "tpu-v5e", "--batch", "1M", "--json"], capsys
+    )
     assert code == 0 and json.loads(out)["model"] == "custom model"
     path.write_text('{"layers": 4}')
     with pytest.raises(SystemExit):
@@ -107,6 +160,7 @@ def test_console_script_and_module_agree():
     script_path = Path(sys.executable).with_name("scaling-widgets")  # installed beside this Python
     script = subprocess.run([str(script_path), *args], capture_output=True, text=True)
     assert as_module.returncode == 0 and as_module.stdout == script.stdout
-    bad = subprocess.run([sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True,
-                         text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

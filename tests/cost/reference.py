@@ -4,8 +4,6 @@ It is the oracle for the property tests and the baseline of benchmarks/bench_cos
 same formulas as the vectorized model, written as the SPEC states them, with ``math`` only.
 """
 
-import math
-
 
 def layer(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y):
     """Per-pass (math, x, y, dcn) times of one layer [s], forward then backward."""

@@ -49,21 +49,56 @@ def test_vectorized_equals_scalar_loop(strategy, rows):
     c = _columns(rows)
     params = 12 * c["L"] * c["D"].astype(float) ** 2
     t = layer_times(
-        strategy=strategy, batch=c["B"], d_model=c["D"], d_ff=c["F"], x=c["X"], y=c["Y"], pods=c["P"],
-        flops=c["C"], ici_bw=c["W"], dcn_bw=c["W_dcn"], mx=c["M_X"], my=c["M_Y"],
+        strategy=strategy,
+        batch=c["B"],
+        d_model=c["D"],
+        d_ff=c["F"],
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
+        flops=c["C"],
+        ici_bw=c["W"],
+        dcn_bw=c["W_dcn"],
+        mx=c["M_X"],
+        my=c["M_Y"],
     )
     mem = memory_per_chip(
-        params=params, layers=c["L"], d_model=c["D"], d_ff=c["F"], batch=c["B"], x=c["X"], y=c["Y"], pods=c["P"],
+        params=params,
+        layers=c["L"],
+        d_model=c["D"],
+        d_ff=c["F"],
+        batch=c["B"],
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
         shard_weights_over_x=strategy in ("fsdp", "fsdp+tp"),
     )
     step = step_time(
-        batch=c["B"], params=params, chips=c["X"] * c["Y"] * c["P"], flops=c["C"], mfu=c["mfu"],
+        batch=c["B"],
+        params=params,
+        chips=c["X"] * c["Y"] * c["P"],
+        flops=c["C"],
+        mfu=c["mfu"],
         comm_time=c["L"] * t.t_comms,
     )
     for i, r in enumerate(rows):
         bound, lower, memory, _, seconds = reference.evaluate(
-            strategy, r["B"], r["D"], r["F"], r["L"], params[i], r["X"], r["Y"], r["P"], r["C"], r["W"],
-            r["W_dcn"], r["M_X"], r["M_Y"], hbm=96e9, mfu=r["mfu"],
+            strategy,
+            r["B"],
+            r["D"],
+            r["F"],
+            r["L"],
+            params[i],
+            r["X"],
+            r["Y"],
+            r["P"],
+            r["C"],
+            r["W"],
+            r["W_dcn"],
+            r["M_X"],
+            r["M_Y"],
+            hbm=96e9,
+            mfu=r["mfu"],
         )
         assert t.compute_bound[i] == bound
         assert np.isclose(t.lower_bound[i], lower, rtol=1e-12)
@@ -76,8 +111,18 @@ def test_vectorized_equals_scalar_loop(strategy, rows):
 def test_valid_input_gives_finite_numbers(strategy, rows):
     c = _columns([_shape_for(strategy, r) for r in rows])
     t = layer_times(
-        strategy=strategy, batch=c["B"], d_model=c["D"], d_ff=c["F"], x=c["X"], y=c["Y"], pods=c["P"],
-        flops=c["C"], ici_bw=c["W"], dcn_bw=c["W_dcn"], mx=c["M_X"], my=c["M_Y"],
+        strategy=strategy,
+        batch=c["B"],
+        d_model=c["D"],
+        d_ff=c["F"],
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
+        flops=c["C"],
+        ici_bw=c["W"],
+        dcn_bw=c["W_dcn"],
+        mx=c["M_X"],
+        my=c["M_Y"],
     )
     for value in (t.t_math, t.t_comms, t.lower_bound, t.upper_bound, t.worst_ratio):
         assert np.all(np.isfinite(value))
@@ -89,8 +134,17 @@ def test_valid_input_gives_finite_numbers(strategy, rows):
 def test_compute_bound_holds_above_the_crossover_and_not_below(strategy, row, scale):
     r = _shape_for(strategy, row)
     args = dict(
-        strategy=strategy, d_model=r["D"], d_ff=r["F"], x=r["X"], y=r["Y"], pods=r["P"],
-        flops=r["C"], ici_bw=r["W"], dcn_bw=r["W_dcn"], mx=r["M_X"], my=r["M_Y"],
+        strategy=strategy,
+        d_model=r["D"],
+        d_ff=r["F"],
+        x=r["X"],
+        y=r["Y"],
+        pods=r["P"],
+        flops=r["C"],
+        ici_bw=r["W"],
+        dcn_bw=r["W_dcn"],
+        mx=r["M_X"],
+        my=r["M_Y"],
     )
     crossing = float(crossover_batch(**args))
     if np.isfinite(crossing) and crossing > 0:
@@ -104,8 +158,9 @@ def test_compute_bound_holds_above_the_crossover_and_not_below(strategy, row, sc
 @given(row=layout)
 def test_more_fsdp_never_needs_more_memory_per_chip(row):
     X = 2 ** np.arange(13)
-    mem = memory_per_chip(params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X,
-                          shard_weights_over_x=True)
+    mem = memory_per_chip(
+        params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X, shard_weights_over_x=True
+    )
     assert np.all(np.diff(mem.total) < 0)
 
 
@@ -113,8 +168,17 @@ def test_a_million_layouts_in_one_call():
     n = 1_000_000
     rng = np.random.default_rng(0)
     t = layer_times(
-        strategy="fsdp+tp", batch=rng.uniform(1e5, 1e8, n), d_model=8192, d_ff=28672,
-        x=2 ** rng.integers(0, 12, n), y=2 ** rng.integers(0, 5, n), pods=rng.integers(1, 4, n),
-        flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9, mx=3, my=1,
+        strategy="fsdp+tp",
+        batch=rng.uniform(1e5, 1e8, n),
+        d_model=8192,
+        d_ff=28672,
+        x=2 ** rng.integers(0, 12, n),
+        y=2 ** rng.integers(0, 5, n),
+        pods=rng.integers(1, 4, n),
+        flops=4.59e14,
+        ici_bw=1.8e11,
+        dcn_bw=6.25e9,
+        mx=3,
+        my=1,
     )
     assert t.compute_bound.shape == (n,) and 0 < t.compute_bound.mean() < 1
