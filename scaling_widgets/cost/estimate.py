@@ -14,10 +14,10 @@ import numpy as np
 from . import _checks
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
+from .layout import resolve_layout
 from .memory import MemoryPerChip, memory_per_chip
-from .mesh import axis_rings, check_fits_pod, span_axes
+from .mesh import check_fits_pod
 from .pipeline import bubble_overhead
-from .split import best_split
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
 from .training import ParamCount, param_count, step_time, time_to_train
 
@@ -90,7 +90,8 @@ def estimate(
     pods=1,
     x=None,
     y=None,
-    z: int = 1,
+    z: int | None = None,
+    axis_roles=None,
     microbatches=None,
     mx=None,
     my=None,
@@ -103,7 +104,8 @@ def estimate(
 
     ``slice_shape`` defaults to the chip's full pod. With ``x``/``y`` unset the layout follows
     the strategy: DP and FSDP put every chip of a stage on X, TP on Y, and FSDP + TP takes
-    ``best_split``. ``mx``/``my`` override the axes spanned, ``wraparound`` the rings.
+    ``best_split``. ``axis_roles`` (one of "x", "y", "z" per slice axis) gives whole axes to the
+    groups instead. ``mx``/``my`` override the axes spanned, ``wraparound`` the rings.
     ``microbatches`` defaults to 4·Z (GPipe's rule of thumb for a small bubble).
 
     Examples
@@ -118,21 +120,26 @@ def estimate(
     shape = check_fits_pod(chip.pod_shape if slice_shape is None else slice_shape, chip.pod_shape)
     B = _checks.positive("batch", batch)
     P = _checks.whole("pods", pods)
-    Z = int(_checks.whole("z", z))
-    stage_chips, leftover = divmod(math.prod(shape), Z)
-    if leftover:
-        raise ValueError(f"z must divide the slice's {math.prod(shape)} chips; got {Z}")
-    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
-    if wraparound is not None:
-        rings = (bool(wraparound),) * len(shape)
-    hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
-    D, F = model.d_model, model.d_ff
-    if x is None and y is None and strategy == "fsdp+tp":
-        x, y = best_split(batch=B, d_model=D, d_ff=F, slice_shape=shape, z=Z, pods=P, rings=rings, mx=mx, my=my, **hw)
-    X, Y = _layout(strategy, stage_chips, x, y)
-    span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+    Z, X, Y, span = resolve_layout(
+        chip=chip,
+        model=model,
+        strategy=strategy,
+        slice_shape=shape,
+        batch=B,
+        pods=P,
+        x=x,
+        y=y,
+        z=z,
+        axis_roles=axis_roles,
+        wraparound=wraparound,
+        mx=mx,
+        my=my,
+    )
+    stage_chips = math.prod(shape) // Z
     M_X = span.mx if mx is None else _checks.positive("mx", mx)
     M_Y = span.my if my is None else _checks.positive("my", my)
+    hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
+    D, F = model.d_model, model.d_ff
     m = _checks.whole("microbatches", 4 * Z if microbatches is None else microbatches)
 
     layout = dict(strategy=strategy, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, **hw)
@@ -197,24 +204,6 @@ def estimate(
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
     )
-
-
-def _layout(strategy: str, stage_chips: int, x, y):
-    """X and Y of a strategy: DP/FSDP put a stage's chips on X, TP on Y, FSDP + TP splits them."""
-    forced = {"dp": ("y", 1), "fsdp": ("y", 1), "tp": ("x", 1)}.get(strategy)
-    given = {"x": x, "y": y}
-    if forced is not None:
-        name, one = forced
-        if given[name] is not None and np.any(np.asarray(given[name]) != one):
-            raise ValueError(f"{name} must be 1 for strategy {strategy!r} (use 'fsdp+tp'); got {given[name]!r}")
-        given[name] = one
-    for name, other in (("x", "y"), ("y", "x")):
-        if given[name] is None:
-            share = _checks.whole(other, given[other])
-            if np.any(stage_chips % share):
-                raise ValueError(f"{other} must divide the {stage_chips} chips of a stage; got {given[other]!r}")
-            given[name] = stage_chips // share
-    return _checks.whole("x", given["x"]), _checks.whole("y", given["y"])
 
 
 def compare_strategies(**kwargs) -> dict[str, Estimate]:

@@ -115,3 +115,40 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
         wraps.append(wrap)
     (my, mx, mz), (wrap_y, wrap_x, _) = spans, wraps
     return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y)
+
+
+ROLES = ("x", "y", "z")
+
+
+def role_layout(*, slice_shape, roles, rings=None):
+    """X, Y, Z and their spans when each physical axis is given whole to one group.
+
+    ``roles`` names the group of every axis, e.g. ("x", "x", "y"): X = 16·16 and Y = 16 on
+    16x16x16, M_X = 2, M_Y = 1. Returns (X, Y, Z, MeshSpan).
+
+    Examples
+    --------
+    >>> X, Y, Z, span = role_layout(slice_shape=(16, 20, 28), roles=("x", "y", "x"))
+    >>> (X, Y, Z), (int(span.mx), int(span.my))
+    ((448, 20, 1), (2, 1))
+    """
+    shape = parse_slice(slice_shape)
+    roles = tuple(roles)
+    if len(roles) != len(shape) or any(r not in ROLES for r in roles):
+        raise ValueError(
+            f"axis_roles must name one of 'x', 'y', 'z' for each of the {len(shape)} axes of "
+            f"{'x'.join(map(str, shape))}; got {roles!r}"
+        )
+    rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
+    axes = [(n, ring) for n, ring in zip(shape, rings)]
+    size = {g: math.prod(n for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
+    count = {g: sum(n > 1 for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
+    wraps = {g: all(ring for (n, ring), r in zip(axes, roles) if r == g and n > 1) for g in ROLES}
+    span = MeshSpan(
+        mx=np.int64(count["x"]),
+        my=np.int64(count["y"]),
+        mz=np.int64(count["z"]),
+        wrap_x=np.bool_(wraps["x"]),
+        wrap_y=np.bool_(wraps["y"]),
+    )
+    return size["x"], size["y"], size["z"], span

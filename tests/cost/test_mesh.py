@@ -53,3 +53,14 @@ def test_overrides_replace_the_derived_spans_and_rings():
 def test_layout_must_use_every_chip_of_the_slice():
     with pytest.raises(ValueError, match=r"x\*y\*z must equal the slice's 4096 chips; got 2048"):
         span_axes(slice_shape=(16, 16, 16), x=512, y=4)
+
+
+def test_axis_roles_give_whole_axes_to_the_groups():
+    model, chip = MODELS["llama-3-70b"], HARDWARE["tpu-v5p"]
+    e = estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y", "x"))  # 16x20x28
+    assert (e.x, e.y, e.z, e.mx, e.my) == (448, 20, 1, 2, 1)
+    assert bool(e.wrap_x) and bool(e.wrap_y)
+    with pytest.raises(ValueError, match="axis_roles must name one of 'x', 'y', 'z' for each of the 3 axes"):
+        estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y"))
+    with pytest.raises(ValueError, match="y must be 1 for strategy 'fsdp'"):
+        estimate(model=model, chip=chip, batch=4e6, strategy="fsdp", axis_roles=("x", "y", "x"))
