@@ -4,7 +4,7 @@ Every function takes keyword arguments that may be arrays and broadcasts them; r
 frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 reports.
 """
 
-from .estimate import Estimate, compare_strategies, estimate
+from .estimate import Estimate, compare_strategies, estimate, pick
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
@@ -39,6 +39,7 @@ __all__ = [
     "memory_per_chip",
     "nearest_split",
     "param_count",
+    "pick",
     "span_axes",
     "split_candidates",
     "stage_traffic_time",

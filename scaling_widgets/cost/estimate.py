@@ -6,6 +6,7 @@ the slice shape and the pipeline depth Z are one value per call.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -120,6 +121,23 @@ def estimate(
     shape = check_fits_pod(chip.pod_shape if slice_shape is None else slice_shape, chip.pod_shape)
     B = _checks.positive("batch", batch)
     P = _checks.whole("pods", pods)
+    _checks.fraction("mfu", mfu)
+    for name, value in (("x", x), ("y", y), ("z", z), ("microbatches", microbatches)):
+        if value is not None:
+            _checks.whole(name, value)
+    for name, value in (("mx", mx), ("my", my), ("tokens", tokens)):
+        if value is not None:
+            _checks.positive(name, value)
+    with _checks.trusted():  # every input is checked: the functions below need not check again
+        return _estimate(
+            model, chip, precision, strategy, shape, B, P, x, y, z, axis_roles, microbatches, mx, my, wraparound,
+            mfu, tokens,
+        )  # fmt: skip
+
+
+def _estimate(
+    model, chip, precision, strategy, shape, B, P, x, y, z, axis_roles, microbatches, mx, my, wraparound, mfu, tokens
+) -> Estimate:
     Z, X, Y, span = resolve_layout(
         chip=chip,
         model=model,
@@ -136,8 +154,8 @@ def estimate(
         my=my,
     )
     stage_chips = math.prod(shape) // Z
-    M_X = span.mx if mx is None else _checks.positive("mx", mx)
-    M_Y = span.my if my is None else _checks.positive("my", my)
+    M_X = span.mx if mx is None else np.asarray(mx, dtype=float)
+    M_Y = span.my if my is None else np.asarray(my, dtype=float)
     hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
     D, F = model.d_model, model.d_ff
     m = _checks.whole("microbatches", 4 * Z if microbatches is None else microbatches)
@@ -199,7 +217,7 @@ def estimate(
         critical_tokens_per_pod=critical_tokens_per_pod(flops=chip.flops, dcn_bw=chip.dcn_bw),
         x_opt=x_opt(batch=B / P, d_ff=F, chips=stage_chips, **spans),
         memory=memory,
-        mfu=_checks.fraction("mfu", mfu),
+        mfu=np.asarray(mfu, dtype=float),
         bubble=bubble,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
@@ -210,3 +228,33 @@ def compare_strategies(**kwargs) -> dict[str, Estimate]:
     """``estimate`` of every strategy on the same inputs, each with its own default layout."""
     kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y")}
     return {s: estimate(strategy=s, **kwargs) for s in STRATEGIES}
+
+
+def pick(result, index):
+    """One layout (or a subset) of an array-valued result: every array field indexed alike.
+
+    Scalars and fields that are not arrays (the model, the chip, names) are kept as they are.
+
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> e = estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=[1e6, 3e6])
+    >>> float(pick(e, 1).batch), pick(e, 1).layer.t_math.shape
+    (3000000.0, ())
+    """
+    changes = {}
+    for field in dataclasses.fields(result):
+        value = getattr(result, field.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type) and _holds_arrays(value):
+            changes[field.name] = pick(value, index)
+        elif isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+            changes[field.name] = tuple(_index(v, index) for v in value)
+        elif isinstance(value, np.ndarray):
+            changes[field.name] = _index(value, index)
+    return dataclasses.replace(result, **changes)
+
+
+def _holds_arrays(value) -> bool:
+    return any(isinstance(getattr(value, f.name), (np.ndarray, tuple)) for f in dataclasses.fields(value))
+
+
+def _index(value: np.ndarray, index):
+    return value[index] if np.ndim(value) else value
