@@ -1,10 +1,23 @@
 """scaling_widgets: how to spread a transformer's training over many chips, as live panels.
 
 The cost model (``scaling_widgets.cost``) is plain numpy and imports no widget library;
-``estimate`` evaluates one layout, or a million at once.
+``estimate`` evaluates one layout, or a million at once; ``explore`` opens the panel.
 """
 
 from .cost import estimate
 
 __version__ = "0.1.0"
-__all__ = ["estimate", "__version__"]
+__all__ = ["Scenario", "estimate", "explore", "__version__"]
+
+
+def __getattr__(name):
+    # The widgets load on first use, so the cost layer and the CLI never import ipywidgets.
+    if name == "explore":
+        from .app import explore
+
+        return explore
+    if name == "Scenario":
+        from .scenario import Scenario
+
+        return Scenario
+    raise AttributeError(f"module 'scaling_widgets' has no attribute {name!r}")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from traitlets import Dict, HasTraits, Instance, Unicode
 
-from .cost import STRATEGIES, Estimate, estimate, pick
+from .cost import STRATEGIES, Estimate, estimate, pick, split_candidates
+from .cost.mesh import axis_rings, role_layout, span_axes
 from .scenario import Scenario
 
 GRID_POINTS = 256
@@ -38,6 +39,7 @@ class RooflineData:
     crossover: dict  # curve -> smallest compute-bound batch (inf: never)
     current_curve: str
     current_batch: float
+    current: dict  # pass -> (compute, communication) at the current batch [s]
 
     def compute_at(self, batch, passes: str = "both"):
         """The compute line at any batch (it is proportional to the batch)."""
@@ -60,6 +62,27 @@ class MemoryData:
         return self.parts.sum(axis=0)
 
 
+@dataclass(frozen=True, eq=False)
+class MeshData:
+    """How the current layout sits on the slice (SPEC A.1, A.7)."""
+
+    slice_shape: tuple
+    shares: tuple  # per slice axis, outermost first: its (X, Y, Z) factors
+    x: int
+    y: int
+    z: int
+    pods: int
+    mx: float
+    my: float
+    wrap_x: bool
+    wrap_y: bool
+    splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
+
+    @property
+    def chips(self) -> int:
+        return math.prod(self.slice_shape) * self.pods
+
+
 class Analysis(HasTraits):
     """Estimates, roofline and memory of one scenario, recomputed when it changes."""
 
@@ -68,6 +91,7 @@ class Analysis(HasTraits):
     strategies = Dict()  # strategy -> Estimate of its default layout
     roofline = Instance(RooflineData, allow_none=True)
     memory = Instance(MemoryData, allow_none=True)
+    mesh = Instance(MeshData, allow_none=True)
     error = Unicode("")
 
     _shared = weakref.WeakKeyDictionary()
@@ -86,17 +110,17 @@ class Analysis(HasTraits):
 
     def _recompute(self, change=None) -> None:
         try:
-            current, strategies, roofline, memory = evaluate(self.scenario)
+            current, strategies, roofline, memory, mesh = evaluate(self.scenario)
         except ValueError as err:  # the scenario validated, so this is a bug; keep the last view
             self.error = f"Could not evaluate this scenario: {err}"
             return
         with self.hold_trait_notifications():
-            self.strategies, self.roofline, self.memory = strategies, roofline, memory
+            self.strategies, self.roofline, self.memory, self.mesh = strategies, roofline, memory, mesh
             self.estimate, self.error = current, ""
 
 
 def evaluate(s: Scenario):
-    """(current estimate, {strategy: estimate}, RooflineData, MemoryData) of a scenario."""
+    """(current estimate, {strategy: estimate}, RooflineData, MemoryData, MeshData) of a scenario."""
     grid = batch_grid(s.batch)
     batches = np.concatenate([[s.batch], grid])  # index 0: the current batch; then the curves
     common = dict(
@@ -112,15 +136,14 @@ def evaluate(s: Scenario):
     defaults = {name: estimate(strategy=name, z=z, **common) for name in STRATEGIES}
     own = own or defaults[s.strategy]
     # FSDP + TP at the split in use now, held fixed over the whole grid.
+    fixed = own.strategy == "fsdp+tp" and (s.axis_roles or not s.optimal_split)
     both = own if own.strategy == "fsdp+tp" else defaults["fsdp+tp"]
-    held = estimate(strategy="fsdp+tp", x=_first(both.x), y=_first(both.y), z=z, **common)
+    held = own if fixed else estimate(strategy="fsdp+tp", x=_first(both.x), y=_first(both.y), z=z, **common)
     now = {name: pick(e, 0) for name, e in defaults.items()}
-    if own.strategy == "fsdp+tp":
-        now["fsdp+tp"] = pick(own, 0)
+    now[own.strategy] = current = pick(own, 0)
     curves = {name: defaults[name] for name in ("dp", "fsdp", "tp")}
-    curves["fsdp+tp"] = held
-    curves["optimal"] = defaults["fsdp+tp"]
-    return pick(own, 0), now, _roofline(s, curves, own), _memory(s, now)
+    curves.update({own.strategy: own, "fsdp+tp": held, "optimal": defaults["fsdp+tp"]})
+    return current, now, _roofline(s, curves, own), _memory(s, now), _mesh(s, current)
 
 
 def batch_grid(batch: float) -> np.ndarray:
@@ -130,31 +153,49 @@ def batch_grid(batch: float) -> np.ndarray:
 
 
 def _roofline(s: Scenario, curves: dict, own: Estimate) -> RooflineData:
-    rest = slice(1, None)
-    layer = next(iter(curves.values())).layer
-    compute = {"fwd": layer.math[0][rest], "both": layer.t_math[rest]}
-    comm, crossover, labels = {}, {}, {}
+    layer = own.layer
+    compute = {"fwd": _full(layer.math[0], layer), "both": _full(layer.t_math, layer)}
+    comm = {}
     for name, e in curves.items():
         t = e.layer
-        shape = t.t_math.shape  # traffic that does not depend on the batch comes back as a scalar
-        fwd = np.broadcast_to(np.maximum(t.x[0], t.y[0]), shape)[rest]
-        scaled = np.broadcast_to(t.t_math * np.maximum(t.comm_ratio("x"), t.comm_ratio("y")), shape)[rest]
+        fwd = _full(np.maximum(t.x[0], t.y[0]), t)
+        scaled = _full(t.t_math * np.maximum(t.comm_ratio("x"), t.comm_ratio("y")), t)
         comm[name] = {"fwd": np.where(fwd > 0, fwd, np.nan), "both": np.where(scaled > 0, scaled, np.nan)}
-        crossover[name] = float(np.min(e.crossover_batch))
+    crossover = {name: float(np.min(e.crossover_batch)) for name, e in curves.items()}
     held = curves["fsdp+tp"]
-    labels.update({name: NAMES[name] for name in ("dp", "fsdp", "tp")})
+    labels = {name: NAMES[name] for name in ("dp", "fsdp", "tp")}
     labels["fsdp+tp"] = f"FSDP {_first(held.x)} x TP {_first(held.y)}"
     labels["optimal"] = "FSDP+TP, best split"
     if s.pods > 1:
-        t = own.layer
-        dcn = np.broadcast_to(t.t_math * t.comm_ratio("dcn"), t.t_math.shape)[rest]
-        comm["dcn"] = {"fwd": np.full(len(compute["fwd"]), np.nan), "both": dcn}
+        dcn = _full(layer.t_math * layer.comm_ratio("dcn"), layer)
+        comm["dcn"] = {"fwd": np.full(dcn.shape, np.nan), "both": dcn}
         crossover["dcn"] = s.pods * float(own.critical_tokens_per_pod)
         labels["dcn"] = f"DCN ({s.pods} pods)"
-    current = "fsdp+tp" if own.strategy == "fsdp+tp" else own.strategy
+    name = own.strategy  # index 0 is the current batch, the rest the grid
     return RooflineData(
-        batch=own.batch[rest], compute=compute, comm=comm, labels=labels, crossover=crossover,
-        current_curve=current, current_batch=float(s.batch),
+        batch=own.batch[1:], compute={p: v[1:] for p, v in compute.items()},
+        comm={c: {p: v[1:] for p, v in by_pass.items()} for c, by_pass in comm.items()},
+        labels=labels, crossover=crossover, current_curve=name, current_batch=float(s.batch),
+        current={p: (float(compute[p][0]), float(comm[name][p][0])) for p in ("fwd", "both")},
+    )  # fmt: skip
+
+
+def _full(values, t) -> np.ndarray:
+    """Traffic that does not depend on the batch comes back as a scalar: spread it over the grid."""
+    return np.broadcast_to(values, t.t_math.shape)
+
+
+def _mesh(s: Scenario, e: Estimate) -> MeshData:
+    rings = axis_rings(slice_shape=s.slice_shape, pod_shape=s.hardware.pod_shape, rule=s.hardware.wraparound)
+    if s.axis_roles:
+        span = role_layout(slice_shape=s.slice_shape, roles=s.axis_roles, rings=rings)[3]
+    else:
+        span = span_axes(slice_shape=s.slice_shape, x=int(e.x), y=int(e.y), z=e.z, rings=rings)
+    X, Y = split_candidates(math.prod(s.slice_shape) // e.z)
+    return MeshData(
+        slice_shape=s.slice_shape, shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
+        x=int(e.x), y=int(e.y), z=e.z, pods=s.pods, mx=float(e.mx), my=float(e.my),
+        wrap_x=bool(e.wrap_x), wrap_y=bool(e.wrap_y), splits=tuple(zip(X.tolist(), Y.tolist())),
     )  # fmt: skip
 
 

@@ -80,6 +80,26 @@ class Scenario(HasTraits):
         """Chips of one pod's slice."""
         return math.prod(self.slice_shape)
 
+    def fitted_to(self, slice_shape, hardware=None) -> dict:
+        """The changes that move this scenario onto another slice (or chip) and keep it whole.
+
+        Pipeline stages that no longer divide the chips fall back to 1, axis roles of another
+        number of axes are cleared, and a manual split keeps its TP degree if it can.
+        """
+        changes = {"slice_shape": tuple(slice_shape)}
+        if hardware is not None:
+            changes["hardware"] = hardware
+        chips = math.prod(slice_shape)
+        z = self.z if chips % self.z == 0 else 1
+        if z != self.z:
+            changes["z"] = z
+        if self.axis_roles and len(self.axis_roles) != len(slice_shape):
+            changes["axis_roles"] = ()
+        if self.strategy == "fsdp+tp" and not self.optimal_split:
+            stage = chips // z
+            changes.update({"x": stage // self.y} if stage % self.y == 0 else {"optimal_split": True})
+        return changes
+
     def update(self, **changes) -> None:
         """Apply several fields at once: all of them, or none if any is rejected."""
         _reject_unknown(changes)

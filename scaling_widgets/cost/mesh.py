@@ -30,6 +30,7 @@ class MeshSpan:
     mz: np.ndarray
     wrap_x: np.ndarray
     wrap_y: np.ndarray
+    shares: tuple = ()  # per slice axis (outermost first): the (X, Y, Z) factor of its length
 
     def __repr__(self):
         return f"MeshSpan(shape={np.shape(self.mx)})"
@@ -87,6 +88,8 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
     >>> s = span_axes(slice_shape=(16, 16, 16), x=[512, 1024, 256], y=[8, 4, 16])
     >>> s.mx.tolist(), s.my.tolist()
     ([3, 3, 2], [1, 1, 1])
+    >>> [(int(x[0]), int(y[0])) for x, y, z in s.shares]  # (X, Y) share of each axis for 512 x 8
+    [(16, 1), (16, 1), (2, 8)]
     """
     shape = parse_slice(slice_shape)
     X, Y, Z = (_checks.whole(n, v) for n, v in (("x", x), ("y", y), ("z", z)))
@@ -99,7 +102,7 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
     X, Y, Z = np.broadcast_arrays(X, Y, Z)
     left = [np.full(X.shape, n, dtype=np.int64) for n in reversed(shape)]  # innermost first
     lengths, ring = list(reversed(shape)), list(reversed(rings))
-    spans, wraps = [], []
+    spans, wraps, takes = [], [], []
     for size in (Y, X, Z):
         need = size.copy()
         touched = np.zeros(X.shape, dtype=np.int64)
@@ -111,10 +114,14 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
             wrap &= ~used | ((take == length) & ring[i])
             need = need // take
             left[i] = left[i] // take
+            takes.append(take)
         spans.append(touched)
         wraps.append(wrap)
     (my, mx, mz), (wrap_y, wrap_x, _) = spans, wraps
-    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y)
+    n = len(shape)
+    by_group = {"y": takes[:n], "x": takes[n : 2 * n], "z": takes[2 * n :]}  # each innermost first
+    shares = tuple((by_group["x"][i], by_group["y"][i], by_group["z"][i]) for i in reversed(range(n)))
+    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares)
 
 
 ROLES = ("x", "y", "z")
@@ -144,7 +151,9 @@ def role_layout(*, slice_shape, roles, rings=None):
     size = {g: math.prod(n for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
     count = {g: sum(n > 1 for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
     wraps = {g: all(ring for (n, ring), r in zip(axes, roles) if r == g and n > 1) for g in ROLES}
+    shares = tuple(tuple(n if r == g else 1 for g in ROLES) for (n, _), r in zip(axes, roles))
     span = MeshSpan(
+        shares=shares,
         mx=np.int64(count["x"]),
         my=np.int64(count["y"]),
         mz=np.int64(count["z"]),

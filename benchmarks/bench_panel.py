@@ -1,0 +1,54 @@
+"""The Python work behind one slider move in the panel, against the cost evaluation alone.
+
+Goal: under 20 ms per move with 256 points per curve. Both parts run in this process, so the
+ratio (panel / evaluation) holds on a noisy machine. Run: ``python benchmarks/bench_panel.py``.
+It prints a report and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import scaling_widgets as sw  # noqa: E402
+from scaling_widgets.analysis import GRID_POINTS, evaluate  # noqa: E402
+from scaling_widgets.scenario import Scenario  # noqa: E402
+
+MOVES = 60
+EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=32768)
+
+
+def timed(action, n: int = MOVES) -> list[float]:
+    out = []
+    for i in range(n):
+        start = time.perf_counter()
+        action(i)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def main() -> None:
+    panel = sw.explore(**EXAMPLE_16)
+    batches = [1e5 * 1.07**i for i in range(MOVES)]
+    scenario = Scenario(**EXAMPLE_16)
+
+    evaluation = timed(lambda i: evaluate(scenario))
+    slider = timed(lambda i: setattr(panel.training._batch, "value", batches[i]))
+    strategy = timed(lambda i: setattr(panel.strategy_selector._strategy, "value", ("fsdp", "fsdp+tp")[i % 2]))
+    print(f"points per curve: {GRID_POINTS}; {MOVES} moves each")
+    print(f"{'what':<44} {'p50 ms':>8} {'p95 ms':>8} {'x evaluation':>13}")
+    base = statistics.median(evaluation)
+    for name, times in (
+        ("cost evaluation alone (analysis.evaluate)", evaluation),
+        ("panel: batch slider move", slider),
+        ("panel: strategy toggle", strategy),
+    ):
+        p50, p95 = statistics.median(times), sorted(times)[int(0.95 * len(times)) - 1]
+        print(f"{name:<44} {p50:>8.1f} {p95:>8.1f} {p50 / base:>13.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The composed panel: every widget bound to one scenario. ``explore(...)`` builds it."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from .analysis import Analysis
+from .scenario import Scenario
+from .widgets import (
+    MemoryBar,
+    MeshPicker,
+    ModelPicker,
+    RooflineControls,
+    RooflinePlot,
+    StrategySelector,
+    Summary,
+    TrainingControls,
+)  # fmt: skip
+from .widgets._base import Message
+
+
+class Panel(w.VBox):
+    """Model, training, mesh and strategy controls; the roofline, the memory bars, the summary.
+
+    ``.scenario`` is the shared state: set it from code and every part follows.
+    """
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.analysis = Analysis.of(scenario)
+        self.model_picker = ModelPicker(scenario)
+        self.training = TrainingControls(scenario)
+        self.mesh_picker = MeshPicker(scenario)
+        self.strategy_selector = StrategySelector(scenario)
+        self.roofline = RooflinePlot(scenario)
+        self.roofline_controls = RooflineControls(self.roofline)
+        self.memory_bar = MemoryBar(scenario)
+        self.summary = Summary(scenario)
+        self._message = Message()
+        self.analysis.observe(self._on_analysis_error, "error")
+        title = w.HTML("<h3>How to parallelize this transformer</h3>")
+        controls = w.HBox(
+            [w.VBox([self.model_picker, self.training]), w.VBox([self.mesh_picker, self.strategy_selector])]
+        )
+        plots = w.HBox([w.VBox([self.roofline, self.roofline_controls]), self.memory_bar])
+        super().__init__([title, controls, self._message, self.summary, plots])
+        self.add_class("sw-panel")
+
+    def _on_analysis_error(self, change) -> None:
+        if change["new"]:
+            self._message.show(change["new"])
+        else:
+            self._message.clear()
+
+
+def explore(**scenario) -> Panel:
+    """The whole panel for a scenario: ``explore(model="llama-2-13b", hardware="tpu-v5p",
+    slice_shape=(16, 16, 16), batch=3e6)``. Keywords are those of ``Scenario``; others raise."""
+    return Panel(Scenario(**scenario))

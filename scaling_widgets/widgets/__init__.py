@@ -1,0 +1,18 @@
+"""The reusable widgets. Each takes an optional ``scenario`` and binds itself to it.
+
+Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to the scenario;
+views (RooflinePlot, MemoryBar, Summary) follow the scenario's shared ``Analysis``.
+"""
+
+from .memory_bar import MemoryBar
+from .mesh_picker import MeshPicker
+from .model_picker import ModelPicker
+from .roofline import RooflineControls, RooflinePlot
+from .strategy_selector import StrategySelector
+from .summary import Summary
+from .training_controls import TrainingControls
+
+__all__ = [
+    "MemoryBar", "MeshPicker", "ModelPicker", "RooflineControls", "RooflinePlot", "StrategySelector", "Summary",
+    "TrainingControls",
+]  # fmt: skip

@@ -1,0 +1,83 @@
+"""What every widget here shares: strict constructor keywords and an inline message."""
+
+from __future__ import annotations
+
+import html
+
+import bqplot as bq
+import ipywidgets as w
+from traitlets import TraitError
+
+from ..scenario import Scenario
+
+ROLE_COLORS = {"x": "#1f77b4", "y": "#ff7f0e", "z": "#2ca02c"}  # FSDP/data, tensor, pipeline
+
+
+def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
+    """Unknown constructor keywords raise (traitlets would only warn)."""
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError(
+            f"{owner}() got an unexpected keyword argument {unknown[0]!r}; allowed: scenario, {', '.join(allowed)}"
+        )
+
+
+class Message(w.HTML):
+    """An inline message under a control: empty and hidden until something is wrong."""
+
+    text = ""  # the message as plain text
+
+    def __init__(self):
+        super().__init__("")
+        self.add_class("sw-error")
+        self.layout.display = "none"
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.value = f'<span style="color:#b00020">&#9888; {html.escape(text)}</span>'
+        self.layout.display = ""
+
+    def clear(self) -> None:
+        self.text, self.value, self.layout.display = "", "", "none"
+
+
+def vertical_axis(scale, **kwargs) -> bq.Axis:
+    """A y axis on the left; bqplot 0.12 (Colab) also needs the orientation trait that 0.13 dropped."""
+    axis = bq.Axis(scale=scale, side="left", **kwargs)
+    if "orientation" in axis.trait_names():
+        axis.orientation = "vertical"
+    return axis
+
+
+class Bound:
+    """Mixin for controls bound to a scenario: apply a change or show why not, and resync."""
+
+    scenario: Scenario
+    _message: Message
+    _syncing = False
+
+    def _apply(self, **changes) -> bool:
+        """Write to the scenario; on a bad value show the message and put the controls back."""
+        if self._syncing:
+            return False  # our own echo while copying the scenario into the controls
+        changes = {k: v for k, v in changes.items() if getattr(self.scenario, k) != v}
+        if not changes:
+            return True
+        try:
+            self.scenario.update(**changes)
+        except TraitError as err:
+            self._message.show(str(err))
+            self._sync()
+            return False
+        self._message.clear()
+        return True
+
+    def _sync(self, change=None) -> None:
+        self._syncing = True
+        try:
+            self._show_scenario()
+        finally:
+            self._syncing = False
+
+    def _show_scenario(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,74 @@
+"""MemoryBar: memory per chip of every strategy, stacked by kind, against HBM (SPEC A.4)."""
+
+from __future__ import annotations
+
+import bqplot as bq
+import ipywidgets as w
+import numpy as np
+from traitlets import Instance, dlink, observe
+
+from ..analysis import Analysis, MemoryData
+from ..scenario import Scenario
+from ..units import nbytes
+from ._base import check_kwargs, vertical_axis
+
+KINDS = ("weights", "gradients", "optimizer state", "activations")
+KIND_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c"]  # stacked bars need explicit colors
+GB = 1e9
+
+
+class MemoryBar(bq.Figure):
+    """One stacked bar per strategy, side by side, with the chip's HBM as a red line.
+
+    A bar that does not fit rises above the line and its label says so. ``data`` comes from
+    ``Analysis``; values are in GB.
+    """
+
+    data = Instance(MemoryData, allow_none=True)
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("MemoryBar", kwargs)
+        sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
+        self._bars = bq.Bars(
+            x=[], y=[], scales={"x": sx, "y": sy}, type="stacked", colors=KIND_COLORS, labels=list(KINDS),
+            display_legend=True, padding=0.3,
+            tooltip=bq.Tooltip(fields=["x", "y"], labels=["strategy", "GB"], formats=["", ".3r"]),
+        )  # fmt: skip
+        self._hbm = bq.Lines(
+            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#b00020"],
+            line_style="dashed", labels=["HBM"], display_legend=True,
+        )  # fmt: skip
+        self._totals = bq.Label(
+            x=[], y=[], scales={"x": sx, "y": sy}, text=[], default_size=12, align="middle", y_offset=-8, colors=[]
+        )
+        axes = [
+            bq.Axis(scale=sx),
+            vertical_axis(sy, label="memory per chip (GB)", tick_format=".3r"),
+        ]
+        super().__init__(
+            marks=[self._bars, self._hbm, self._totals], axes=axes, legend_location="top-right",
+            title="Memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
+            layout=w.Layout(width="520px", height="420px"),
+        )  # fmt: skip
+        self.add_class("sw-memory-bar")
+        if scenario is not None:
+            dlink((Analysis.of(scenario), "memory"), (self, "data"))
+
+    @observe("data")
+    def _redraw(self, change=None) -> None:
+        d = self.data
+        if d is None:
+            return
+        totals, hbm = d.totals / GB, d.hbm_bytes / GB
+        fits = totals <= hbm
+        top = float(max(hbm, totals.max()) * 1.15)
+        with self._bars.hold_sync():
+            self._bars.x, self._bars.y = list(d.labels), d.parts / GB
+        self.axes[1].scale.max = top
+        with self._hbm.hold_sync():
+            self._hbm.y = [hbm, hbm]
+            self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
+        with self._totals.hold_sync():
+            self._totals.x, self._totals.y = list(d.labels), np.maximum(totals, top * 0.04)
+            self._totals.text = [f"{nbytes(t * GB)} {'fits' if ok else 'DOES NOT FIT'}" for t, ok in zip(totals, fits)]
+            self._totals.colors = ["#2a7d2a" if ok else "#b00020" for ok in fits]

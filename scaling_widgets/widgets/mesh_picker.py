@@ -1,0 +1,169 @@
+"""MeshPicker: the chip, the slice, the pods over DCN, and which axes carry which role."""
+
+from __future__ import annotations
+
+import math
+
+import bqplot as bq
+import ipywidgets as w
+import numpy as np
+from traitlets import Dict
+
+from ..analysis import Analysis, MeshData
+from ..presets import HARDWARE
+from ..scenario import Scenario
+from ._base import ROLE_COLORS, Bound, Message, check_kwargs, vertical_axis
+
+ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]
+GROUPS = ("x", "y", "z")
+
+
+class MeshPicker(Bound, w.VBox):
+    """Pick the hardware, the slice shape and the pods; see the axes each group spans.
+
+    ``value`` is the layout: hardware, slice_shape, pods, axis_roles, and the resulting X, Y,
+    Z, M_X, M_Y and wraparound.
+    """
+
+    value = Dict(read_only=True)
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("MeshPicker", kwargs)
+        self.scenario = scenario or Scenario()
+        self.analysis = Analysis.of(self.scenario)
+        self._hardware = w.Dropdown(description="Hardware", options=[(c.name, k) for k, c in HARDWARE.items()])
+        self._axes = w.HBox()
+        self._pods = w.IntText(description="Pods (DCN)")
+        self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
+        self._roles = w.HBox()
+        self._info = w.HTML()
+        self._picture = _MeshPicture()
+        self._message = Message()
+        super().__init__(
+            [self._hardware, self._axes, self._pods, self._by_hand, self._roles, self._message, self._info,
+             self._picture],
+            **kwargs,
+        )  # fmt: skip
+        self.add_class("sw-mesh-picker")
+        self._hardware.observe(self._on_hardware_change, "value")
+        self._pods.observe(self._on_pods_change, "value")
+        self._by_hand.observe(self._on_by_hand_change, "value")
+        self.analysis.observe(self._on_mesh_change, "mesh")  # recomputed after every change of the scenario
+        self._on_mesh_change()
+
+    def _show_scenario(self) -> None:
+        s = self.scenario
+        chip_key = next((k for k, c in HARDWARE.items() if c == s.hardware), None)
+        if chip_key is None:  # a user's own chip: offer it too
+            self._hardware.options = [(c.name, k) for k, c in HARDWARE.items()] + [(s.hardware.name, "custom")]
+        self._hardware.value = chip_key or "custom"
+        if len(self._axes.children) != len(s.slice_shape) or self._axes_pod != s.hardware.pod_shape:
+            self._axes.children = [self._axis_box(i) for i in range(len(s.hardware.pod_shape))]
+            self._roles.children = [self._role_box(i) for i in range(len(s.hardware.pod_shape))]
+            self._axes_pod = s.hardware.pod_shape
+        for box, n in zip(self._axes.children, s.slice_shape):
+            box.value = n
+        self._pods.value = s.pods
+        self._by_hand.value = bool(s.axis_roles)
+        self._roles.layout.display = "" if s.axis_roles else "none"
+        for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
+            box.value = role
+
+    _axes_pod = ()
+
+    def _axis_box(self, i: int) -> w.IntText:
+        box = w.IntText(description=f"axis {i}", layout=w.Layout(width="130px"), style={"description_width": "45px"})
+        box.observe(self._on_axis_change, "value")
+        return box
+
+    def _role_box(self, i: int) -> w.Dropdown:
+        box = w.Dropdown(options=ROLE_OPTIONS, description=f"axis {i}", layout=w.Layout(width="190px"))
+        box.style.description_width = "45px"
+        box.observe(self._on_role_change, "value")
+        return box
+
+    def _on_hardware_change(self, change) -> None:
+        if change["new"] == "custom" or self._syncing:
+            return
+        chip = HARDWARE[change["new"]]
+        self._apply(**self.scenario.fitted_to(chip.pod_shape, hardware=chip))
+
+    def _on_axis_change(self, change) -> None:
+        shape = tuple(box.value for box in self._axes.children)
+        if not self._syncing:
+            self._apply(**self.scenario.fitted_to(shape))
+
+    def _on_pods_change(self, change) -> None:
+        self._apply(pods=change["new"])
+
+    def _on_by_hand_change(self, change) -> None:
+        n = len(self.scenario.slice_shape)
+        roles = ("x",) * (n - 1) + ("y",) if change["new"] else ()  # tensor innermost to start
+        self._apply(axis_roles=roles)
+
+    def _on_role_change(self, change) -> None:
+        if self._by_hand.value:
+            self._apply(axis_roles=tuple(box.value for box in self._roles.children))
+
+    def _on_mesh_change(self, change=None) -> None:
+        mesh = self.analysis.mesh
+        if mesh is None:
+            return
+        self._sync()
+        self._info.value = _describe(mesh, self.scenario)
+        self._picture.show(mesh)
+        s = self.scenario
+        self.set_trait(
+            "value",
+            {
+                "hardware": s.hardware.name, "slice_shape": s.slice_shape, "pods": s.pods, "axis_roles": s.axis_roles,
+                "x": mesh.x, "y": mesh.y, "z": mesh.z, "mx": mesh.mx, "my": mesh.my,
+                "wrap_x": mesh.wrap_x, "wrap_y": mesh.wrap_y,
+            },
+        )  # fmt: skip
+
+
+def _describe(mesh: MeshData, s: Scenario) -> str:
+    shape = "x".join(map(str, mesh.slice_shape))
+    pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
+
+    def ring(wraps: bool, size: int) -> str:
+        return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
+
+    return (
+        f"<b>{mesh.chips:,} chips</b> ({shape}{pods}). "
+        f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
+        f"Y = {mesh.y} spans M<sub>Y</sub> = {mesh.my:g}{ring(mesh.wrap_y, mesh.y)}; Z = {mesh.z}."
+    )
+
+
+class _MeshPicture(bq.Figure):
+    """Each slice axis as a bar, split into the factors the X, Y and Z groups take of it."""
+
+    def __init__(self):
+        self._x = bq.LinearScale(min=0)
+        self._y = bq.OrdinalScale()
+        self._bars = bq.Bars(
+            x=["axis 0"], y=np.zeros((3, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
+            type="stacked", colors=[ROLE_COLORS[g] for g in GROUPS], labels=[label for label, _ in ROLE_OPTIONS],
+            display_legend=True,
+            tooltip=bq.Tooltip(fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]),
+        )  # fmt: skip
+        axes = [
+            vertical_axis(self._y),
+            bq.Axis(scale=self._x, label="log2 of the axis length, by group", tick_format=".0f"),
+        ]
+        super().__init__(
+            marks=[self._bars], axes=axes, legend_location="top-right",
+            fig_margin=dict(top=10, bottom=40, left=60, right=10),
+            layout=w.Layout(height="170px", width="420px"),
+        )  # fmt: skip
+        self.add_class("sw-mesh-picture")
+
+    def show(self, mesh: MeshData) -> None:
+        names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
+        # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
+        logs = np.log2(np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float))
+        with self._bars.hold_sync():
+            self._bars.x, self._bars.y = names, logs
+        self._x.max = float(max(1.0, math.log2(max(mesh.slice_shape))))

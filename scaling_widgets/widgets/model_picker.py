@@ -1,0 +1,63 @@
+"""ModelPicker: a preset model, or your own dimensions."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from ..cost import Model
+from ..presets import MODELS
+from ..scenario import Scenario
+from ._base import Bound, Message, check_kwargs
+
+DIMS = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab")
+
+
+class ModelPicker(Bound, w.VBox):
+    """A dropdown of presets plus "custom", which opens a field per dimension."""
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("ModelPicker", kwargs)
+        self.scenario = scenario or Scenario()
+        self._preset = w.Dropdown(
+            description="Model", options=[(m.name, k) for k, m in MODELS.items()] + [("custom", "custom")]
+        )
+        self._dims = {d: w.IntText(description=d, layout=w.Layout(width="170px")) for d in DIMS}
+        self._gated = w.Checkbox(description="gated MLP", indent=False)
+        self._tied = w.Checkbox(description="tied embeddings", indent=False)
+        self._custom = w.GridBox(
+            [*self._dims.values(), self._gated, self._tied], layout=w.Layout(grid_template_columns="repeat(3, 180px)")
+        )
+        self._message = Message()
+        super().__init__([self._preset, self._custom, self._message], **kwargs)
+        self.add_class("sw-model-picker")
+        self._preset.observe(self._on_preset_change, "value")
+        for box in (*self._dims.values(), self._gated, self._tied):
+            box.observe(self._on_dim_change, "value")
+        self.scenario.observe(self._sync, "model")
+        self._sync()
+
+    def _show_scenario(self) -> None:
+        m = self.scenario.model
+        key = next((k for k, preset in MODELS.items() if preset == m), "custom")
+        self._preset.value = key
+        for d, box in self._dims.items():
+            box.value = getattr(m, d)
+        self._gated.value, self._tied.value = m.gated, m.tied_embeddings
+        self._custom.layout.display = "" if key == "custom" else "none"
+
+    def _on_preset_change(self, change) -> None:
+        if change["new"] == "custom":
+            self._custom.layout.display = ""
+        else:
+            self._apply(model=MODELS[change["new"]])
+
+    def _on_dim_change(self, change) -> None:
+        if self._syncing or self._preset.value != "custom":
+            return
+        dims = {d: box.value for d, box in self._dims.items()}
+        try:
+            model = Model("custom model", **dims, gated=self._gated.value, tied_embeddings=self._tied.value)
+        except ValueError as err:
+            self._message.show(str(err))
+            return
+        self._apply(model=model)

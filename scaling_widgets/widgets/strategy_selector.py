@@ -1,0 +1,104 @@
+"""StrategySelector: DP, FSDP, TP or FSDP + TP; the split; pipeline stages and microbatches."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+from traitlets import Dict
+
+from ..analysis import Analysis
+from ..scenario import Scenario
+from ._base import Bound, Message, check_kwargs
+
+STRATEGY_OPTIONS = [("DP", "dp"), ("FSDP", "fsdp"), ("TP", "tp"), ("FSDP + TP", "fsdp+tp")]
+
+
+class StrategySelector(Bound, w.VBox):
+    """Choose the strategy and, for FSDP + TP, the best split or one by hand.
+
+    ``value`` holds strategy, optimal_split, x, y, z and microbatches: the layout in use.
+    """
+
+    value = Dict(read_only=True)
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("StrategySelector", kwargs)
+        self.scenario = scenario or Scenario()
+        self.analysis = Analysis.of(self.scenario)
+        self._strategy = w.ToggleButtons(options=STRATEGY_OPTIONS, description="Strategy")
+        self._strategy.style.button_width = "80px"
+        self._optimal = w.Checkbox(description="Best split (computed)", indent=False)
+        self._split = w.Dropdown(description="FSDP x TP")
+        self._stages = w.IntText(description="PP stages Z", layout=w.Layout(width="180px"))
+        self._microbatches = w.IntText(description="Microbatches", layout=w.Layout(width="180px"))
+        self._implied = w.HTML()
+        self._message = Message()
+        split_row = w.HBox([self._optimal, self._split])
+        pipeline_row = w.HBox([self._stages, self._microbatches])
+        super().__init__([self._strategy, split_row, pipeline_row, self._message, self._implied], **kwargs)
+        self.add_class("sw-strategy-selector")
+        self._strategy.observe(self._on_strategy_change, "value")
+        self._optimal.observe(self._on_optimal_change, "value")
+        self._split.observe(self._on_split_change, "value")
+        self._stages.observe(self._on_stages_change, "value")
+        self._microbatches.observe(self._on_microbatches_change, "value")
+        self.analysis.observe(self._sync, "estimate")  # recomputed after every change of the scenario
+        self._sync()
+
+    def _show_scenario(self) -> None:
+        s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
+        self._strategy.value = s.strategy
+        manual_ok = s.strategy == "fsdp+tp" and not s.axis_roles
+        self._optimal.value = s.optimal_split
+        self._optimal.disabled = not manual_ok
+        self._split.options = [(f"{x} x {y}", (x, y)) for x, y in mesh.splits]
+        self._split.value = (mesh.x, mesh.y) if (mesh.x, mesh.y) in mesh.splits else None
+        self._split.disabled = not manual_ok or s.optimal_split
+        self._stages.value = mesh.z
+        self._stages.disabled = bool(s.axis_roles)
+        self._microbatches.value = int(e.microbatches)
+        self.set_trait(
+            "value",
+            {"strategy": s.strategy, "optimal_split": s.optimal_split, "x": mesh.x, "y": mesh.y, "z": mesh.z,
+             "microbatches": int(e.microbatches)},
+        )  # fmt: skip
+        self._implied.value = _implied(s, e, mesh)
+
+    def _on_strategy_change(self, change) -> None:
+        self._apply(strategy=change["new"])
+
+    def _on_optimal_change(self, change) -> None:
+        mesh = self.analysis.mesh  # switching to a manual split starts from the best one
+        self._apply(optimal_split=change["new"], x=mesh.x, y=mesh.y)
+
+    def _on_split_change(self, change) -> None:
+        if change["new"] is not None and not self.scenario.optimal_split:
+            x, y = change["new"]
+            self._apply(x=x, y=y)
+
+    def _on_stages_change(self, change) -> None:
+        z = change["new"]
+        s = self.scenario
+        chips = s.chips
+        if z >= 1 and chips % z == 0 and s.strategy == "fsdp+tp" and not s.optimal_split and (chips // z) % s.y == 0:
+            self._apply(z=z, x=chips // z // s.y)
+        else:
+            self._apply(z=z)
+
+    def _on_microbatches_change(self, change) -> None:
+        self._apply(microbatches=change["new"])
+
+
+def _implied(s: Scenario, e, mesh) -> str:
+    parts = {
+        "dp": f"DP over X = {mesh.x}",
+        "fsdp": f"FSDP over X = {mesh.x}",
+        "tp": f"TP over Y = {mesh.y}",
+        "fsdp+tp": f"FSDP X = {mesh.x} x TP Y = {mesh.y}",
+    }
+    pipeline = (
+        f" x PP Z = {mesh.z} ({int(e.microbatches)} microbatches, bubble {float(e.bubble):.0%})" if mesh.z > 1 else ""
+    )
+    how = ""
+    if s.strategy == "fsdp+tp" and s.optimal_split and not s.axis_roles:
+        how = f" &mdash; the best legal split (X<sub>opt</sub> &asymp; {float(e.x_opt):,.0f})"
+    return f"Layout: <b>{parts[s.strategy]}{pipeline}</b> on {mesh.chips:,} chips{how}"

@@ -1,0 +1,110 @@
+"""The scenario: validation that names the field, atomic updates, strict JSON, sharing."""
+
+import json
+
+import pytest
+from traitlets import TraitError
+
+from scaling_widgets.cost import Model
+from scaling_widgets.presets import HARDWARE
+from scaling_widgets.scenario import Scenario, ScenarioError
+
+
+def test_defaults_are_the_chips_full_pod():
+    s = Scenario(hardware="tpu-v5e")
+    assert s.slice_shape == (16, 16) and s.hardware is HARDWARE["tpu-v5e"]
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("batch", -3.0, "batch must be a number of tokens > 0; got -3.0"),
+        ("mfu", 1.5, r"mfu must be in \(0, 1\]"),
+        ("pods", 0, "pods must be a whole number >= 1; got 0"),
+        ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
+        ("slice_shape", (16, 16, 32), "slice_shape 16x16x32 does not fit in the chip's pod of 16x20x28"),
+        ("z", 3, "z \\(pipeline stages\\) must divide the 8960 chips"),
+    ],
+)
+def test_bad_values_are_rejected_naming_the_field(field, value, message):
+    s = Scenario()
+    before = s.to_json()
+    with pytest.raises(ScenarioError, match=message):
+        setattr(s, field, value)
+    assert s.to_json() == before
+
+
+def test_update_applies_everything_or_nothing():
+    s = Scenario(slice_shape=(16, 16, 16))
+    with pytest.raises(ScenarioError, match="does not fit"):
+        s.update(batch=1e6, hardware="tpu-v5e")  # 16x16x16 is not a v5e slice
+    assert s.batch == 3e6 and s.hardware.name == "TPU v5p"
+    s.update(hardware="tpu-v5e", slice_shape=(16, 16), batch=1e6)
+    assert (s.hardware.name, s.slice_shape, s.batch) == ("TPU v5e", (16, 16), 1e6)
+
+
+def test_one_update_is_one_revision():
+    s = Scenario()
+    seen = []
+    s.observe(lambda change: seen.append(change["new"]), "revision")
+    s.update(batch=1e6, mfu=0.5, pods=2)
+    s.batch = 2e6
+    assert len(seen) == 2
+
+
+def test_json_round_trip_loses_nothing():
+    own = Model("tiny", layers=2, d_model=64, d_ff=256, heads=2, kv_heads=1, head_dim=32, vocab=1000, gated=False)
+    s = Scenario(
+        model=own,
+        hardware="tpu-v5e",
+        slice_shape=(8, 16),
+        pods=3,
+        batch=123456.5,
+        strategy="fsdp+tp",
+        optimal_split=False,
+        x=32,
+        y=4,
+        microbatches=7,
+        mfu=0.37,
+        tokens=1.5e12,
+        precision="mixed-adam",
+    )
+    t = Scenario.from_json(s.to_json())
+    assert t.to_json() == s.to_json()
+    assert t.model == own and t.precision.name == "mixed-adam" and (t.x, t.y) == (32, 4)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"colour": "red"}, "unknown scenario key 'colour'"),
+        ({"version": 2}, "scenario version must be 1; got 2"),
+        ({"pods": "2"}, "The 'pods' trait of a Scenario instance expected an int"),
+        ({"batch": "3M"}, "The 'batch' trait of a Scenario instance expected a float"),
+        ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),
+    ],
+)
+def test_from_json_is_strict(change, message):
+    data = {**json.loads(Scenario().to_json()), **change}
+    with pytest.raises(TraitError, match=message):
+        Scenario.from_json(json.dumps(data))
+
+
+def test_from_json_rejects_a_missing_key():
+    data = json.loads(Scenario().to_json())
+    del data["mfu"]
+    with pytest.raises(ScenarioError, match="scenario key 'mfu' is missing"):
+        Scenario.from_json(json.dumps(data))
+
+
+def test_unknown_keywords_raise():
+    with pytest.raises(TypeError, match="unexpected keyword 'colour'"):
+        Scenario(colour="red")
+    with pytest.raises(TypeError, match="unexpected keyword 'bacth'"):
+        Scenario().update(bacth=1)
+
+
+def test_fitted_to_keeps_a_manual_split_whole():
+    s = Scenario(slice_shape=(16, 16, 16), optimal_split=False, x=1024, y=4)
+    s.update(**s.fitted_to((8, 8, 8)))
+    assert (s.x, s.y, s.slice_shape) == (128, 4, (8, 8, 8))

@@ -1,0 +1,171 @@
+"""Each widget on its own and in the panel: set a control, and the scenario and the marks follow."""
+
+import numpy as np
+import pytest
+
+import scaling_widgets as sw
+from scaling_widgets.cost import Model
+from scaling_widgets.scenario import Scenario
+from scaling_widgets.widgets import (
+    MemoryBar,
+    MeshPicker,
+    ModelPicker,
+    RooflineControls,
+    RooflinePlot,
+    StrategySelector,
+    Summary,
+    TrainingControls,
+)  # fmt: skip
+
+EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=32768)
+
+
+def test_switching_the_chip_to_v5e_moves_the_compute_line():
+    s = Scenario(**EXAMPLE_16)
+    picker, plot = MeshPicker(s), RooflinePlot(s)
+    before = np.array(plot._compute.y)
+    picker._hardware.value = "tpu-v5e"
+    assert s.hardware.name == "TPU v5e" and s.slice_shape == (16, 16)
+    assert picker.value["hardware"] == "TPU v5e" and picker.value["x"] * picker.value["y"] == 256
+    after = np.array(plot._compute.y)
+    assert after.shape == before.shape and np.all(after > before)  # fewer, slower chips: more time per layer
+
+
+def test_a_bad_axis_length_shows_a_message_and_keeps_the_last_valid_state():
+    s = Scenario(**EXAMPLE_16)
+    picker, plot = MeshPicker(s), RooflinePlot(s)
+    data = plot.data
+    picker._axes.children[0].value = 99
+    assert "does not fit in the chip's pod of 16x20x28" in picker._message.text
+    assert s.slice_shape == (16, 16, 16) and picker._axes.children[0].value == 16
+    assert plot.data is data  # the figures keep their last valid state
+
+
+def test_axis_roles_by_hand():
+    s = Scenario(**EXAMPLE_16)
+    picker = MeshPicker(s)
+    picker._by_hand.value = True
+    assert s.axis_roles == ("x", "x", "y") and picker.value["y"] == 16 and picker.value["mx"] == 2
+    picker._roles.children[0].value = "z"
+    assert picker.value["z"] == 16 and picker.value["x"] == 16
+
+
+def test_two_pickers_share_one_scenario():
+    s = Scenario(**EXAMPLE_16)
+    a, b = MeshPicker(s), MeshPicker(s)
+    a._pods.value = 2
+    assert s.pods == 2 and b._pods.value == 2 and b.value["pods"] == 2
+
+
+def test_strategy_selector_sets_a_split_by_hand():
+    s = Scenario(**EXAMPLE_16)
+    selector = StrategySelector(s)
+    assert selector.value["x"] == 1024 and selector.value["y"] == 4 and selector._split.disabled
+    selector._optimal.value = False
+    selector._split.value = (512, 8)
+    assert (s.optimal_split, s.x, s.y) == (False, 512, 8)
+    assert "FSDP X = 512 x TP Y = 8" in selector._implied.value
+    selector._strategy.value = "fsdp"
+    assert s.strategy == "fsdp" and selector.value["x"] == 4096 and selector._optimal.disabled
+
+
+def test_pipeline_stages_must_divide_the_chips():
+    s = Scenario(**EXAMPLE_16)
+    selector = StrategySelector(s)
+    selector._stages.value = 3
+    assert "must divide the 4096 chips" in selector._message.text and s.z == 1
+    selector._stages.value = 4
+    assert s.z == 4 and selector.value["z"] == 4 and "bubble" in selector._implied.value
+
+
+def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
+    figure = Model(
+        "SPEC example 10", layers=80, d_model=8192, d_ff=32768, heads=64, kv_heads=8, head_dim=128, vocab=128256
+    )
+    s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6)
+    plot = RooflinePlot(s)
+    d = plot.data
+    assert d.labels["fsdp+tp"] == "FSDP 512 x TP 8"
+    assert d.crossover["optimal"] == pytest.approx(4.35e5, rel=0.005)
+    assert "FSDP+TP, best split: 435K" in plot._labels.text
+    below = d.batch < 4.06e5  # every strategy is comm-bound below the chapter's bound
+    for name in ("dp", "fsdp", "tp", "optimal"):
+        comm = d.comm[name]["both"][below]
+        assert np.all(comm[np.isfinite(comm)] > d.compute["both"][below])
+
+
+def test_roofline_controls_toggle_curves_and_passes():
+    s = Scenario(**EXAMPLE_16, pods=2)
+    plot = RooflinePlot(s)
+    controls = RooflineControls(plot)
+    assert plot._lines["dcn"].visible
+    controls._curves["tp"].value = False
+    assert not plot._lines["tp"].visible and len(plot._lines["tp"].y) == 0
+    both = np.array(plot._lines["fsdp"].y)
+    controls._passes.value = "fwd"
+    assert not plot._lines["dp"].visible and not plot._lines["dcn"].visible  # no forward traffic
+    assert np.allclose(np.array(plot._lines["fsdp"].y), both / 3)  # FSDP: forward is 4 of 12 DF/W
+
+
+def test_the_shaded_region_and_marker_follow_the_batch():
+    s = Scenario(**EXAMPLE_16, strategy="fsdp")
+    plot = RooflinePlot(s)
+    assert plot._region.x.max() < 3.5e6  # FSDP is comm-bound up to 850·4096 = 3.48M
+    assert list(plot._now.x) == [3e6]
+    s.batch = 5e6
+    assert list(plot._now.x) == [5e6]
+
+
+def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
+    s = Scenario(**EXAMPLE_16)
+    bar = MemoryBar(s)
+    assert bar.data.strategies == ("dp", "fsdp", "tp", "fsdp+tp")
+    assert bar._totals.text[0].endswith("DOES NOT FIT") and bar._totals.text[1].endswith("fits")
+    assert bar._hbm.y[0] == pytest.approx(96)
+    weights_tp = bar._bars.y[0][2]
+    s.update(slice_shape=(16, 16, 4))  # TP over 1024 chips instead of 4096
+    assert bar._bars.y[0][2] == pytest.approx(4 * weights_tp)
+    s.update(slice_shape=(16, 16, 16), strategy="tp")
+    assert bar._bars.y[0][2] == pytest.approx(weights_tp)
+
+
+def test_training_controls_accept_3m_and_reject_nonsense():
+    s = Scenario(**EXAMPLE_16)
+    controls = TrainingControls(s)
+    controls._batch_text.value = "1.5M"
+    assert s.batch == 1.5e6 and controls._batch.value == pytest.approx(1.5e6)
+    controls._batch_text.value = "lots"
+    assert "batch must be a number > 0" in controls._message.text
+    assert s.batch == 1.5e6 and controls._batch_text.value == "1.5M"
+
+
+def test_model_picker_custom_dimensions():
+    s = Scenario(**EXAMPLE_16)
+    picker = ModelPicker(s)
+    picker._preset.value = "custom"
+    picker._dims["layers"].value = 20
+    assert s.model.layers == 20 and s.model.d_model == 5120
+    picker._dims["d_ff"].value = 0
+    assert "d_ff must be a whole number >= 1" in picker._message.text and s.model.d_ff == 13824
+
+
+def test_explore_shows_example_16():
+    panel = sw.explore(**EXAMPLE_16)
+    text = panel.summary.value
+    assert "Compute-bound" in text and "FSDP 1024 x TP 4" in text and "312 ms" in text
+    assert panel.scenario.batch == 3e6
+    panel.scenario.batch = 5e5  # set from code: every part follows
+    assert "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
+
+
+@pytest.mark.parametrize(
+    "widget", [MeshPicker, StrategySelector, RooflinePlot, MemoryBar, ModelPicker, TrainingControls, Summary]
+)
+def test_unknown_constructor_keywords_raise(widget):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        widget(Scenario(), colour="red")
+
+
+def test_explore_rejects_unknown_keywords():
+    with pytest.raises(TypeError, match="unexpected keyword 'colour'"):
+        sw.explore(colour="red")
