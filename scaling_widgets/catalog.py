@@ -71,7 +71,9 @@ def _read_json(source) -> dict:
         try:
             text = Path(text).read_text()
         except OSError as err:
-            raise ValueError(f"cannot read {source}: {err.strerror}") from None
+            raise ValueError(f"cannot read {source!r}: {err.strerror}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{source} is not a text file of JSON") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -103,8 +103,12 @@ def main(argv=None) -> int:
 
 
 def _estimate(args) -> int:
-    chip = catalog.chip_from_json(args.hardware_file) if args.hardware_file else catalog.hardware(args.hardware)
-    model = catalog.model_from_json(args.model_file) if args.model_file else catalog.model(args.model)
+    chip = (
+        catalog.chip_from_json(args.hardware_file)
+        if args.hardware_file is not None
+        else catalog.hardware(args.hardware)
+    )
+    model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
     mesh = args.mesh or chip.pod_shape
     _check_layout(args, mesh)
     common = dict(
@@ -135,6 +139,19 @@ def _check_layout(args, mesh) -> None:
     if chips % args.pp:
         raise ValueError(f"--pp {args.pp} must divide the {chips} chips of --mesh {'x'.join(map(str, mesh))}")
     stage = chips // args.pp
+    must_be = {
+        "dp": ("--fsdp", stage, "--tp", 1),
+        "fsdp": ("--fsdp", stage, "--tp", 1),
+        "tp": ("--tp", stage, "--fsdp", 1),
+    }
+    if args.strategy in must_be:
+        flag, value, other, one = must_be[args.strategy]
+        for name, wanted in ((flag, value), (other, one)):
+            given = args.fsdp if name == "--fsdp" else args.tp
+            if given is not None and given != wanted:
+                raise ValueError(
+                    f"{name} must be {wanted} for --strategy {args.strategy} on {stage} chips per stage; got {given}"
+                )
     for flag, value in (("--fsdp", args.fsdp), ("--tp", args.tp)):
         if value is not None and stage % value:
             raise ValueError(f"{flag} {value} must divide the {stage} chips of a pipeline stage")

@@ -107,7 +107,7 @@ def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None
         f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
         "",
         f"Strategy {e.strategy}: {_layout(e)}",
-        f"  {_verdict(e)}",
+        f"  {verdict(e)}",
         "",
         f"Thresholds (α = C/W_ici = {units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}):",
         *("  " + line for line in _thresholds(e, alpha, (others or {}).get("fsdp+tp"))),
@@ -132,9 +132,12 @@ def _layout(e: Estimate) -> str:
     return ", ".join([parts[e.strategy], *extra, *spans])
 
 
-def _verdict(e: Estimate) -> str:
+def verdict(e: Estimate) -> str:
+    """What binds and by how much, in one sentence."""
     ratio = float(e.layer.worst_ratio)
     axis = AXIS_NAMES[str(e.layer.worst_axis)]
+    if ratio == 0:
+        return "COMPUTE-BOUND: nothing is communicated (one chip per layer)."
     if e.compute_bound:
         return f"COMPUTE-BOUND: the slowest communication, {axis}, takes {ratio:.2f}x the compute time."
     return f"COMMUNICATION-BOUND on {axis}: it takes {ratio:.2f}x the compute time."
@@ -153,6 +156,9 @@ def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
             f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:g}·{my:g}·{F}){z}"
             f" = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}"
         )
+        if len(e.slice_shape) == 3 and mx * my != 2:  # the chapter's "typical 3D" M_X·M_Y = 2
+            chapter = alpha**2 / (2 * F) / e.z
+            yield f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f})"
         yield (
             f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:g}/{my:g})"
             f"·{int(e.x * e.y):,}) = {float(e.x_opt):,.0f}"
@@ -168,6 +174,8 @@ def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
         limit = float(e.tp_limit)
         verdict = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. SPEC A.9)"
         yield f"TP limit Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}; Y = {int(e.y)}: {verdict}"
+    if e.z > 1 and e.strategy in ("fsdp", "fsdp+tp"):
+        yield "note: under pipelining FSDP re-gathers weights per microbatch; the chapter pairs PP with ZeRO-1 (A.6)"
     pod_line = (
         f"DCN: per-pod batch B/P = {units.tokens(B / float(e.pods))} vs C/W_dcn ="
         f" {units.sci(e.chip.flops)}/{units.sci(e.chip.dcn_bw)} = {float(e.critical_tokens_per_pod):,.0f}"

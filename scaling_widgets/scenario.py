@@ -177,10 +177,10 @@ def _coerce(name: str, value):
         ok = len(value) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value)
         if not ok:
             raise ValueError(f"slice_shape must be axis lengths >= 1, such as (16, 16, 16); got {value!r}")
-    if name in ("pods", "seq_len", "x", "y", "z", "microbatches") and value is not None and value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1; got {value!r}")
-    if name in ("batch", "tokens") and not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a number of tokens > 0; got {value!r}")
+    if name in ("pods", "seq_len", "x", "y", "z", "microbatches") and value is not None and not 1 <= value <= 2**53:
+        raise ValueError(f"{name} must be a whole number from 1 to 2**53; got {value!r}")
+    if name in ("batch", "tokens") and not 0 < value < 1e30:
+        raise ValueError(f"{name} must be a number of tokens > 0 and < 1e30; got {value!r}")
     if name == "mfu" and not 0 < value <= 1:
         raise ValueError(f"mfu must be in (0, 1], such as 0.4; got {value!r}")
     if name == "axis_roles" and any(r not in ROLES for r in value):

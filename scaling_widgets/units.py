@@ -17,16 +17,19 @@ def parse_count(text: str, field: str = "value") -> float:
     """
     match = _COUNT.match(str(text))
     value = float(match[1].replace("_", "")) * SUFFIXES[match[2].lower()] if match else math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{field} must be a number > 0 such as 3M, 3e6 or 3000000; got {text!r}")
+    if not (0 < value < 1e30):  # NaN fails too
+        raise ValueError(f"{field} must be a number > 0 and < 1e30, such as 3M, 3e6 or 3000000; got {text!r}")
     return value
 
 
 def parse_whole(text: str, field: str = "value") -> int:
-    """A whole number >= 1, also written as 32k or 1e3."""
-    value = parse_count(text, field)
-    if value != int(value):
-        raise ValueError(f"{field} must be a whole number >= 1; got {text!r}")
+    """A whole number from 1 to 2**53, also written as 32k or 1e3."""
+    try:
+        value = parse_count(text, field)
+    except ValueError:
+        value = 0.5
+    if value != int(value) or value > 2**53:
+        raise ValueError(f"{field} must be a whole number from 1 to 2**53, such as 4 or 32k; got {text!r}")
     return int(value)
 
 
@@ -37,7 +40,7 @@ def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
     (16, 20, 28)
     """
     parts = re.split(r"\s*[x×*,]\s*", str(text).strip().lower())
-    if not all(p.isdigit() and int(p) >= 1 for p in parts):
+    if not all(re.fullmatch(r"[0-9]{1,7}", p) and int(p) >= 1 for p in parts):
         raise ValueError(f"{field} must be axis lengths >= 1 joined by 'x', such as 16x16x16; got {text!r}")
     return tuple(int(p) for p in parts)
 

@@ -47,7 +47,7 @@ def test_model_from_a_json_file_is_usable(tmp_path):
     [
         ({"depth": 3}, "unknown model key 'depth'"),
         ({"d_ff": None}, "model key 'd_ff' is missing"),
-        ({"layers": 2.5}, "Model layers must be a whole number >= 1; got 2.5"),
+        ({"layers": 2.5}, "Model layers must be a whole number from 1 to 2\\*\\*31; got 2.5"),
         ({"gated": "yes"}, "Model gated must be true or false; got 'yes'"),
     ],
 )

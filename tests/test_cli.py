@@ -113,9 +113,15 @@ def test_two_pods_over_dcn(capsys):
         (["--mesh", "32x32x32"], "slice_shape 32x32x32 does not fit in the chip's pod of 16x20x28"),
         (["--fsdp", "512", "--tp", "4"], "--fsdp 512 x --tp 4 x --pp 1 = 2048, but --mesh 16x16x16 has 4096 chips"),
         (["--fsdp", "3"], "--fsdp 3 must divide the 4096 chips of a pipeline stage"),
-        (["--pods", "0"], "argument --pods: --pods must be a number > 0"),
+        (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
+        (["--pods", "1e30"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
+        (["--batch", "1e300"], "argument --batch: --batch must be a number > 0 and < 1e30"),
         (["--mfu", "1.5"], "argument --mfu: --mfu must be in (0, 1]"),
-        (["--strategy", "fsdp", "--tp", "4"], "y must be 1 for strategy 'fsdp'"),
+        (["--strategy", "fsdp", "--tp", "4"], "--tp must be 1 for --strategy fsdp on 4096 chips per stage; got 4"),
+        (["--strategy", "tp", "--tp", "16"], "--tp must be 4096 for --strategy tp on 4096 chips per stage; got 16"),
+        (["--mesh", "²x16"], "argument --mesh: --mesh must be axis lengths"),
+        (["--pp", "0"], "argument --pp: --pp must be a whole number from 1"),
+        (["--pp", "4096"], "z must be one whole number of stages from 1 to the model's 40 layers; got 4096"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
@@ -152,6 +158,9 @@ def test_model_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["estimate", "--model-file", str(path), "--batch", "1M"])
     assert "model key 'd_ff' is missing" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["estimate", "--model-file", "", "--batch", "1M"])
+    assert "cannot read ''" in capsys.readouterr().err
 
 
 def test_console_script_and_module_agree():

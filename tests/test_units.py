@@ -12,7 +12,7 @@ def test_the_same_batch_written_three_ways(text):
 
 @pytest.mark.parametrize("text", ["-3M", "0", "3X", "", "M", "nan", "inf", "1e999"])
 def test_malformed_counts_are_rejected(text):
-    with pytest.raises(ValueError, match="--batch must be a number > 0"):
+    with pytest.raises(ValueError, match="--batch must be a number > 0 and < 1e30"):
         units.parse_count(text, "--batch")
 
 
@@ -20,7 +20,7 @@ def test_mesh_and_whole_numbers():
     assert units.parse_mesh("16x20x28") == (16, 20, 28)
     with pytest.raises(ValueError, match="--mesh must be axis lengths"):
         units.parse_mesh("16x0x16", "--mesh")
-    with pytest.raises(ValueError, match="--pods must be a whole number"):
+    with pytest.raises(ValueError, match="--pods must be a whole number from 1"):
         units.parse_whole("1.5", "--pods")
 
 

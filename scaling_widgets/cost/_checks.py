@@ -15,6 +15,9 @@ import numpy as np
 
 _trusted = contextvars.ContextVar("trusted", default=False)
 
+LARGEST = 1e30  # far beyond any real quantity; keeps products of several inputs finite
+LARGEST_WHOLE = 2**53  # whole numbers stay exact as floats and never wrap as int64
+
 
 @contextlib.contextmanager
 def trusted():
@@ -27,13 +30,13 @@ def trusted():
 
 
 def positive(name: str, value) -> np.ndarray:
-    """``value`` as an array whose every element is finite and > 0."""
-    return _check(name, value, "a finite number > 0", lambda a: (a > 0) & (a < np.inf))
+    """``value`` as an array whose every element is > 0 (and below 1e30)."""
+    return _check(name, value, "a number > 0 and < 1e30", lambda a: (a > 0) & (a < LARGEST))
 
 
 def non_negative(name: str, value) -> np.ndarray:
-    """``value`` as an array whose every element is finite and >= 0."""
-    return _check(name, value, "a finite number >= 0", lambda a: (a >= 0) & (a < np.inf))
+    """``value`` as an array whose every element is >= 0 (and below 1e30)."""
+    return _check(name, value, "a number >= 0 and < 1e30", lambda a: (a >= 0) & (a < LARGEST))
 
 
 def fraction(name: str, value) -> np.ndarray:
@@ -43,8 +46,8 @@ def fraction(name: str, value) -> np.ndarray:
 
 def whole(name: str, value, minimum: int = 1) -> np.ndarray:
     """``value`` as an int64 array of whole numbers >= ``minimum``."""
-    ok = lambda a: (a >= minimum) & (a < np.inf) & (a == np.round(a))  # noqa: E731
-    a = _check(name, value, f"a whole number >= {minimum}", ok, every=True)
+    ok = lambda a: (a >= minimum) & (a <= LARGEST_WHOLE) & (a == np.round(a))  # noqa: E731
+    a = _check(name, value, f"a whole number from {minimum} to 2**53", ok, every=True)
     return a.astype(np.int64, copy=False)
 
 
@@ -60,7 +63,7 @@ def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarra
     a = np.asarray(value)
     if _trusted.get():
         return a
-    if a.dtype.kind not in "iuf":
+    if a.dtype.kind not in "iuf":  # bools, strings, objects, complex: numbers or nothing
         try:
             a = a.astype(float)
         except (TypeError, ValueError):

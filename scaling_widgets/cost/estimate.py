@@ -118,6 +118,13 @@ def estimate(
     ([512, 1024], [8, 4], [False, True], [0.05, 0.31])
     """
     _checks.one_of("strategy", strategy, STRATEGIES)
+    for name, value, kind in (("model", model, Model), ("chip", chip, Chip), ("precision", precision, Precision)):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
+    if z is not None and (np.ndim(z) or not 1 <= _checks.whole("z", z) <= model.layers):
+        raise ValueError(f"z must be one whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
+    if axis_roles is not None and not isinstance(axis_roles, (tuple, list)):
+        raise ValueError(f"axis_roles must be a list of 'x', 'y' or 'z', one per slice axis; got {axis_roles!r}")
     shape = check_fits_pod(chip.pod_shape if slice_shape is None else slice_shape, chip.pod_shape)
     B = _checks.positive("batch", batch)
     P = _checks.whole("pods", pods)
@@ -185,6 +192,7 @@ def _estimate(
         z=Z,
         pods=P,
         shard_weights_over_x=strategy in ("fsdp", "fsdp+tp"),
+        gated=model.gated,
         weight_bytes=precision.weight_bytes,
         grad_bytes=precision.grad_bytes,
         optimizer_bytes=precision.optimizer_bytes,
@@ -226,7 +234,7 @@ def _estimate(
 
 def compare_strategies(**kwargs) -> dict[str, Estimate]:
     """``estimate`` of every strategy on the same inputs, each with its own default layout."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y")}
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y", "axis_roles")}
     return {s: estimate(strategy=s, **kwargs) for s in STRATEGIES}
 
 

@@ -33,11 +33,11 @@ class Chip:
 
     def __post_init__(self):
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
-            _require(self, field, _is_positive(getattr(self, field)), "a number > 0")
-        shape = tuple(self.pod_shape)
-        ok = len(shape) > 0 and all(isinstance(n, int) and n >= 1 for n in shape)
-        _require(self, "pod_shape", ok, "a non-empty list of whole numbers >= 1")
-        object.__setattr__(self, "pod_shape", shape)
+            _require(self, field, _is_positive(getattr(self, field)), "a number > 0 and < 1e30")
+        shape = self.pod_shape
+        ok = isinstance(shape, (tuple, list)) and 0 < len(shape) <= 4 and all(_is_whole(n, 2**20) for n in shape)
+        _require(self, "pod_shape", ok, "a list of 1 to 4 axis lengths, whole numbers from 1 to 2**20")
+        object.__setattr__(self, "pod_shape", tuple(shape))
         _require(self, "wraparound", self.wraparound in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")
 
     @property
@@ -66,9 +66,8 @@ class Model:
 
     def __post_init__(self):
         for field in ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"):
-            value = getattr(self, field)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-            _require(self, field, ok, "a whole number >= 1")
+            _require(self, field, _is_whole(getattr(self, field), 2**31), "a whole number from 1 to 2**31")
+        _require(self, "kv_heads", self.kv_heads <= self.heads, f"at most heads ({self.heads})")
         for field in ("gated", "tied_embeddings"):
             _require(self, field, isinstance(getattr(self, field), bool), "true or false")
 
@@ -102,7 +101,11 @@ def _is_number(value) -> bool:
 
 
 def _is_positive(value) -> bool:
-    return _is_number(value) and value > 0
+    return _is_number(value) and 0 < value < 1e30
+
+
+def _is_whole(value, largest: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= largest
 
 
 def _require(obj, field: str, ok: bool, allowed: str) -> None:

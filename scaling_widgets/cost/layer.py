@@ -83,7 +83,7 @@ class LayerTimes:
 
     @cached_property
     def upper_bound(self):
-        """No overlap at all: T_math + T_comms [s]."""
+        """Compute and communication not overlapped: T_math + T_comms (the axes still overlap) [s]."""
         return self.t_math + self.t_comms
 
     def comm_ratio(self, axis: str):

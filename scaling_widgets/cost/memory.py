@@ -38,6 +38,7 @@ def memory_per_chip(
     z=1,
     pods=1,
     shard_weights_over_x=False,
+    gated=True,
     weight_bytes=2.0,
     grad_bytes=0.0,
     optimizer_bytes=8.0,
@@ -47,9 +48,9 @@ def memory_per_chip(
 
     Weights, gradients and optimizer state: Ψ·bytes / (X·Y·Z), where X counts only when the
     weights are sharded over it (FSDP, ZeRO-3); the defaults are the chapter's 2 + 0 + 8 =
-    10 bytes per parameter. Activation checkpoints, three per layer after the big matmuls:
-    bytes·L·B·(D + 2F) over the batch shards (X, P), the hidden shards (Y) and the layer
-    shards (Z).
+    10 bytes per parameter. Activation checkpoints, one after each big matmul: bytes·L·B·(D + 2F)
+    for a gated MLP (D + F ungated) over the batch shards (X, P), the hidden shards (Y) and the
+    layer shards (Z).
 
     Examples
     --------
@@ -61,12 +62,18 @@ def memory_per_chip(
     L, D, F = (_checks.positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
     B = _checks.positive("batch", batch)
     X, Y, Z, P = (_checks.positive(n, v) for n, v in (("x", x), ("y", y), ("z", z), ("pods", pods)))
+    per_param = {
+        name: _checks.non_negative(name, value)
+        for name, value in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
+                            ("optimizer_bytes", optimizer_bytes), ("activation_bytes", activation_bytes))
+    }  # fmt: skip
     params_per_chip = Psi / (np.where(shard_weights_over_x, X, 1) * Y * Z)
+    checkpoint_width = D + np.where(gated, 2, 1) * F  # [B, D] after W_out, [B, F] after each up-projection
     return MemoryPerChip(
-        params=weight_bytes * params_per_chip,
-        grads=grad_bytes * params_per_chip,
-        optimizer=optimizer_bytes * params_per_chip,
-        activations=B * (activation_bytes * L * (D + 2 * F)) / (X * Y * Z * P),
+        params=per_param["weight_bytes"] * params_per_chip,
+        grads=per_param["grad_bytes"] * params_per_chip,
+        optimizer=per_param["optimizer_bytes"] * params_per_chip,
+        activations=B * (per_param["activation_bytes"] * L * checkpoint_width) / (X * Y * Z * P),
     )
 
 

@@ -7,6 +7,10 @@ is whole. M_X and M_Y count the axes a group touches, even partly: on 16x16x16, 
 of the last axis (M_Y = 1) and X = 512 the other half and both other axes (M_X = 3), which is
 how SPEC A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
 
+Both X and Y count an axis they share, as example 10 needs; so that two groups cannot claim
+the same links twice over, ``best_split`` only offers splits that share at most one axis (on
+16x20x28, TP 8 would take 4 of the 28-axis and 2 of the 20-axis, and is not offered).
+
 A group wraps around (is a ring on every axis it uses) only if it has each of those axes whole
 and the axis itself is a ring on this slice (``axis_rings``).
 """
@@ -31,6 +35,7 @@ class MeshSpan:
     wrap_x: np.ndarray
     wrap_y: np.ndarray
     shares: tuple = ()  # per slice axis (outermost first): the (X, Y, Z) factor of its length
+    shared_axes: np.ndarray | int = 0  # axes that X and Y both take part of
 
     def __repr__(self):
         return f"MeshSpan(shape={np.shape(self.mx)})"
@@ -121,7 +126,8 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
     n = len(shape)
     by_group = {"y": takes[:n], "x": takes[n : 2 * n], "z": takes[2 * n :]}  # each innermost first
     shares = tuple((by_group["x"][i], by_group["y"][i], by_group["z"][i]) for i in reversed(range(n)))
-    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares)
+    shared = sum((x > 1) & (y > 1) for x, y in zip(by_group["x"], by_group["y"]))
+    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares, shared_axes=shared)
 
 
 ROLES = ("x", "y", "z")

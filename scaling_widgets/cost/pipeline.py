@@ -13,7 +13,7 @@ def bubble_fraction(*, stages, microbatches):
     >>> bubble_fraction(stages=[1, 4, 8], microbatches=16).round(3)
     array([0.   , 0.158, 0.304])
     """
-    Z, m = _checks.positive("stages", stages), _checks.positive("microbatches", microbatches)
+    Z, m = _checks.whole("stages", stages), _checks.whole("microbatches", microbatches)
     return (Z - 1) / (m + Z - 1)
 
 
@@ -25,7 +25,7 @@ def bubble_overhead(*, stages, microbatches):
     >>> bubble_overhead(stages=[1, 4], microbatches=[8, 16])
     array([0.    , 0.1875])
     """
-    Z, m = _checks.positive("stages", stages), _checks.positive("microbatches", microbatches)
+    Z, m = _checks.whole("stages", stages), _checks.whole("microbatches", microbatches)
     return (Z - 1) / m
 
 
@@ -42,6 +42,6 @@ def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth):
     array([0.    , 0.1024])
     """
     B, D = _checks.positive("batch", batch), _checks.positive("d_model", d_model)
-    Z, m = _checks.positive("stages", stages), _checks.positive("microbatches", microbatches)
+    Z, m = _checks.whole("stages", stages), _checks.whole("microbatches", microbatches)
     W = _checks.positive("bandwidth", bandwidth)
     return (Z > 1) * 2 * B * D / (W * m) * (m + Z - 2)

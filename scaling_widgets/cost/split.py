@@ -12,7 +12,8 @@ from .mesh import parse_slice, span_axes
 
 
 def split_candidates(chips: int):
-    """Every legal split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending)."""
+    """Every split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending)."""
+    chips = int(_checks.whole("chips", chips))
     largest_y = chips & -chips
     Y = 2 ** np.arange(int(math.log2(largest_y)) + 1, dtype=np.int64)
     return chips // Y, Y
@@ -51,6 +52,8 @@ def best_split(*, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1,
     layout = dict(strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y)
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
+    legal = span.shared_axes <= 1  # see span_axes: X and Y may share one axis, not more
+    crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
     pick = np.where(some_compute_bound, crossover.argmin(axis=-1), layer.argmin(axis=-1))

@@ -10,11 +10,10 @@ from traitlets import Instance, dlink, observe
 
 from ..analysis import Analysis
 from ..cost import Estimate
+from ..report import verdict
 from ..scenario import Scenario
 from ..units import nbytes, seconds, tokens
 from ._base import check_kwargs
-
-AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN"}
 
 
 class Summary(w.HTMLMath):
@@ -41,12 +40,9 @@ def lines(e: Estimate) -> list[str]:
     alpha = chip.flops / chip.ici_bw
     mx, my = max(float(e.mx), 1.0), max(float(e.my), 1.0)
     B, N = float(e.batch), int(e.chips)
-    ratio, axis = float(e.layer.worst_ratio), AXIS_NAMES[str(e.layer.worst_axis)]
-    if e.compute_bound:
-        verdict = f"<b>Compute-bound.</b> The slowest communication, {axis}, takes {ratio:.2f}x the compute time."
-    else:
-        verdict = f"<b>Communication-bound</b> on {axis}: it takes {ratio:.2f}x the compute time."
-    out = [verdict]
+    head, _, rest = verdict(e).partition(":")  # "COMMUNICATION-BOUND on FSDP (X)", "it takes..."
+    first, _, tail = head.partition(" ")
+    out = [f"<b>{' '.join(filter(None, [first.capitalize(), tail]))}</b>:{rest}"]
     per_chip = rf"$B/N = {_tex(tokens(B))}/{N:,} = {B / N:,.0f}$"
     if e.strategy in ("dp", "fsdp"):
         need = float(e.critical_tokens_per_chip)

@@ -18,9 +18,9 @@ def test_defaults_are_the_chips_full_pod():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("batch", -3.0, "batch must be a number of tokens > 0; got -3.0"),
+        ("batch", -3.0, "batch must be a number of tokens > 0 and < 1e30; got -3.0"),
         ("mfu", 1.5, r"mfu must be in \(0, 1\]"),
-        ("pods", 0, "pods must be a whole number >= 1; got 0"),
+        ("pods", 0, "pods must be a whole number from 1 to 2\\*\\*53; got 0"),
         ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
         ("slice_shape", (16, 16, 32), "slice_shape 16x16x32 does not fit in the chip's pod of 16x20x28"),
         ("z", 3, "z \\(pipeline stages\\) must divide the 8960 chips"),

@@ -146,7 +146,7 @@ def test_model_picker_custom_dimensions():
     picker._dims["layers"].value = 20
     assert s.model.layers == 20 and s.model.d_model == 5120
     picker._dims["d_ff"].value = 0
-    assert "d_ff must be a whole number >= 1" in picker._message.text and s.model.d_ff == 13824
+    assert "d_ff must be a whole number from 1 to 2**31" in picker._message.text and s.model.d_ff == 13824
 
 
 def test_explore_shows_example_16():

@@ -1,0 +1,68 @@
+"""estimate() as a whole: pods, pipeline stages, exposed communication and the model's flags."""
+
+import pytest
+
+from scaling_widgets.cost import critical_tokens_per_chip, estimate, param_count, x_opt
+from scaling_widgets.presets import HARDWARE, MODELS
+
+V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
+CUBE = (16, 16, 16)
+
+
+def test_a_second_pod_halves_the_compute_time_of_a_step():
+    one = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
+    two = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", pods=2)
+    assert one.compute_bound and two.chips == 2 * one.chips
+    assert two.step_time == pytest.approx(one.step_time / 2)
+
+
+def test_the_pipeline_bubble_stretches_the_step():
+    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
+    piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", z=4, microbatches=16)
+    assert piped.bubble == pytest.approx(3 / 16)
+    assert piped.step_time == pytest.approx(flat.step_time * (1 + 3 / 16))
+
+
+def test_exposed_communication_sets_the_step_when_it_is_longer():
+    e = estimate(model=L13, chip=V5P, batch=1e5, slice_shape=CUBE, strategy="tp")
+    compute = 6 * 1e5 * float(e.params.total) / (4096 * V5P.flops * 0.4)
+    assert L13.layers * e.layer.t_comms > compute
+    assert e.step_time == pytest.approx(L13.layers * e.layer.t_comms)
+
+
+def test_pipeline_stages_shard_the_weights_and_scale_the_per_chip_threshold():
+    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
+    piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", z=4)
+    assert piped.memory.params == pytest.approx(flat.memory.params)  # X·Z = 4096 either way
+    dp_flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="dp")
+    dp_piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="dp", z=4)
+    assert dp_piped.memory.params == pytest.approx(dp_flat.memory.params / 4)  # replicated over X, split over Z
+    # The threshold per chip and the time model agree: compute-bound from tokens/chip = critical.
+    assert piped.crossover_batch / piped.chips == pytest.approx(piped.critical_tokens_per_chip)
+    assert piped.critical_tokens_per_chip == pytest.approx(
+        critical_tokens_per_chip(strategy="fsdp", flops=V5P.flops, ici_bw=V5P.ici_bw, d_ff=1, mx=3) / 4
+    )
+
+
+def test_x_opt_uses_the_batch_of_one_pod():
+    e = estimate(model=L13, chip=V5P, batch=6e6, slice_shape=CUBE, pods=2)
+    assert e.x_opt == pytest.approx(x_opt(batch=3e6, d_ff=L13.d_ff, chips=4096, mx=e.mx, my=e.my))
+
+
+def test_gated_and_tied_change_the_parameter_count():
+    dims = dict(layers=2, d_model=64, d_ff=256, heads=2, kv_heads=2, head_dim=32, vocab=1000)
+    gated_untied = param_count(**dims)
+    ungated_tied = param_count(**dims, gated=False, tied_embeddings=True)
+    assert gated_untied.mlp == 3 * 2 * 64 * 256 and ungated_tied.mlp == 2 * 2 * 64 * 256
+    assert gated_untied.embeddings == 2 * 1000 * 64 and ungated_tied.embeddings == 1000 * 64
+
+
+def test_ungated_models_checkpoint_one_hidden_activation_per_layer():
+    gpt3 = MODELS["gpt-3-175b"]
+    e = estimate(model=gpt3, chip=V5P, batch=1e6, strategy="fsdp")
+    assert e.memory.activations * e.chips == pytest.approx(2 * gpt3.layers * 1e6 * (gpt3.d_model + gpt3.d_ff))
+
+
+def test_strings_are_not_presets_here():
+    with pytest.raises(ValueError, match="model must be a Model"):
+        estimate(model="llama-2-13b", chip=V5P, batch=1e6)
