@@ -38,6 +38,13 @@ def _shape_for(strategy, row):
     return row
 
 
+def _layer(strategy, c):
+    return layer_times(
+        strategy=strategy, batch=c["B"], d_model=c["D"], d_ff=c["F"], x=c["X"], y=c["Y"], pods=c["P"],
+        flops=c["C"], ici_bw=c["W"], dcn_bw=c["W_dcn"], mx=c["M_X"], my=c["M_Y"],
+    )  # fmt: skip
+
+
 def _columns(rows):
     return {k: np.array([r[k] for r in rows]) for k in rows[0]}
 
@@ -48,20 +55,7 @@ def test_vectorized_equals_scalar_loop(strategy, rows):
     rows = [_shape_for(strategy, r) for r in rows]
     c = _columns(rows)
     params = 12 * c["L"] * c["D"].astype(float) ** 2
-    t = layer_times(
-        strategy=strategy,
-        batch=c["B"],
-        d_model=c["D"],
-        d_ff=c["F"],
-        x=c["X"],
-        y=c["Y"],
-        pods=c["P"],
-        flops=c["C"],
-        ici_bw=c["W"],
-        dcn_bw=c["W_dcn"],
-        mx=c["M_X"],
-        my=c["M_Y"],
-    )
+    t = _layer(strategy, c)
     mem = memory_per_chip(
         params=params,
         layers=c["L"],
@@ -110,20 +104,7 @@ def test_vectorized_equals_scalar_loop(strategy, rows):
 @given(strategy=st.sampled_from(STRATEGIES), rows=st.lists(layout, min_size=1, max_size=40))
 def test_valid_input_gives_finite_numbers(strategy, rows):
     c = _columns([_shape_for(strategy, r) for r in rows])
-    t = layer_times(
-        strategy=strategy,
-        batch=c["B"],
-        d_model=c["D"],
-        d_ff=c["F"],
-        x=c["X"],
-        y=c["Y"],
-        pods=c["P"],
-        flops=c["C"],
-        ici_bw=c["W"],
-        dcn_bw=c["W_dcn"],
-        mx=c["M_X"],
-        my=c["M_Y"],
-    )
+    t = _layer(strategy, c)
     for value in (t.t_math, t.t_comms, t.lower_bound, t.upper_bound, t.worst_ratio):
         assert np.all(np.isfinite(value))
     assert np.all(t.lower_bound <= t.upper_bound)
