@@ -1,4 +1,4 @@
-"""The command line: ``scaling-widgets estimate ...``.
+"""The command line: ``scaling-widgets estimate ...`` and ``scaling-widgets demo``.
 
 Bad input prints one line naming the option, the value and what is allowed, and exits 2.
 """
@@ -90,6 +90,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)"
     )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
+    demo.add_argument(
+        "--port", type=_typed(units.parse_whole, "--port"), help="port on 127.0.0.1 (default: a free one)"
+    )
+    demo.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the URL")
     return parser
 
 
@@ -97,6 +102,10 @@ def main(argv=None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "demo":
+            from .demo import serve  # Voila loads only for the demo
+
+            return serve(port=args.port, open_browser=not args.no_browser)
         return _estimate(args)
     except ValueError as err:
         parser.exit(2, f"scaling-widgets {args.command}: error: {err}\n")

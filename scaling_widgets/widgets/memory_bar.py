@@ -20,7 +20,7 @@ GB = 1e9
 class MemoryBar(bq.Figure):
     """One stacked bar per strategy, side by side, with the chip's HBM as a red line.
 
-    A bar that does not fit rises above the line and its label says so. ``data`` comes from
+    A bar that does not fit rises above the line and its label, in red, says "> HBM". ``data`` comes from
     ``Analysis``; values are in GB.
     """
 
@@ -70,5 +70,5 @@ class MemoryBar(bq.Figure):
             self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
         with self._totals.hold_sync():
             self._totals.x, self._totals.y = list(d.labels), np.maximum(totals, top * 0.04)
-            self._totals.text = [f"{nbytes(t * GB)} {'fits' if ok else 'DOES NOT FIT'}" for t, ok in zip(totals, fits)]
+            self._totals.text = [f"{nbytes(t * GB)}{'' if ok else ' > HBM'}" for t, ok in zip(totals, fits)]
             self._totals.colors = ["#2a7d2a" if ok else "#b00020" for ok in fits]

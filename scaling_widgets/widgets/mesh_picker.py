@@ -130,8 +130,9 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
 
+    key = " ".join(f'<span style="color:{ROLE_COLORS[g]}">&#9632;</span> {label}' for (label, g) in ROLE_OPTIONS)
     return (
-        f"<b>{mesh.chips:,} chips</b> ({shape}{pods}). "
+        f"{key}<br><b>{mesh.chips:,} chips</b> ({shape}{pods}). "
         f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
         f"Y = {mesh.y} spans M<sub>Y</sub> = {mesh.my:g}{ring(mesh.wrap_y, mesh.y)}; Z = {mesh.z}."
     )
@@ -146,15 +147,14 @@ class _MeshPicture(bq.Figure):
         self._bars = bq.Bars(
             x=["axis 0"], y=np.zeros((3, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
             type="stacked", colors=[ROLE_COLORS[g] for g in GROUPS], labels=[label for label, _ in ROLE_OPTIONS],
-            display_legend=True,
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]),
         )  # fmt: skip
         axes = [
             vertical_axis(self._y),
-            bq.Axis(scale=self._x, label="log2 of the axis length, by group", tick_format=".0f"),
+            bq.Axis(scale=self._x, label="log2 of the axis length, by group", tick_format="d"),
         ]
         super().__init__(
-            marks=[self._bars], axes=axes, legend_location="top-right",
+            marks=[self._bars], axes=axes,
             fig_margin=dict(top=10, bottom=40, left=60, right=10),
             layout=w.Layout(height="170px", width="420px"),
         )  # fmt: skip
@@ -166,4 +166,6 @@ class _MeshPicture(bq.Figure):
         logs = np.log2(np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float))
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = names, logs
-        self._x.max = float(max(1.0, math.log2(max(mesh.slice_shape))))
+        top = max(1, math.ceil(math.log2(max(mesh.slice_shape))))
+        self._x.max = float(top)
+        self.axes[1].tick_values = list(range(top + 1))

@@ -113,11 +113,14 @@ class RooflinePlot(bq.Figure):
             n for n in d.crossover
             if n in self.shown and np.isfinite(d.comm[n][p]).any() and d.batch[0] <= d.crossover[n] <= d.batch[-1]
         ]  # fmt: skip
-        x = np.array([d.crossover[n] for n in names])
+        at = {}  # curves that cross at the same batch share one label
+        for n in names:
+            at.setdefault(tokens(d.crossover[n]), []).append(n)
+        x = np.array([d.crossover[group[0]] for group in at.values()])
         with self._crossings.hold_sync(), self._labels.hold_sync():
             self._crossings.x, self._crossings.y = x, d.compute_at(x, p)
             self._labels.x, self._labels.y = x, d.compute_at(x, p)
-            self._labels.text = [f"{d.labels[n]}: {tokens(d.crossover[n])}" for n in names]
+            self._labels.text = [f"{', '.join(d.labels[n] for n in group)}: {where}" for where, group in at.items()]
 
 
 class RooflineControls(w.HBox):

@@ -25,11 +25,12 @@ class StrategySelector(Bound, w.VBox):
         self.scenario = scenario or Scenario()
         self.analysis = Analysis.of(self.scenario)
         self._strategy = w.ToggleButtons(options=STRATEGY_OPTIONS, description="Strategy")
-        self._strategy.style.button_width = "80px"
+        self._strategy.style.button_width = "90px"
         self._optimal = w.Checkbox(description="Best split (computed)", indent=False)
         self._split = w.Dropdown(description="FSDP x TP")
-        self._stages = w.IntText(description="PP stages Z", layout=w.Layout(width="180px"))
-        self._microbatches = w.IntText(description="Microbatches", layout=w.Layout(width="180px"))
+        wide = {"description_width": "100px"}
+        self._stages = w.IntText(description="PP stages Z", layout=w.Layout(width="190px"), style=wide)
+        self._microbatches = w.IntText(description="Microbatches", layout=w.Layout(width="190px"), style=wide)
         self._implied = w.HTML()
         self._message = Message()
         split_row = w.HBox([self._optimal, self._split])

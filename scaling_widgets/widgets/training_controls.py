@@ -55,7 +55,10 @@ class TrainingControls(Bound, w.VBox):
         self._precision.value = next((k for k, p in PRECISIONS.items() if p == s.precision), None)
 
     def _on_batch_change(self, change) -> None:
-        self._apply(batch=float(change["new"]))
+        # The slider moves in steps of 10^0.01; within one step of the batch it is not a move
+        # of the user's but the browser rounding an exact value (3M) that it cannot show.
+        if abs(math.log10(change["new"]) - math.log10(self.scenario.batch)) > self._batch.step / 2 + 1e-9:
+            self._apply(batch=float(change["new"]))
 
     def _on_batch_text_change(self, change) -> None:
         self._parsed(parse_count, "batch", change["new"])

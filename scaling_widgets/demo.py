@@ -1,0 +1,38 @@
+"""``scaling-widgets demo``: the panel served by Voila on 127.0.0.1.
+
+The dashboard notebook ships inside the package, so this works from an installed wheel.
+Voila runs in this process: Ctrl-C or SIGTERM stop the server and shut its kernels down.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+DASHBOARD = Path(__file__).with_name("dashboard.ipynb")
+DEFAULT_PORT = 8866
+
+
+def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
+    """The first port from ``start`` on that nothing listens on at 127.0.0.1."""
+    for port in range(start, start + tries):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) != 0:
+                return port
+    raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
+
+
+def serve(port: int | None = None, open_browser: bool = True) -> int:
+    """Serve the dashboard until stopped; returns the exit status."""
+    try:
+        from voila.app import Voila
+    except ImportError:
+        raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
+    port = free_port() if port is None else port
+    print(f"scaling-widgets: the panel is at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
+    argv = [
+        str(DASHBOARD), f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
+        "--no-browser" if not open_browser else "--Voila.open_browser=True",
+    ]  # fmt: skip
+    Voila.launch_instance(argv=argv)
+    return 0

@@ -1,0 +1,39 @@
+"""What a user sees, read off the page: curve paths, bar heights, summary text, messages."""
+
+from __future__ import annotations
+
+PANEL_TIMEOUT = 90_000  # ms: the kernel starts and runs the notebook first
+
+
+def curve_paths(page) -> list[str]:
+    """The ``d`` of every curve of the roofline, in order."""
+    return page.eval_on_selector_all(".sw-roofline .curve path", "els => els.map(e => e.getAttribute('d') || '')")
+
+
+def bar_heights(page) -> list[float]:
+    return page.eval_on_selector_all(".sw-memory-bar rect.bar", "els => els.map(e => +e.getAttribute('height'))")
+
+
+def summary(page) -> str:
+    return page.inner_text(".sw-summary")
+
+
+def wait_for_change(page, read, before, timeout: int = 20_000):
+    """Poll ``read(page)`` until it differs from ``before``; return the new value."""
+    deadline_ms, step = timeout, 100
+    waited = 0
+    while waited < deadline_ms:
+        now = read(page)
+        if now != before:
+            return now
+        page.wait_for_timeout(step)
+        waited += step
+    raise AssertionError(f"{read.__name__} did not change within {timeout} ms")
+
+
+def wait_for_panel(page) -> None:
+    page.wait_for_selector(".sw-panel .sw-roofline .curve path", state="attached", timeout=PANEL_TIMEOUT)
+    page.wait_for_selector(".sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT)
+    page.wait_for_function(
+        "document.querySelector('.sw-summary') && document.querySelector('.sw-summary').innerText.length > 20"
+    )

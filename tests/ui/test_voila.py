@@ -1,0 +1,73 @@
+"""`scaling-widgets demo` in a real browser: the panel renders, responds, and rejects bad input inline."""
+
+from .helpers import bar_heights, curve_paths, summary, wait_for_change, wait_for_panel
+
+CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
+            ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture")  # fmt: skip
+
+
+def test_the_panel_renders_every_part_without_errors(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    for selector in CONTROLS:
+        assert page.locator(selector).first.is_visible(), selector
+    assert len(curve_paths(page)) >= 5 and all(d.startswith("M") for d in curve_paths(page)[:3])
+    assert len(bar_heights(page)) == 16  # 4 strategies x 4 kinds of memory
+    assert "Compute-bound" in summary(page) and "FSDP 1024 x TP 4" in summary(page)
+    assert (
+        page.locator(
+            ".jp-OutputArea-output[data-mime-type*='stderr'], .jp-RenderedText[data-mime-type*='error']"
+        ).count()
+        == 0
+    )
+    assert page.errors == []
+
+
+def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    paths, bars, text = curve_paths(page), bar_heights(page), summary(page)
+
+    page.select_option(".sw-mesh-picker select >> nth=0", label="TPU v5e")  # hardware
+    paths = wait_for_change(page, curve_paths, paths)
+    bars = wait_for_change(page, bar_heights, bars)
+    assert "TPU v5e" in page.inner_text(".sw-mesh-picker") or "256 chips" in page.inner_text(".sw-mesh-picker")
+
+    axis = page.locator(".sw-mesh-picker input[type=number]").first  # the slice's first axis
+    axis.fill("8")
+    axis.press("Enter")
+    paths = wait_for_change(page, curve_paths, paths)
+    assert "128 chips" in page.inner_text(".sw-mesh-picker")
+
+    text = summary(page)
+    page.click(".sw-strategy-selector button:has-text('FSDP') >> nth=0")
+    text = wait_for_change(page, summary, text)
+
+    batch = page.locator(".sw-training-controls input[type=text]").first
+    batch.fill("50M")
+    batch.press("Enter")
+    wait_for_change(page, curve_paths, paths)
+    wait_for_change(page, summary, text)
+    assert page.errors == []
+
+
+def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    paths, bars, text = curve_paths(page), bar_heights(page), summary(page)
+    axis = page.locator(".sw-mesh-picker input[type=number]").first
+    axis.fill("99")
+    axis.press("Enter")
+    message = page.locator(".sw-mesh-picker .sw-error")
+    message.wait_for(state="visible", timeout=20_000)
+    assert "does not fit in the chip's pod" in message.inner_text()
+    page.wait_for_timeout(1000)  # give a wrong redraw the time to happen
+    assert curve_paths(page) == paths and bar_heights(page) == bars and summary(page) == text
+    assert axis.input_value() == "16"  # the field shows the scenario again
+
+    batch = page.locator(".sw-training-controls input[type=text]").first
+    batch.fill("lots")
+    batch.press("Enter")
+    page.locator(".sw-training-controls .sw-error").wait_for(state="visible", timeout=20_000)
+    assert "batch must be a number" in page.inner_text(".sw-training-controls .sw-error")
+    assert curve_paths(page) == paths
