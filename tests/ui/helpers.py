@@ -6,16 +6,20 @@ PANEL_TIMEOUT = 90_000  # ms: the kernel starts and runs the notebook first
 
 
 def curve_paths(page) -> list[str]:
-    """The ``d`` of every curve of the roofline, in order."""
-    return page.eval_on_selector_all(".sw-roofline .curve path", "els => els.map(e => e.getAttribute('d') || '')")
+    """The ``d`` of every curve of the panel's roofline, in order."""
+    return page.eval_on_selector_all(
+        ".sw-panel .sw-roofline .curve path", "els => els.map(e => e.getAttribute('d') || '')"
+    )
 
 
 def bar_heights(page) -> list[float]:
-    return page.eval_on_selector_all(".sw-memory-bar rect.bar", "els => els.map(e => +e.getAttribute('height'))")
+    return page.eval_on_selector_all(
+        ".sw-panel .sw-memory-bar rect.bar", "els => els.map(e => +e.getAttribute('height'))"
+    )
 
 
 def summary(page) -> str:
-    return page.inner_text(".sw-summary")
+    return page.inner_text(".sw-panel .sw-summary")
 
 
 def wait_for_change(page, read, before, timeout: int = 20_000):
@@ -33,7 +37,5 @@ def wait_for_change(page, read, before, timeout: int = 20_000):
 
 def wait_for_panel(page) -> None:
     page.wait_for_selector(".sw-panel .sw-roofline .curve path", state="attached", timeout=PANEL_TIMEOUT)
-    page.wait_for_selector(".sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT)
-    page.wait_for_function(
-        "document.querySelector('.sw-summary') && document.querySelector('.sw-summary').innerText.length > 20"
-    )
+    page.wait_for_selector(".sw-panel .sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT)
+    page.wait_for_function("(document.querySelector('.sw-panel .sw-summary')?.innerText || '').length > 20")
