@@ -8,64 +8,16 @@ is not to 127.0.0.1 is aborted (Voila's page links a CDN stylesheet). Screenshot
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
-FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+from .servers import ARTIFACTS, CHROMIUM, FLAGS, ROOT, Server, free_port, local
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
         raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
     pytest.skip("no /usr/bin/chromium: apt-get install -y chromium", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A server process of ours on 127.0.0.1, ready once ``ready_path`` answers."""
-
-    def __init__(self, argv: list[str], port: int, ready_path: str, cwd: Path = ROOT):
-        self.port, self.url = port, f"http://127.0.0.1:{port}"
-        self.log = open(ARTIFACTS / f"server-{port}.log", "w")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(argv, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}; see {self.log.name}")
-            try:
-                urllib.request.urlopen(self.url + ready_path, timeout=2)
-                return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"server not ready after 90 s; see {self.log.name}")
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-        self.log.close()
-        return code
 
 
 @pytest.fixture(scope="session")
@@ -113,21 +65,17 @@ def page(browser, request):
     """A fresh page that only reaches 127.0.0.1 and records every console error."""
     context = browser.new_context(viewport={"width": 1500, "height": 1300})
     page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if _local(route.request.url) else route.abort())
+    page.route("**/*", lambda route: route.continue_() if local(route.request.url) else route.abort())
     page.errors = []
     page.on("pageerror", lambda err: page.errors.append(f"page error: {err}"))
     page.on(
         "console",
         lambda msg: (
             page.errors.append(f"console: {msg.text}")
-            if msg.type == "error" and _local(msg.location.get("url", "") or "http://127.0.0.1")
+            if msg.type == "error" and local(msg.location.get("url", "") or "http://127.0.0.1")
             else None
         ),
     )
     yield page
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
-
-
-def _local(url: str) -> bool:
-    return url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:"))
