@@ -1,6 +1,7 @@
 """`scaling-widgets demo` in a real browser: the panel renders, responds, and rejects bad input inline."""
 
 from .helpers import bar_heights, curve_paths, summary, wait_for_change, wait_for_panel
+from .servers import ARTIFACTS
 
 CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
             ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture")  # fmt: skip
@@ -21,6 +22,7 @@ def test_the_panel_renders_every_part_without_errors(page, voila_demo):
         == 0
     )
     assert page.errors == []
+    page.locator(".sw-panel").screenshot(path=str(ARTIFACTS / "panel.png"))  # the README's picture
 
 
 def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(page, voila_demo):
