@@ -3,14 +3,25 @@
 from .helpers import PANEL_TIMEOUT, curve_paths, summary, wait_for_change, wait_for_panel
 
 
+def run_all_cells(page) -> None:
+    """Run > Run All Cells once the kernel is idle; again if nothing started (a busy machine can
+    take the first click before the notebook is ready for it)."""
+    page.locator(".jp-StatusBar-TextItem:has-text('| Idle')").first.wait_for(timeout=PANEL_TIMEOUT)
+    for _ in range(3):
+        page.click("li.lm-MenuBar-item:has-text('Run')")
+        page.click(".lm-Menu-item[data-command='runmenu:run-all']")
+        try:
+            page.locator(".jp-InputPrompt:has-text('[1]')").first.wait_for(timeout=20_000)
+            return
+        except Exception:  # noqa: BLE001 - Playwright's timeout: try the menu again
+            page.keyboard.press("Escape")
+    raise AssertionError("Run All Cells never started the notebook")
+
+
 def test_quickstart_runs_and_the_panel_responds(page, jupyterlab):
     page.goto(jupyterlab.url + "/lab/tree/01_quickstart.ipynb")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=PANEL_TIMEOUT)
-    page.wait_for_selector(
-        ".jp-Notebook-ExecutionIndicator[data-status='idle']", state="attached", timeout=PANEL_TIMEOUT
-    )
-    page.click("li.lm-MenuBar-item:has-text('Run')")
-    page.click(".lm-Menu-item[data-command='runmenu:run-all']")
+    run_all_cells(page)
     wait_for_panel(page)
     last = page.locator(".jp-Cell").last
     last.locator(".jp-OutputArea-output:has-text('SPEC example 16: ok')").wait_for(timeout=PANEL_TIMEOUT)
