@@ -34,6 +34,8 @@ def test_colab_versions(tmp_path):
     run([python, "-m", "pip", "install", "-q", *COLAB_PINS])
     run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)])  # keep the pins
     assert "colab versions: ok" in run([python, "-c", CHECK])
-    out = run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/widgets", "tests/cost"],
-              cwd=ROOT)
+    out = run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/widgets", "tests/cost"],
+        cwd=ROOT,
+    )
     assert " passed" in out and " failed" not in out

@@ -34,20 +34,16 @@ def browser():
 @pytest.fixture(scope="session")
 def voila_demo():
     """``scaling-widgets demo`` itself, as a user runs it."""
-    ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
-    server = Server(
-        [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port)],
-        port,
-        "/voila/static/voila.js",
-    )
+    server = Server(voila_demo_argv(port), port, "/voila/static/voila.js")
     yield server
-    assert server.stop() == 0
+    assert server.stop() == 0  # SIGTERM: a clean exit...
+    log = (ARTIFACTS / f"server-{port}.log").read_text()
+    assert log.count("Kernel started:") == log.count("Kernel shutdown:") > 0  # ...that leaves no kernel behind
 
 
 @pytest.fixture(scope="session")
 def jupyterlab():
-    ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     argv = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
