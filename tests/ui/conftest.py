@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from .servers import ARTIFACTS, CHROMIUM, FLAGS, ROOT, Server, free_port, local
+from .servers import ARTIFACTS, CHROMIUM, FLAGS, ROOT, Server, free_port, local, voila_demo_argv
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
