@@ -16,6 +16,8 @@ from traitlets import Dict, HasTraits, Instance, Unicode
 
 from .cost import STRATEGIES, Estimate, estimate, pick, split_candidates
 from .cost.mesh import axis_rings, role_layout, span_axes
+from .cost.nodes import node_spans
+from .report import group_places
 from .scenario import Scenario
 
 GRID_POINTS = 256
@@ -77,6 +79,8 @@ class MeshData:
     wrap_x: bool
     wrap_y: bool
     splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
+    places: tuple  # where X and Y sit, in words
+    gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
 
     @property
     def chips(self) -> int:
@@ -189,6 +193,11 @@ def _mesh(s: Scenario, e: Estimate) -> MeshData:
     rings = axis_rings(slice_shape=s.slice_shape, pod_shape=s.hardware.pod_shape, rule=s.hardware.wraparound)
     if s.axis_roles:
         span = role_layout(slice_shape=s.slice_shape, roles=s.axis_roles, rings=rings)[3]
+    elif s.hardware.is_gpu:
+        hw = s.hardware
+        span = node_spans(
+            slice_shape=s.slice_shape, x=int(e.x), y=int(e.y), z=e.z, nvlink_bw=hw.ici_bw, nic_bw=hw.scaleout_bw
+        )
     else:
         span = span_axes(slice_shape=s.slice_shape, x=int(e.x), y=int(e.y), z=e.z, rings=rings)
     X, Y = split_candidates(math.prod(s.slice_shape) // e.z)
@@ -196,6 +205,7 @@ def _mesh(s: Scenario, e: Estimate) -> MeshData:
         slice_shape=s.slice_shape, shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
         x=int(e.x), y=int(e.y), z=e.z, pods=s.pods, mx=float(e.mx), my=float(e.my),
         wrap_x=bool(e.wrap_x), wrap_y=bool(e.wrap_y), splits=tuple(zip(X.tolist(), Y.tolist())),
+        places=tuple(group_places(e)), gpu=s.hardware.is_gpu,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ import sys
 
 from . import catalog, report, units
 from .cost import STRATEGIES, compare_strategies, estimate
+from .cost.nodes import gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 
@@ -50,6 +51,9 @@ def _build_parser() -> argparse.ArgumentParser:
     chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
     est.add_argument(
         "--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)"
+    )
+    est.add_argument(
+        "--chips", type=_typed(units.parse_whole, "--chips"), help="GPUs in all (GPU presets; nodes from the preset)"
     )
     est.add_argument(
         "--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN (default 1)"
@@ -118,7 +122,7 @@ def _estimate(args) -> int:
         else catalog.hardware(args.hardware)
     )
     model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
-    mesh = args.mesh or chip.pod_shape
+    mesh = _mesh(args, chip)
     _check_layout(args, mesh)
     common = dict(
         model=model,
@@ -140,6 +144,17 @@ def _estimate(args) -> int:
     out = show(chosen, seq_len=args.seq_len, tokens=args.tokens, others=others)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
+
+
+def _mesh(args, chip):
+    """The slice: --mesh, or --chips on a GPU cluster (nodes of the preset's size), or the pod."""
+    if args.chips is not None and args.mesh is not None:
+        raise ValueError("give --mesh or --chips, not both")
+    if args.chips is None:
+        return args.mesh or chip.pod_shape
+    if not chip.is_gpu:
+        raise ValueError(f"--chips needs a GPU cluster; {chip.name} is a TPU torus: give its shape with --mesh")
+    return gpu_slice(chips=args.chips, node_size=chip.node_size)
 
 
 def _check_layout(args, mesh) -> None:

@@ -52,7 +52,61 @@ HARDWARE = {
         wraparound="full-axis",
     ),
 }
-"""Chips by name (SPEC A.7)."""
+# GPUs: SPEC A.7 and B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
+# GB200 NVL72) and DGX system guides. ici_bw is the NVLink egress per GPU (half the
+# bidirectional figure), scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with
+# room for 32,768 GPUs (18,432 for NVL72). Between "pods" the NIC is the DCN too.
+_DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched")
+HARDWARE.update(
+    {
+        "a100": Chip(
+            "A100",
+            flops=3.12e14,
+            hbm_bytes=80e9,
+            hbm_bw=2.039e12,
+            ici_bw=3e11,  # NVLink 3: 600 GB/s bidirectional
+            scaleout_bw=2.5e10,
+            dcn_bw=2.5e10,  # DGX A100: one 200 Gb/s HDR NIC per GPU
+            **_DGX,
+        ),
+        "h100": Chip(
+            "H100",
+            flops=9.9e14,
+            hbm_bytes=80e9,
+            hbm_bw=3.35e12,
+            ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
+            scaleout_bw=5e10,
+            dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
+            **_DGX,
+        ),
+        "h200": Chip(
+            "H200", flops=9.9e14, hbm_bytes=141e9, hbm_bw=4.8e12, ici_bw=4.5e11, scaleout_bw=5e10, dcn_bw=5e10, **_DGX
+        ),
+        "b200": Chip(
+            "B200",
+            flops=2.25e15,
+            hbm_bytes=192e9,
+            hbm_bw=8e12,
+            ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
+            scaleout_bw=5e10,
+            dcn_bw=5e10,  # SPEC A.7: the same 400 GB/s per node
+            **_DGX,
+        ),
+        "gb200-nvl72": Chip(
+            "GB200 NVL72",
+            flops=2.5e15,  # 180 PFLOP/s dense bf16 over 72 GPUs
+            hbm_bytes=186e9,
+            hbm_bw=8e12,  # 13.4 TB over 72 GPUs
+            ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (SPEC A.7)
+            scaleout_bw=5e10,
+            dcn_bw=5e10,  # assumed: a 400 Gb/s NIC per GPU, as on DGX
+            pod_shape=(256, 72),
+            node_size=72,
+            wraparound="switched",
+        ),
+    }
+)
+"""Chips by name (SPEC A.7, B.5)."""
 
 # Dimensions from each model's published config.json (Hugging Face hub) and paper.
 MODELS = {

@@ -123,13 +123,24 @@ def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None
 def _layout(e: Estimate) -> str:
     x, y = int(e.x), int(e.y)
     parts = {"dp": f"DP X={x}", "fsdp": f"FSDP X={x}", "tp": f"TP Y={y}", "fsdp+tp": f"FSDP X={x} x TP Y={y}"}
-    spans = []
-    if x > 1:
-        spans.append(f"X spans {_num(e.mx):g} axes ({'ring' if e.wrap_x else 'no wraparound'})")
-    if y > 1:
-        spans.append(f"Y spans {_num(e.my):g} ({'ring' if e.wrap_y else 'no wraparound'})")
+    spans = group_places(e)
     extra = [f"PP Z={e.z}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
     return ", ".join([parts[e.strategy], *extra, *spans])
+
+
+def group_places(e: Estimate) -> list[str]:
+    """Where X and Y sit: axes spanned and rings on a TPU; inside or across nodes on GPUs."""
+    out = []
+    for name, size, m, wraps in (("X", int(e.x), float(e.mx), e.wrap_x), ("Y", int(e.y), float(e.my), e.wrap_y)):
+        if size == 1:
+            continue
+        if not e.chip.is_gpu:
+            out.append(f"{name} spans {m:g} axes ({'ring' if wraps else 'no wraparound'})")
+        elif m == 1:
+            out.append(f"{name} inside a node (NVLink)")
+        else:
+            out.append(f"{name} across nodes at {m:.2f}x NVLink{' (penalised)' if name == 'Y' else ''}")
+    return out
 
 
 def verdict(e: Estimate) -> str:
@@ -145,7 +156,7 @@ def verdict(e: Estimate) -> str:
 
 def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
     F, B, N = e.model.d_ff, float(e.batch), float(e.chips)
-    mx, my = max(float(e.mx), 1), max(float(e.my), 1)
+    mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
     per_chip = f"has B/N = {units.tokens(B)}/{N:,.0f} = {float(e.tokens_per_chip):,.0f}"
     z = f"/{e.z}" if e.z > 1 else ""
     if e.strategy in ("dp", "fsdp"):
@@ -153,14 +164,14 @@ def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
         yield f"{e.strategy.upper()} needs tokens/chip > α/M_X{z} = {alpha:,.0f}/{mx:g}{z} = {need:,.0f}; {per_chip}"
     if e.strategy == "fsdp+tp":
         yield (
-            f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:g}·{my:g}·{F}){z}"
+            f"FSDP+TP at X_opt needs tokens/chip > α²/(M_X·M_Y·F){z} = {alpha:,.0f}²/({mx:.3g}·{my:.3g}·{F}){z}"
             f" = {float(e.critical_tokens_per_chip):,.0f}; {per_chip}"
         )
         if len(e.slice_shape) == 3 and mx * my != 2:  # the chapter's "typical 3D" M_X·M_Y = 2
             chapter = alpha**2 / (2 * F) / e.z
             yield f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f})"
         yield (
-            f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:g}/{my:g})"
+            f"X_opt = sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({units.tokens(B / float(e.pods))}/{F})·({mx:.3g}/{my:.3g})"
             f"·{int(e.x * e.y):,}) = {float(e.x_opt):,.0f}"
             + ("" if best is None else f"; best legal split on this slice: X={int(best.x)}, Y={int(best.y)}")
         )

@@ -16,6 +16,7 @@ from traitlets import Bool, Enum, Float, HasTraits, Instance, Int, TraitError, T
 from . import catalog
 from .cost import STRATEGIES, Chip, Model, Precision
 from .cost.mesh import ROLES, check_fits_pod
+from .cost.nodes import check_gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 VERSION = 1
@@ -191,7 +192,7 @@ def _coerce(name: str, value):
 def _check_together(s: dict) -> None:
     """The fields against each other. Raises ValueError."""
     chip, shape = s["hardware"], s["slice_shape"]
-    check_fits_pod(shape, chip.pod_shape)
+    (check_gpu_slice if chip.is_gpu else check_fits_pod)(shape, chip.pod_shape)
     chips = math.prod(shape)
     roles = s["axis_roles"]
     if roles:

@@ -18,6 +18,7 @@ from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
 from .layout import resolve_layout
 from .memory import MemoryPerChip, memory_per_chip
 from .mesh import check_fits_pod
+from .nodes import check_gpu_slice
 from .pipeline import bubble_overhead
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
 from .training import ParamCount, param_count, step_time, time_to_train
@@ -125,7 +126,8 @@ def estimate(
         raise ValueError(f"z must be one whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
     if axis_roles is not None and not isinstance(axis_roles, (tuple, list)):
         raise ValueError(f"axis_roles must be a list of 'x', 'y' or 'z', one per slice axis; got {axis_roles!r}")
-    shape = check_fits_pod(chip.pod_shape if slice_shape is None else slice_shape, chip.pod_shape)
+    check = check_gpu_slice if chip.is_gpu else check_fits_pod
+    shape = check(chip.pod_shape if slice_shape is None else slice_shape, chip.pod_shape)
     B = _checks.positive("batch", batch)
     P = _checks.whole("pods", pods)
     _checks.fraction("mfu", mfu)
@@ -198,7 +200,7 @@ def _estimate(
         optimizer_bytes=precision.optimizer_bytes,
         activation_bytes=precision.activation_bytes,
     )
-    spans = dict(mx=np.maximum(M_X, 1), my=np.maximum(M_Y, 1))  # a group of one spans no axis
+    spans = dict(mx=np.where(M_X > 0, M_X, 1), my=np.where(M_Y > 0, M_Y, 1))  # a group of one spans no axis
     return Estimate(
         model=model,
         chip=chip,

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-WRAPAROUND_RULES = ("cube", "full-axis")
+WRAPAROUND_RULES = ("cube", "full-axis", "switched")
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,10 @@ class Chip:
 
     ``wraparound`` says which slice axes are rings: ``"cube"`` (TPU v4p/v5p) when the slice is
     made of whole 4x4x4 cubes, every axis wraps; ``"full-axis"`` (v5e/v6e) an axis wraps only
-    when it is as long as the pod's.
+    when it is as long as the pod's; ``"switched"`` (GPUs) there is no torus at all.
+
+    A GPU (SPEC B.5) has ``node_size`` > 0: its NVLink domain. ``ici_bw`` is then the NVLink
+    egress per GPU, ``scaleout_bw`` the NIC per GPU, and ``pod_shape`` is (nodes, node_size).
     """
 
     name: str
@@ -30,6 +33,8 @@ class Chip:
     pod_shape: tuple[int, ...]  # the largest slice, one length per ICI axis
     dcn_bw: float  # W_dcn, egress per chip [bytes/s]
     wraparound: str = "cube"
+    node_size: int = 0  # GPUs per NVLink domain; 0 for a TPU torus
+    scaleout_bw: float = 0.0  # a GPU's NIC [bytes/s]
 
     def __post_init__(self):
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
@@ -39,6 +44,14 @@ class Chip:
         _require(self, "pod_shape", ok, "a list of 1 to 4 axis lengths, whole numbers from 1 to 2**20")
         object.__setattr__(self, "pod_shape", tuple(shape))
         _require(self, "wraparound", self.wraparound in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")
+        if self.node_size:
+            gpu = _is_whole(self.node_size, 2**20) and len(shape) == 2 and shape[1] == self.node_size
+            _require(self, "node_size", gpu, "the second axis of pod_shape (nodes, GPUs per node)")
+            _require(self, "scaleout_bw", _is_positive(self.scaleout_bw), "a number > 0 and < 1e30")
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.node_size > 0
 
     @property
     def ici_axes(self) -> int:

@@ -151,9 +151,10 @@ def _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y) -> LayerTime
     flops_per_k = per_pod * (D * F / C) / XY  # one B·D·F/(X·Y·C); forward 4, backward 8
     math = (4 * flops_per_k, 8 * flops_per_k)
     (x_fwd, x_bwd), (y_fwd, y_bwd) = TRAFFIC[strategy](per_pod, D, F, X, Y)
-    # A group of one chip moves nothing; a group spanning M axes gets M·W_ici (SPEC A.2).
-    per_x_byte = (X > 1) / (np.maximum(M_X, 1) * W)
-    per_y_byte = (Y > 1) / (np.maximum(M_Y, 1) * W)
+    # A group of one chip moves nothing (and spans no axis: M = 0); a group spanning M axes gets
+    # M·W_ici (SPEC A.2). On GPUs M is a fraction of the NVLink bandwidth (SPEC B.5).
+    per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
+    per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
     dcn_bwd = (P > 1) * (8 * D * F / W_dcn) / XY
     return LayerTimes(
         math=math,

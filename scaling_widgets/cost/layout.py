@@ -9,6 +9,7 @@ import numpy as np
 from . import _checks
 from .inputs import Chip, Model
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
+from .nodes import node_spans
 from .split import best_split
 
 
@@ -36,6 +37,8 @@ def resolve_layout(
     if x is None and y is None and strategy == "fsdp+tp":
         hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
         x, y = best_split(
+            node_size=chip.node_size,
+            scaleout_bw=chip.scaleout_bw,
             batch=batch,
             d_model=model.d_model,
             d_ff=model.d_ff,
@@ -48,7 +51,9 @@ def resolve_layout(
             **hw,
         )
     X, Y = _strategy_layout(strategy, stage_chips, x, y)
-    if span is None:
+    if span is None and chip.is_gpu:
+        span = node_spans(slice_shape=slice_shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
+    elif span is None:
         span = span_axes(slice_shape=slice_shape, x=X, y=Y, z=Z, rings=rings)
     return Z, X, Y, span
 

@@ -76,10 +76,12 @@ def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
     none otherwise. ``"full-axis"`` (v5e, v6e): an axis whose length is the pod's longest.
     """
     shape = parse_slice(slice_shape)
+    if rule == "switched":  # a GPU fabric has no torus to wrap
+        return tuple(True for _ in shape)
     if rule == "cube":
         whole_cubes = all(n % 4 == 0 for n in shape)
         return tuple(whole_cubes for _ in shape)
-    _checks.one_of("wraparound rule", rule, ("cube", "full-axis"))
+    _checks.one_of("wraparound rule", rule, ("cube", "full-axis", "switched"))
     return tuple(n == max(pod_shape) for n in shape)
 
 

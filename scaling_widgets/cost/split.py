@@ -9,6 +9,7 @@ import numpy as np
 from . import _checks
 from .layer import crossover_batch, layer_times
 from .mesh import parse_slice, span_axes
+from .nodes import node_spans
 
 
 def split_candidates(chips: int):
@@ -19,14 +20,18 @@ def split_candidates(chips: int):
     return chips // Y, Y
 
 
-def best_split(*, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None):
+def best_split(
+    *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
+    node_size=0, scaleout_bw=0.0,
+):  # fmt: skip
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
     Every candidate of ``split_candidates`` is mapped onto the slice (``span_axes``) and
     evaluated. If some are compute-bound, the best is the one that stays compute-bound down to
     the smallest batch (its ``crossover_batch``): the most headroom. Otherwise the best is the
     one with the shortest layer time. Ties go to the smaller Y. ``mx``/``my`` override the
-    spans of every candidate. ``z`` (pipeline stages) is one whole number; the rest broadcast.
+    spans of every candidate. With ``node_size`` the slice is a GPU cluster (``node_spans``).
+    ``z`` (pipeline stages) is one whole number; the rest broadcast.
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
@@ -44,7 +49,10 @@ def best_split(*, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1,
         raise ValueError(f"z must divide the slice's {math.prod(shape)} chips; got {Z}")
     B = _checks.positive("batch", batch)
     X, Y = split_candidates(math.prod(shape) // Z)
-    span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+    if node_size:
+        span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=ici_bw, nic_bw=scaleout_bw)
+    else:
+        span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
     # Candidates run along a new last axis; every other argument gains one to broadcast.
     D, F, P, C, W, W_dcn = (np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw))
     M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]

@@ -63,6 +63,11 @@ class MeshPicker(Bound, w.VBox):
             self._axes_pod = s.hardware.pod_shape
         for box, n in zip(self._axes.children, s.slice_shape):
             box.value = n
+        names = ("nodes", "GPUs/node") if s.hardware.is_gpu else [f"axis {i}" for i in range(len(self._axes.children))]
+        for box, name in zip(self._axes.children, names):
+            box.description = name
+        if s.hardware.is_gpu:  # the node size is the chip's: only the number of nodes is a choice
+            self._axes.children[1].disabled = True
         self._pods.value = s.pods
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
@@ -125,6 +130,10 @@ class MeshPicker(Bound, w.VBox):
 
 def _describe(mesh: MeshData, s: Scenario) -> str:
     shape = "x".join(map(str, mesh.slice_shape))
+    if mesh.gpu:
+        nodes, per_node = mesh.slice_shape
+        where = "; ".join(mesh.places) or "one GPU"
+        return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {where}; Z = {mesh.z}."
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:

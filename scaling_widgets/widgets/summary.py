@@ -38,7 +38,7 @@ def lines(e: Estimate) -> list[str]:
     """The summary as HTML lines with LaTeX formulas."""
     chip, F = e.chip, e.model.d_ff
     alpha = chip.flops / chip.ici_bw
-    mx, my = max(float(e.mx), 1.0), max(float(e.my), 1.0)
+    mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
     B, N = float(e.batch), int(e.chips)
     head, _, rest = verdict(e).partition(":")  # "COMMUNICATION-BOUND on FSDP (X)", "it takes..."
     first, _, tail = head.partition(" ")
