@@ -39,7 +39,8 @@ def model_from_json(source: str | Path | dict) -> Model:
 
 def chip_from_json(source: str | Path | dict) -> Chip:
     """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name optional)."""
-    return _from_json(Chip, source, optional={"name": "custom chip", "wraparound": "cube"})
+    optional = {"name": "custom chip", "wraparound": "cube", "node_size": 0, "scaleout_bw": 0.0}
+    return _from_json(Chip, source, optional=optional)
 
 
 def _lookup(kind: str, name, table: dict):
