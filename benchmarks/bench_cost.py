@@ -59,7 +59,7 @@ def vectorized(c: dict):
         x=c["X"],
         y=c["Y"],
         pods=c["P"],
-        shard_weights_over_x=True,
+        zero=3,
     )
     step = step_time(
         batch=c["B"], params=PARAMS, chips=4096 * c["P"], flops=CHIP.flops, mfu=c["mfu"], comm_time=L * t.t_comms

@@ -137,6 +137,8 @@ def evaluate(s: Scenario):
         z = own.z
     elif s.strategy == "fsdp+tp" and not s.optimal_split:
         own = estimate(strategy=s.strategy, x=s.x, y=s.y, z=z, **common)
+    elif s.zero is not None:
+        own = estimate(strategy=s.strategy, zero=s.zero, z=z, **common)
     defaults = {name: estimate(strategy=name, z=z, **common) for name in STRATEGIES}
     own = own or defaults[s.strategy]
     # FSDP + TP at the split in use now, held fixed over the whole grid.

@@ -80,6 +80,9 @@ def _build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "--microbatches", type=_typed(units.parse_whole, "--microbatches"), help="pipeline microbatches (default 4·Z)"
     )
+    est.add_argument(
+        "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis, with dp or fsdp (fsdp: 3 unless told)"
+    )
     est.add_argument("--mx", type=_typed(units.parse_count, "--mx"), help="override: mesh axes the X group spans")
     est.add_argument("--my", type=_typed(units.parse_count, "--my"), help="override: mesh axes the Y group spans")
     est.add_argument(
@@ -132,6 +135,7 @@ def _estimate(args) -> int:
         pods=args.pods,
         z=args.pp,
         microbatches=args.microbatches,
+        zero=args.zero,
         mx=args.mx,
         my=args.my,
         mfu=args.mfu,
@@ -158,7 +162,9 @@ def _mesh(args, chip):
 
 
 def _check_layout(args, mesh) -> None:
-    """Say in terms of the options what is wrong with --fsdp/--tp/--pp on this --mesh."""
+    """Say in terms of the options what is wrong with --fsdp/--tp/--pp/--zero on this --mesh."""
+    if args.zero is not None and args.strategy not in ("dp", "fsdp"):
+        raise ValueError(f"--zero goes with --strategy dp or fsdp; got --strategy {args.strategy}")
     chips = math.prod(mesh)
     if chips % args.pp:
         raise ValueError(f"--pp {args.pp} must divide the {chips} chips of --mesh {'x'.join(map(str, mesh))}")

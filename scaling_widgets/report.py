@@ -27,6 +27,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "model": e.model.name,
         "hardware": e.chip.name,
         "strategy": e.strategy,
+        "zero_stage": e.zero,
         "precision": e.precision.name,
         "params": _num(e.params.total),
         "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
@@ -124,7 +125,8 @@ def _layout(e: Estimate) -> str:
     x, y = int(e.x), int(e.y)
     parts = {"dp": f"DP X={x}", "fsdp": f"FSDP X={x}", "tp": f"TP Y={y}", "fsdp+tp": f"FSDP X={x} x TP Y={y}"}
     spans = group_places(e)
-    extra = [f"PP Z={e.z}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
+    extra = [f"ZeRO-{e.zero}"] if e.strategy in ("dp", "fsdp") and x > 1 else []
+    extra += [f"PP Z={e.z}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
     return ", ".join([parts[e.strategy], *extra, *spans])
 
 

@@ -21,7 +21,7 @@ from .presets import HARDWARE, MODELS, PRECISIONS
 
 VERSION = 1
 FIELDS = (
-    "model", "hardware", "slice_shape", "pods", "batch", "seq_len", "strategy", "optimal_split",
+    "model", "hardware", "slice_shape", "pods", "batch", "seq_len", "strategy", "zero", "optimal_split",
     "x", "y", "z", "microbatches", "axis_roles", "precision", "mfu", "tokens",
 )  # fmt: skip
 
@@ -50,6 +50,7 @@ class Scenario(HasTraits):
     batch = Float(3e6)  # tokens
     seq_len = Int(4096)
     strategy = Enum(STRATEGIES, default_value="fsdp+tp")
+    zero = Int(None, allow_none=True)  # ZeRO stage for dp/fsdp; None: the strategy's own (0 / 3)
     optimal_split = Bool(True)
     x = Int(1)
     y = Int(1)
@@ -178,6 +179,8 @@ def _coerce(name: str, value):
         ok = len(value) > 0 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value)
         if not ok:
             raise ValueError(f"slice_shape must be axis lengths >= 1, such as (16, 16, 16); got {value!r}")
+    if name == "zero" and value is not None and value not in (0, 1, 2, 3):
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3, or None for the strategy's own; got {value!r}")
     if name in ("pods", "seq_len", "x", "y", "z", "microbatches") and value is not None and not 1 <= value <= 2**53:
         raise ValueError(f"{name} must be a whole number from 1 to 2**53; got {value!r}")
     if name in ("batch", "tokens") and not 0 < value < 1e30:
@@ -191,6 +194,8 @@ def _coerce(name: str, value):
 
 def _check_together(s: dict) -> None:
     """The fields against each other. Raises ValueError."""
+    if s["zero"] is not None and s["strategy"] not in ("dp", "fsdp"):
+        raise ValueError(f"zero (a ZeRO stage) goes with strategy 'dp' or 'fsdp'; got {s['strategy']!r}")
     chip, shape = s["hardware"], s["slice_shape"]
     (check_gpu_slice if chip.is_gpu else check_fits_pod)(shape, chip.pod_shape)
     chips = math.prod(shape)

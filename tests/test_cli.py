@@ -173,3 +173,15 @@ def test_console_script_and_module_agree():
         [sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_zero_stage_from_the_command_line(capsys):
+    base = ["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "8M", "--precision", "mixed-adam",
+            "--strategy", "dp", "--json"]
+    stage0 = json.loads((main(base), capsys.readouterr().out)[1])
+    stage1 = json.loads((main([*base, "--zero", "1"]), capsys.readouterr().out)[1])
+    assert (stage0["zero_stage"], stage1["zero_stage"]) == (0, 1)
+    assert not stage0["fits"] and stage1["fits"]
+    with pytest.raises(SystemExit):
+        main([*base[:-3], "--strategy", "tp", "--zero", "2"])
+    assert "--zero goes with --strategy dp or fsdp; got --strategy tp" in capsys.readouterr().err

@@ -32,6 +32,7 @@ class Estimate:
     chip: Chip
     precision: Precision
     strategy: str
+    zero: int  # ZeRO stage on the data axis (SPEC B.3)
     batch: np.ndarray
     slice_shape: tuple[int, ...]
     x: np.ndarray
@@ -93,6 +94,7 @@ def estimate(
     x=None,
     y=None,
     z: int | None = None,
+    zero: int | None = None,
     axis_roles=None,
     microbatches=None,
     mx=None,
@@ -108,7 +110,9 @@ def estimate(
     the strategy: DP and FSDP put every chip of a stage on X, TP on Y, and FSDP + TP takes
     ``best_split``. ``axis_roles`` (one of "x", "y", "z" per slice axis) gives whole axes to the
     groups instead. ``mx``/``my`` override the axes spanned, ``wraparound`` the rings.
-    ``microbatches`` defaults to 4·Z (GPipe's rule of thumb for a small bubble).
+    ``microbatches`` defaults to 4·Z (GPipe's rule of thumb for a small bubble). ``zero`` is the
+    ZeRO stage on the data axis (SPEC B.3): DP defaults to 0, FSDP and FSDP + TP are 3; DP at
+    stage 3 is FSDP, and FSDP below stage 3 moves DP's traffic (an AllReduce, 2Ψ per rank).
 
     Examples
     --------
@@ -124,6 +128,10 @@ def estimate(
             raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
     if z is not None and (np.ndim(z) or not 1 <= _checks.whole("z", z) <= model.layers):
         raise ValueError(f"z must be one whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
+    zero = {"dp": 0, "tp": 0}.get(strategy, 3) if zero is None else int(_checks.whole("zero", zero, minimum=0))
+    if zero > 3 or (strategy == "fsdp+tp" and zero != 3):
+        allowed = "3 (it shards the weights over X)" if strategy == "fsdp+tp" else "0, 1, 2 or 3"
+        raise ValueError(f"zero must be {allowed} for strategy {strategy!r}; got {zero}")
     if axis_roles is not None and not isinstance(axis_roles, (tuple, list)):
         raise ValueError(f"axis_roles must be a list of 'x', 'y' or 'z', one per slice axis; got {axis_roles!r}")
     check = check_gpu_slice if chip.is_gpu else check_fits_pod
@@ -139,13 +147,30 @@ def estimate(
             _checks.positive(name, value)
     with _checks.trusted():  # every input is checked: the functions below need not check again
         return _estimate(
-            model, chip, precision, strategy, shape, B, P, x, y, z, axis_roles, microbatches, mx, my, wraparound,
-            mfu, tokens,
+            model, chip, precision, strategy, zero, shape, B, P, x, y, z, axis_roles, microbatches, mx, my,
+            wraparound, mfu, tokens,
         )  # fmt: skip
 
 
 def _estimate(
-    model, chip, precision, strategy, shape, B, P, x, y, z, axis_roles, microbatches, mx, my, wraparound, mfu, tokens
+    model,
+    chip,
+    precision,
+    strategy,
+    zero,
+    shape,
+    B,
+    P,
+    x,
+    y,
+    z,
+    axis_roles,
+    microbatches,
+    mx,
+    my,
+    wraparound,
+    mfu,
+    tokens,
 ) -> Estimate:
     Z, X, Y, span = resolve_layout(
         chip=chip,
@@ -169,7 +194,11 @@ def _estimate(
     D, F = model.d_model, model.d_ff
     m = _checks.whole("microbatches", 4 * Z if microbatches is None else microbatches)
 
-    layout = dict(strategy=strategy, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, **hw)
+    # What moves over X follows where the weights live: sharded (ZeRO-3) or replicated (0-2).
+    traffic = {("dp", 3): "fsdp", ("fsdp", 0): "dp", ("fsdp", 1): "dp", ("fsdp", 2): "dp"}.get(
+        (strategy, zero), strategy
+    )
+    layout = dict(strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, **hw)
     layer = layer_times(batch=B, **layout)
     params = param_count(**model.dims())
     bubble = bubble_overhead(stages=Z, microbatches=m)
@@ -193,7 +222,7 @@ def _estimate(
         y=Y,
         z=Z,
         pods=P,
-        shard_weights_over_x=strategy in ("fsdp", "fsdp+tp"),
+        zero=zero,
         gated=model.gated,
         weight_bytes=precision.weight_bytes,
         grad_bytes=precision.grad_bytes,
@@ -206,6 +235,7 @@ def _estimate(
         chip=chip,
         precision=precision,
         strategy=strategy,
+        zero=zero,
         batch=B,
         slice_shape=shape,
         x=X,
@@ -236,7 +266,7 @@ def _estimate(
 
 def compare_strategies(**kwargs) -> dict[str, Estimate]:
     """``estimate`` of every strategy on the same inputs, each with its own default layout."""
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y", "axis_roles")}
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y", "axis_roles", "zero")}
     return {s: estimate(strategy=s, **kwargs) for s in STRATEGIES}
 
 

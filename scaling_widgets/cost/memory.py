@@ -37,7 +37,7 @@ def memory_per_chip(
     y=1,
     z=1,
     pods=1,
-    shard_weights_over_x=False,
+    zero=0,
     gated=True,
     weight_bytes=2.0,
     grad_bytes=0.0,
@@ -46,9 +46,10 @@ def memory_per_chip(
 ) -> MemoryPerChip:
     """Bytes per chip under a layout (SPEC A.4).
 
-    Weights, gradients and optimizer state: Ψ·bytes / (X·Y·Z), where X counts only when the
-    weights are sharded over it (FSDP, ZeRO-3); the defaults are the chapter's 2 + 0 + 8 =
-    10 bytes per parameter. Activation checkpoints, one after each big matmul: bytes·L·B·(D + 2F)
+    Weights, gradients and optimizer state: Ψ·bytes / (Y·Z), and also / X for what the ZeRO
+    stage shards over the data axis (SPEC B.3): 1 the optimizer state, 2 the gradients too, 3
+    the weights too (FSDP). The defaults are the chapter's 2 + 0 + 8 = 10 bytes per parameter.
+    Activation checkpoints, one after each big matmul: bytes·L·B·(D + 2F)
     for a gated MLP (D + F ungated) over the batch shards (X, P), the hidden shards (Y) and the
     layer shards (Z).
 
@@ -67,12 +68,19 @@ def memory_per_chip(
         for name, value in (("weight_bytes", weight_bytes), ("grad_bytes", grad_bytes),
                             ("optimizer_bytes", optimizer_bytes), ("activation_bytes", activation_bytes))
     }  # fmt: skip
-    params_per_chip = Psi / (np.where(shard_weights_over_x, X, 1) * Y * Z)
+    stage = _checks.whole("zero", zero, minimum=0)
+    if np.any(stage > 3):
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3; got {zero!r}")
+    replica = Psi / (Y * Z)  # one data-parallel replica's share of a chip
+
+    def sharded_from(first_stage):  # ZeRO shards this over X from ``first_stage`` on
+        return replica / np.where(stage >= first_stage, X, 1)
+
     checkpoint_width = D + np.where(gated, 2, 1) * F  # [B, D] after W_out, [B, F] after each up-projection
     return MemoryPerChip(
-        params=per_param["weight_bytes"] * params_per_chip,
-        grads=per_param["grad_bytes"] * params_per_chip,
-        optimizer=per_param["optimizer_bytes"] * params_per_chip,
+        params=per_param["weight_bytes"] * sharded_from(3),
+        grads=per_param["grad_bytes"] * sharded_from(2),
+        optimizer=per_param["optimizer_bytes"] * sharded_from(1),
         activations=B * (per_param["activation_bytes"] * L * checkpoint_width) / (X * Y * Z * P),
     )
 

@@ -26,6 +26,11 @@ class StrategySelector(Bound, w.VBox):
         self.analysis = Analysis.of(self.scenario)
         self._strategy = w.ToggleButtons(options=STRATEGY_OPTIONS, description="Strategy")
         self._strategy.style.button_width = "90px"
+        self._zero = w.Dropdown(
+            description="ZeRO",
+            options=[("strategy's own", None), ("0", 0), ("1", 1), ("2", 2), ("3", 3)],
+            layout=w.Layout(width="230px"),
+        )
         self._optimal = w.Checkbox(description="Best split (computed)", indent=False)
         self._split = w.Dropdown(description="FSDP x TP")
         wide = {"description_width": "100px"}
@@ -35,10 +40,11 @@ class StrategySelector(Bound, w.VBox):
         self._message = Message()
         split_row = w.HBox([self._optimal, self._split])
         pipeline_row = w.HBox([self._stages, self._microbatches])
-        super().__init__([self._strategy, split_row, pipeline_row, self._message, self._implied], **kwargs)
+        super().__init__([self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied], **kwargs)
         self.add_class("sw-strategy-selector")
         self._strategy.observe(self._on_strategy_change, "value")
         self._optimal.observe(self._on_optimal_change, "value")
+        self._zero.observe(self._on_zero_change, "value")
         self._split.observe(self._on_split_change, "value")
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
@@ -48,6 +54,8 @@ class StrategySelector(Bound, w.VBox):
     def _show_scenario(self) -> None:
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
         self._strategy.value = s.strategy
+        self._zero.value = s.zero
+        self._zero.disabled = s.strategy not in ("dp", "fsdp")
         manual_ok = s.strategy == "fsdp+tp" and not s.axis_roles
         self._optimal.value = s.optimal_split
         self._optimal.disabled = not manual_ok
@@ -59,13 +67,17 @@ class StrategySelector(Bound, w.VBox):
         self._microbatches.value = int(e.microbatches)
         self.set_trait(
             "value",
-            {"strategy": s.strategy, "optimal_split": s.optimal_split, "x": mesh.x, "y": mesh.y, "z": mesh.z,
-             "microbatches": int(e.microbatches)},
+            {"strategy": s.strategy, "zero": int(e.zero), "optimal_split": s.optimal_split, "x": mesh.x,
+             "y": mesh.y, "z": mesh.z, "microbatches": int(e.microbatches)},
         )  # fmt: skip
         self._implied.value = _implied(s, e, mesh)
 
     def _on_strategy_change(self, change) -> None:
-        self._apply(strategy=change["new"])
+        keeps_zero = change["new"] in ("dp", "fsdp")  # a ZeRO stage only means something there
+        self._apply(strategy=change["new"], zero=self.scenario.zero if keeps_zero else None)
+
+    def _on_zero_change(self, change) -> None:
+        self._apply(zero=change["new"])
 
     def _on_optimal_change(self, change) -> None:
         mesh = self.analysis.mesh  # switching to a manual split starts from the best one
@@ -91,8 +103,8 @@ class StrategySelector(Bound, w.VBox):
 
 def _implied(s: Scenario, e, mesh) -> str:
     parts = {
-        "dp": f"DP over X = {mesh.x}",
-        "fsdp": f"FSDP over X = {mesh.x}",
+        "dp": f"DP over X = {mesh.x}, ZeRO-{e.zero}",
+        "fsdp": f"FSDP over X = {mesh.x}, ZeRO-{e.zero}",
         "tp": f"TP over Y = {mesh.y}",
         "fsdp+tp": f"FSDP X = {mesh.x} x TP Y = {mesh.y}",
     }

@@ -65,7 +65,7 @@ def test_vectorized_equals_scalar_loop(strategy, rows):
         x=c["X"],
         y=c["Y"],
         pods=c["P"],
-        shard_weights_over_x=strategy in ("fsdp", "fsdp+tp"),
+        zero=3 if strategy in ("fsdp", "fsdp+tp") else 0,
     )
     step = step_time(
         batch=c["B"],
@@ -139,9 +139,7 @@ def test_compute_bound_holds_above_the_crossover_and_not_below(strategy, row, sc
 @given(row=layout)
 def test_more_fsdp_never_needs_more_memory_per_chip(row):
     X = 2 ** np.arange(13)
-    mem = memory_per_chip(
-        params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X, shard_weights_over_x=True
-    )
+    mem = memory_per_chip(params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X, zero=3)
     assert np.all(np.diff(mem.total) < 0)
 
 

@@ -170,3 +170,14 @@ def test_unknown_constructor_keywords_raise(widget):
 def test_explore_rejects_unknown_keywords():
     with pytest.raises(TypeError, match="unexpected keyword 'colour'"):
         sw.explore(colour="red")
+
+
+def test_zero_stage_from_the_selector_shrinks_the_memory():
+    s = Scenario(**EXAMPLE_16, strategy="dp", precision="mixed-adam")
+    selector = StrategySelector(s)
+    analysis = selector.analysis
+    before = float(analysis.estimate.memory.total)
+    selector._zero.value = 1
+    assert s.zero == 1 and float(analysis.estimate.memory.total) < before / 3
+    selector._strategy.value = "fsdp+tp"  # ZeRO stages belong to DP and FSDP
+    assert s.zero is None and selector._zero.disabled
