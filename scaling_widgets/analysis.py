@@ -129,7 +129,8 @@ def evaluate(s: Scenario):
     batches = np.concatenate([[s.batch], grid])  # index 0: the current batch; then the curves
     common = dict(
         model=s.model, chip=s.hardware, batch=batches, slice_shape=s.slice_shape, pods=s.pods,
-        microbatches=s.microbatches, mfu=s.mfu, tokens=s.tokens, precision=s.precision,
+        microbatches=s.microbatches, mfu=s.mfu, tokens=s.tokens, precision=s.precision, seq_len=s.seq_len,
+        attention_flops=s.attention_flops, remat=s.remat, measured_step_time=s.measured_step_time,
     )  # fmt: skip
     own, z = None, s.z
     if s.axis_roles:

@@ -11,7 +11,7 @@ import math
 import sys
 
 from . import catalog, report, units
-from .cost import STRATEGIES, compare_strategies, estimate
+from .cost import REMAT_POLICIES, STRATEGIES, compare_strategies, estimate
 from .cost.nodes import gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
 
@@ -83,6 +83,16 @@ def _build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis, with dp or fsdp (fsdp: 3 unless told)"
     )
+    est.add_argument("--attention-flops", action="store_true", help="count attention FLOPs, 12·L·T·N_h·H a token")
+    est.add_argument(
+        "--remat", choices=REMAT_POLICIES, default="checkpoints", help="recompute policy (default: the chapter's)"
+    )
+    est.add_argument(
+        "--measured-step-time",
+        type=_typed(units.parse_count, "--measured-step-time"),
+        metavar="SECONDS",
+        help="calibrate: report the MFU and HFU a measured step time implies",
+    )
     est.add_argument("--mx", type=_typed(units.parse_count, "--mx"), help="override: mesh axes the X group spans")
     est.add_argument("--my", type=_typed(units.parse_count, "--my"), help="override: mesh axes the Y group spans")
     est.add_argument(
@@ -136,6 +146,10 @@ def _estimate(args) -> int:
         z=args.pp,
         microbatches=args.microbatches,
         zero=args.zero,
+        seq_len=args.seq_len,
+        attention_flops=args.attention_flops,
+        remat=args.remat,
+        measured_step_time=args.measured_step_time,
         mx=args.mx,
         my=args.my,
         mfu=args.mfu,

@@ -72,6 +72,9 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         },
         "hbm_bytes": e.chip.hbm_bytes,
         "mfu": _num(e.mfu),
+        "hfu": _num(e.hfu),
+        "remat": e.remat,
+        "flops_per_token": _num(e.flops_per_token),
         "fits": _num(e.fits),
         "bubble": _num(e.bubble),
         "step_time_s": _num(e.step_time),
@@ -205,11 +208,19 @@ def _memory(e: Estimate) -> str:
 
 
 def _step(e: Estimate, tokens: float | None) -> str:
-    n = int(e.chips)
-    B, params = units.tokens(float(e.batch)), units.count(float(e.params.total))
+    n, mfu, hfu = int(e.chips), float(e.mfu), float(e.hfu)
+    B, f = units.tokens(float(e.batch)), float(e.flops_per_token)
+    utilisation = f"MFU {mfu:.1%}" + (f", HFU {hfu:.1%} ({e.remat} recompute)" if hfu != mfu else "")
+    if e.calibrated:
+        return (
+            f"Measured step {units.seconds(float(e.step_time))} implies {utilisation}: MFU = B·f/(N·C·t)"
+            f" = {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{float(e.step_time):g})"
+        )
+    attention = not np.isclose(f, 6 * float(e.params.total))
+    per_token = "6Ψ + 12·L·T·N_h·H" if attention else "6Ψ"
     line = (
-        f"Step time at MFU {float(e.mfu):.0%}: 6·B·Ψ/(N·C·MFU) = 6·{B}·{params}"
-        f"/({n:,}·{units.sci(e.chip.flops)}·{float(e.mfu):g}) -> {units.seconds(float(e.step_time))}"
+        f"Step time at {utilisation}: B·f/(N·C·MFU), f = {per_token} = {units.sci(f)} FLOPs a token:"
+        f" {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{mfu:g}) -> {units.seconds(float(e.step_time))}"
     )
     if e.bubble > 0:
         line += f" including a pipeline bubble of {float(e.bubble):.0%}"

@@ -14,7 +14,7 @@ import math
 from traitlets import Bool, Enum, Float, HasTraits, Instance, Int, TraitError, Tuple, Unicode, Union, observe, validate
 
 from . import catalog
-from .cost import STRATEGIES, Chip, Model, Precision
+from .cost import REMAT_POLICIES, STRATEGIES, Chip, Model, Precision
 from .cost.mesh import ROLES, check_fits_pod
 from .cost.nodes import check_gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
@@ -22,7 +22,8 @@ from .presets import HARDWARE, MODELS, PRECISIONS
 VERSION = 1
 FIELDS = (
     "model", "hardware", "slice_shape", "pods", "batch", "seq_len", "strategy", "zero", "optimal_split",
-    "x", "y", "z", "microbatches", "axis_roles", "precision", "mfu", "tokens",
+    "x", "y", "z", "microbatches", "axis_roles", "precision", "mfu", "tokens", "attention_flops", "remat",
+    "measured_step_time",
 )  # fmt: skip
 
 
@@ -60,6 +61,9 @@ class Scenario(HasTraits):
     precision = Union([Instance(Precision), Unicode()])
     mfu = Float(0.4)
     tokens = Float(2e12)  # for the time to train
+    attention_flops = Bool(False)  # count 12·L·T·N_h·H per token (SPEC B.1); the chapter does not
+    remat = Enum(REMAT_POLICIES, default_value="checkpoints")
+    measured_step_time = Float(None, allow_none=True)  # seconds; calibrates the MFU
     revision = Int(0, read_only=True)  # +1 per applied change, however many fields it touched
 
     def __init__(self, **kwargs):
@@ -185,6 +189,8 @@ def _coerce(name: str, value):
         raise ValueError(f"{name} must be a whole number from 1 to 2**53; got {value!r}")
     if name in ("batch", "tokens") and not 0 < value < 1e30:
         raise ValueError(f"{name} must be a number of tokens > 0 and < 1e30; got {value!r}")
+    if name == "measured_step_time" and value is not None and not 0 < value < 1e30:
+        raise ValueError(f"measured_step_time must be seconds > 0, or None; got {value!r}")
     if name == "mfu" and not 0 < value <= 1:
         raise ValueError(f"mfu must be in (0, 1], such as 0.4; got {value!r}")
     if name == "axis_roles" and any(r not in ROLES for r in value):

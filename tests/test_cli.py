@@ -176,8 +176,20 @@ def test_console_script_and_module_agree():
 
 
 def test_zero_stage_from_the_command_line(capsys):
-    base = ["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "8M", "--precision", "mixed-adam",
-            "--strategy", "dp", "--json"]
+    base = [
+        "estimate",
+        "--model",
+        "llama-2-13b",
+        "--mesh",
+        "16x16x16",
+        "--batch",
+        "8M",
+        "--precision",
+        "mixed-adam",
+        "--strategy",
+        "dp",
+        "--json",
+    ]
     stage0 = json.loads((main(base), capsys.readouterr().out)[1])
     stage1 = json.loads((main([*base, "--zero", "1"]), capsys.readouterr().out)[1])
     assert (stage0["zero_stage"], stage1["zero_stage"]) == (0, 1)

@@ -12,7 +12,17 @@ from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
 from .split import best_split, split_candidates
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
-from .training import ParamCount, param_count, step_time, time_to_train, training_flops
+from .training import (
+    REMAT_POLICIES,
+    ParamCount,
+    flops_per_token,
+    param_count,
+    recompute_flops_per_token,
+    step_time,
+    time_to_train,
+    training_flops,
+    utilisation,
+)  # fmt: skip
 
 __all__ = [
     "BOOK_PRECISION",
@@ -39,6 +49,10 @@ __all__ = [
     "memory_per_chip",
     "nearest_split",
     "param_count",
+    "REMAT_POLICIES",
+    "flops_per_token",
+    "recompute_flops_per_token",
+    "utilisation",
     "pick",
     "span_axes",
     "split_candidates",

@@ -21,7 +21,16 @@ from .mesh import check_fits_pod
 from .nodes import check_gpu_slice
 from .pipeline import bubble_overhead
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
-from .training import ParamCount, param_count, step_time, time_to_train
+from .training import (
+    REMAT_POLICIES,
+    ParamCount,
+    flops_per_token,
+    param_count,
+    recompute_flops_per_token,
+    step_time,
+    time_to_train,
+    utilisation,
+)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +61,11 @@ class Estimate:
     critical_tokens_per_pod: np.ndarray
     x_opt: np.ndarray
     memory: MemoryPerChip
-    mfu: np.ndarray
+    mfu: np.ndarray  # given, or implied by a measured step time
+    hfu: np.ndarray  # hardware FLOPs utilisation: recompute counted (SPEC B.1)
+    flops_per_token: np.ndarray  # model FLOPs per trained token
+    remat: str
+    calibrated: bool  # the step time was measured, the MFU and HFU derived from it
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
     step_time: np.ndarray
     training_time: np.ndarray | None  # None without ``tokens``
@@ -95,6 +108,10 @@ def estimate(
     y=None,
     z: int | None = None,
     zero: int | None = None,
+    seq_len=None,
+    attention_flops: bool = False,
+    remat: str = "checkpoints",
+    measured_step_time=None,
     axis_roles=None,
     microbatches=None,
     mx=None,
@@ -113,6 +130,9 @@ def estimate(
     ``microbatches`` defaults to 4·Z (GPipe's rule of thumb for a small bubble). ``zero`` is the
     ZeRO stage on the data axis (SPEC B.3): DP defaults to 0, FSDP and FSDP + TP are 3; DP at
     stage 3 is FSDP, and FSDP below stage 3 moves DP's traffic (an AllReduce, 2Ψ per rank).
+    ``attention_flops`` counts 12·L·T·N_h·H per token (needs ``seq_len``), ``remat`` the
+    recomputation in the hardware FLOPs (SPEC B.1). ``measured_step_time`` calibrates: the step
+    takes that long, and the MFU and HFU it implies are reported instead of ``mfu``.
 
     Examples
     --------
@@ -132,6 +152,13 @@ def estimate(
     if zero > 3 or (strategy == "fsdp+tp" and zero != 3):
         allowed = "3 (it shards the weights over X)" if strategy == "fsdp+tp" else "0, 1, 2 or 3"
         raise ValueError(f"zero must be {allowed} for strategy {strategy!r}; got {zero}")
+    _checks.one_of("remat", remat, REMAT_POLICIES)
+    needs_seq = attention_flops or remat in ("selective", "full")
+    if needs_seq and seq_len is None:
+        raise ValueError(f"seq_len is needed for attention FLOPs or remat={remat!r}; got None")
+    for name, value in (("seq_len", seq_len), ("measured_step_time", measured_step_time)):
+        if value is not None:
+            _checks.positive(name, value)
     if axis_roles is not None and not isinstance(axis_roles, (tuple, list)):
         raise ValueError(f"axis_roles must be a list of 'x', 'y' or 'z', one per slice axis; got {axis_roles!r}")
     check = check_gpu_slice if chip.is_gpu else check_fits_pod
@@ -148,7 +175,7 @@ def estimate(
     with _checks.trusted():  # every input is checked: the functions below need not check again
         return _estimate(
             model, chip, precision, strategy, zero, shape, B, P, x, y, z, axis_roles, microbatches, mx, my,
-            wraparound, mfu, tokens,
+            wraparound, mfu, tokens, (seq_len, attention_flops, remat, measured_step_time),
         )  # fmt: skip
 
 
@@ -171,6 +198,7 @@ def _estimate(
     wraparound,
     mfu,
     tokens,
+    accounting,
 ) -> Estimate:
     Z, X, Y, span = resolve_layout(
         chip=chip,
@@ -201,17 +229,23 @@ def _estimate(
     layout = dict(strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, **hw)
     layer = layer_times(batch=B, **layout)
     params = param_count(**model.dims())
+    seq_len, attention_flops, remat, measured = accounting
+    shape_of = dict(layers=model.layers, seq_len=seq_len or 1, heads=model.heads, head_dim=model.head_dim)
+    model_flops = flops_per_token(params=params.total, attention=attention_flops, **shape_of)
+    hardware_flops = model_flops + recompute_flops_per_token(
+        params=params.total, remat=remat, attention=attention_flops, **shape_of
+    )
+    chips = math.prod(shape) * P
     bubble = bubble_overhead(stages=Z, microbatches=m)
     comm_per_step = model.layers / Z * layer.t_comms  # each stage runs L/Z layers
     step = step_time(
-        batch=B,
-        params=params.total,
-        chips=math.prod(shape) * P,
-        flops=chip.flops,
-        mfu=mfu,
-        comm_time=comm_per_step,
-        bubble=bubble,
-    )
+        batch=B, params=params.total, flops_per_token=model_flops, chips=chips, flops=chip.flops, mfu=mfu,
+        comm_time=comm_per_step, bubble=bubble,
+    )  # fmt: skip
+    if measured is not None:  # calibration: the step took this long; what utilisation is that?
+        step = np.broadcast_to(np.asarray(measured, dtype=float), np.shape(step))
+        mfu = utilisation(batch=B, flops_per_token=model_flops, chips=chips, flops=chip.flops, step_time=step)
+    hfu = mfu * hardware_flops / model_flops
     memory = memory_per_chip(
         params=params.total,
         layers=model.layers,
@@ -258,6 +292,10 @@ def _estimate(
         x_opt=x_opt(batch=B / P, d_ff=F, chips=stage_chips, **spans),
         memory=memory,
         mfu=np.asarray(mfu, dtype=float),
+        hfu=np.asarray(hfu, dtype=float),
+        flops_per_token=model_flops,
+        remat=remat,
+        calibrated=measured is not None,
         bubble=bubble,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),

@@ -59,10 +59,11 @@ def training_flops(*, params, tokens):
     return 6 * _checks.positive("params", params) * _checks.positive("tokens", tokens)
 
 
-def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0):
+def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, flops_per_token=None):
     """Seconds per step (SPEC A.5, A.10).
 
-    The compute time 6·B·Ψ / (N·C·η) at model-FLOPs utilisation η, or the exposed
+    The compute time 6·B·Ψ / (N·C·η) at model-FLOPs utilisation η (B·f/(N·C·η) with the model
+    FLOPs per token f of ``flops_per_token``, SPEC B.1), or the exposed
     communication ``comm_time`` if that is longer, stretched by the pipeline ``bubble``
     (idle time relative to useful work, (Z − 1)/m).
 
@@ -74,7 +75,8 @@ def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0):
     B, Psi = _checks.positive("batch", batch), _checks.positive("params", params)
     N, C = _checks.positive("chips", chips), _checks.positive("flops", flops)
     eta = _checks.fraction("mfu", mfu)
-    compute = 6 * B * Psi / (N * C * eta)
+    f = 6 * Psi if flops_per_token is None else _checks.positive("flops_per_token", flops_per_token)
+    compute = B * f / (N * C * eta)
     return np.maximum(compute, _checks.non_negative("comm_time", comm_time)) * (
         1 + _checks.non_negative("bubble", bubble)
     )
@@ -90,3 +92,61 @@ def time_to_train(*, tokens, batch, step_time):
     """
     steps = _checks.positive("tokens", tokens) / _checks.positive("batch", batch)
     return steps * _checks.positive("step_time", step_time)
+
+
+REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
+
+
+def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False):
+    """Model FLOPs per trained token: 6·Ψ, plus 12·L·T·N_h·H with ``attention`` (SPEC B.1).
+
+    The attention scores and their weighted sum (Q·Kᵀ and A·V) cost 4·T·N_h·H per token and
+    layer forward, three times that forward and backward; causal masking is not subtracted.
+
+    Examples
+    --------
+    >>> flops_per_token(params=13e9, layers=40, seq_len=[4096, 32768], heads=40, head_dim=128,
+    ...                 attention=True) / 6 / 13e9
+    array([1.12905551, 2.03244406])
+    """
+    Psi = _checks.positive("params", params)
+    L, T = _checks.positive("layers", layers), _checks.positive("seq_len", seq_len)
+    N_h, H = _checks.positive("heads", heads), _checks.positive("head_dim", head_dim)
+    return 6 * Psi + np.where(attention, 12 * L * T * N_h * H, 0.0)
+
+
+def recompute_flops_per_token(*, params, layers, seq_len, heads, head_dim, remat="checkpoints", attention=True):
+    """Hardware FLOPs per token that recomputation adds to the model's (SPEC B.1, B.4).
+
+    "full": the whole forward again, 2·Ψ (+ 4·L·T·N_h·H when ``attention`` is counted);
+    "selective": only the attention core, 4·L·T·N_h·H (Korthikanti et al. 2022); "none" and the
+    chapter's "checkpoints": nothing.
+
+    >>> float(recompute_flops_per_token(params=1e9, layers=1, seq_len=1, heads=1, head_dim=1, remat="full"))
+    2000000004.0
+    """
+    _checks.one_of("remat", remat, REMAT_POLICIES)
+    Psi = _checks.positive("params", params)
+    attention_forward = (
+        4
+        * _checks.positive("layers", layers)
+        * _checks.positive("seq_len", seq_len)
+        * (_checks.positive("heads", heads) * _checks.positive("head_dim", head_dim))
+    )
+    full = 2 * Psi + np.where(attention, attention_forward, 0.0)
+    return {"full": full, "selective": attention_forward}.get(remat, 0.0 * Psi)
+
+
+def utilisation(*, batch, flops_per_token, chips, flops, step_time):
+    """The share of peak FLOP/s a step of ``step_time`` seconds uses: B·f / (N·C·t) (SPEC B.1).
+
+    With model FLOPs per token this is the MFU; with hardware FLOPs (recompute counted) the HFU.
+    Calibration: give a measured step time and read off the MFU it implies.
+
+    >>> round(float(utilisation(batch=3e6, flops_per_token=6 * 13e9, chips=4096, flops=4.59e14,
+    ...                         step_time=0.311)), 2)
+    0.4
+    """
+    B, f = _checks.positive("batch", batch), _checks.positive("flops_per_token", flops_per_token)
+    N, C = _checks.positive("chips", chips), _checks.positive("flops", flops)
+    return B * f / (N * C * _checks.positive("step_time", step_time))

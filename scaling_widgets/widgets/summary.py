@@ -74,20 +74,24 @@ def lines(e: Estimate) -> list[str]:
     mem, hbm = float(e.memory.total), chip.hbm_bytes
     fits = "fits" if e.fits else "<b>does not fit</b>"
     out.append(f"Memory per chip: {nbytes(mem)} of {nbytes(hbm)} HBM ({mem / hbm:.0%}): {fits}.")
-    step = float(e.step_time)
-    out.append(
-        rf"Step time: $\frac{{6 B \Psi}}{{N C \eta}} = \frac{{6\cdot {_tex(tokens(B))}\cdot {_tex(_params(e))}}}"
-        rf"{{{N:,}\cdot {_sci(chip.flops)}\cdot {float(e.mfu):g}}}$"
-        + f" &rarr; <b>{seconds(step)}</b>"
-        + (f", with a pipeline bubble of {float(e.bubble):.0%}" if e.bubble > 0 else "")
-    )
+    step, f, mfu, hfu = float(e.step_time), float(e.flops_per_token), float(e.mfu), float(e.hfu)
+    hardware = f", HFU {hfu:.1%} with {e.remat} recompute" if hfu != mfu else ""
+    if e.calibrated:
+        out.append(
+            rf"A measured step of <b>{seconds(step)}</b> implies $\eta = \frac{{B f}}{{N C t}} = "
+            rf"\frac{{{_tex(tokens(B))}\cdot {_sci(f)}}}{{{N:,}\cdot {_sci(chip.flops)}\cdot {step:g}}}$"
+            f" = <b>MFU {mfu:.1%}</b>{hardware}."
+        )
+    else:
+        out.append(
+            rf"Step time: $\frac{{B f}}{{N C \eta}} = \frac{{{_tex(tokens(B))}\cdot {_sci(f)}}}"
+            rf"{{{N:,}\cdot {_sci(chip.flops)}\cdot {mfu:g}}}$ with $f = {_sci(f)}$ FLOPs a token"
+            + f" &rarr; <b>{seconds(step)}</b> (MFU {mfu:.0%}{hardware})"
+            + (f", with a pipeline bubble of {float(e.bubble):.0%}" if e.bubble > 0 else "")
+        )
     if e.training_time is not None:
         out.append(f"Time to train: <b>{seconds(float(e.training_time))}</b>.")
     return out
-
-
-def _params(e: Estimate) -> str:
-    return f"{float(e.params.total) / 1e9:.1f}B"
 
 
 def _tex(text: str) -> str:

@@ -7,6 +7,7 @@ import math
 
 import ipywidgets as w
 
+from ..cost import REMAT_POLICIES
 from ..presets import PRECISIONS
 from ..scenario import Scenario
 from ..units import parse_count, parse_whole, tokens
@@ -28,10 +29,17 @@ class TrainingControls(Bound, w.VBox):
         self._mfu = w.FloatSlider(description="MFU", min=0.05, max=1.0, step=0.01, readout_format=".0%")
         self._tokens = w.Text(description="Train on", continuous_update=False, layout=w.Layout(width="180px"))
         self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
+        self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))
+        self._attention = w.Checkbox(description="count attention FLOPs", indent=False)
+        self._measured = w.Text(
+            description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
+            layout=w.Layout(width="260px"), style={"description_width": "100px"},
+        )  # fmt: skip
         self._message = Message()
         rows = [
             w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
-            w.HBox([self._mfu, self._precision]), self._message,
+            w.HBox([self._mfu, self._precision]), w.HBox([self._remat, self._attention]), self._measured,
+            self._message,
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
@@ -41,7 +49,11 @@ class TrainingControls(Bound, w.VBox):
         self._mfu.observe(self._on_mfu_change, "value")
         self._tokens.observe(self._on_tokens_change, "value")
         self._precision.observe(self._on_precision_change, "value")
-        self.scenario.observe(self._sync, ["batch", "seq_len", "mfu", "tokens", "precision"])
+        self._remat.observe(self._on_remat_change, "value")
+        self._attention.observe(self._on_attention_change, "value")
+        self._measured.observe(self._on_measured_change, "value")
+        fields = ["batch", "seq_len", "mfu", "tokens", "precision", "remat", "attention_flops", "measured_step_time"]
+        self.scenario.observe(self._sync, fields)
         self._sync()
 
     def _show_scenario(self) -> None:
@@ -53,6 +65,9 @@ class TrainingControls(Bound, w.VBox):
         self._mfu.value = s.mfu
         self._tokens.value = tokens(s.tokens)
         self._precision.value = next((k for k, p in PRECISIONS.items() if p == s.precision), None)
+        self._remat.value, self._attention.value = s.remat, s.attention_flops
+        self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
+        self._mfu.disabled = s.measured_step_time is not None  # calibration derives the MFU instead
 
     def _on_batch_change(self, change) -> None:
         # The slider moves in steps of 10^0.01; within one step of the batch it is not a move
@@ -75,6 +90,18 @@ class TrainingControls(Bound, w.VBox):
     def _on_precision_change(self, change) -> None:
         if change["new"] is not None:
             self._apply(precision=PRECISIONS[change["new"]])
+
+    def _on_remat_change(self, change) -> None:
+        self._apply(remat=change["new"])
+
+    def _on_attention_change(self, change) -> None:
+        self._apply(attention_flops=change["new"])
+
+    def _on_measured_change(self, change) -> None:
+        if not change["new"].strip():
+            self._apply(measured_step_time=None)
+        else:
+            self._parsed(parse_count, "measured_step_time", change["new"])
 
     def _parsed(self, parse, field: str, text: str) -> None:
         if self._syncing:

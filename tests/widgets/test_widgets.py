@@ -181,3 +181,18 @@ def test_zero_stage_from_the_selector_shrinks_the_memory():
     assert s.zero == 1 and float(analysis.estimate.memory.total) < before / 3
     selector._strategy.value = "fsdp+tp"  # ZeRO stages belong to DP and FSDP
     assert s.zero is None and selector._zero.disabled
+
+
+def test_a_measured_step_time_calibrates_the_mfu_in_the_panel():
+    panel = sw.explore(**EXAMPLE_16)
+    panel.training._measured.value = "0.5"
+    e = panel.analysis.estimate
+    assert panel.scenario.measured_step_time == 0.5 and e.calibrated and float(e.step_time) == 0.5
+    assert abs(float(e.mfu) - 0.249) < 0.001 and "MFU 24.9%" in panel.summary.value
+    assert panel.training._mfu.disabled
+    panel.training._remat.value = "full"
+    assert abs(float(panel.analysis.estimate.hfu) / float(panel.analysis.estimate.mfu) - 4 / 3) < 1e-3
+    panel.training._measured.value = "soon"
+    assert "measured_step_time must be a number" in panel.training._message.text
+    panel.training._measured.value = ""
+    assert panel.scenario.measured_step_time is None and not panel.analysis.estimate.calibrated
