@@ -11,7 +11,7 @@ import math
 import sys
 
 from . import catalog, report, units
-from .cost import REMAT_POLICIES, STRATEGIES, compare_strategies, estimate
+from .cost import REMAT_POLICIES, STRATEGIES, Exactness, compare_strategies, estimate
 from .cost.nodes import gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
 
@@ -93,6 +93,20 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="calibrate: report the MFU and HFU a measured step time implies",
     )
+    exact = est.add_argument_group("beyond the chapter (SPEC B.7, B.8)")
+    exact.add_argument("--ring-factor", action="store_true", help="a ring over n chips moves (n-1)/n of the array")
+    exact.add_argument(
+        "--halve-without-wraparound", action="store_true", help="halve a TPU group's bandwidth without a ring"
+    )
+    exact.add_argument(
+        "--latency", type=_typed(units.parse_count, "--latency"), metavar="SECONDS", help="per collective"
+    )
+    exact.add_argument(
+        "--overhead-gb", type=_typed(units.parse_count, "--overhead-gb"), help="runtime memory per chip, GB"
+    )
+    exact.add_argument(
+        "--fits-below", type=_typed(_fraction, "--fits-below"), default=1.0, help="share of HBM a layout may fill (0.9)"
+    )
     est.add_argument("--mx", type=_typed(units.parse_count, "--mx"), help="override: mesh axes the X group spans")
     est.add_argument("--my", type=_typed(units.parse_count, "--my"), help="override: mesh axes the Y group spans")
     est.add_argument(
@@ -150,6 +164,11 @@ def _estimate(args) -> int:
         attention_flops=args.attention_flops,
         remat=args.remat,
         measured_step_time=args.measured_step_time,
+        exact=Exactness(
+            ring_factor=args.ring_factor, halve_without_wrap=args.halve_without_wraparound, latency=args.latency or 0.0
+        ),
+        overhead_bytes=(args.overhead_gb or 0.0) * 1e9,
+        fits_below=args.fits_below,
         mx=args.mx,
         my=args.my,
         mfu=args.mfu,

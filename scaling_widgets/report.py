@@ -67,7 +67,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "comm_to_compute": _num(layer.worst_ratio),
         "x_opt": _num(e.x_opt),
         "memory_per_chip_bytes": {
-            **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations")},
+            **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations", "overhead")},
             "total": _num(mem.total),
         },
         "hbm_bytes": e.chip.hbm_bytes,
@@ -202,9 +202,12 @@ def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
 def _memory(e: Estimate) -> str:
     mem, hbm = e.memory, e.chip.hbm_bytes
     kinds = {"weights": mem.params, "grads": mem.grads, "optimizer": mem.optimizer, "activations": mem.activations}
+    if np.any(mem.overhead):
+        kinds["runtime overhead"] = mem.overhead
     parts = " + ".join(f"{k} {units.nbytes(float(v))}" for k, v in kinds.items())
     verdict = "fits" if e.fits else "DOES NOT FIT"
-    return f"Memory per chip: {parts} = {units.nbytes(float(mem.total))} of {units.nbytes(hbm)} HBM: {verdict}"
+    below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
+    return f"Memory per chip: {parts} = {units.nbytes(float(mem.total))} of {units.nbytes(hbm)} HBM{below}: {verdict}"
 
 
 def _step(e: Estimate, tokens: float | None) -> str:

@@ -56,7 +56,7 @@ def test_example_16_json(capsys):
     assert data["strategies"]["fsdp"]["compute_bound"] is False
     assert data["tokens_per_chip"] == pytest.approx(732, abs=0.5)
     assert set(data["per_layer"]) >= {"t_math_s", "t_comms_s", "t_comms_x_s", "t_comms_y_s", "t_comms_dcn_s"}
-    assert set(data["memory_per_chip_bytes"]) == {"params", "grads", "optimizer", "activations", "total"}
+    assert set(data["memory_per_chip_bytes"]) == {"params", "grads", "optimizer", "activations", "overhead", "total"}
     for key in (
         "params",
         "chips",

@@ -6,7 +6,7 @@ frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 rep
 
 from .estimate import Estimate, compare_strategies, estimate, pick
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
-from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
+from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
 from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
@@ -49,6 +49,8 @@ __all__ = [
     "memory_per_chip",
     "nearest_split",
     "param_count",
+    "CHAPTER",
+    "Exactness",
     "REMAT_POLICIES",
     "flops_per_token",
     "recompute_flops_per_token",

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _checks
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
-from .layer import STRATEGIES, LayerTimes, crossover_batch, layer_times
+from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
 from .layout import resolve_layout
 from .memory import MemoryPerChip, memory_per_chip
 from .mesh import check_fits_pod
@@ -66,6 +66,8 @@ class Estimate:
     flops_per_token: np.ndarray  # model FLOPs per trained token
     remat: str
     calibrated: bool  # the step time was measured, the MFU and HFU derived from it
+    exact: Exactness
+    fits_below: float  # the share of HBM a layout may fill
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
     step_time: np.ndarray
     training_time: np.ndarray | None  # None without ``tokens``
@@ -93,7 +95,8 @@ class Estimate:
 
     @property
     def fits(self):
-        return self.memory.total <= self.chip.hbm_bytes
+        """Memory per chip, overhead included, within ``fits_below`` of HBM (SPEC A.10, B.8)."""
+        return self.memory.total <= self.fits_below * self.chip.hbm_bytes
 
 
 def estimate(
@@ -112,6 +115,9 @@ def estimate(
     attention_flops: bool = False,
     remat: str = "checkpoints",
     measured_step_time=None,
+    exact: Exactness = CHAPTER,
+    overhead_bytes=0.0,
+    fits_below=1.0,
     axis_roles=None,
     microbatches=None,
     mx=None,
@@ -132,7 +138,9 @@ def estimate(
     stage 3 is FSDP, and FSDP below stage 3 moves DP's traffic (an AllReduce, 2Ψ per rank).
     ``attention_flops`` counts 12·L·T·N_h·H per token (needs ``seq_len``), ``remat`` the
     recomputation in the hardware FLOPs (SPEC B.1). ``measured_step_time`` calibrates: the step
-    takes that long, and the MFU and HFU it implies are reported instead of ``mfu``.
+    takes that long, and the MFU and HFU it implies are reported instead of ``mfu``. ``exact``
+    switches on the SPEC B.7 corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share
+    of HBM) make "fits" the cautious question of SPEC B.8.
 
     Examples
     --------
@@ -156,6 +164,9 @@ def estimate(
     needs_seq = attention_flops or remat in ("selective", "full")
     if needs_seq and seq_len is None:
         raise ValueError(f"seq_len is needed for attention FLOPs or remat={remat!r}; got None")
+    _checks.non_negative("overhead_bytes", overhead_bytes)
+    _checks.fraction("fits_below", fits_below)
+    _checks.non_negative("latency", exact.latency)
     for name, value in (("seq_len", seq_len), ("measured_step_time", measured_step_time)):
         if value is not None:
             _checks.positive(name, value)
@@ -176,6 +187,7 @@ def estimate(
         return _estimate(
             model, chip, precision, strategy, zero, shape, B, P, x, y, z, axis_roles, microbatches, mx, my,
             wraparound, mfu, tokens, (seq_len, attention_flops, remat, measured_step_time),
+            (exact, overhead_bytes, fits_below),
         )  # fmt: skip
 
 
@@ -199,8 +211,11 @@ def _estimate(
     mfu,
     tokens,
     accounting,
+    cautions,
 ) -> Estimate:
+    exact, overhead_bytes, fits_below = cautions
     Z, X, Y, span = resolve_layout(
+        exact=exact,
         chip=chip,
         model=model,
         strategy=strategy,
@@ -226,7 +241,10 @@ def _estimate(
     traffic = {("dp", 3): "fsdp", ("fsdp", 0): "dp", ("fsdp", 1): "dp", ("fsdp", 2): "dp"}.get(
         (strategy, zero), strategy
     )
-    layout = dict(strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, **hw)
+    layout = dict(
+        strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact, wrap_x=span.wrap_x,
+        wrap_y=span.wrap_y, **hw,
+    )  # fmt: skip
     layer = layer_times(batch=B, **layout)
     params = param_count(**model.dims())
     seq_len, attention_flops, remat, measured = accounting
@@ -263,6 +281,7 @@ def _estimate(
         optimizer_bytes=precision.optimizer_bytes,
         activation_bytes=precision.activation_bytes,
     )
+    memory = dataclasses.replace(memory, overhead=np.asarray(overhead_bytes, dtype=float))
     spans = dict(mx=np.where(M_X > 0, M_X, 1), my=np.where(M_Y > 0, M_Y, 1))  # a group of one spans no axis
     return Estimate(
         model=model,
@@ -296,6 +315,8 @@ def _estimate(
         flops_per_token=model_flops,
         remat=remat,
         calibrated=measured is not None,
+        exact=exact,
+        fits_below=float(fits_below),
         bubble=bubble,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),

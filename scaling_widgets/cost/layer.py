@@ -31,6 +31,30 @@ def _fsdp_tp(B, D, F, X, Y):
 
 # SPEC A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward, backward).
 TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp}
+# The collectives behind those bytes, for a fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
+COLLECTIVES = {
+    "dp": ((0, 2), (0, 0)),  # AllReduce of dW_in and dW_out
+    "fsdp": ((2, 4), (0, 0)),  # AllGather both weights; again, and ReduceScatter both gradients
+    "tp": ((0, 0), (2, 2)),  # AllGather In, ReduceScatter Out; the same backward
+    "fsdp+tp": ((2, 4), (2, 4)),
+}
+
+
+@dataclass(frozen=True)
+class Exactness:
+    """Corrections the chapter leaves out (SPEC B.7); all off by default.
+
+    ``ring_factor``: a ring collective over n chips moves (n − 1)/n of the array, not all of
+    it. ``halve_without_wrap``: a TPU group that is not a ring has only one direction of its
+    links to use. ``latency``: seconds each collective costs however small it is.
+    """
+
+    ring_factor: bool = False
+    halve_without_wrap: bool = False
+    latency: float = 0.0
+
+
+CHAPTER = Exactness()
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,7 +137,10 @@ class LayerTimes:
         return np.where(self.compute_bound, "compute", self.worst_axis)
 
 
-def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1):
+def layer_times(
+    *, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER,
+    wrap_x=True, wrap_y=True,
+):  # fmt: skip
     """Per-chip compute and communication times of one layer (SPEC A.3).
 
     T_math = {4, 8}·(B/P)·D·F / (X·Y·C) for the forward and backward pass; the X traffic of
@@ -127,6 +154,7 @@ def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
+    exact, wrap_x, wrap_y : the SPEC B.7 corrections (``Exactness``) and whether X and Y are rings
 
     Examples
     --------
@@ -141,10 +169,13 @@ def layer_times(*, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_
     X, Y, P = _checks.positive("x", x), _checks.positive("y", y), _checks.positive("pods", pods)
     C, W, W_dcn = (_checks.positive(n, v) for n, v in (("flops", flops), ("ici_bw", ici_bw), ("dcn_bw", dcn_bw)))
     M_X, M_Y = _checks.non_negative("mx", mx), _checks.non_negative("my", my)
-    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
+    _checks.non_negative("latency", exact.latency)
+    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
 
 
-def _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y) -> LayerTimes:
+def _layer_times(
+    strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True
+) -> LayerTimes:
     """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
     per_pod = B / P
     XY = X * Y
@@ -156,16 +187,37 @@ def _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y) -> LayerTime
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
     per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
     dcn_bwd = (P > 1) * (8 * D * F / W_dcn) / XY
+    x, y, dcn = (x_fwd * per_x_byte, x_bwd * per_x_byte), (y_fwd * per_y_byte, y_bwd * per_y_byte), (0.0, dcn_bwd)
+    if exact != CHAPTER:
+        x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
     return LayerTimes(
         math=math,
-        x=(x_fwd * per_x_byte, x_bwd * per_x_byte),
-        y=(y_fwd * per_y_byte, y_bwd * per_y_byte),
-        dcn=(np.zeros(()), dcn_bwd),  # DCN carries only the backward AllReduce
+        x=x,
+        y=y,
+        dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
         x_role="dp" if strategy == "dp" else "fsdp",
     )
 
 
-def crossover_batch(*, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1):
+def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
+    """The communication times with the SPEC B.7 corrections that are switched on."""
+    scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
+    if exact.ring_factor:
+        scale = {"x": (X - 1) / X, "y": (Y - 1) / Y, "dcn": (P - 1) / P}
+    if exact.halve_without_wrap:  # one direction of a line of links, not both of a ring
+        scale["x"] = scale["x"] * np.where(wrap_x, 1.0, 2.0)
+        scale["y"] = scale["y"] * np.where(wrap_y, 1.0, 2.0)
+    (x_count, y_count), dcn_count = COLLECTIVES[strategy], (0, 2)
+    counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
+    groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
+    times = {"x": x, "y": y, "dcn": dcn}
+    return tuple(tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a])) for a in AXES)
+
+
+def crossover_batch(
+    *, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER, wrap_x=True,
+    wrap_y=True,
+):  # fmt: skip
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
     Compute grows as m·B and every communication time as a + b·B, so each pass and axis is
@@ -178,12 +230,13 @@ def crossover_batch(*, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw,
     array([435200.,     inf])
     """
     args = dict(strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods)
-    layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my)  # checks only
+    corrections = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y)
+    layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, **corrections)  # checks only
     hw = [np.asarray(v, dtype=float) for v in (x, y, pods, flops, ici_bw, dcn_bw, mx, my)]
     X, Y, P, C, W, W_dcn, M_X, M_Y = hw
     D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)
-    at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
-    at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
+    at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
+    at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
     needed = []
     for p in (0, 1):
         m = at_one.math[p]

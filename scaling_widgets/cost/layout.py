@@ -8,13 +8,28 @@ import numpy as np
 
 from . import _checks
 from .inputs import Chip, Model
+from .layer import CHAPTER
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
 from .nodes import node_spans
 from .split import best_split
 
 
 def resolve_layout(
-    *, chip: Chip, model: Model, strategy, slice_shape, batch, pods, x, y, z, axis_roles, wraparound, mx, my
+    *,
+    chip: Chip,
+    model: Model,
+    strategy,
+    slice_shape,
+    batch,
+    pods,
+    x,
+    y,
+    z,
+    axis_roles,
+    wraparound,
+    mx,
+    my,
+    exact=CHAPTER,
 ) -> tuple[int, np.ndarray, np.ndarray, MeshSpan]:
     """(Z, X, Y, spans) of a strategy on a slice.
 
@@ -37,6 +52,7 @@ def resolve_layout(
     if x is None and y is None and strategy == "fsdp+tp":
         hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
         x, y = best_split(
+            exact=exact,
             node_size=chip.node_size,
             scaleout_bw=chip.scaleout_bw,
             batch=batch,

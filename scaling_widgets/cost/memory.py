@@ -17,13 +17,14 @@ class MemoryPerChip:
     grads: np.ndarray
     optimizer: np.ndarray
     activations: np.ndarray
+    overhead: np.ndarray | float = 0.0  # framework, collective buffers, fragmentation (SPEC B.8)
 
     def __repr__(self):
         return f"MemoryPerChip(shape={np.shape(self.total)})"
 
     @property
     def total(self):
-        return self.params + self.grads + self.optimizer + self.activations
+        return self.params + self.grads + self.optimizer + self.activations + self.overhead
 
 
 def memory_per_chip(

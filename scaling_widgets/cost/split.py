@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import _checks
-from .layer import crossover_batch, layer_times
+from .layer import CHAPTER, crossover_batch, layer_times
 from .mesh import parse_slice, span_axes
 from .nodes import node_spans
 
@@ -22,7 +22,7 @@ def split_candidates(chips: int):
 
 def best_split(
     *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
-    node_size=0, scaleout_bw=0.0,
+    node_size=0, scaleout_bw=0.0, exact=CHAPTER,
 ):  # fmt: skip
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
@@ -57,7 +57,10 @@ def best_split(
     D, F, P, C, W, W_dcn = (np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw))
     M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]
     M_Y = span.my if my is None else np.asarray(my, dtype=float)[..., None]
-    layout = dict(strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y)
+    layout = dict(
+        strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact,
+        wrap_x=span.wrap_x, wrap_y=span.wrap_y,
+    )  # fmt: skip
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
     legal = span.shared_axes <= 1  # see span_axes: X and Y may share one axis, not more
