@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from traitlets import Dict, HasTraits, Instance, Unicode
 
-from .cost import STRATEGIES, Estimate, estimate, pick, split_candidates
+from .cost import STRATEGIES, Estimate, Exactness, estimate, pick, split_candidates
 from .cost.mesh import axis_rings, role_layout, span_axes
 from .cost.nodes import node_spans
 from .report import group_places
@@ -55,8 +55,9 @@ class MemoryData:
 
     strategies: tuple
     labels: tuple
-    parts: np.ndarray  # rows: weights, grads, optimizer, activations; one column per strategy
+    parts: np.ndarray  # rows: weights, grads, optimizer, activations, overhead; a column per strategy
     hbm_bytes: float
+    limit_bytes: float  # the share of HBM a layout may fill (SPEC B.8)
     current: str
 
     @property
@@ -131,6 +132,8 @@ def evaluate(s: Scenario):
         model=s.model, chip=s.hardware, batch=batches, slice_shape=s.slice_shape, pods=s.pods,
         microbatches=s.microbatches, mfu=s.mfu, tokens=s.tokens, precision=s.precision, seq_len=s.seq_len,
         attention_flops=s.attention_flops, remat=s.remat, measured_step_time=s.measured_step_time,
+        exact=Exactness(ring_factor=s.ring_factor, halve_without_wrap=s.halve_without_wrap, latency=s.latency),
+        overhead_bytes=s.overhead_bytes, fits_below=s.fits_below,
     )  # fmt: skip
     own, z = None, s.z
     if s.axis_roles:
@@ -214,12 +217,16 @@ def _mesh(s: Scenario, e: Estimate) -> MeshData:
 
 def _memory(s: Scenario, now: dict) -> MemoryData:
     parts = np.array(
-        [[float(getattr(e.memory, k)) for e in now.values()] for k in ("params", "grads", "optimizer", "activations")]
+        [
+            [float(getattr(e.memory, k)) for e in now.values()]
+            for k in ("params", "grads", "optimizer", "activations", "overhead")
+        ]
     )
     labels = tuple(NAMES[n] if n != "fsdp+tp" else f"FSDP {int(e.x)} x TP {int(e.y)}" for n, e in now.items())
     return MemoryData(
-        strategies=tuple(now), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes, current=s.strategy
-    )
+        strategies=tuple(now), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes,
+        limit_bytes=s.fits_below * s.hardware.hbm_bytes, current=s.strategy,
+    )  # fmt: skip
 
 
 def _first(values) -> int:

@@ -7,6 +7,7 @@ import ipywidgets as w
 from .analysis import Analysis
 from .scenario import Scenario
 from .widgets import (
+    ExactnessControls,
     MemoryBar,
     MeshPicker,
     ModelPicker,
@@ -30,6 +31,7 @@ class Panel(w.VBox):
         self.analysis = Analysis.of(scenario)
         self.model_picker = ModelPicker(scenario)
         self.training = TrainingControls(scenario)
+        self.exactness = ExactnessControls(scenario)
         self.mesh_picker = MeshPicker(scenario)
         self.strategy_selector = StrategySelector(scenario)
         self.roofline = RooflinePlot(scenario)
@@ -39,9 +41,11 @@ class Panel(w.VBox):
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
-        controls = w.HBox(
-            [w.VBox([self.model_picker, self.training]), w.VBox([self.mesh_picker, self.strategy_selector])]
-        )
+        beyond = w.Accordion([self.exactness])  # closed: the chapter's model comes first
+        beyond.set_title(0, "Beyond the chapter: exactness and memory headroom")
+        beyond.selected_index = None
+        left = w.VBox([self.model_picker, self.training, beyond])
+        controls = w.HBox([left, w.VBox([self.mesh_picker, self.strategy_selector])])
         plots = w.HBox([w.VBox([self.roofline, self.roofline_controls]), self.memory_bar])
         super().__init__([title, controls, self._message, self.summary, plots])
         self.add_class("sw-panel")

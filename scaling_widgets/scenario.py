@@ -23,7 +23,7 @@ VERSION = 1
 FIELDS = (
     "model", "hardware", "slice_shape", "pods", "batch", "seq_len", "strategy", "zero", "optimal_split",
     "x", "y", "z", "microbatches", "axis_roles", "precision", "mfu", "tokens", "attention_flops", "remat",
-    "measured_step_time",
+    "measured_step_time", "ring_factor", "halve_without_wrap", "latency", "overhead_bytes", "fits_below",
 )  # fmt: skip
 
 
@@ -64,6 +64,11 @@ class Scenario(HasTraits):
     attention_flops = Bool(False)  # count 12·L·T·N_h·H per token (SPEC B.1); the chapter does not
     remat = Enum(REMAT_POLICIES, default_value="checkpoints")
     measured_step_time = Float(None, allow_none=True)  # seconds; calibrates the MFU
+    ring_factor = Bool(False)  # SPEC B.7 corrections, all off as in the chapter
+    halve_without_wrap = Bool(False)
+    latency = Float(0.0)  # seconds per collective
+    overhead_bytes = Float(0.0)  # runtime memory per chip (SPEC B.8)
+    fits_below = Float(1.0)  # the share of HBM a layout may fill
     revision = Int(0, read_only=True)  # +1 per applied change, however many fields it touched
 
     def __init__(self, **kwargs):
@@ -191,6 +196,10 @@ def _coerce(name: str, value):
         raise ValueError(f"{name} must be a number of tokens > 0 and < 1e30; got {value!r}")
     if name == "measured_step_time" and value is not None and not 0 < value < 1e30:
         raise ValueError(f"measured_step_time must be seconds > 0, or None; got {value!r}")
+    if name in ("latency", "overhead_bytes") and not 0 <= value < 1e30:
+        raise ValueError(f"{name} must be a number >= 0; got {value!r}")
+    if name in ("mfu", "fits_below") and not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1]; got {value!r}")
     if name == "mfu" and not 0 < value <= 1:
         raise ValueError(f"mfu must be in (0, 1], such as 0.4; got {value!r}")
     if name == "axis_roles" and any(r not in ROLES for r in value):

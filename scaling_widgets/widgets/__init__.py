@@ -4,6 +4,7 @@ Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to 
 views (RooflinePlot, MemoryBar, Summary) follow the scenario's shared ``Analysis``.
 """
 
+from .exactness_controls import ExactnessControls
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
@@ -13,6 +14,7 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
+    "ExactnessControls",
     "MemoryBar", "MeshPicker", "ModelPicker", "RooflineControls", "RooflinePlot", "StrategySelector", "Summary",
     "TrainingControls",
 ]  # fmt: skip

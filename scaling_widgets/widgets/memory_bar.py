@@ -12,8 +12,8 @@ from ..scenario import Scenario
 from ..units import nbytes
 from ._base import check_kwargs, vertical_axis
 
-KINDS = ("weights", "gradients", "optimizer state", "activations")
-KIND_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c"]  # stacked bars need explicit colors
+KINDS = ("weights", "gradients", "optimizer state", "activations", "runtime overhead")
+KIND_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#7f7f7f"]  # stacked bars need explicit colors
 GB = 1e9
 
 
@@ -34,6 +34,10 @@ class MemoryBar(bq.Figure):
             display_legend=True, padding=0.3,
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["strategy", "GB"], formats=["", ".3r"]),
         )  # fmt: skip
+        self._limit = bq.Lines(
+            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#ff7f0e"],
+            line_style="dotted", labels=["fits below"], display_legend=False, visible=False,
+        )  # fmt: skip
         self._hbm = bq.Lines(
             x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#b00020"],
             line_style="dashed", labels=["HBM"], display_legend=True,
@@ -46,7 +50,7 @@ class MemoryBar(bq.Figure):
             vertical_axis(sy, label="memory per chip (GB)", tick_format=".3r"),
         ]
         super().__init__(
-            marks=[self._bars, self._hbm, self._totals], axes=axes, legend_location="top-right",
+            marks=[self._bars, self._limit, self._hbm, self._totals], axes=axes, legend_location="top-right",
             title="Memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
             layout=w.Layout(width="520px", height="420px"),
         )  # fmt: skip
@@ -59,8 +63,8 @@ class MemoryBar(bq.Figure):
         d = self.data
         if d is None:
             return
-        totals, hbm = d.totals / GB, d.hbm_bytes / GB
-        fits = totals <= hbm
+        totals, hbm, limit = d.totals / GB, d.hbm_bytes / GB, d.limit_bytes / GB
+        fits = totals <= limit
         top = float(max(hbm, totals.max()) * 1.15)
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = list(d.labels), d.parts / GB
@@ -68,7 +72,12 @@ class MemoryBar(bq.Figure):
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
             self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
+        with self._limit.hold_sync():
+            self._limit.y, self._limit.visible = [limit, limit], bool(limit < hbm)
+            self._limit.labels = [f"fits below {limit / hbm:.0%}"]
+            self._limit.display_legend = bool(limit < hbm)
         with self._totals.hold_sync():
             self._totals.x, self._totals.y = list(d.labels), np.maximum(totals, top * 0.04)
-            self._totals.text = [f"{nbytes(t * GB)}{'' if ok else ' > HBM'}" for t, ok in zip(totals, fits)]
+            over = " > HBM" if limit == hbm else " too big"
+            self._totals.text = [f"{nbytes(t * GB)}{'' if ok else over}" for t, ok in zip(totals, fits)]
             self._totals.colors = ["#2a7d2a" if ok else "#b00020" for ok in fits]

@@ -196,3 +196,17 @@ def test_a_measured_step_time_calibrates_the_mfu_in_the_panel():
     assert "measured_step_time must be a number" in panel.training._message.text
     panel.training._measured.value = ""
     assert panel.scenario.measured_step_time is None and not panel.analysis.estimate.calibrated
+
+
+def test_exactness_controls_reach_the_cost_model_and_the_memory_bar():
+    panel = sw.explore(**{**EXAMPLE_16, "slice_shape": (2, 16, 16), "strategy": "fsdp"})
+    before = float(panel.analysis.estimate.layer.t_comms)
+    panel.exactness._halve.value = True  # 2x16x16 is no torus: half the bandwidth
+    assert float(panel.analysis.estimate.layer.t_comms) > 1.5 * before
+    panel.exactness._overhead.value = "8"
+    bar = panel.memory_bar
+    assert bar.data.parts.shape[0] == 5 and bar.data.parts[4][0] == 8e9  # the runtime-overhead slice
+    panel.exactness._fits_below.value = 0.9
+    assert bar._limit.visible and bar._limit.y[0] == pytest.approx(86.4)
+    panel.exactness._latency.value = "fast"
+    assert "latency must be a number" in panel.exactness._message.text and panel.scenario.latency == 0
