@@ -81,7 +81,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--microbatches", type=_typed(units.parse_whole, "--microbatches"), help="pipeline microbatches (default 4·Z)"
     )
     est.add_argument(
-        "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis, with dp or fsdp (fsdp: 3 unless told)"
+        "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis (dp: 0; fsdp, fsdp+tp: 3 unless told)"
     )
     est.add_argument("--attention-flops", action="store_true", help="count attention FLOPs, 12·L·T·N_h·H a token")
     est.add_argument(
@@ -196,8 +196,8 @@ def _mesh(args, chip):
 
 def _check_layout(args, mesh) -> None:
     """Say in terms of the options what is wrong with --fsdp/--tp/--pp/--zero on this --mesh."""
-    if args.zero is not None and args.strategy not in ("dp", "fsdp"):
-        raise ValueError(f"--zero goes with --strategy dp or fsdp; got --strategy {args.strategy}")
+    if args.zero is not None and args.strategy == "tp":
+        raise ValueError("--zero shards over the data axis, which --strategy tp does not have")
     chips = math.prod(mesh)
     if chips % args.pp:
         raise ValueError(f"--pp {args.pp} must divide the {chips} chips of --mesh {'x'.join(map(str, mesh))}")

@@ -209,8 +209,8 @@ def _coerce(name: str, value):
 
 def _check_together(s: dict) -> None:
     """The fields against each other. Raises ValueError."""
-    if s["zero"] is not None and s["strategy"] not in ("dp", "fsdp"):
-        raise ValueError(f"zero (a ZeRO stage) goes with strategy 'dp' or 'fsdp'; got {s['strategy']!r}")
+    if s["zero"] is not None and s["strategy"] == "tp":
+        raise ValueError("zero (a ZeRO stage) shards over the data axis, which strategy 'tp' does not have")
     chip, shape = s["hardware"], s["slice_shape"]
     (check_gpu_slice if chip.is_gpu else check_fits_pod)(shape, chip.pod_shape)
     chips = math.prod(shape)

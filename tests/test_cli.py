@@ -196,4 +196,4 @@ def test_zero_stage_from_the_command_line(capsys):
     assert not stage0["fits"] and stage1["fits"]
     with pytest.raises(SystemExit):
         main([*base[:-3], "--strategy", "tp", "--zero", "2"])
-    assert "--zero goes with --strategy dp or fsdp; got --strategy tp" in capsys.readouterr().err
+    assert "--zero shards over the data axis, which --strategy tp does not have" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _checks
+from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
 from .layout import resolve_layout
@@ -66,6 +67,9 @@ class Estimate:
     flops_per_token: np.ndarray  # model FLOPs per trained token
     remat: str
     calibrated: bool  # the step time was measured, the MFU and HFU derived from it
+    schedule: str  # pipeline schedule (SPEC B.6)
+    virtual_stages: int
+    sequence_parallel: bool
     exact: Exactness
     fits_below: float  # the share of HBM a layout may fill
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
@@ -115,6 +119,10 @@ def estimate(
     attention_flops: bool = False,
     remat: str = "checkpoints",
     measured_step_time=None,
+    schedule: str = "1f1b",
+    virtual_stages: int = 1,
+    sequence_parallel: bool = False,
+    microbatch_seqs=None,
     exact: Exactness = CHAPTER,
     overhead_bytes=0.0,
     fits_below=1.0,
@@ -134,11 +142,15 @@ def estimate(
     ``best_split``. ``axis_roles`` (one of "x", "y", "z" per slice axis) gives whole axes to the
     groups instead. ``mx``/``my`` override the axes spanned, ``wraparound`` the rings.
     ``microbatches`` defaults to 4·Z (GPipe's rule of thumb for a small bubble). ``zero`` is the
-    ZeRO stage on the data axis (SPEC B.3): DP defaults to 0, FSDP and FSDP + TP are 3; DP at
-    stage 3 is FSDP, and FSDP below stage 3 moves DP's traffic (an AllReduce, 2Ψ per rank).
+    ZeRO stage on the data axis (SPEC B.3): DP defaults to 0, FSDP and FSDP + TP to 3; DP at
+    stage 3 is FSDP, and below stage 3 FSDP (+ TP) moves DP's traffic (an AllReduce, 2Ψ per rank)
+    over X: what pipelining wants (SPEC A.6).
     ``attention_flops`` counts 12·L·T·N_h·H per token (needs ``seq_len``), ``remat`` the
     recomputation in the hardware FLOPs (SPEC B.1). ``measured_step_time`` calibrates: the step
-    takes that long, and the MFU and HFU it implies are reported instead of ``mfu``. ``exact``
+    takes that long, and the MFU and HFU it implies are reported instead of ``mfu``.
+    With a ``remat`` other than the chapter's "checkpoints", activation memory follows SPEC B.4
+    (Korthikanti et al.), with ``sequence_parallel`` and microbatches of ``microbatch_seqs``
+    sequences held in flight as the pipeline ``schedule`` dictates (B.6). ``exact``
     switches on the SPEC B.7 corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share
     of HBM) make "fits" the cautious question of SPEC B.8.
 
@@ -157,13 +169,20 @@ def estimate(
     if z is not None and (np.ndim(z) or not 1 <= _checks.whole("z", z) <= model.layers):
         raise ValueError(f"z must be one whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
     zero = {"dp": 0, "tp": 0}.get(strategy, 3) if zero is None else int(_checks.whole("zero", zero, minimum=0))
-    if zero > 3 or (strategy == "fsdp+tp" and zero != 3):
-        allowed = "3 (it shards the weights over X)" if strategy == "fsdp+tp" else "0, 1, 2 or 3"
-        raise ValueError(f"zero must be {allowed} for strategy {strategy!r}; got {zero}")
+    if zero > 3:
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3 for strategy {strategy!r}; got {zero}")
     _checks.one_of("remat", remat, REMAT_POLICIES)
-    needs_seq = attention_flops or remat in ("selective", "full")
+    needs_seq = attention_flops or remat != "checkpoints" or microbatch_seqs is not None
     if needs_seq and seq_len is None:
-        raise ValueError(f"seq_len is needed for attention FLOPs or remat={remat!r}; got None")
+        raise ValueError(f"seq_len is needed for attention FLOPs, microbatch sizes or remat={remat!r}; got None")
+    _checks.one_of("schedule", schedule, SCHEDULES)
+    _checks.whole("virtual_stages", virtual_stages)
+    if virtual_stages != 1 and schedule != "interleaved":
+        raise ValueError(f"virtual_stages goes with schedule 'interleaved'; got {virtual_stages} with {schedule!r}")
+    if microbatch_seqs is not None and microbatches is not None:
+        raise ValueError("give microbatches or microbatch_seqs, not both: one follows from the other")
+    if microbatch_seqs is not None:
+        _checks.positive("microbatch_seqs", microbatch_seqs)
     _checks.non_negative("overhead_bytes", overhead_bytes)
     _checks.fraction("fits_below", fits_below)
     _checks.non_negative("latency", exact.latency)
@@ -188,6 +207,7 @@ def estimate(
             model, chip, precision, strategy, zero, shape, B, P, x, y, z, axis_roles, microbatches, mx, my,
             wraparound, mfu, tokens, (seq_len, attention_flops, remat, measured_step_time),
             (exact, overhead_bytes, fits_below),
+            (schedule, int(virtual_stages), bool(sequence_parallel), microbatch_seqs),
         )  # fmt: skip
 
 
@@ -212,6 +232,7 @@ def _estimate(
     tokens,
     accounting,
     cautions,
+    pipelining,
 ) -> Estimate:
     exact, overhead_bytes, fits_below = cautions
     Z, X, Y, span = resolve_layout(
@@ -235,12 +256,17 @@ def _estimate(
     M_Y = span.my if my is None else np.asarray(my, dtype=float)
     hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
     D, F = model.d_model, model.d_ff
+    schedule, v, sequence_parallel, microbatch_seqs = pipelining
+    seq_len = accounting[0]
+    sequences = B / (seq_len or 1) / (X * P)  # per data-parallel replica
+    if microbatch_seqs is not None:
+        microbatches = np.maximum(np.round(sequences / microbatch_seqs), 1).astype(np.int64)
     m = _checks.whole("microbatches", 4 * Z if microbatches is None else microbatches)
 
     # What moves over X follows where the weights live: sharded (ZeRO-3) or replicated (0-2).
-    traffic = {("dp", 3): "fsdp", ("fsdp", 0): "dp", ("fsdp", 1): "dp", ("fsdp", 2): "dp"}.get(
-        (strategy, zero), strategy
-    )
+    replicated = {"dp": "dp", "fsdp": "dp", "fsdp+tp": "dp+tp"}  # ZeRO 0-2: weights whole on X
+    sharded = {"dp": "fsdp", "fsdp": "fsdp", "fsdp+tp": "fsdp+tp"}  # ZeRO-3
+    traffic = (sharded if zero == 3 else replicated).get(strategy, strategy)
     layout = dict(
         strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact, wrap_x=span.wrap_x,
         wrap_y=span.wrap_y, **hw,
@@ -254,7 +280,7 @@ def _estimate(
         params=params.total, remat=remat, attention=attention_flops, **shape_of
     )
     chips = math.prod(shape) * P
-    bubble = bubble_overhead(stages=Z, microbatches=m)
+    bubble = bubble_overhead(stages=Z, microbatches=m, virtual_stages=v)
     comm_per_step = model.layers / Z * layer.t_comms  # each stage runs L/Z layers
     step = step_time(
         batch=B, params=params.total, flops_per_token=model_flops, chips=chips, flops=chip.flops, mfu=mfu,
@@ -282,6 +308,15 @@ def _estimate(
         activation_bytes=precision.activation_bytes,
     )
     memory = dataclasses.replace(memory, overhead=np.asarray(overhead_bytes, dtype=float))
+    if remat != "checkpoints":  # SPEC B.4: what each layer keeps, times the microbatches in flight
+        per_layer = activation_bytes_per_layer(
+            seq_len=seq_len, microbatch_seqs=sequences / m, d_model=D, heads=model.heads, tp=Y, remat=remat,
+            sequence_parallel=sequence_parallel,
+        )  # fmt: skip
+        in_flight = (
+            1 if Z == 1 else in_flight_microbatches(schedule=schedule, stages=Z, microbatches=m, virtual_stages=v)
+        )
+        memory = dataclasses.replace(memory, activations=per_layer * model.layers / Z * in_flight)
     spans = dict(mx=np.where(M_X > 0, M_X, 1), my=np.where(M_Y > 0, M_Y, 1))  # a group of one spans no axis
     return Estimate(
         model=model,
@@ -315,6 +350,9 @@ def _estimate(
         flops_per_token=model_flops,
         remat=remat,
         calibrated=measured is not None,
+        schedule=schedule,
+        virtual_stages=v,
+        sequence_parallel=sequence_parallel,
         exact=exact,
         fits_below=float(fits_below),
         bubble=bubble,

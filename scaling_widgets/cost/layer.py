@@ -29,14 +29,20 @@ def _fsdp_tp(B, D, F, X, Y):
     return (4 * D * F / Y, 8 * D * F / Y), (4 * D * B / X, 8 * D * B / X)
 
 
+def _dp_tp(B, D, F, X, Y):
+    return (0.0, 8 * D * F / Y), (4 * D * B / X, 8 * D * B / X)  # DP's AllReduce of a 1/Y shard; TP as above
+
+
 # SPEC A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward, backward).
-TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp}
+# "dp+tp" (ZeRO 0-2 with TP, as PP wants, SPEC A.6) combines its DP and FSDP + TP rows.
+TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp, "dp+tp": _dp_tp}
 # The collectives behind those bytes, for a fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
 COLLECTIVES = {
     "dp": ((0, 2), (0, 0)),  # AllReduce of dW_in and dW_out
     "fsdp": ((2, 4), (0, 0)),  # AllGather both weights; again, and ReduceScatter both gradients
     "tp": ((0, 0), (2, 2)),  # AllGather In, ReduceScatter Out; the same backward
     "fsdp+tp": ((2, 4), (2, 4)),
+    "dp+tp": ((0, 2), (2, 4)),
 }
 
 
@@ -163,7 +169,7 @@ def layer_times(
     >>> t.compute_bound.tolist()
     [False, True]
     """
-    _checks.one_of("strategy", strategy, STRATEGIES)
+    _checks.one_of("strategy", strategy, tuple(TRAFFIC))
     B = _checks.positive("batch", batch)
     D, F = _checks.positive("d_model", d_model), _checks.positive("d_ff", d_ff)
     X, Y, P = _checks.positive("x", x), _checks.positive("y", y), _checks.positive("pods", pods)
@@ -195,7 +201,7 @@ def _layer_times(
         x=x,
         y=y,
         dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
-        x_role="dp" if strategy == "dp" else "fsdp",
+        x_role="dp" if strategy.startswith("dp") else "fsdp",
     )
 
 

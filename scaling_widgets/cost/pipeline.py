@@ -17,20 +17,22 @@ def bubble_fraction(*, stages, microbatches):
     return (Z - 1) / (m + Z - 1)
 
 
-def bubble_overhead(*, stages, microbatches):
-    """Idle time relative to the useful work: (Z − 1) / m (SPEC A.6).
+def bubble_overhead(*, stages, microbatches, virtual_stages=1):
+    """Idle time relative to the useful work: (Z − 1) / m for GPipe and 1F1B (SPEC A.6), and
+    (Z − 1) / (v·m) for interleaved 1F1B with v virtual stages per device (SPEC B.6).
 
     Examples
     --------
-    >>> bubble_overhead(stages=[1, 4], microbatches=[8, 16])
-    array([0.    , 0.1875])
+    >>> bubble_overhead(stages=[1, 4, 4], microbatches=16, virtual_stages=[1, 1, 4])
+    array([0.      , 0.1875  , 0.046875])
     """
     Z, m = _checks.whole("stages", stages), _checks.whole("microbatches", microbatches)
-    return (Z - 1) / m
+    return (Z - 1) / (_checks.whole("virtual_stages", virtual_stages) * m)
 
 
-def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth):
-    """Seconds a step spends sending activations between stages: 2·B·D/(W·m) · (m + Z − 2).
+def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth, virtual_stages=1):
+    """Seconds a step spends sending activations between stages: 2·B·D/(W·m) · (m + Z − 2),
+    v times that with v virtual stages (each microbatch crosses every device v times, SPEC B.6).
 
     Each microbatch of B/m tokens moves 2·(B/m)·D bytes each way (SPEC A.6); ``bandwidth`` is
     that of the link between neighbouring stages. Zero with one stage.
@@ -44,4 +46,5 @@ def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth):
     B, D = _checks.positive("batch", batch), _checks.positive("d_model", d_model)
     Z, m = _checks.whole("stages", stages), _checks.whole("microbatches", microbatches)
     W = _checks.positive("bandwidth", bandwidth)
-    return (Z > 1) * 2 * B * D / (W * m) * (m + Z - 2)
+    v = _checks.whole("virtual_stages", virtual_stages)
+    return (Z > 1) * v * 2 * B * D / (W * m) * (m + Z - 2)

@@ -55,7 +55,7 @@ class StrategySelector(Bound, w.VBox):
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
         self._strategy.value = s.strategy
         self._zero.value = s.zero
-        self._zero.disabled = s.strategy not in ("dp", "fsdp")
+        self._zero.disabled = s.strategy == "tp"
         manual_ok = s.strategy == "fsdp+tp" and not s.axis_roles
         self._optimal.value = s.optimal_split
         self._optimal.disabled = not manual_ok
@@ -73,7 +73,7 @@ class StrategySelector(Bound, w.VBox):
         self._implied.value = _implied(s, e, mesh)
 
     def _on_strategy_change(self, change) -> None:
-        keeps_zero = change["new"] in ("dp", "fsdp")  # a ZeRO stage only means something there
+        keeps_zero = change["new"] != "tp"  # a ZeRO stage shards over the data axis
         self._apply(strategy=change["new"], zero=self.scenario.zero if keeps_zero else None)
 
     def _on_zero_change(self, change) -> None:

@@ -26,7 +26,9 @@ def test_layer_times_names_the_bad_argument(field, value, message):
 
 
 def test_unknown_strategy_lists_the_allowed_ones():
-    with pytest.raises(ValueError, match="strategy must be one of 'dp', 'fsdp', 'tp', 'fsdp\\+tp'; got 'zero'"):
+    with pytest.raises(
+        ValueError, match="strategy must be one of 'dp', 'fsdp', 'tp', 'fsdp\\+tp', 'dp\\+tp'; got 'zero'"
+    ):
         layer_times(strategy="zero", batch=1e6, d_model=1, d_ff=1, **HW)
 
 

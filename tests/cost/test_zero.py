@@ -46,6 +46,10 @@ def test_zero_stages_shrink_memory_in_order():
     assert totals == sorted(totals, reverse=True) and totals[0] > chip.hbm_bytes > totals[1]
 
 
-def test_fsdp_plus_tp_is_stage_3_only():
-    with pytest.raises(ValueError, match="zero must be 3 \\(it shards the weights over X\\)"):
-        estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, strategy="fsdp+tp", zero=1)
+def test_tp_with_zero_1_allreduces_the_gradients_instead_of_gathering_weights():
+    common = dict(
+        model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4
+    )
+    zero3, zero1 = estimate(strategy="fsdp+tp", **common), estimate(strategy="fsdp+tp", zero=1, **common)
+    assert float(zero1.layer.x[0]) == 0 and float(zero1.layer.x[1]) == pytest.approx(float(zero3.layer.x[1]))
+    assert zero1.memory.params > zero3.memory.params and zero1.bottleneck in ("compute", "dp")
