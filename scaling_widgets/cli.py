@@ -11,7 +11,7 @@ import math
 import sys
 
 from . import catalog, report, units
-from .cost import REMAT_POLICIES, STRATEGIES, Exactness, compare_strategies, estimate
+from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate
 from .cost.nodes import gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
 
@@ -82,6 +82,17 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     est.add_argument(
         "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis (dp: 0; fsdp, fsdp+tp: 3 unless told)"
+    )
+    est.add_argument("--schedule", choices=SCHEDULES, default="1f1b", help="pipeline schedule (default 1f1b)")
+    est.add_argument(
+        "--virtual-stages",
+        type=_typed(units.parse_whole, "--virtual-stages"),
+        default=1,
+        help="with --schedule interleaved",
+    )
+    est.add_argument("--sequence-parallel", action="store_true", help="shard LayerNorm and dropout activations over TP")
+    est.add_argument(
+        "--microbatch-seqs", type=_typed(units.parse_count, "--microbatch-seqs"), help="sequences per microbatch"
     )
     est.add_argument("--attention-flops", action="store_true", help="count attention FLOPs, 12·L·T·N_h·H a token")
     est.add_argument(
@@ -161,6 +172,10 @@ def _estimate(args) -> int:
         microbatches=args.microbatches,
         zero=args.zero,
         seq_len=args.seq_len,
+        schedule=args.schedule,
+        virtual_stages=args.virtual_stages,
+        sequence_parallel=args.sequence_parallel,
+        microbatch_seqs=args.microbatch_seqs,
         attention_flops=args.attention_flops,
         remat=args.remat,
         measured_step_time=args.measured_step_time,

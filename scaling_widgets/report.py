@@ -77,6 +77,8 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "flops_per_token": _num(e.flops_per_token),
         "fits": _num(e.fits),
         "bubble": _num(e.bubble),
+        "schedule": e.schedule,
+        "virtual_stages": e.virtual_stages,
         "step_time_s": _num(e.step_time),
         "training_tokens": tokens,
         "training_time_s": None if e.training_time is None else _num(e.training_time),
@@ -126,10 +128,12 @@ def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None
 
 def _layout(e: Estimate) -> str:
     x, y = int(e.x), int(e.y)
-    parts = {"dp": f"DP X={x}", "fsdp": f"FSDP X={x}", "tp": f"TP Y={y}", "fsdp+tp": f"FSDP X={x} x TP Y={y}"}
+    data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
+    parts = {"dp": f"{data} X={x}", "fsdp": f"{data} X={x}", "tp": f"TP Y={y}", "fsdp+tp": f"{data} X={x} x TP Y={y}"}
     spans = group_places(e)
-    extra = [f"ZeRO-{e.zero}"] if e.strategy in ("dp", "fsdp") and x > 1 else []
-    extra += [f"PP Z={e.z}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
+    extra = [f"ZeRO-{e.zero}"] if e.strategy != "tp" and x > 1 else []
+    interleaved = f" x {e.virtual_stages} virtual" if e.schedule == "interleaved" else ""
+    extra += [f"PP Z={e.z}{interleaved}, {e.schedule}, {int(e.microbatches)} microbatches"] if e.z > 1 else []
     return ", ".join([parts[e.strategy], *extra, *spans])
 
 
@@ -190,7 +194,7 @@ def _thresholds(e: Estimate, alpha: float, best: Estimate | None):
         limit = float(e.tp_limit)
         verdict = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. SPEC A.9)"
         yield f"TP limit Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}; Y = {int(e.y)}: {verdict}"
-    if e.z > 1 and e.strategy in ("fsdp", "fsdp+tp"):
+    if e.z > 1 and e.zero == 3 and e.strategy in ("fsdp", "fsdp+tp"):
         yield "note: under pipelining FSDP re-gathers weights per microbatch; the chapter pairs PP with ZeRO-1 (A.6)"
     pod_line = (
         f"DCN: per-pod batch B/P = {units.tokens(B / float(e.pods))} vs C/W_dcn ="

@@ -4,6 +4,7 @@ Every function takes keyword arguments that may be arrays and broadcasts them; r
 frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 reports.
 """
 
+from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from .estimate import Estimate, compare_strategies, estimate, pick
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
@@ -49,6 +50,9 @@ __all__ = [
     "memory_per_chip",
     "nearest_split",
     "param_count",
+    "SCHEDULES",
+    "activation_bytes_per_layer",
+    "in_flight_microbatches",
     "CHAPTER",
     "Exactness",
     "REMAT_POLICIES",
