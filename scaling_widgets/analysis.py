@@ -133,7 +133,8 @@ def evaluate(s: Scenario):
         microbatches=s.microbatches, mfu=s.mfu, tokens=s.tokens, precision=s.precision, seq_len=s.seq_len,
         attention_flops=s.attention_flops, remat=s.remat, measured_step_time=s.measured_step_time,
         exact=Exactness(ring_factor=s.ring_factor, halve_without_wrap=s.halve_without_wrap, latency=s.latency),
-        overhead_bytes=s.overhead_bytes, fits_below=s.fits_below,
+        overhead_bytes=s.overhead_bytes, fits_below=s.fits_below, schedule=s.schedule,
+        virtual_stages=s.virtual_stages, sequence_parallel=s.sequence_parallel,
     )  # fmt: skip
     own, z = None, s.z
     if s.axis_roles:

@@ -14,7 +14,7 @@ import math
 from traitlets import Bool, Enum, Float, HasTraits, Instance, Int, TraitError, Tuple, Unicode, Union, observe, validate
 
 from . import catalog
-from .cost import REMAT_POLICIES, STRATEGIES, Chip, Model, Precision
+from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Chip, Model, Precision
 from .cost.mesh import ROLES, check_fits_pod
 from .cost.nodes import check_gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS
@@ -24,6 +24,7 @@ FIELDS = (
     "model", "hardware", "slice_shape", "pods", "batch", "seq_len", "strategy", "zero", "optimal_split",
     "x", "y", "z", "microbatches", "axis_roles", "precision", "mfu", "tokens", "attention_flops", "remat",
     "measured_step_time", "ring_factor", "halve_without_wrap", "latency", "overhead_bytes", "fits_below",
+    "schedule", "virtual_stages", "sequence_parallel",
 )  # fmt: skip
 
 
@@ -64,6 +65,9 @@ class Scenario(HasTraits):
     attention_flops = Bool(False)  # count 12·L·T·N_h·H per token (SPEC B.1); the chapter does not
     remat = Enum(REMAT_POLICIES, default_value="checkpoints")
     measured_step_time = Float(None, allow_none=True)  # seconds; calibrates the MFU
+    schedule = Enum(SCHEDULES, default_value="1f1b")  # pipeline schedule (SPEC B.6)
+    virtual_stages = Int(1)  # with the interleaved schedule
+    sequence_parallel = Bool(False)  # SPEC B.4
     ring_factor = Bool(False)  # SPEC B.7 corrections, all off as in the chapter
     halve_without_wrap = Bool(False)
     latency = Float(0.0)  # seconds per collective
@@ -190,7 +194,11 @@ def _coerce(name: str, value):
             raise ValueError(f"slice_shape must be axis lengths >= 1, such as (16, 16, 16); got {value!r}")
     if name == "zero" and value is not None and value not in (0, 1, 2, 3):
         raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3, or None for the strategy's own; got {value!r}")
-    if name in ("pods", "seq_len", "x", "y", "z", "microbatches") and value is not None and not 1 <= value <= 2**53:
+    if (
+        name in ("pods", "seq_len", "x", "y", "z", "microbatches", "virtual_stages")
+        and value is not None
+        and not 1 <= value <= 2**53
+    ):
         raise ValueError(f"{name} must be a whole number from 1 to 2**53; got {value!r}")
     if name in ("batch", "tokens") and not 0 < value < 1e30:
         raise ValueError(f"{name} must be a number of tokens > 0 and < 1e30; got {value!r}")
@@ -211,6 +219,10 @@ def _check_together(s: dict) -> None:
     """The fields against each other. Raises ValueError."""
     if s["zero"] is not None and s["strategy"] == "tp":
         raise ValueError("zero (a ZeRO stage) shards over the data axis, which strategy 'tp' does not have")
+    if s["virtual_stages"] != 1 and s["schedule"] != "interleaved":
+        raise ValueError(
+            f"virtual_stages goes with schedule 'interleaved'; got {s['virtual_stages']} with {s['schedule']!r}"
+        )
     chip, shape = s["hardware"], s["slice_shape"]
     (check_gpu_slice if chip.is_gpu else check_fits_pod)(shape, chip.pod_shape)
     chips = math.prod(shape)

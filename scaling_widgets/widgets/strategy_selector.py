@@ -36,10 +36,22 @@ class StrategySelector(Bound, w.VBox):
         wide = {"description_width": "100px"}
         self._stages = w.IntText(description="PP stages Z", layout=w.Layout(width="190px"), style=wide)
         self._microbatches = w.IntText(description="Microbatches", layout=w.Layout(width="190px"), style=wide)
+        self._schedule = w.Dropdown(
+            description="Schedule",
+            options=[("GPipe", "gpipe"), ("1F1B", "1f1b"), ("interleaved 1F1B", "interleaved")],
+            layout=w.Layout(width="230px"),
+        )
+        self._virtual = w.IntText(description="virtual stages", layout=w.Layout(width="190px"), style=wide)
+        self._sequence_parallel = w.Checkbox(description="sequence parallel", indent=False)
         self._implied = w.HTML()
         self._message = Message()
         split_row = w.HBox([self._optimal, self._split])
-        pipeline_row = w.HBox([self._stages, self._microbatches])
+        pipeline_row = w.VBox(
+            [
+                w.HBox([self._stages, self._microbatches]),
+                w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
+            ]
+        )
         super().__init__([self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied], **kwargs)
         self.add_class("sw-strategy-selector")
         self._strategy.observe(self._on_strategy_change, "value")
@@ -48,6 +60,9 @@ class StrategySelector(Bound, w.VBox):
         self._split.observe(self._on_split_change, "value")
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
+        self._schedule.observe(self._on_schedule_change, "value")
+        self._virtual.observe(self._on_virtual_change, "value")
+        self._sequence_parallel.observe(self._on_sequence_parallel_change, "value")
         self.analysis.observe(self._sync, "estimate")  # recomputed after every change of the scenario
         self._sync()
 
@@ -65,6 +80,9 @@ class StrategySelector(Bound, w.VBox):
         self._stages.value = mesh.z
         self._stages.disabled = bool(s.axis_roles)
         self._microbatches.value = int(e.microbatches)
+        self._schedule.value, self._virtual.value = s.schedule, s.virtual_stages
+        self._virtual.disabled = s.schedule != "interleaved"
+        self._sequence_parallel.value = s.sequence_parallel
         self.set_trait(
             "value",
             {"strategy": s.strategy, "zero": int(e.zero), "optimal_split": s.optimal_split, "x": mesh.x,
@@ -97,6 +115,16 @@ class StrategySelector(Bound, w.VBox):
         else:
             self._apply(z=z)
 
+    def _on_schedule_change(self, change) -> None:
+        interleaved = change["new"] == "interleaved"
+        self._apply(schedule=change["new"], virtual_stages=self.scenario.virtual_stages if interleaved else 1)
+
+    def _on_virtual_change(self, change) -> None:
+        self._apply(virtual_stages=change["new"])
+
+    def _on_sequence_parallel_change(self, change) -> None:
+        self._apply(sequence_parallel=change["new"])
+
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])
 
@@ -108,9 +136,10 @@ def _implied(s: Scenario, e, mesh) -> str:
         "tp": f"TP over Y = {mesh.y}",
         "fsdp+tp": f"FSDP X = {mesh.x} x TP Y = {mesh.y}",
     }
-    pipeline = (
-        f" x PP Z = {mesh.z} ({int(e.microbatches)} microbatches, bubble {float(e.bubble):.0%})" if mesh.z > 1 else ""
-    )
+    schedule = f"{e.schedule}, {e.virtual_stages} virtual" if e.schedule == "interleaved" else e.schedule
+    pipeline = ""
+    if mesh.z > 1:
+        pipeline = f" x PP Z = {mesh.z} ({schedule}, {int(e.microbatches)} microbatches, bubble {float(e.bubble):.0%})"
     how = ""
     if s.strategy == "fsdp+tp" and s.optimal_split and not s.axis_roles:
         how = f" &mdash; the best legal split (X<sub>opt</sub> &asymp; {float(e.x_opt):,.0f})"
