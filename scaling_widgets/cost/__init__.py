@@ -5,12 +5,13 @@ frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 rep
 """
 
 from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
-from .estimate import Estimate, compare_strategies, estimate, pick
+from .estimate import compare_strategies, estimate
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
 from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
+from .result import Estimate, pick
 from .split import best_split, split_candidates
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
 from .training import (

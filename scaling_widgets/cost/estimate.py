@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from . import _checks
 from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
-from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
+from .layer import CHAPTER, STRATEGIES, Exactness, crossover_batch, layer_times
 from .layout import resolve_layout
-from .memory import MemoryPerChip, memory_per_chip
+from .memory import memory_per_chip
 from .mesh import check_fits_pod
 from .nodes import check_gpu_slice
 from .pipeline import bubble_overhead
+from .result import Estimate
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
 from .training import (
     REMAT_POLICIES,
-    ParamCount,
     flops_per_token,
     param_count,
     recompute_flops_per_token,
@@ -32,75 +31,6 @@ from .training import (
     time_to_train,
     utilisation,
 )  # fmt: skip
-
-
-@dataclass(frozen=True, eq=False)
-class Estimate:
-    """SPEC A.10 for one layout (or an array of them). Times [s], memory [bytes], batch [tokens]."""
-
-    model: Model
-    chip: Chip
-    precision: Precision
-    strategy: str
-    zero: int  # ZeRO stage on the data axis (SPEC B.3)
-    batch: np.ndarray
-    slice_shape: tuple[int, ...]
-    x: np.ndarray
-    y: np.ndarray
-    z: int
-    pods: np.ndarray
-    mx: np.ndarray
-    my: np.ndarray
-    wrap_x: np.ndarray
-    wrap_y: np.ndarray
-    microbatches: np.ndarray
-    params: ParamCount
-    layer: LayerTimes
-    crossover_batch: np.ndarray  # the smallest batch at which this very layout is compute-bound
-    critical_tokens_per_chip: np.ndarray  # NaN for pure TP
-    tp_limit: np.ndarray
-    critical_tokens_per_pod: np.ndarray
-    x_opt: np.ndarray
-    memory: MemoryPerChip
-    mfu: np.ndarray  # given, or implied by a measured step time
-    hfu: np.ndarray  # hardware FLOPs utilisation: recompute counted (SPEC B.1)
-    flops_per_token: np.ndarray  # model FLOPs per trained token
-    remat: str
-    calibrated: bool  # the step time was measured, the MFU and HFU derived from it
-    schedule: str  # pipeline schedule (SPEC B.6)
-    virtual_stages: int
-    sequence_parallel: bool
-    exact: Exactness
-    fits_below: float  # the share of HBM a layout may fill
-    bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
-    step_time: np.ndarray
-    training_time: np.ndarray | None  # None without ``tokens``
-
-    def __repr__(self):
-        shape = np.shape(self.step_time)
-        return f"Estimate({self.model.name} on {self.chip.name}, {self.strategy}, shape={shape})"
-
-    @property
-    def chips(self):
-        """All chips of all pods."""
-        return math.prod(self.slice_shape) * self.pods
-
-    @property
-    def tokens_per_chip(self):
-        return self.batch / self.chips
-
-    @property
-    def compute_bound(self):
-        return self.layer.compute_bound
-
-    @property
-    def bottleneck(self):
-        return self.layer.bottleneck
-
-    @property
-    def fits(self):
-        """Memory per chip, overhead included, within ``fits_below`` of HBM (SPEC A.10, B.8)."""
-        return self.memory.total <= self.fits_below * self.chip.hbm_bytes
 
 
 def estimate(
@@ -365,33 +295,3 @@ def compare_strategies(**kwargs) -> dict[str, Estimate]:
     """``estimate`` of every strategy on the same inputs, each with its own default layout."""
     kwargs = {k: v for k, v in kwargs.items() if k not in ("strategy", "x", "y", "axis_roles", "zero")}
     return {s: estimate(strategy=s, **kwargs) for s in STRATEGIES}
-
-
-def pick(result, index):
-    """One layout (or a subset) of an array-valued result: every array field indexed alike.
-
-    Scalars and fields that are not arrays (the model, the chip, names) are kept as they are.
-
-    >>> from scaling_widgets.presets import HARDWARE, MODELS
-    >>> e = estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=[1e6, 3e6])
-    >>> float(pick(e, 1).batch), pick(e, 1).layer.t_math.shape
-    (3000000.0, ())
-    """
-    changes = {}
-    for field in dataclasses.fields(result):
-        value = getattr(result, field.name)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type) and _holds_arrays(value):
-            changes[field.name] = pick(value, index)
-        elif isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
-            changes[field.name] = tuple(_index(v, index) for v in value)
-        elif isinstance(value, np.ndarray):
-            changes[field.name] = _index(value, index)
-    return dataclasses.replace(result, **changes)
-
-
-def _holds_arrays(value) -> bool:
-    return any(isinstance(getattr(value, f.name), (np.ndarray, tuple)) for f in dataclasses.fields(value))
-
-
-def _index(value: np.ndarray, index):
-    return value[index] if np.ndim(value) else value

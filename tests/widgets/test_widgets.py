@@ -213,8 +213,20 @@ def test_exactness_controls_reach_the_cost_model_and_the_memory_bar():
 
 
 def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble():
-    panel = sw.explore(model="llama-3-70b", hardware="h100", slice_shape=(512, 8), batch=4e6, seq_len=4096,
-                       strategy="fsdp+tp", zero=1, optimal_split=False, x=128, y=8, z=4, microbatches=16)
+    panel = sw.explore(
+        model="llama-3-70b",
+        hardware="h100",
+        slice_shape=(512, 8),
+        batch=4e6,
+        seq_len=4096,
+        strategy="fsdp+tp",
+        zero=1,
+        optimal_split=False,
+        x=128,
+        y=8,
+        z=4,
+        microbatches=16,
+    )
     selector = panel.strategy_selector
     assert "1f1b, 16 microbatches, bubble 19%" in selector._implied.value
     selector._schedule.value = "interleaved"
