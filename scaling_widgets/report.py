@@ -78,6 +78,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "fits": _num(e.fits),
         "bubble": _num(e.bubble),
         "schedule": e.schedule,
+        "stage_traffic_s": _num(e.stage_traffic),
         "virtual_stages": e.virtual_stages,
         "step_time_s": _num(e.step_time),
         "training_tokens": tokens,
@@ -231,6 +232,7 @@ def _step(e: Estimate, tokens: float | None) -> str:
     )
     if e.bubble > 0:
         line += f" including a pipeline bubble of {float(e.bubble):.0%}"
+        line += f" (and {units.seconds(float(e.stage_traffic))} of stage-to-stage traffic, overlapped)"
     if e.training_time is not None:
         line += f"; {units.count(tokens)} tokens take {units.seconds(float(e.training_time))}"
     return line

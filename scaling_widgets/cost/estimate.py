@@ -19,7 +19,7 @@ from .layout import resolve_layout
 from .memory import memory_per_chip
 from .mesh import check_fits_pod
 from .nodes import check_gpu_slice
-from .pipeline import bubble_overhead
+from .pipeline import bubble_overhead, stage_traffic_time
 from .result import Estimate
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
 from .training import (
@@ -211,6 +211,10 @@ def _estimate(
     )
     chips = math.prod(shape) * P
     bubble = bubble_overhead(stages=Z, microbatches=m, virtual_stages=v)
+    # Each chip of a stage sends its [B/(X·Y·P), D] share of the activations on (SPEC A.6, B.6).
+    stage_traffic = stage_traffic_time(
+        batch=B / (X * Y * P), d_model=D, stages=Z, microbatches=m, bandwidth=chip.ici_bw, virtual_stages=v
+    )
     comm_per_step = model.layers / Z * layer.t_comms  # each stage runs L/Z layers
     step = step_time(
         batch=B, params=params.total, flops_per_token=model_flops, chips=chips, flops=chip.flops, mfu=mfu,
@@ -286,6 +290,7 @@ def _estimate(
         exact=exact,
         fits_below=float(fits_below),
         bubble=bubble,
+        stage_traffic=stage_traffic,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
     )

@@ -53,6 +53,7 @@ class Estimate:
     exact: Exactness
     fits_below: float  # the share of HBM a layout may fill
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
+    stage_traffic: np.ndarray  # seconds a step sends activations between pipeline stages
     step_time: np.ndarray
     training_time: np.ndarray | None  # None without ``tokens``
 

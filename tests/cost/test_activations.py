@@ -56,6 +56,8 @@ def test_gpipe_needs_more_activation_memory_than_1f1b():
     assert int(gpipe.microbatches) == 8  # 976 sequences over 128 replicas, one a microbatch
     assert gpipe.memory.activations == pytest.approx(one_f_one_b.memory.activations * 8 / 4)
     assert gpipe.bubble == one_f_one_b.bubble == pytest.approx(3 / 8)
+    interleaved = estimate(schedule="interleaved", virtual_stages=2, **common)
+    assert interleaved.stage_traffic == pytest.approx(2 * one_f_one_b.stage_traffic)  # v times the hops
 
 
 def test_the_chapters_checkpoints_stay_the_default():
