@@ -13,6 +13,7 @@ import sys
 from . import catalog, report, units
 from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate
 from .cost.nodes import gpu_slice
+from .cost.plan import plan
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 
@@ -132,6 +133,24 @@ def _build_parser() -> argparse.ArgumentParser:
         "--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)"
     )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    plan = commands.add_parser("plan", help="rank every legal layout of a cluster")
+    which = plan.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", choices=list(MODELS), help="a model preset")
+    which.add_argument("--model-file", metavar="F.json", help="your own model as JSON")
+    chip = plan.add_mutually_exclusive_group()
+    chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
+    chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
+    plan.add_argument("--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape (default: the full pod)")
+    plan.add_argument("--chips", type=_typed(units.parse_whole, "--chips"), help="GPUs in all (GPU presets)")
+    plan.add_argument("--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN")
+    plan.add_argument(
+        "--batch", type=_typed(units.parse_count, "--batch"), required=True, help="global batch in tokens"
+    )
+    plan.add_argument("--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="default 4096")
+    plan.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")
+    plan.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
+    plan.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10, help="layouts to show (default 10)")
+    plan.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
     demo.add_argument(
         "--port", type=_typed(units.parse_whole, "--port"), help="port on 127.0.0.1 (default: a free one)"
@@ -148,6 +167,8 @@ def main(argv=None) -> int:
             from .demo import serve  # Voila loads only for the demo
 
             return serve(port=args.port, open_browser=not args.no_browser)
+        if args.command == "plan":
+            return _plan(args)
         return _estimate(args)
     except ValueError as err:
         parser.exit(2, f"scaling-widgets {args.command}: error: {err}\n")
@@ -195,6 +216,28 @@ def _estimate(args) -> int:
     show = report.record if args.json else report.text
     out = show(chosen, seq_len=args.seq_len, tokens=args.tokens, others=others)
     print(json.dumps(out, indent=2) if args.json else out)
+    return 0
+
+
+def _plan(args) -> int:
+    chip = (
+        catalog.chip_from_json(args.hardware_file)
+        if args.hardware_file is not None
+        else catalog.hardware(args.hardware)
+    )
+    model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
+    if args.chips is not None and args.mesh is not None:
+        raise ValueError("give --mesh or --chips, not both")
+    ranked = plan(
+        model=model, chip=chip, batch=args.batch, seq_len=args.seq_len, slice_shape=args.mesh, chips=args.chips,
+        pods=args.pods, mfu=args.mfu, precision=catalog.precision(args.precision),
+    )  # fmt: skip
+    top = range(min(args.top, len(ranked)))
+    if args.json:
+        layouts = [{**report.record(ranked.estimate(r), seq_len=args.seq_len), "binds": ranked.binds(r)} for r in top]
+        print(json.dumps({"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts}, indent=2))
+    else:
+        print(report.plan_table(ranked, top))
     return 0
 
 

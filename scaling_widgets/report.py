@@ -250,3 +250,24 @@ def _table(others: dict):
             f"{name:<9} {layout:<14} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
             f" {units.seconds(float(o.step_time)):>9}"
         )
+
+
+def plan_table(ranked, ranks) -> str:
+    """The best layouts of a plan as a table: layout, knobs, step, memory, what binds."""
+    first = ranked.estimate(0)
+    head = (
+        f"{first.model.name} on {first.chip.name} {'x'.join(map(str, first.slice_shape))} x {int(first.pods)} pod(s),"
+        f" batch {units.tokens(float(first.batch))} tokens: {len(ranked.step_time):,} layouts evaluated,"
+        f" {len(ranked):,} fit"
+    )
+    rows = [head, "", f"{'#':>3}  {'X x Y x Z':<16} {'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} "
+            f"{'step':>9} {'memory':>9}  binds"]  # fmt: skip
+    for r in ranks:
+        k, e = ranked.layout(r), ranked.estimate(r)
+        schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
+        layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[ranked.order[r]]))
+        rows.append(
+            f"{r + 1:>3}  {layout:<16} {k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
+            f" {step:>9} {units.nbytes(float(e.memory.total)):>9}  {ranked.binds(r)}"
+        )
+    return "\n".join(rows)
