@@ -11,6 +11,7 @@ from .widgets import (
     MemoryBar,
     MeshPicker,
     ModelPicker,
+    Recommendations,
     RooflineControls,
     RooflinePlot,
     StrategySelector,
@@ -38,6 +39,7 @@ class Panel(w.VBox):
         self.roofline_controls = RooflineControls(self.roofline)
         self.memory_bar = MemoryBar(scenario)
         self.summary = Summary(scenario)
+        self.recommendations = Recommendations(scenario)
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
@@ -47,7 +49,9 @@ class Panel(w.VBox):
         left = w.VBox([self.model_picker, self.training, beyond])
         controls = w.HBox([left, w.VBox([self.mesh_picker, self.strategy_selector])])
         plots = w.HBox([w.VBox([self.roofline, self.roofline_controls]), self.memory_bar])
-        super().__init__([title, controls, self._message, self.summary, plots])
+        planner = w.Accordion([self.recommendations])
+        planner.set_title(0, "Recommendations: the best layouts of this cluster")
+        super().__init__([title, controls, self._message, self.summary, plots, planner])
         self.add_class("sw-panel")
 
     def _on_analysis_error(self, change) -> None:

@@ -8,13 +8,13 @@ from .exactness_controls import ExactnessControls
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
+from .recommendations import Recommendations
 from .roofline import RooflineControls, RooflinePlot
 from .strategy_selector import StrategySelector
 from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
-    "ExactnessControls",
-    "MemoryBar", "MeshPicker", "ModelPicker", "RooflineControls", "RooflinePlot", "StrategySelector", "Summary",
-    "TrainingControls",
+    "ExactnessControls", "MemoryBar", "MeshPicker", "ModelPicker", "Recommendations", "RooflineControls",
+    "RooflinePlot", "StrategySelector", "Summary", "TrainingControls",
 ]  # fmt: skip

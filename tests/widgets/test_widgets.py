@@ -10,6 +10,7 @@ from scaling_widgets.widgets import (
     MemoryBar,
     MeshPicker,
     ModelPicker,
+    Recommendations,
     RooflineControls,
     RooflinePlot,
     StrategySelector,
@@ -235,3 +236,25 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
     assert "pipeline bubble of 5%" in panel.summary.value
     selector._schedule.value = "gpipe"  # virtual stages belong to the interleaved schedule
     assert panel.scenario.virtual_stages == 1 and selector._virtual.disabled
+
+
+def test_recommendations_plan_and_apply_a_row():
+    panel = sw.explore(**EXAMPLE_16)
+    table = panel.recommendations
+    table._run.click()
+    assert len(table._rows.options) == 10 and "layouts evaluated" in table._summary.value
+    memory = panel.memory_bar.data
+    table._rows.value = 2  # the third best
+    chosen = table.plan.layout(2)
+    s = panel.scenario
+    assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (chosen["x"], chosen["y"], chosen["z"], chosen["zero"], False)
+    assert panel.memory_bar.data is not memory and (int(panel.analysis.estimate.x), int(panel.analysis.estimate.y)) == (
+        chosen["x"],
+        chosen["y"],
+    )
+
+
+def test_recommendations_say_what_an_impossible_cluster_would_need():
+    table = Recommendations(Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5))
+    table._run.click()
+    assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table._rows.options == ()

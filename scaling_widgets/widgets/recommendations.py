@@ -1,0 +1,79 @@
+"""Recommendations: the planner's best layouts for the scenario's cluster; pick one to apply it."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from ..cost.plan import plan
+from ..scenario import Scenario
+from ..units import nbytes, seconds
+from ._base import Bound, Message, check_kwargs
+
+TOP = 10
+
+
+class Recommendations(Bound, w.VBox):
+    """A "plan" button, then the ten best layouts with step time, memory and what binds.
+
+    Planning takes a few tenths of a second, so it runs when asked, not on every change.
+    Selecting a row applies that layout to the scenario: the roofline and the memory bar follow.
+    """
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("Recommendations", kwargs)
+        self.scenario = scenario or Scenario()
+        self.plan = None
+        self._run = w.Button(description="Plan every layout", icon="search")
+        self._summary = w.HTML()
+        self._rows = w.RadioButtons(options=[], layout=w.Layout(width="100%"))
+        self._rows.add_class("sw-recommendation-rows")
+        self._message = Message()
+        super().__init__([self._run, self._summary, self._rows, self._message], **kwargs)
+        self.add_class("sw-recommendations")
+        self._run.on_click(self._on_run_click)
+        self._rows.observe(self._on_rows_change, "value")
+
+    def _show_scenario(self) -> None:
+        pass  # the table shows a plan, not the scenario; it is redrawn when planning again
+
+    def _on_run_click(self, button=None) -> None:
+        s = self.scenario
+        try:
+            self.plan = plan(
+                model=s.model, chip=s.hardware, batch=s.batch, seq_len=s.seq_len, slice_shape=s.slice_shape,
+                pods=s.pods, mfu=s.mfu, precision=s.precision, overhead_bytes=s.overhead_bytes,
+                fits_below=s.fits_below,
+            )  # fmt: skip
+        except ValueError as err:
+            self._message.show(str(err))
+            return
+        self._message.clear()
+        p = self.plan
+        self._summary.value = f"{len(p.step_time):,} layouts evaluated, {len(p):,} fit. The best {min(TOP, len(p))}:"
+        with self.hold_trait_notifications():
+            self._syncing = True  # filling the list is not a choice of the user's
+            try:
+                self._rows.options = [(self._label(r), r) for r in range(min(TOP, len(p)))]
+                self._rows.value = None
+            finally:
+                self._syncing = False
+
+    def _label(self, rank: int) -> str:
+        p, k = self.plan, self.plan.layout(rank)
+        schedule = f", {k['schedule']} v={k['virtual_stages']}" if k["schedule"] == "interleaved" else ""
+        step = seconds(float(p.step_time[p.order[rank]]))
+        memory = nbytes(float(p.memory[p.order[rank]]))
+        return (
+            f"{rank + 1}. X {k['x']} x Y {k['y']} x Z {k['z']}, ZeRO-{k['zero']}, {k['remat']}{schedule},"
+            f" m={k['microbatches']}: {step}, {memory}/chip; {p.binds(rank)}"
+        )
+
+    def _on_rows_change(self, change) -> None:
+        if change["new"] is None or self._syncing:
+            return
+        k = self.plan.layout(change["new"])
+        self._apply(
+            strategy="fsdp+tp", zero=k["zero"], optimal_split=False, axis_roles=(), x=k["x"], y=k["y"], z=k["z"],
+            microbatches=k["microbatches"], remat=k["remat"], schedule=k["schedule"],
+            virtual_stages=k["virtual_stages"],
+        )  # fmt: skip
