@@ -40,34 +40,49 @@ def _fraction(text, field):
     return value
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
-    which = est.add_mutually_exclusive_group(required=True)
+def _add_cluster_options(parser) -> None:
+    """What both ``estimate`` and ``plan`` ask: the model, the chip, the cluster, the batch."""
+    which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", choices=list(MODELS), help="a model preset")
     which.add_argument("--model-file", metavar="F.json", help="your own model as JSON")
-    chip = est.add_mutually_exclusive_group()
+    chip = parser.add_mutually_exclusive_group()
     chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
     chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
-    est.add_argument(
+    parser.add_argument(
         "--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)"
     )
-    est.add_argument(
+    parser.add_argument(
         "--chips", type=_typed(units.parse_whole, "--chips"), help="GPUs in all (GPU presets; nodes from the preset)"
     )
-    est.add_argument(
+    parser.add_argument(
         "--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN (default 1)"
     )
-    est.add_argument(
+    parser.add_argument(
         "--batch",
         type=_typed(units.parse_count, "--batch"),
         required=True,
         help="global batch in tokens: 3M, 3e6 or 3000000",
     )
-    est.add_argument(
+    parser.add_argument(
         "--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="sequence length (default 4096)"
     )
+
+
+def _chip_and_model(args):
+    chip = (
+        catalog.chip_from_json(args.hardware_file)
+        if args.hardware_file is not None
+        else catalog.hardware(args.hardware)
+    )
+    model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
+    return chip, model
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
+    _add_cluster_options(est)
     est.add_argument("--strategy", choices=STRATEGIES, default="fsdp+tp", help="default fsdp+tp")
     est.add_argument(
         "--fsdp", type=_typed(units.parse_whole, "--fsdp"), metavar="X", help="FSDP/data degree (default: best split)"
@@ -134,19 +149,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     plan = commands.add_parser("plan", help="rank every legal layout of a cluster")
-    which = plan.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model", choices=list(MODELS), help="a model preset")
-    which.add_argument("--model-file", metavar="F.json", help="your own model as JSON")
-    chip = plan.add_mutually_exclusive_group()
-    chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
-    chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
-    plan.add_argument("--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape (default: the full pod)")
-    plan.add_argument("--chips", type=_typed(units.parse_whole, "--chips"), help="GPUs in all (GPU presets)")
-    plan.add_argument("--pods", type=_typed(units.parse_whole, "--pods"), default=1, help="pods joined by DCN")
-    plan.add_argument(
-        "--batch", type=_typed(units.parse_count, "--batch"), required=True, help="global batch in tokens"
-    )
-    plan.add_argument("--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="default 4096")
+    _add_cluster_options(plan)
     plan.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")
     plan.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
     plan.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10, help="layouts to show (default 10)")
@@ -175,12 +178,7 @@ def main(argv=None) -> int:
 
 
 def _estimate(args) -> int:
-    chip = (
-        catalog.chip_from_json(args.hardware_file)
-        if args.hardware_file is not None
-        else catalog.hardware(args.hardware)
-    )
-    model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
+    chip, model = _chip_and_model(args)
     mesh = _mesh(args, chip)
     _check_layout(args, mesh)
     common = dict(
@@ -220,12 +218,7 @@ def _estimate(args) -> int:
 
 
 def _plan(args) -> int:
-    chip = (
-        catalog.chip_from_json(args.hardware_file)
-        if args.hardware_file is not None
-        else catalog.hardware(args.hardware)
-    )
-    model = catalog.model_from_json(args.model_file) if args.model_file is not None else catalog.model(args.model)
+    chip, model = _chip_and_model(args)
     if args.chips is not None and args.mesh is not None:
         raise ValueError("give --mesh or --chips, not both")
     ranked = plan(
