@@ -35,8 +35,7 @@ def main() -> None:
         sample = np.random.default_rng(0).choice(n, size=min(SAMPLE, n), replace=False)
         start = time.perf_counter()
         for i in sample:
-            knobs = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in ranked.layouts.items()}
-            estimate(strategy="fsdp+tp", **knobs, **ranked.inputs)
+            estimate(strategy="fsdp+tp", **ranked.knobs(i), **ranked.inputs)
         per_layout = (time.perf_counter() - start) / len(sample)
         print(f"{name:<32} {n:>8,} {planned:>8.2f} {per_layout * 1e3:>17.2f} {per_layout * n / planned:>9.0f}")
 

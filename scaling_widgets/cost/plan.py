@@ -46,10 +46,13 @@ class Plan:
     def __len__(self):
         return len(self.order)
 
+    def knobs(self, index: int) -> dict:
+        """The knobs of evaluated layout ``index`` (in evaluation order), as ``estimate`` takes them."""
+        return {k: (v[index].item() if isinstance(v[index], np.generic) else v[index]) for k, v in self.layouts.items()}
+
     def layout(self, rank: int) -> dict:
         """The knobs of the layout at ``rank`` (0 is the best)."""
-        i = self.order[rank]
-        return {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in self.layouts.items()}
+        return self.knobs(self.order[rank])
 
     def estimate(self, rank: int) -> Estimate:
         """The full estimate of the layout at ``rank``."""

@@ -4,7 +4,6 @@ a brute-force scalar evaluation of every layout."""
 import json
 import math
 
-import numpy as np
 import pytest
 
 from scaling_widgets.cli import main
@@ -34,8 +33,7 @@ def test_on_a_small_cluster_the_planner_agrees_with_brute_force():
     ranked = plan(model=MODELS["llama-2-7b"], chip=V5P, batch=2e5, seq_len=4096, slice_shape=(2, 2, 4))
     brute = []
     for i in range(len(ranked.step_time)):  # every layout, one scalar estimate at a time
-        knobs = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in ranked.layouts.items()}
-        e = estimate(strategy="fsdp+tp", **knobs, **ranked.inputs)
+        e = estimate(strategy="fsdp+tp", **ranked.knobs(i), **ranked.inputs)
         if e.fits:
             brute.append(float(e.step_time * e.hfu / e.mfu))
     assert len(brute) == len(ranked) and min(brute) == pytest.approx(float(ranked.step_time[ranked.order[0]]))
