@@ -106,7 +106,7 @@ def text(e: Estimate, *, seq_len: int | None = None, tokens: float | None = None
     """A short report: what binds and by how much, each threshold with its numbers, memory, time."""
     chip, m = e.chip, e.model
     alpha = chip.flops / chip.ici_bw
-    mesh = "x".join(map(str, e.slice_shape))
+    mesh = units.mesh(e.slice_shape)
     pods = int(e.pods)
     seqs = "" if seq_len is None else f" ({e.batch.item() / seq_len:.1f} sequences of {seq_len})"
     lines = [
@@ -253,21 +253,24 @@ def _table(others: dict):
 
 
 def plan_table(ranked, ranks) -> str:
-    """The best layouts of a plan as a table: layout, knobs, step, memory, what binds."""
-    first = ranked.estimate(0)
+    """The best layouts of a plan as a table: layout, axis order, knobs, step, memory, what binds."""
+    first, shape = ranked.estimate(0), ranked.axis_orders[0]
     head = (
-        f"{first.model.name} on {first.chip.name} {'x'.join(map(str, first.slice_shape))} x {int(first.pods)} pod(s),"
+        f"{first.model.name} on {first.chip.name} {units.mesh(shape)} x {int(first.pods)} pod(s),"
         f" batch {units.tokens(float(first.batch))} tokens: {len(ranked.step_time):,} layouts evaluated,"
         f" {len(ranked):,} fit"
     )
-    rows = [head, "", f"{'#':>3}  {'X x Y x Z':<16} {'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} "
-            f"{'step':>9} {'memory':>9}  binds"]  # fmt: skip
+    orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
+    note = ["Axes: the slice's axes in the order the groups take them, TP the last axis first.", ""] if orders else []
+    rows = [head, "", *note, f"{'#':>3}  {'X x Y x Z':<16} " + (f"{'axes':<10} " if orders else "")
+            + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'memory':>9}  binds"]  # fmt: skip
     for r in ranks:
         k, e = ranked.layout(r), ranked.estimate(r)
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
         layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[ranked.order[r]]))
+        axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
-            f"{r + 1:>3}  {layout:<16} {k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
+            f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
             f" {step:>9} {units.nbytes(float(e.memory.total)):>9}  {ranked.binds(r)}"
         )
     return "\n".join(rows)

@@ -13,7 +13,7 @@ import math
 
 from traitlets import Bool, Enum, Float, HasTraits, Instance, Int, TraitError, Tuple, Unicode, Union, observe, validate
 
-from . import catalog
+from . import catalog, units
 from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Chip, Model, Precision
 from .cost.mesh import ROLES, check_fits_pod
 from .cost.nodes import check_gpu_slice
@@ -88,7 +88,7 @@ class Scenario(HasTraits):
         super().__init__(**values)
 
     def __repr__(self):
-        return f"Scenario({self.model.name} on {self.hardware.name} {_shape(self.slice_shape)}, {self.strategy})"
+        return f"Scenario({self.model.name} on {self.hardware.name} {units.mesh(self.slice_shape)}, {self.strategy})"
 
     @property
     def chips(self) -> int:
@@ -229,7 +229,7 @@ def _check_together(s: dict) -> None:
     roles = s["axis_roles"]
     if roles:
         if len(roles) != len(shape):
-            raise ValueError(f"axis_roles must name a group for each of the {len(shape)} axes of {_shape(shape)}")
+            raise ValueError(f"axis_roles must name a group for each of the {len(shape)} axes of {units.mesh(shape)}")
         group = {g: math.prod(n for n, r in zip(shape, roles) if r == g) for g in ROLES}
         forbidden = {"dp": "y", "fsdp": "y", "tp": "x"}.get(s["strategy"])
         if forbidden and group[forbidden] > 1:
@@ -238,11 +238,11 @@ def _check_together(s: dict) -> None:
             )
         return
     if chips % s["z"]:
-        raise ValueError(f"z (pipeline stages) must divide the {chips} chips of {_shape(shape)}; got {s['z']}")
+        raise ValueError(f"z (pipeline stages) must divide the {chips} chips of {units.mesh(shape)}; got {s['z']}")
     manual = s["strategy"] == "fsdp+tp" and not s["optimal_split"]
     if manual and s["x"] * s["y"] * s["z"] != chips:
         raise ValueError(
-            f"x*y*z must equal the {chips} chips of {_shape(shape)}; got {s['x']}*{s['y']}*{s['z']} = "
+            f"x*y*z must equal the {chips} chips of {units.mesh(shape)}; got {s['x']}*{s['y']}*{s['z']} = "
             f"{s['x'] * s['y'] * s['z']}"
         )
 
@@ -263,7 +263,3 @@ def _named(build, data: dict, field: str):
         return build(data)
     except (TypeError, ValueError) as err:
         raise ScenarioError(f"{field}: {err}") from None
-
-
-def _shape(shape) -> str:
-    return "x".join(map(str, shape))

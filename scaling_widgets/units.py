@@ -45,6 +45,15 @@ def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
+def mesh(shape) -> str:
+    """A slice shape the way ``parse_mesh`` reads it.
+
+    >>> mesh((16, 20, 28))
+    '16x20x28'
+    """
+    return "x".join(map(str, shape))
+
+
 def tokens(n: float) -> str:
     """A token count the way people say it: 3.0M, 732, 870K."""
     return _scaled(n, ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")))

@@ -121,7 +121,7 @@ def test_two_pods_over_dcn(capsys):
         (["--strategy", "tp", "--tp", "16"], "--tp must be 4096 for --strategy tp on 4096 chips per stage; got 16"),
         (["--mesh", "²x16"], "argument --mesh: --mesh must be axis lengths"),
         (["--pp", "0"], "argument --pp: --pp must be a whole number from 1"),
-        (["--pp", "4096"], "z must be one whole number of stages from 1 to the model's 40 layers; got 4096"),
+        (["--pp", "4096"], "z must be a whole number of stages from 1 to the model's 40 layers; got 4096"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):

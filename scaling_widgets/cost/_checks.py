@@ -58,6 +58,18 @@ def one_of(name: str, value: str, allowed) -> str:
     return value
 
 
+def each_one_of(name: str, value, allowed):
+    """``value``, a name or an array of names (one per layout), if every name is one of ``allowed``."""
+    if isinstance(value, str):
+        return one_of(name, value, allowed)
+    a = np.asarray(value)
+    bad = ~np.isin(a, list(allowed)) if a.dtype.kind in "UO" else np.ones(a.shape, dtype=bool)
+    if bad.any() or a.ndim == 0:
+        got = a[tuple(np.argwhere(bad)[0])] if a.ndim and bad.any() else value
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, or an array of them; got {got!r}")
+    return a.astype(str)
+
+
 def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarray:
     """``every``: on a large array, ``ok`` is not decided by the extremes alone (whole numbers)."""
     a = np.asarray(value)

@@ -1,7 +1,8 @@
 """Everything SPEC A.10 reports about one layout, composed from the cost functions.
 
-This is the one entry point the CLI and the panel call. Batch, pods, MFU, X and Y broadcast;
-the slice shape and the pipeline depth Z are one value per call.
+This is the one entry point the CLI, the panel and the planner call. Batch, pods, MFU and
+every knob of a layout broadcast: X, Y, Z, the ZeRO stage, the microbatches, the recompute
+policy and the schedule (names, or arrays of names); the slice shape is one per call.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 import numpy as np
 
 from . import _checks
+from ._choices import per_choice
 from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, crossover_batch, layer_times
@@ -96,18 +98,18 @@ def estimate(
     for name, value, kind in (("model", model, Model), ("chip", chip, Chip), ("precision", precision, Precision)):
         if not isinstance(value, kind):
             raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
-    if z is not None and (np.ndim(z) or not 1 <= _checks.whole("z", z) <= model.layers):
-        raise ValueError(f"z must be one whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
-    zero = {"dp": 0, "tp": 0}.get(strategy, 3) if zero is None else int(_checks.whole("zero", zero, minimum=0))
-    if zero > 3:
-        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3 for strategy {strategy!r}; got {zero}")
-    _checks.one_of("remat", remat, REMAT_POLICIES)
-    needs_seq = attention_flops or remat != "checkpoints" or microbatch_seqs is not None
+    if z is not None and np.any(_checks.whole("z", z) > model.layers):
+        raise ValueError(f"z must be a whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
+    zero = {"dp": 0, "tp": 0}.get(strategy, 3) if zero is None else _scalar(_checks.whole("zero", zero, minimum=0))
+    if np.any(zero > 3):
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3 for strategy {strategy!r}; got {zero!r}")
+    remat = _checks.each_one_of("remat", remat, REMAT_POLICIES)
+    needs_seq = attention_flops or np.any(remat != "checkpoints") or microbatch_seqs is not None
     if needs_seq and seq_len is None:
         raise ValueError(f"seq_len is needed for attention FLOPs, microbatch sizes or remat={remat!r}; got None")
-    _checks.one_of("schedule", schedule, SCHEDULES)
-    _checks.whole("virtual_stages", virtual_stages)
-    if virtual_stages != 1 and schedule != "interleaved":
+    schedule = _checks.each_one_of("schedule", schedule, SCHEDULES)
+    virtual_stages = _scalar(_checks.whole("virtual_stages", virtual_stages))
+    if np.any((virtual_stages != 1) & (schedule != "interleaved")):
         raise ValueError(f"virtual_stages goes with schedule 'interleaved'; got {virtual_stages} with {schedule!r}")
     if microbatch_seqs is not None and microbatches is not None:
         raise ValueError("give microbatches or microbatch_seqs, not both: one follows from the other")
@@ -137,7 +139,7 @@ def estimate(
             model, chip, precision, strategy, zero, shape, B, P, x, y, z, axis_roles, microbatches, mx, my,
             wraparound, mfu, tokens, (seq_len, attention_flops, remat, measured_step_time),
             (exact, overhead_bytes, fits_below),
-            (schedule, int(virtual_stages), bool(sequence_parallel), microbatch_seqs),
+            (schedule, virtual_stages, bool(sequence_parallel), microbatch_seqs),
         )  # fmt: skip
 
 
@@ -196,7 +198,7 @@ def _estimate(
     # What moves over X follows where the weights live: sharded (ZeRO-3) or replicated (0-2).
     replicated = {"dp": "dp", "fsdp": "dp", "fsdp+tp": "dp+tp"}  # ZeRO 0-2: weights whole on X
     sharded = {"dp": "fsdp", "fsdp": "fsdp", "fsdp+tp": "fsdp+tp"}  # ZeRO-3
-    traffic = (sharded if zero == 3 else replicated).get(strategy, strategy)
+    traffic = _scalar(np.where(zero == 3, sharded.get(strategy, strategy), replicated.get(strategy, strategy)))
     layout = dict(
         strategy=traffic, d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact, wrap_x=span.wrap_x,
         wrap_y=span.wrap_y, **hw,
@@ -206,8 +208,8 @@ def _estimate(
     seq_len, attention_flops, remat, measured = accounting
     shape_of = dict(layers=model.layers, seq_len=seq_len or 1, heads=model.heads, head_dim=model.head_dim)
     model_flops = flops_per_token(params=params.total, attention=attention_flops, **shape_of)
-    hardware_flops = model_flops + recompute_flops_per_token(
-        params=params.total, remat=remat, attention=attention_flops, **shape_of
+    hardware_flops = model_flops + per_choice(
+        remat, lambda r: recompute_flops_per_token(params=params.total, remat=r, attention=attention_flops, **shape_of)
     )
     chips = math.prod(shape) * P
     bubble = bubble_overhead(stages=Z, microbatches=m, virtual_stages=v)
@@ -242,15 +244,23 @@ def _estimate(
         activation_bytes=precision.activation_bytes,
     )
     memory = dataclasses.replace(memory, overhead=np.asarray(overhead_bytes, dtype=float))
-    if remat != "checkpoints":  # SPEC B.4: what each layer keeps, times the microbatches in flight
-        per_layer = activation_bytes_per_layer(
-            seq_len=seq_len, microbatch_seqs=sequences / m, d_model=D, heads=model.heads, tp=Y, remat=remat,
-            sequence_parallel=sequence_parallel,
-        )  # fmt: skip
-        in_flight = (
-            1 if Z == 1 else in_flight_microbatches(schedule=schedule, stages=Z, microbatches=m, virtual_stages=v)
-        )
-        memory = dataclasses.replace(memory, activations=per_layer * model.layers / Z * in_flight)
+    if np.any(remat != "checkpoints"):  # SPEC B.4: what each layer keeps, times the microbatches in flight
+
+        def held(schedule):  # microbatches whose activations a stage holds at once
+            return in_flight_microbatches(schedule=schedule, stages=Z, microbatches=m, virtual_stages=v)
+
+        in_flight = np.where(Z == 1, 1, per_choice(schedule, held))
+
+        def kept(policy):  # the chapter's checkpoints, or Korthikanti et al.'s bytes per layer
+            if policy == "checkpoints":
+                return memory.activations
+            per_layer = activation_bytes_per_layer(
+                seq_len=seq_len, microbatch_seqs=sequences / m, d_model=D, heads=model.heads, tp=Y, remat=policy,
+                sequence_parallel=sequence_parallel,
+            )  # fmt: skip
+            return per_layer * model.layers / Z * in_flight
+
+        memory = dataclasses.replace(memory, activations=per_choice(remat, kept))
     spans = dict(mx=np.where(M_X > 0, M_X, 1), my=np.where(M_Y > 0, M_Y, 1))  # a group of one spans no axis
     return Estimate(
         model=model,
@@ -294,6 +304,11 @@ def _estimate(
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
     )
+
+
+def _scalar(a):
+    """A 0-d array as its Python value (an int or a name), so one layout's knobs print and serialize."""
+    return a.item() if isinstance(a, np.ndarray) and a.ndim == 0 else a
 
 
 def compare_strategies(**kwargs) -> dict[str, Estimate]:

@@ -8,9 +8,11 @@ from functools import cached_property
 import numpy as np
 
 from . import _checks
+from ._choices import per_choice
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp+tp")
 AXES = ("x", "y", "dcn")
+DATA_PARALLEL = ("dp", "dp+tp")  # the strategies whose X axis holds whole weights (its role is "dp")
 
 
 def _dp(B, D, F, X, Y):
@@ -68,14 +70,15 @@ class LayerTimes:
     """Per-layer, per-chip times [s] of each pass: compute and each axis' communication.
 
     The axes overlap each other and the compute (SPEC A.3, A.10): a pass takes
-    max(T_math, T_x, T_y, T_dcn). ``x_role`` names the X axis ("dp" or "fsdp").
+    max(T_math, T_x, T_y, T_dcn). ``x_role`` names the X axis ("dp" or "fsdp"; an array of
+    them when the strategy differs per layout).
     """
 
     math: tuple[np.ndarray, np.ndarray]  # (forward, backward)
     x: tuple[np.ndarray, np.ndarray]
     y: tuple[np.ndarray, np.ndarray]
     dcn: tuple[np.ndarray, np.ndarray]
-    x_role: str = "fsdp"
+    x_role: str | np.ndarray = "fsdp"
 
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
@@ -134,8 +137,8 @@ class LayerTimes:
     @cached_property
     def worst_axis(self):
         """The axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio, bound or not."""
-        ratios = np.stack([self.comm_ratio(a) for a in AXES])
-        return np.array([self.x_role, "tp", "dcn"])[ratios.argmax(axis=0)]
+        worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn"])[worst])
 
     @cached_property
     def bottleneck(self):
@@ -155,7 +158,7 @@ def layer_times(
 
     Parameters
     ----------
-    strategy : one of "dp", "fsdp", "tp", "fsdp+tp"
+    strategy : one of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout)
     batch : global batch [tokens]; d_model, d_ff : D, F
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
@@ -169,7 +172,7 @@ def layer_times(
     >>> t.compute_bound.tolist()
     [False, True]
     """
-    _checks.one_of("strategy", strategy, tuple(TRAFFIC))
+    strategy = _checks.each_one_of("strategy", strategy, tuple(TRAFFIC))
     B = _checks.positive("batch", batch)
     D, F = _checks.positive("d_model", d_model), _checks.positive("d_ff", d_ff)
     X, Y, P = _checks.positive("x", x), _checks.positive("y", y), _checks.positive("pods", pods)
@@ -187,7 +190,7 @@ def _layer_times(
     XY = X * Y
     flops_per_k = per_pod * (D * F / C) / XY  # one B·D·F/(X·Y·C); forward 4, backward 8
     math = (4 * flops_per_k, 8 * flops_per_k)
-    (x_fwd, x_bwd), (y_fwd, y_bwd) = TRAFFIC[strategy](per_pod, D, F, X, Y)
+    (x_fwd, x_bwd), (y_fwd, y_bwd) = per_choice(strategy, lambda s: TRAFFIC[s](per_pod, D, F, X, Y))
     # A group of one chip moves nothing (and spans no axis: M = 0); a group spanning M axes gets
     # M·W_ici (SPEC A.2). On GPUs M is a fraction of the NVLink bandwidth (SPEC B.5).
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
@@ -201,8 +204,14 @@ def _layer_times(
         x=x,
         y=y,
         dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
-        x_role="dp" if strategy.startswith("dp") else "fsdp",
+        x_role=_x_role(strategy),
     )
+
+
+def _x_role(strategy):
+    if isinstance(strategy, str):
+        return "dp" if strategy in DATA_PARALLEL else "fsdp"
+    return np.where(np.isin(strategy, DATA_PARALLEL), "dp", "fsdp")
 
 
 def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
@@ -213,7 +222,7 @@ def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
     if exact.halve_without_wrap:  # one direction of a line of links, not both of a ring
         scale["x"] = scale["x"] * np.where(wrap_x, 1.0, 2.0)
         scale["y"] = scale["y"] * np.where(wrap_y, 1.0, 2.0)
-    (x_count, y_count), dcn_count = COLLECTIVES[strategy], (0, 2)
+    (x_count, y_count), dcn_count = per_choice(strategy, COLLECTIVES.get), (0, 2)
     counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
     groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
     times = {"x": x, "y": y, "dcn": dcn}
@@ -238,6 +247,7 @@ def crossover_batch(
     args = dict(strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods)
     corrections = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y)
     layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, **corrections)  # checks only
+    strategy = _checks.each_one_of("strategy", strategy, tuple(TRAFFIC))
     hw = [np.asarray(v, dtype=float) for v in (x, y, pods, flops, ici_bw, dcn_bw, mx, my)]
     X, Y, P, C, W, W_dcn, M_X, M_Y = hw
     D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)

@@ -30,8 +30,8 @@ def resolve_layout(
     mx,
     my,
     exact=CHAPTER,
-) -> tuple[int, np.ndarray, np.ndarray, MeshSpan]:
-    """(Z, X, Y, spans) of a strategy on a slice.
+) -> tuple[int | np.ndarray, np.ndarray, np.ndarray, MeshSpan]:
+    """(Z, X, Y, spans) of a strategy on a slice; Z is an int, or an array with X and Y given.
 
     ``axis_roles`` gives whole axes to the groups; otherwise X and Y follow the strategy (DP and
     FSDP put a stage's chips on X, TP on Y) or, for FSDP + TP without ``x``/``y``, ``best_split``,
@@ -45,11 +45,14 @@ def resolve_layout(
         if not (x is None and y is None and z is None):
             raise ValueError(f"give either axis_roles or x, y, z; got axis_roles={tuple(axis_roles)!r} and x, y or z")
         x, y, z, span = role_layout(slice_shape=slice_shape, roles=axis_roles, rings=rings)
-    Z = int(_checks.whole("z", 1 if z is None else z))
+    Z = _checks.whole("z", 1 if z is None else z)
+    Z = int(Z) if Z.ndim == 0 else Z
     stage_chips, leftover = divmod(math.prod(slice_shape), Z)
-    if leftover:
-        raise ValueError(f"z must divide the slice's {math.prod(slice_shape)} chips; got {Z}")
+    if np.any(leftover):
+        raise ValueError(f"z must divide the slice's {math.prod(slice_shape)} chips; got {z!r}")
     if x is None and y is None and strategy == "fsdp+tp":
+        if np.ndim(Z):
+            raise ValueError(f"z must be one number when the split is chosen for you (no x or y); got {z!r}")
         hw = dict(flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw)
         x, y = best_split(
             exact=exact,

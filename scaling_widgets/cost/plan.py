@@ -1,11 +1,19 @@
 """The layout planner: every legal layout of a cluster, evaluated in vectorized calls, ranked.
 
-A layout is a factorization of a pod's chips into data/FSDP X, tensor Y (a power of two) and
-pipeline Z stages, with a ZeRO stage, a recompute policy, a pipeline schedule and a number of
-microbatches. Each group of layouts that shares the scalar knobs (Z, ZeRO, recompute, schedule)
-is one ``estimate`` call over every X, Y and microbatch count at once; there is no Python loop
-per layout. Layouts that do not fit are dropped; the rest are ranked by step time, recompute
-charged at its hardware FLOPs (the MFU is taken as what the hardware sustains).
+A layout is
+- a factorization of a pod's chips into data/FSDP X, tensor Y (a power of two that divides the
+  attention heads) and pipeline Z (a divisor, at most one stage per layer);
+- its mapping onto the slice: the order in which the groups take the slice's axes (``span_axes``
+  gives TP the last axis first). Every distinct order of a TPU slice's axes is tried, and two
+  orders that give a split the same spans and rings count once; a GPU cluster's order is fixed,
+  TP inside a node first (``node_spans``);
+- a ZeRO stage (0 to 3), a recompute policy (every one of SPEC B.4), a pipeline schedule (GPipe,
+  1F1B, interleaved with 2 or 4 virtual stages) and a number of microbatches (1 to 32 per stage).
+
+The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
+(one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
+that do not fit are dropped; the rest are ranked by step time, recompute charged at its
+hardware FLOPs (the MFU is taken as what the hardware sustains).
 """
 
 from __future__ import annotations
@@ -17,23 +25,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from .estimate import estimate
-from .mesh import check_fits_pod, span_axes
+from .mesh import axis_rings, check_fits_pod, span_axes
 from .nodes import check_gpu_slice, gpu_slice
 from .result import Estimate, pick
-from .split import split_candidates
+from .training import REMAT_POLICIES
 
-# ZeRO-2 moves what 0 and 1 move with less memory, so it stands for all three; 3 is FSDP.
-ZERO_STAGES = (2, 3)
-REMATS = ("checkpoints", "selective", "full")
-SCHEDULES_TRIED = (("1f1b", 1), ("interleaved", 2), ("interleaved", 4))  # 1F1B beats GPipe on memory
-MICROBATCHES_PER_STAGE = (1, 2, 4, 8)  # m = these x Z (x 1 without pipelining: gradient accumulation)
+ZERO_STAGES = (0, 1, 2, 3)
+SCHEDULES_TRIED = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 4))  # (schedule, v)
+MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
+KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
 
 
 @dataclass(frozen=True, eq=False)
 class Plan:
     """Every evaluated layout (flat arrays, one entry each) and the ranking of those that fit."""
 
-    layouts: dict  # name -> array: x, y, z, zero, remat, schedule, virtual_stages, microbatches
+    layouts: dict  # name -> array, one entry per layout: the KNOBS and "axis_order"
+    axis_orders: tuple  # the slice shapes tried, its axes in each order; "axis_order" indexes it
     step_time: np.ndarray  # seconds, recompute charged
     fits: np.ndarray
     memory: np.ndarray  # bytes per chip
@@ -47,8 +55,9 @@ class Plan:
         return len(self.order)
 
     def knobs(self, index: int) -> dict:
-        """The knobs of evaluated layout ``index`` (in evaluation order), as ``estimate`` takes them."""
-        return {k: (v[index].item() if isinstance(v[index], np.generic) else v[index]) for k, v in self.layouts.items()}
+        """Evaluated layout ``index`` (in evaluation order) as ``estimate``'s keywords, slice_shape included."""
+        knobs = {k: self.layouts[k][index].item() for k in KNOBS}
+        return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
 
     def layout(self, rank: int) -> dict:
         """The knobs of the layout at ``rank`` (0 is the best)."""
@@ -56,8 +65,7 @@ class Plan:
 
     def estimate(self, rank: int) -> Estimate:
         """The full estimate of the layout at ``rank``."""
-        knobs = self.layout(rank)
-        return pick(estimate(strategy="fsdp+tp", **knobs, **self.inputs), ())
+        return pick(estimate(strategy="fsdp+tp", **self.layout(rank), **self.inputs), ())
 
     def binds(self, rank: int) -> str:
         """What limits the layout at ``rank``, and by what margin, in a few words."""
@@ -83,81 +91,128 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
     ``options`` pass on to ``estimate`` (exactness, overhead, fits_below, ...). Raises
     ``ValueError`` saying what would be needed when no layout fits.
+
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=32768,
+    ...          slice_shape=(16, 16, 16))
+    >>> best = p.layout(0)
+    >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
+    (1024, 4, 1, True)
     """
     if chips is not None:
         if not chip.is_gpu:
             raise ValueError(f"chips needs a GPU cluster; {chip.name} is a TPU torus: give slice_shape")
         slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
     shape = (check_gpu_slice if chip.is_gpu else check_fits_pod)(slice_shape or chip.pod_shape, chip.pod_shape)
-    inputs = dict(model=model, chip=chip, batch=float(batch), seq_len=seq_len, slice_shape=shape, pods=pods, mfu=mfu)
+    inputs = dict(model=model, chip=chip, batch=float(batch), seq_len=seq_len, pods=pods, mfu=mfu, **options)
     if precision is not None:
         inputs["precision"] = precision
-    inputs.update(options)
-    groups = [_evaluate(z, knobs, inputs) for z in _stage_counts(shape, model.layers) for knobs in _knobs(z)]
-    groups = [g for g in groups if g is not None]
-    merged = {k: np.concatenate([g[k] for g in groups]) for k in groups[0]}
-    layouts = {k: merged[k] for k in ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")}
-    fits = merged["fits"]
-    if not fits.any():
-        raise ValueError(_what_would_fit(merged, inputs))
-    # Best first: the shortest step; then the most headroom against communication; then less
-    # tensor parallelism, fewer stages, fewer microbatches, ZeRO-2 before 3, less recompute.
-    remat_rank = np.array([REMATS.index(r) for r in layouts["remat"]])
+    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
+    orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
+    placed = _placements(orders, _splits(math.prod(shape), model), chip)
+    evaluated = [_evaluate(order, _only(placed, placed["axis_order"] == i), inputs) for i, order in enumerate(orders)]
+    evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
+    merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
+    if not merged["fits"].any():
+        raise ValueError(_what_would_fit(merged, shape, inputs))
+    # Best first: the shortest step; then compute-bound down to the smallest batch (best_split's
+    # rule), the least communication per compute; then less tensor parallelism, fewer stages,
+    # fewer microbatches, less recompute, less memory, the lower ZeRO stage.
     keys = (
-        remat_rank, layouts["zero"], layouts["microbatches"], layouts["z"], layouts["y"], merged["worst_ratio"],
-        merged["step_time"],
+        merged["zero"], merged["memory"], _rank_of(merged["remat"], REMAT_POLICIES), merged["microbatches"],
+        merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["step_time"],
     )  # fmt: skip
     order = np.lexsort(keys)
-    order = order[fits[order]]
-    return Plan(layouts, merged["step_time"], fits, merged["memory"], order, inputs)
+    order = order[merged["fits"][order]]
+    layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
+    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], order, inputs)
 
 
-def _stage_counts(shape, layers: int):
-    """Pipeline depths: the divisors of the pod's chips that leave every stage a layer."""
-    chips = math.prod(shape)
-    return [z for z in range(1, min(chips, layers) + 1) if chips % z == 0]
+def _splits(chips: int, model) -> dict:
+    """Every (X, Y, Z): Z divides the chips and is at most the layers, Y a power of two dividing
+    the rest and the heads, X what is left."""
+    Z = np.arange(1, min(chips, model.layers) + 1)
+    Z = Z[chips % Z == 0]
+    Y = 2 ** np.arange(int(math.log2(chips & -chips)) + 1)
+    Z, Y = (a.ravel() for a in np.meshgrid(Z, Y, indexing="ij"))
+    legal = ((chips // Z) % Y == 0) & (model.heads % Y == 0)
+    Z, Y = Z[legal], Y[legal]
+    return {"x": chips // (Y * Z), "y": Y, "z": Z}
 
 
-def _knobs(z: int):
-    schedules = SCHEDULES_TRIED if z > 1 else (("1f1b", 1),)
-    return itertools.product(ZERO_STAGES, REMATS, schedules)
+def _knobs() -> dict:
+    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage."""
+    schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
+    return _product(
+        {"zero": np.array(ZERO_STAGES)},
+        {"remat": np.array(REMAT_POLICIES)},
+        {"schedule": schedules[0], "virtual_stages": schedules[1]},
+        {"per_stage": np.array(MICROBATCHES_PER_STAGE)},
+    )
 
 
-def _evaluate(z: int, knobs, inputs: dict):
-    """One vectorized ``estimate`` over every (X, Y) and microbatch count at this Z and these knobs."""
-    zero, remat, (schedule, v) = knobs
-    shape = inputs["slice_shape"]
-    X, Y = split_candidates(math.prod(shape) // z)
-    if not inputs["chip"].is_gpu:  # the split rule of best_split: X and Y share at most one axis
-        legal = span_axes(slice_shape=shape, x=X, y=Y, z=z).shared_axes <= 1
-        X, Y = X[legal], Y[legal]
-    m = np.array(MICROBATCHES_PER_STAGE)[:, None] * z
-    X, Y, m = (a.ravel() for a in np.broadcast_arrays(X[None, :], Y[None, :], m))
-    sequences = inputs["batch"] / inputs["seq_len"] / (X * inputs["pods"])  # per data-parallel replica
-    keep = m <= np.maximum(sequences, 1)  # a microbatch holds at least one sequence
-    X, Y, m = X[keep], Y[keep], m[keep]
-    if not len(X):
-        return None
-    e = estimate(strategy="fsdp+tp", x=X, y=Y, z=z, zero=zero, remat=remat, schedule=schedule, virtual_stages=v,
-                 microbatches=m, **inputs)  # fmt: skip
-    recompute = e.hfu / e.mfu  # charge recomputation at its hardware FLOPs
-    n = len(X)
+def _product(*tables: dict) -> dict:
+    """Every combination of one row of each table (a dict of equal-length columns), as columns."""
+    sizes = [len(next(iter(t.values()))) for t in tables]
+    rows = np.indices(sizes).reshape(len(sizes), -1)
+    return {name: column[r] for t, r in zip(tables, rows) for name, column in t.items()}
+
+
+def _placements(orders, splits: dict, chip) -> dict:
+    """Every (X, Y, Z) in every axis order, legal and distinct: on a TPU slice X and Y share at
+    most one axis (the rule of ``best_split``), and two orders that give a split the same spans
+    and rings are one placement to the cost model (the first order keeps it)."""
+    if chip.is_gpu:
+        return {**splits, "axis_order": np.zeros(len(splits["x"]), dtype=np.int64)}
+    tables = []
+    for i, order in enumerate(orders):
+        rings = axis_rings(slice_shape=order, pod_shape=chip.pod_shape, rule=chip.wraparound)
+        span = span_axes(slice_shape=order, rings=rings, **splits)
+        spans = {k: np.broadcast_to(getattr(span, k), len(splits["x"])) for k in ("mx", "my", "wrap_x", "wrap_y")}
+        table = {**splits, **spans, "axis_order": np.full(len(splits["x"]), i)}
+        tables.append(_only(table, span.shared_axes <= 1))
+    placed = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
+    key = np.column_stack([placed[k] for k in ("x", "y", "z", "mx", "my", "wrap_x", "wrap_y")])
+    first = np.sort(np.unique(key, axis=0, return_index=True)[1])
+    return {k: placed[k][first] for k in (*splits, "axis_order")}
+
+
+def _only(table: dict, keep) -> dict:
+    return {k: v[keep] for k, v in table.items()}
+
+
+def _evaluate(order: tuple, placed: dict, inputs: dict) -> dict:
+    """One ``estimate`` call over every layout whose groups take the slice's axes in ``order``."""
+    c = _product(placed, _knobs())
+    c["microbatches"] = c.pop("per_stage") * c["z"]
+    sequences = inputs["batch"] / inputs["seq_len"] / (c["x"] * inputs["pods"])  # per data-parallel replica
+    # A microbatch holds at least a sequence; each virtual stage at least a layer; one stage
+    # has no schedule to choose (1F1B stands for it).
+    legal = (c["microbatches"] <= np.maximum(sequences, 1)) & (c["z"] * c["virtual_stages"] <= inputs["model"].layers)
+    c = _only(c, legal & ((c["z"] > 1) | (c["schedule"] == "1f1b")))
+    if not len(c["x"]):
+        return {}
+    e = estimate(strategy="fsdp+tp", slice_shape=order, **{k: c[k] for k in KNOBS}, **inputs)
     return {
-        "x": X, "y": Y, "z": np.full(n, z), "zero": np.full(n, zero), "remat": np.full(n, remat, dtype=object),
-        "schedule": np.full(n, schedule, dtype=object), "virtual_stages": np.full(n, v), "microbatches": m,
-        "step_time": np.broadcast_to(e.step_time * recompute, n), "fits": np.broadcast_to(e.fits, n),
-        "memory": np.broadcast_to(e.memory.total, n), "worst_ratio": np.broadcast_to(e.layer.worst_ratio, n),
+        **c, "step_time": e.step_time * e.hfu / e.mfu,  # recompute charged at its hardware FLOPs
+        "fits": e.fits, "memory": e.memory.total, "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
     }  # fmt: skip
 
 
-def _what_would_fit(merged: dict, inputs: dict) -> str:
+def _rank_of(values: np.ndarray, names) -> np.ndarray:
+    """Each value's position in ``names``."""
+    names = np.asarray(names)
+    sorter = np.argsort(names)
+    return sorter[np.searchsorted(names, values, sorter=sorter)]
+
+
+def _what_would_fit(merged: dict, shape, inputs: dict) -> str:
     chip, model = inputs["chip"], inputs["model"]
     need = float(merged["memory"].min())
     limit = inputs.get("fits_below", 1.0) * chip.hbm_bytes
     more = math.ceil(need / limit)
-    chips = math.prod(inputs["slice_shape"])
     return (
-        f"no layout of {model.name} fits on {chips:,} {chip.name} chips: the leanest needs {need / 1e9:.1f} GB per chip"
-        f" of {limit / 1e9:.0f} GB. About {more}x the chips would do (or a smaller batch, full recompute, or a"
-        " leaner precision)"
+        f"no layout of {model.name} fits on {math.prod(shape):,} {chip.name} chips: the leanest needs"
+        f" {need / 1e9:.1f} GB per chip of {limit / 1e9:.0f} GB. About {more}x the chips would do (or a smaller"
+        " batch, full recompute, or a leaner precision)"
     )

@@ -9,6 +9,7 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Dict
 
+from .. import units
 from ..analysis import Analysis, MeshData
 from ..presets import HARDWARE
 from ..scenario import Scenario
@@ -129,7 +130,7 @@ class MeshPicker(Bound, w.VBox):
 
 
 def _describe(mesh: MeshData, s: Scenario) -> str:
-    shape = "x".join(map(str, mesh.slice_shape))
+    shape = units.mesh(mesh.slice_shape)
     if mesh.gpu:
         nodes, per_node = mesh.slice_shape
         where = "; ".join(mesh.places) or "one GPU"

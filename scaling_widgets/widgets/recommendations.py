@@ -6,7 +6,7 @@ import ipywidgets as w
 
 from ..cost.plan import plan
 from ..scenario import Scenario
-from ..units import nbytes, seconds
+from ..units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
 
 TOP = 10
@@ -17,6 +17,8 @@ class Recommendations(Bound, w.VBox):
 
     Planning takes a few tenths of a second, so it runs when asked, not on every change.
     Selecting a row applies that layout to the scenario: the roofline and the memory bar follow.
+    A layout that gives TP another axis of the slice lists the axes in the order it uses ("on
+    20x28x16": TP takes the last); applying it writes the slice that way.
     """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
@@ -61,19 +63,16 @@ class Recommendations(Bound, w.VBox):
     def _label(self, rank: int) -> str:
         p, k = self.plan, self.plan.layout(rank)
         schedule = f", {k['schedule']} v={k['virtual_stages']}" if k["schedule"] == "interleaved" else ""
+        axes = f" on {mesh(k['slice_shape'])}" if k["slice_shape"] != p.axis_orders[0] else ""  # TP on another axis
         step = seconds(float(p.step_time[p.order[rank]]))
         memory = nbytes(float(p.memory[p.order[rank]]))
         return (
-            f"{rank + 1}. X {k['x']} x Y {k['y']} x Z {k['z']}, ZeRO-{k['zero']}, {k['remat']}{schedule},"
+            f"{rank + 1}. X {k['x']} x Y {k['y']} x Z {k['z']}{axes}, ZeRO-{k['zero']}, {k['remat']}{schedule},"
             f" m={k['microbatches']}: {step}, {memory}/chip; {p.binds(rank)}"
         )
 
     def _on_rows_change(self, change) -> None:
         if change["new"] is None or self._syncing:
             return
-        k = self.plan.layout(change["new"])
-        self._apply(
-            strategy="fsdp+tp", zero=k["zero"], optimal_split=False, axis_roles=(), x=k["x"], y=k["y"], z=k["z"],
-            microbatches=k["microbatches"], remat=k["remat"], schedule=k["schedule"],
-            virtual_stages=k["virtual_stages"],
-        )  # fmt: skip
+        # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's fields.
+        self._apply(strategy="fsdp+tp", optimal_split=False, axis_roles=(), **self.plan.layout(change["new"]))

@@ -1,14 +1,18 @@
 """The layout planner: one vectorized evaluation, ranked; agrees with the closed forms and with
 a brute-force scalar evaluation of every layout."""
 
+import itertools
 import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
-from scaling_widgets.cost import estimate, x_opt
-from scaling_widgets.cost.plan import plan
+from scaling_widgets.cost import REMAT_POLICIES, estimate, span_axes, x_opt
+from scaling_widgets.cost.plan import MICROBATCHES_PER_STAGE as PER_STAGE
+from scaling_widgets.cost.plan import SCHEDULES_TRIED, plan
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
@@ -29,14 +33,60 @@ def test_the_best_single_pod_split_is_within_a_power_of_two_of_x_opt():
     assert abs(math.log2(ranked.layout(0)["x"] / optimum)) <= 1
 
 
-def test_on_a_small_cluster_the_planner_agrees_with_brute_force():
-    ranked = plan(model=MODELS["llama-2-7b"], chip=V5P, batch=2e5, seq_len=4096, slice_shape=(2, 2, 4))
-    brute = []
-    for i in range(len(ranked.step_time)):  # every layout, one scalar estimate at a time
-        e = estimate(strategy="fsdp+tp", **ranked.knobs(i), **ranked.inputs)
+def _every_layout(shape, chip, model, sequences):
+    """The planner's rules written out as plain loops: one dict per layout, every axis order."""
+    chips = math.prod(shape)
+    orders = [shape] if chip.is_gpu else sorted(set(itertools.permutations(shape)))
+    for order, z, y in itertools.product(orders, range(1, model.layers + 1), [2**k for k in range(12)]):
+        if chips % (z * y) or model.heads % y:
+            continue
+        x = chips // (z * y)
+        if not chip.is_gpu and span_axes(slice_shape=order, x=x, y=y, z=z).shared_axes > 1:
+            continue
+        for zero, remat, (schedule, v), k in itertools.product(range(4), REMAT_POLICIES, SCHEDULES_TRIED, PER_STAGE):
+            if (z == 1 and schedule != "1f1b") or z * v > model.layers or k * z > max(sequences / x, 1):
+                continue
+            yield dict(slice_shape=order, x=x, y=y, z=z, zero=zero, remat=remat, schedule=schedule,
+                       virtual_stages=v, microbatches=k * z)  # fmt: skip
+
+
+SMALL_CLUSTERS = [("tpu-v5p", (2, 2, 4)), ("tpu-v5p", (2, 4)), ("tpu-v5e", (4, 4)), ("h100", (2, 8)), ("h100", (1, 4))]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    cluster=st.sampled_from(SMALL_CLUSTERS),
+    model=st.sampled_from(["llama-2-7b", "llama-2-13b"]),
+    sequences=st.integers(1, 12),
+    seq_len=st.sampled_from([2048, 4096]),
+)
+def test_on_small_clusters_the_planner_agrees_with_brute_force(cluster, model, sequences, seq_len):
+    chip, shape = HARDWARE[cluster[0]], cluster[1]
+    inputs = dict(model=MODELS[model], chip=chip, batch=sequences * seq_len, seq_len=seq_len)
+    steps = {}  # every layout that fits, one scalar estimate at a time
+    for knobs in _every_layout(shape, chip, MODELS[model], sequences):
+        e = estimate(strategy="fsdp+tp", **knobs, **inputs)
         if e.fits:
-            brute.append(float(e.step_time * e.hfu / e.mfu))
-    assert len(brute) == len(ranked) and min(brute) == pytest.approx(float(ranked.step_time[ranked.order[0]]))
+            steps[tuple(knobs.values())] = float(e.step_time * e.hfu / e.mfu)
+    if not steps:
+        with pytest.raises(ValueError, match="no layout"):
+            plan(slice_shape=shape, **inputs)
+        return
+    ranked = plan(slice_shape=shape, **inputs)
+    best = float(ranked.step_time[ranked.order[0]])
+    assert best == pytest.approx(min(steps.values()), rel=1e-12)
+    assert steps[tuple(ranked.layout(0).values())] == pytest.approx(best, rel=1e-12)  # one of the brute force's
+
+
+def test_the_planner_gives_tp_the_axis_that_keeps_it_compute_bound():
+    # On 16x20x28, TP 8 on the 28 axis would take part of the 20 axis too; on the 16 axis it fits.
+    kw = dict(model=MODELS["llama-3-70b"], chip=V5P, batch=1e6, seq_len=8192, slice_shape=(16, 20, 28))
+    ranked = plan(**kw)
+    best = ranked.layout(0)
+    assert (best["slice_shape"], best["x"], best["y"]) == ((20, 28, 16), 1120, 8) and ranked.estimate(0).compute_bound
+    as_given = [i for i in ranked.order if ranked.knobs(i)["slice_shape"] == (16, 20, 28)]
+    bound = {bool(estimate(strategy="fsdp+tp", **ranked.knobs(i), **ranked.inputs).compute_bound) for i in as_given}
+    assert bound == {False}  # no layout in the order given is compute-bound
 
 
 def test_ties_are_broken_the_same_way_every_time():

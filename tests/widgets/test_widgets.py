@@ -258,3 +258,12 @@ def test_recommendations_say_what_an_impossible_cluster_would_need():
     table = Recommendations(Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5))
     table._run.click()
     assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table._rows.options == ()
+
+
+def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
+    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=8192)
+    table = panel.recommendations
+    table._run.click()
+    assert "on 20x28x16" in table._rows.options[0][0]  # TP takes the 16 axis, the last in that order
+    table._rows.value = 0
+    assert panel.scenario.slice_shape == (20, 28, 16) and bool(panel.analysis.estimate.compute_bound)
