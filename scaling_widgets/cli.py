@@ -11,9 +11,8 @@ import math
 import sys
 
 from . import catalog, report, units
-from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate
+from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate, plan
 from .cost.nodes import gpu_slice
-from .cost.plan import plan
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 
@@ -148,12 +147,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)"
     )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
-    plan = commands.add_parser("plan", help="rank every legal layout of a cluster")
-    _add_cluster_options(plan)
-    plan.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")
-    plan.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
-    plan.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10, help="layouts to show (default 10)")
-    plan.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
+    planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
+    _add_cluster_options(planner)
+    planner.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")
+    planner.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
+    planner.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10, help="layouts to show (default 10)")
+    planner.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
     demo.add_argument(
         "--port", type=_typed(units.parse_whole, "--port"), help="port on 127.0.0.1 (default: a free one)"

@@ -11,6 +11,7 @@ from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, 
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
 from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
+from .plan import Plan, plan
 from .result import Estimate, pick
 from .split import best_split, split_candidates
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
@@ -36,6 +37,7 @@ __all__ = [
     "MeshSpan",
     "Model",
     "ParamCount",
+    "Plan",
     "Precision",
     "axis_rings",
     "best_split",
@@ -61,6 +63,7 @@ __all__ = [
     "recompute_flops_per_token",
     "utilisation",
     "pick",
+    "plan",
     "span_axes",
     "split_candidates",
     "stage_traffic_time",

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _checks
 from .estimate import estimate
+from .inputs import Chip, Model
 from .mesh import axis_rings, check_fits_pod, span_axes
 from .nodes import check_gpu_slice, gpu_slice
 from .result import Estimate, pick
@@ -99,12 +101,17 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
     """
+    for name, value, kind in (("model", model, Model), ("chip", chip, Chip)):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
+    batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
+    pods = _one("pods", pods, _checks.whole)
     if chips is not None:
         if not chip.is_gpu:
             raise ValueError(f"chips needs a GPU cluster; {chip.name} is a TPU torus: give slice_shape")
         slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
     shape = (check_gpu_slice if chip.is_gpu else check_fits_pod)(slice_shape or chip.pod_shape, chip.pod_shape)
-    inputs = dict(model=model, chip=chip, batch=float(batch), seq_len=seq_len, pods=pods, mfu=mfu, **options)
+    inputs = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, pods=pods, mfu=mfu, **options)
     if precision is not None:
         inputs["precision"] = precision
     # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
@@ -126,6 +133,13 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     order = order[merged["fits"][order]]
     layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
     return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], order, inputs)
+
+
+def _one(name: str, value, check):
+    """One number, checked: a plan is for one batch, one sequence length, one count of pods."""
+    if value is None or np.ndim(value):
+        raise ValueError(f"{name} must be one number to plan for; got {value!r}")
+    return check(name, value).item()
 
 
 def _splits(chips: int, model) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from ..cost.plan import plan
+from ..cost import plan
 from ..scenario import Scenario
 from ..units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
@@ -15,7 +15,8 @@ TOP = 10
 class Recommendations(Bound, w.VBox):
     """A "plan" button, then the ten best layouts with step time, memory and what binds.
 
-    Planning takes a few tenths of a second, so it runs when asked, not on every change.
+    A plan takes up to a tenth of a second (a full v5p pod), ten times a slider move, so it runs
+    when asked, not on every change.
     Selecting a row applies that layout to the scenario: the roofline and the memory bar follow.
     A layout that gives TP another axis of the slice lists the axes in the order it uses ("on
     20x28x16": TP takes the last); applying it writes the slice that way.

@@ -100,6 +100,21 @@ def test_an_impossible_request_says_what_would_be_needed():
         plan(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e5, seq_len=4096, slice_shape=(2, 2))
 
 
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(seq_len=None), "seq_len must be one number to plan for; got None"),
+        (dict(batch=[1e6, 2e6]), r"batch must be one number to plan for; got \[1000000.0, 2000000.0\]"),
+        (dict(batch=-1), "batch must be a number > 0 and < 1e30; got -1"),
+        (dict(pods=0), "pods must be a whole number from 1 to 2\\*\\*53; got 0"),
+        (dict(model="llama-2-13b"), "model must be a Model"),
+    ],
+)
+def test_bad_input_to_the_planner_names_the_field(bad, message):
+    with pytest.raises(ValueError, match=message):
+        plan(**{**dict(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=(4, 4, 4)), **bad})
+
+
 def test_cli_plan_json_is_ranked_best_first(capsys):
     code = main(
         [
