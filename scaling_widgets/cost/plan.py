@@ -35,6 +35,13 @@ from .training import REMAT_POLICIES
 ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 4))  # (schedule, v)
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
+# What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
+COLLECTIVES = {
+    "dp": "DP AllReduce of the gradients (X)",
+    "fsdp": "FSDP AllGather and ReduceScatter (X)",
+    "tp": "TP AllGather and ReduceScatter (Y)",
+    "dcn": "AllReduce across pods (DCN)",
+}
 KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
 
 
@@ -74,17 +81,17 @@ class Plan:
         e = self.estimate(rank)
         compute = float(e.step_time) / (1 + float(e.bubble))
         exposed = e.model.layers / e.z * float(e.layer.t_comms)
-        ratio, axis = float(e.layer.worst_ratio), str(e.layer.worst_axis)
+        ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
         if exposed >= compute:
-            return f"{axis} traffic sets the step ({exposed / compute:.2f}x the compute at this MFU)"
+            return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"
         if not e.compute_bound:
-            return f"{axis} traffic, {ratio:.2f}x the ideal compute, hidden under the MFU"
+            return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the MFU"
         if float(e.bubble) >= 0.05:
             return f"the pipeline bubble, +{float(e.bubble):.0%}"
         used = float(e.memory.total) / e.chip.hbm_bytes
         if used >= 0.9:
             return f"memory, {used:.0%} of HBM"
-        return f"compute (slowest traffic: {axis}, {ratio:.2f}x)"
+        return f"compute (slowest: the {collective}, {ratio:.2f}x)"
 
 
 def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=0.4, precision=None, **options):
