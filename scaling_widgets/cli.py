@@ -151,7 +151,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_cluster_options(planner)
     planner.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")
     planner.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
-    planner.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10, help="layouts to show (default 10)")
+    top = _typed(units.parse_whole, "--top")
+    planner.add_argument("--top", type=top, default=10, help="layouts to show (default 10)")
     planner.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
     demo.add_argument(
