@@ -85,6 +85,9 @@ def estimate(
     sequences held in flight as the pipeline ``schedule`` dictates (B.6). ``exact``
     switches on the SPEC B.7 corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share
     of HBM) make "fits" the cautious question of SPEC B.8.
+    Every knob of a layout may be an array, one value per layout: ``z`` (with ``x`` and ``y``
+    given), ``zero``, ``remat``, ``schedule``, ``virtual_stages``, ``microbatches``; the planner
+    evaluates a cluster's layouts this way.
 
     Examples
     --------
@@ -93,6 +96,11 @@ def estimate(
     ...              slice_shape=(16, 16, 16))
     >>> e.x.tolist(), e.y.tolist(), e.compute_bound.tolist(), e.step_time.round(2).tolist()
     ([512, 1024], [8, 4], [False, True], [0.05, 0.31])
+    >>> e = estimate(model=MODELS["llama-3-70b"], chip=HARDWARE["tpu-v5p"], batch=4e6, seq_len=8192,
+    ...              slice_shape=(16, 16, 16), x=[512, 128], y=8, z=[1, 4], zero=[3, 1],
+    ...              remat=["checkpoints", "full"], schedule=["1f1b", "interleaved"], virtual_stages=[1, 2])
+    >>> e.bubble.tolist(), (e.memory.total / 1e9).round(1).tolist()
+    ([0.0, 0.09375], [10.4, 8.1])
     """
     _checks.one_of("strategy", strategy, STRATEGIES)
     for name, value, kind in (("model", model, Model), ("chip", chip, Chip), ("precision", precision, Precision)):
