@@ -73,3 +73,21 @@ def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voil
     page.locator(".sw-training-controls .sw-error").wait_for(state="visible", timeout=20_000)
     assert "batch must be a number" in page.inner_text(".sw-training-controls .sw-error")
     assert curve_paths(page) == paths
+
+
+def test_planning_and_picking_a_recommendation_redraws_the_panel(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    text, paths = summary(page), curve_paths(page)
+    page.click("text=Recommendations: the best layouts of this cluster")  # open the collapsed section
+    page.click(".sw-recommendations button:has-text('Plan every layout')")
+    rows = page.locator(".sw-recommendation-rows .widget-radio-box label")  # one per layout
+    page.wait_for_function("document.querySelectorAll('.sw-recommendation-rows .widget-radio-box label').length == 10")
+    assert "layouts evaluated" in page.inner_text(".sw-recommendations")
+    labels = rows.all_inner_texts()
+    other = next(i for i, label in enumerate(labels) if "X 1024 x Y 4 x Z 1," not in label)  # not the layout shown
+    rows.nth(other).click()
+    assert "X 2048 x Y 2" in labels[other]  # as ZeRO-3 this has the same memory; its roofline differs
+    wait_for_change(page, summary, text)
+    wait_for_change(page, curve_paths, paths)
+    assert page.errors == []
