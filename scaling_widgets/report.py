@@ -80,6 +80,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "schedule": e.schedule,
         "stage_traffic_s": _num(e.stage_traffic),
         "virtual_stages": e.virtual_stages,
+        "exposed_comm_s": _num(e.comm_time),
         "step_time_s": _num(e.step_time),
         "training_tokens": tokens,
         "training_time_s": None if e.training_time is None else _num(e.training_time),
@@ -226,10 +227,17 @@ def _step(e: Estimate, tokens: float | None) -> str:
         )
     attention = not np.isclose(f, 6 * float(e.params.total))
     per_token = "6Ψ + 12·L·T·N_h·H" if attention else "6Ψ"
+    compute = float(e.batch) * f / (n * e.chip.flops * mfu)
     line = (
         f"Step time at {utilisation}: B·f/(N·C·MFU), f = {per_token} = {units.sci(f)} FLOPs a token:"
-        f" {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{mfu:g}) -> {units.seconds(float(e.step_time))}"
+        f" {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{mfu:g}) = {units.seconds(compute)}"
     )
+    if float(e.comm_time) > compute:  # SPEC A.10: the exposed communication sets the step
+        line += (
+            f"; the exposed communication is longer, {units.seconds(float(e.comm_time))}"
+            " (the layer's communication per compute, over the whole model)"
+        )
+    line += f" -> {units.seconds(float(e.step_time))}"
     if e.bubble > 0:
         line += f" including a pipeline bubble of {float(e.bubble):.0%}"
         line += f" (and {units.seconds(float(e.stage_traffic))} of stage-to-stage traffic, overlapped)"

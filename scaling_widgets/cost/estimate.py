@@ -225,7 +225,11 @@ def _estimate(
     stage_traffic = stage_traffic_time(
         batch=B / (X * Y * P), d_model=D, stages=Z, microbatches=m, bandwidth=chip.ici_bw, virtual_stages=v
     )
-    comm_per_step = model.layers / Z * layer.t_comms  # each stage runs L/Z layers
+    # The exposed communication of a step (SPEC A.10). The layer is the chapter's two-matrix MLP;
+    # the rest of the model (a gated MLP's third matrix, attention, embeddings) moves and computes
+    # in the same proportion, so the layer's communication per compute scales to the whole model.
+    matmul_time = 6 * B * params.total / (chips * chip.flops)  # the whole model's, at full utilisation
+    comm_per_step = layer.t_comms / layer.t_math * matmul_time
     step = step_time(
         batch=B, params=params.total, flops_per_token=model_flops, chips=chips, flops=chip.flops, mfu=mfu,
         comm_time=comm_per_step, bubble=bubble,
@@ -309,6 +313,7 @@ def _estimate(
         fits_below=float(fits_below),
         bubble=bubble,
         stage_traffic=stage_traffic,
+        comm_time=comm_per_step,
         step_time=step,
         training_time=None if tokens is None else time_to_train(tokens=tokens, batch=B, step_time=step),
     )

@@ -80,7 +80,7 @@ class Plan:
         """What limits the layout at ``rank``, and by what margin, in a few words."""
         e = self.estimate(rank)
         compute = float(e.step_time) / (1 + float(e.bubble))
-        exposed = e.model.layers / e.z * float(e.layer.t_comms)
+        exposed = float(e.comm_time)
         ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
         if exposed >= compute:
             return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"

@@ -54,6 +54,7 @@ class Estimate:
     fits_below: float  # the share of HBM a layout may fill
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
     stage_traffic: np.ndarray  # seconds a step sends activations between pipeline stages
+    comm_time: np.ndarray  # exposed communication of a step [s]: the layer's comm/compute x the model's compute
     step_time: np.ndarray
     training_time: np.ndarray | None  # None without ``tokens``
 

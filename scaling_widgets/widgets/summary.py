@@ -83,10 +83,12 @@ def lines(e: Estimate) -> list[str]:
             f" = <b>MFU {mfu:.1%}</b>{hardware}."
         )
     else:
+        compute, comm = B * f / (N * chip.flops * mfu), float(e.comm_time)
+        exposed = f", but the exposed communication takes longer, {seconds(comm)}," if comm > compute else ""
         out.append(
             rf"Step time: $\frac{{B f}}{{N C \eta}} = \frac{{{_tex(tokens(B))}\cdot {_sci(f)}}}"
             rf"{{{N:,}\cdot {_sci(chip.flops)}\cdot {mfu:g}}}$ with $f = {_sci(f)}$ FLOPs a token"
-            + f" &rarr; <b>{seconds(step)}</b> (MFU {mfu:.0%}{hardware})"
+            + f" = {seconds(compute)}{exposed} &rarr; <b>{seconds(step)}</b> (MFU {mfu:.0%}{hardware})"
             + (f", with a pipeline bubble of {float(e.bubble):.0%}" if e.bubble > 0 else "")
         )
     if e.training_time is not None:
