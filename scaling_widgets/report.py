@@ -227,7 +227,7 @@ def _step(e: Estimate, tokens: float | None) -> str:
         )
     attention = not np.isclose(f, 6 * float(e.params.total))
     per_token = "6Ψ + 12·L·T·N_h·H" if attention else "6Ψ"
-    compute = float(e.batch) * f / (n * e.chip.flops * mfu)
+    compute = float(e.compute_time)
     line = (
         f"Step time at {utilisation}: B·f/(N·C·MFU), f = {per_token} = {units.sci(f)} FLOPs a token:"
         f" {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{mfu:g}) = {units.seconds(compute)}"

@@ -79,8 +79,7 @@ class Plan:
     def binds(self, rank: int) -> str:
         """What limits the layout at ``rank``, and by what margin, in a few words."""
         e = self.estimate(rank)
-        compute = float(e.step_time) / (1 + float(e.bubble))
-        exposed = float(e.comm_time)
+        compute, exposed = float(e.compute_time), float(e.comm_time)
         ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
         if exposed >= compute:
             return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"

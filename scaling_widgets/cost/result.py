@@ -68,6 +68,11 @@ class Estimate:
         return math.prod(self.slice_shape) * self.pods
 
     @property
+    def compute_time(self):
+        """Seconds of compute a step takes at the MFU: B·f / (N·C·η) (SPEC A.5, B.1)."""
+        return self.batch * self.flops_per_token / (self.chips * self.chip.flops * self.mfu)
+
+    @property
     def tokens_per_chip(self):
         return self.batch / self.chips
 

@@ -83,7 +83,7 @@ def lines(e: Estimate) -> list[str]:
             f" = <b>MFU {mfu:.1%}</b>{hardware}."
         )
     else:
-        compute, comm = B * f / (N * chip.flops * mfu), float(e.comm_time)
+        compute, comm = float(e.compute_time), float(e.comm_time)
         exposed = f", but the exposed communication takes longer, {seconds(comm)}," if comm > compute else ""
         out.append(
             rf"Step time: $\frac{{B f}}{{N C \eta}} = \frac{{{_tex(tokens(B))}\cdot {_sci(f)}}}"
