@@ -227,7 +227,7 @@ def _step(e: Estimate, tokens: float | None) -> str:
         )
     attention = not np.isclose(f, 6 * float(e.params.total))
     per_token = "6Ψ + 12·L·T·N_h·H" if attention else "6Ψ"
-    compute = float(e.compute_time)
+    compute, step = float(e.compute_time), float(e.step_time)
     line = (
         f"Step time at {utilisation}: B·f/(N·C·MFU), f = {per_token} = {units.sci(f)} FLOPs a token:"
         f" {B}·{units.sci(f)}/({n:,}·{units.sci(e.chip.flops)}·{mfu:g}) = {units.seconds(compute)}"
@@ -237,10 +237,11 @@ def _step(e: Estimate, tokens: float | None) -> str:
             f"; the exposed communication is longer, {units.seconds(float(e.comm_time))}"
             " (the layer's communication per compute, over the whole model)"
         )
-    line += f" -> {units.seconds(float(e.step_time))}"
     if e.bubble > 0:
-        line += f" including a pipeline bubble of {float(e.bubble):.0%}"
+        line += f"; a pipeline bubble of {float(e.bubble):.0%} stretches it"
         line += f" (and {units.seconds(float(e.stage_traffic))} of stage-to-stage traffic, overlapped)"
+    if not np.isclose(step, compute):
+        line += f" -> {units.seconds(step)}"
     if e.training_time is not None:
         line += f"; {units.count(tokens)} tokens take {units.seconds(float(e.training_time))}"
     return line
