@@ -13,7 +13,7 @@ AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-paral
 
 
 def _num(value):
-    """A JSON-safe Python scalar: inf and NaN become None."""
+    """A JSON-safe Python scalar (a number, a bool or a name): inf and NaN become None."""
     v = np.asarray(value).item()
     if isinstance(v, float) and not math.isfinite(v):
         return None
@@ -27,7 +27,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "model": e.model.name,
         "hardware": e.chip.name,
         "strategy": e.strategy,
-        "zero_stage": e.zero,
+        "zero_stage": _num(e.zero),
         "precision": e.precision.name,
         "params": _num(e.params.total),
         "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
@@ -39,7 +39,7 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
             "slice_shape": list(e.slice_shape),
             "X": _num(e.x),
             "Y": _num(e.y),
-            "Z": e.z,
+            "Z": _num(e.z),
             "P": _num(e.pods),
             "M_X": _num(e.mx),
             "M_Y": _num(e.my),
@@ -73,13 +73,13 @@ def record(e: Estimate, *, seq_len: int | None = None, tokens: float | None = No
         "hbm_bytes": e.chip.hbm_bytes,
         "mfu": _num(e.mfu),
         "hfu": _num(e.hfu),
-        "remat": e.remat,
+        "remat": _num(e.remat),
         "flops_per_token": _num(e.flops_per_token),
         "fits": _num(e.fits),
         "bubble": _num(e.bubble),
-        "schedule": e.schedule,
+        "schedule": _num(e.schedule),
         "stage_traffic_s": _num(e.stage_traffic),
-        "virtual_stages": e.virtual_stages,
+        "virtual_stages": _num(e.virtual_stages),
         "exposed_comm_s": _num(e.comm_time),
         "step_time_s": _num(e.step_time),
         "training_tokens": tokens,

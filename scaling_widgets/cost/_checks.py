@@ -64,9 +64,12 @@ def each_one_of(name: str, value, allowed):
         return one_of(name, value, allowed)
     a = np.asarray(value)
     bad = ~np.isin(a, list(allowed)) if a.dtype.kind in "UO" else np.ones(a.shape, dtype=bool)
-    if bad.any() or a.ndim == 0:
-        got = a[tuple(np.argwhere(bad)[0])] if a.ndim and bad.any() else value
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, or an array of them; got {got!r}")
+    if bad.any() or a.ndim == 0 or a.size == 0:
+        got = repr(value)
+        if a.ndim and bad.any():
+            index = tuple(np.argwhere(bad)[0].tolist())
+            got = f"{a[index].item()!r} at index {index}"
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, or an array of them; got {got}")
     return a.astype(str)
 
 

@@ -109,8 +109,8 @@ def estimate(
     if z is not None and np.any(_checks.whole("z", z) > model.layers):
         raise ValueError(f"z must be a whole number of stages from 1 to the model's {model.layers} layers; got {z!r}")
     zero = {"dp": 0, "tp": 0}.get(strategy, 3) if zero is None else _scalar(_checks.whole("zero", zero, minimum=0))
-    if np.any(zero > 3):
-        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3 for strategy {strategy!r}; got {zero!r}")
+    if np.size(zero) == 0 or np.any(zero > 3):
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3 (or an array of them) for {strategy!r}; got {zero!r}")
     remat = _checks.each_one_of("remat", remat, REMAT_POLICIES)
     needs_seq = attention_flops or np.any(remat != "checkpoints") or microbatch_seqs is not None
     if needs_seq and seq_len is None:

@@ -138,7 +138,7 @@ class LayerTimes:
     def worst_axis(self):
         """The axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
-        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn"])[worst])
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn"])[worst])[()]  # one layout: a np.str_
 
     @cached_property
     def bottleneck(self):

@@ -7,8 +7,9 @@ A layout is
   gives TP the last axis first). Every distinct order of a TPU slice's axes is tried, and two
   orders that give a split the same spans and rings count once; a GPU cluster's order is fixed,
   TP inside a node first (``node_spans``);
-- a ZeRO stage (0 to 3), a recompute policy (every one of SPEC B.4), a pipeline schedule (GPipe,
-  1F1B, interleaved with 2 or 4 virtual stages) and a number of microbatches (1 to 32 per stage).
+- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of SPEC
+  B.4), a pipeline schedule (GPipe, 1F1B, interleaved with 2 or 4 virtual stages) and a number
+  of microbatches (1 to 32 per stage).
 
 The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
 (one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
@@ -42,6 +43,7 @@ COLLECTIVES = {
     "tp": "TP AllGather and ReduceScatter (Y)",
     "dcn": "AllReduce across pods (DCN)",
 }
+OPTIONS = ("attention_flops", "sequence_parallel", "exact", "overhead_bytes", "fits_below", "wraparound", "tokens")
 KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
 
 
@@ -97,8 +99,8 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
-    ``options`` pass on to ``estimate`` (exactness, overhead, fits_below, ...). Raises
-    ``ValueError`` saying what would be needed when no layout fits.
+    ``options`` pass on to ``estimate``: any of ``OPTIONS`` (the knobs of a layout are searched).
+    Raises ``ValueError`` saying what would be needed when no layout fits.
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=32768,
@@ -111,7 +113,13 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
         if not isinstance(value, kind):
             raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
     batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
-    pods = _one("pods", pods, _checks.whole)
+    pods, mfu = _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
+    for name in options:
+        if name not in OPTIONS:
+            raise ValueError(
+                f"plan searches x, y, z, zero, remat, schedule, virtual_stages and microbatches itself; of"
+                f" estimate's other options it takes {', '.join(OPTIONS)}; got {name}"
+            )
     if chips is not None:
         if not chip.is_gpu:
             raise ValueError(f"chips needs a GPU cluster; {chip.name} is a TPU torus: give slice_shape")
@@ -207,9 +215,11 @@ def _evaluate(order: tuple, placed: dict, inputs: dict) -> dict:
     c["microbatches"] = c.pop("per_stage") * c["z"]
     sequences = inputs["batch"] / inputs["seq_len"] / (c["x"] * inputs["pods"])  # per data-parallel replica
     # A microbatch holds at least a sequence; each virtual stage at least a layer; one stage
-    # has no schedule to choose (1F1B stands for it).
+    # has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights again for
+    # every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
     legal = (c["microbatches"] <= np.maximum(sequences, 1)) & (c["z"] * c["virtual_stages"] <= inputs["model"].layers)
-    c = _only(c, legal & ((c["z"] > 1) | (c["schedule"] == "1f1b")))
+    legal &= (c["z"] > 1) | (c["schedule"] == "1f1b")
+    c = _only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
     e = estimate(strategy="fsdp+tp", slice_shape=order, **{k: c[k] for k in KNOBS}, **inputs)
@@ -227,12 +237,13 @@ def _rank_of(values: np.ndarray, names) -> np.ndarray:
 
 
 def _what_would_fit(merged: dict, shape, inputs: dict) -> str:
-    chip, model = inputs["chip"], inputs["model"]
-    need = float(merged["memory"].min())
+    chip, model, pods = inputs["chip"], inputs["model"], inputs["pods"]
+    need, overhead = float(merged["memory"].min()), float(inputs.get("overhead_bytes", 0.0))
     limit = inputs.get("fits_below", 1.0) * chip.hbm_bytes
-    more = math.ceil(need / limit)
-    return (
-        f"no layout of {model.name} fits on {math.prod(shape):,} {chip.name} chips: the leanest needs"
-        f" {need / 1e9:.1f} GB per chip of {limit / 1e9:.0f} GB. About {more}x the chips would do (or a smaller"
-        " batch, full recompute, or a leaner precision)"
-    )
+    where = f"{math.prod(shape) * pods:,} {chip.name} chips" + (f" ({pods} pods)" if pods > 1 else "")
+    lacks = f"no layout of {model.name} fits on {where}: the leanest needs {need / 1e9:.1f} GB per chip of"
+    if overhead >= limit:
+        return f"{lacks} {limit / 1e9:.0f} GB, and the runtime overhead alone is {overhead / 1e9:.0f} GB"
+    more = math.ceil((need - overhead) / (limit - overhead))  # the overhead does not shrink with more chips
+    chips = "the chips per pod (each pod holds a replica)" if pods > 1 else "the chips"
+    return f"{lacks} {limit / 1e9:.0f} GB. About {more}x {chips} would do (or a smaller batch, or a leaner precision)"

@@ -57,3 +57,19 @@ def test_user_defined_model_and_chip_are_checked_field_by_field():
         Model("m", layers=2, d_model=64, d_ff=0, heads=2, kv_heads=2, head_dim=32, vocab=100)
     with pytest.raises(ValueError, match="Chip ici_bw must be a number > 0 and < 1e30; got -1"):
         Chip("c", flops=1e14, hbm_bytes=1e10, hbm_bw=1e12, ici_bw=-1, pod_shape=(4, 4), dcn_bw=1e9)
+
+
+@pytest.mark.parametrize(
+    "knobs, message",
+    [
+        (dict(remat=["full", "bogus"]), r"remat must be one of .*, or an array of them; got 'bogus'"),
+        (dict(remat=[]), r"remat must be one of .*, or an array of them; got \[\]"),
+        (dict(zero=[1, 5]), r"zero must be a ZeRO stage 0, 1, 2 or 3 \(or an array of them\)"),
+        (dict(zero=[]), r"zero must be a ZeRO stage 0, 1, 2 or 3 \(or an array of them\)"),
+        (dict(z=[1, 999], x=[4096, 4], y=1), "z must be a whole number of stages from 1 to the model's 40 layers"),
+        (dict(virtual_stages=[2, 1], schedule="1f1b"), "virtual_stages goes with schedule 'interleaved'"),
+    ],
+)
+def test_a_bad_element_of_an_array_of_knobs_is_named(knobs, message):
+    with pytest.raises(ValueError, match=message):
+        estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=4096, **knobs)

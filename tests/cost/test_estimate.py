@@ -1,8 +1,11 @@
 """estimate() as a whole: pods, pipeline stages, exposed communication and the model's flags."""
 
+import json
+
 import pytest
 
-from scaling_widgets.cost import critical_tokens_per_chip, estimate, param_count, x_opt
+from scaling_widgets import report
+from scaling_widgets.cost import critical_tokens_per_chip, estimate, param_count, pick, x_opt
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
@@ -70,3 +73,12 @@ def test_ungated_models_checkpoint_one_hidden_activation_per_layer():
 def test_strings_are_not_presets_here():
     with pytest.raises(ValueError, match="model must be a Model"):
         estimate(model="llama-2-13b", chip=V5P, batch=1e6)
+
+
+def test_a_layout_picked_from_an_array_of_knobs_reads_like_a_single_one():
+    knobs = dict(x=[512, 128], y=8, z=[1, 4], zero=[3, 1], remat=["checkpoints", "full"],
+                 schedule=["1f1b", "interleaved"], virtual_stages=[1, 2])  # fmt: skip
+    many = estimate(model=MODELS["llama-3-70b"], chip=V5P, batch=4e6, seq_len=8192, slice_shape=CUBE, **knobs)
+    one = estimate(model=MODELS["llama-3-70b"], chip=V5P, batch=4e6, seq_len=8192, slice_shape=CUBE,
+                   **{k: v[1] if isinstance(v, list) else v for k, v in knobs.items()})  # fmt: skip
+    assert json.dumps(report.record(pick(many, 1))) == json.dumps(report.record(one))

@@ -44,10 +44,13 @@ def _every_layout(shape, chip, model, sequences):
         if not chip.is_gpu and span_axes(slice_shape=order, x=x, y=y, z=z).shared_axes > 1:
             continue
         for zero, remat, (schedule, v), k in itertools.product(range(4), REMAT_POLICIES, SCHEDULES_TRIED, PER_STAGE):
-            if (z == 1 and schedule != "1f1b") or z * v > model.layers or k * z > max(sequences / x, 1):
+            m = k * z
+            if (z == 1 and schedule != "1f1b") or z * v > model.layers or m > max(sequences / x, 1):
+                continue
+            if zero == 3 and m > 1:  # ZeRO-3's re-gather per microbatch is not priced
                 continue
             yield dict(slice_shape=order, x=x, y=y, z=z, zero=zero, remat=remat, schedule=schedule,
-                       virtual_stages=v, microbatches=k * z)  # fmt: skip
+                       virtual_stages=v, microbatches=m)  # fmt: skip
 
 
 SMALL_CLUSTERS = [("tpu-v5p", (2, 2, 4)), ("tpu-v5p", (2, 4)), ("tpu-v5e", (4, 4)), ("h100", (2, 8)), ("h100", (1, 4))]
@@ -95,6 +98,12 @@ def test_ties_are_broken_the_same_way_every_time():
     assert [first.layout(r) for r in range(10)] == [again.layout(r) for r in range(10)]
 
 
+def test_an_impossible_request_over_pods_asks_for_bigger_pods():
+    with pytest.raises(ValueError, match=r"fits on 16 TPU v5e chips \(4 pods\).*About \d+x the chips per pod"):
+        plan(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e5, seq_len=4096, slice_shape=(2, 2),
+             pods=4)  # fmt: skip
+
+
 def test_an_impossible_request_says_what_would_be_needed():
     with pytest.raises(ValueError, match=r"no layout of LLaMA-3 405B fits on 4 TPU v5e chips.*About \d+x the chips"):
         plan(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e5, seq_len=4096, slice_shape=(2, 2))
@@ -108,6 +117,7 @@ def test_an_impossible_request_says_what_would_be_needed():
         (dict(batch=-1), "batch must be a number > 0 and < 1e30; got -1"),
         (dict(pods=0), "pods must be a whole number from 1 to 2\\*\\*53; got 0"),
         (dict(model="llama-2-13b"), "model must be a Model"),
+        (dict(remat="full"), "plan searches x, y, z, zero, remat, .* itself; .*; got remat"),
     ],
 )
 def test_bad_input_to_the_planner_names_the_field(bad, message):
