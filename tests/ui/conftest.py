@@ -1,4 +1,4 @@
-"""Real servers and a real browser: Voila and JupyterLab driven by Playwright on Debian's Chromium.
+"""Real servers and a real browser: Voila, JupyterLab and Notebook 7 driven by Playwright on Debian's Chromium.
 
 Each server is started on a free port of 127.0.0.1 and stopped with SIGTERM. Every request that
 is not to 127.0.0.1 is aborted (Voila's page links a CDN stylesheet). Screenshots land in
@@ -8,11 +8,10 @@ is not to 127.0.0.1 is aborted (Voila's page links a CDN stylesheet). Screenshot
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
-from .servers import ARTIFACTS, CHROMIUM, FLAGS, ROOT, Server, free_port, local, voila_demo_argv
+from .servers import ARTIFACTS, CHROMIUM, FLAGS, Server, free_port, jupyter_argv, local, voila_demo_argv
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
@@ -44,14 +43,14 @@ def voila_demo():
 
 @pytest.fixture(scope="session")
 def jupyterlab():
-    port = free_port()
-    argv = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.allow_root=True",
-        "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
-        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]  # fmt: skip
-    server = Server(argv, port, "/api/status")
+    server = Server(jupyter_argv("jupyterlab", port := free_port()), port, "/api/status")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def notebook7():
+    server = Server(jupyter_argv("notebook", port := free_port()), port, "/api/status")
     yield server
     server.stop()
 

@@ -61,6 +61,16 @@ def voila_demo_argv(port: int) -> list[str]:
     return [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port)]
 
 
+def jupyter_argv(app: str, port: int) -> list[str]:
+    """JupyterLab ("jupyterlab") or Notebook 7 ("notebook") on the demo notebooks, no token, no news."""
+    return [
+        sys.executable, "-m", app, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.allow_root=True",
+        "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
+        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+
+
 def local(url: str) -> bool:
     """Requests the page may make: ours, on 127.0.0.1."""
     return url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:"))

@@ -1,12 +1,24 @@
-"""JupyterLab: the quickstart notebook runs in a real kernel, and its panel renders and responds."""
+"""JupyterLab and Notebook 7: the quickstart notebook runs in a real kernel, and its panel renders
+and responds."""
+
+import pytest
 
 from .helpers import PANEL_TIMEOUT, curve_paths, summary, wait_for_change, wait_for_panel
 
+# Each front end: the server fixture, where the quickstart opens, what shows the kernel is ready.
+FRONT_ENDS = {
+    "JupyterLab": ("jupyterlab", "/lab/tree/01_quickstart.ipynb", ".jp-StatusBar-TextItem:has-text('| Idle')"),
+    "Notebook 7": ("notebook7", "/notebooks/01_quickstart.ipynb", ".jp-KernelName:has-text('Python 3')"),
+}
 
-def run_all_cells(page) -> None:
-    """Run > Run All Cells once the kernel is idle; again if nothing started (a busy machine can
+# Notebook 7.6.5 logs this while loading any page, /tree included, with every extension of ours off.
+NOT_OURS = {"Notebook 7": ("page error: Cannot read properties of undefined (reading 'schema')",)}
+
+
+def run_all_cells(page, ready: str) -> None:
+    """Run > Run All Cells once the kernel is ready; again if nothing started (a busy machine can
     take the first click before the notebook is ready for it)."""
-    page.locator(".jp-StatusBar-TextItem:has-text('| Idle')").first.wait_for(timeout=PANEL_TIMEOUT)
+    page.locator(ready).first.wait_for(timeout=PANEL_TIMEOUT)
     for _ in range(3):
         page.click("li.lm-MenuBar-item:has-text('Run')")
         page.click(".lm-Menu-item[data-command='runmenu:run-all']")
@@ -18,10 +30,12 @@ def run_all_cells(page) -> None:
     raise AssertionError("Run All Cells never started the notebook")
 
 
-def test_quickstart_runs_and_the_panel_responds(page, jupyterlab):
-    page.goto(jupyterlab.url + "/lab/tree/01_quickstart.ipynb")
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
+    fixture, path, ready = FRONT_ENDS[front_end]
+    page.goto(request.getfixturevalue(fixture).url + path)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=PANEL_TIMEOUT)
-    run_all_cells(page)
+    run_all_cells(page, ready)
     wait_for_panel(page)
     last = page.locator(".jp-Cell").last
     last.locator(".jp-OutputArea-output:has-text('SPEC example 16: ok')").wait_for(timeout=PANEL_TIMEOUT)
@@ -32,4 +46,4 @@ def test_quickstart_runs_and_the_panel_responds(page, jupyterlab):
     page.select_option(".sw-panel .sw-mesh-picker select >> nth=0", label="TPU v6e")
     wait_for_change(page, curve_paths, paths)
     page.wait_for_function("document.querySelector('.sw-panel .sw-mesh-picker').innerText.includes('256 chips')")
-    assert page.errors == []
+    assert [e for e in page.errors if e not in NOT_OURS.get(front_end, ())] == []
