@@ -11,6 +11,9 @@ from pathlib import Path
 
 DASHBOARD = Path(__file__).with_name("dashboard.ipynb")
 DEFAULT_PORT = 8866
+# Front-end extensions Voila should not load: Notebook 7's, installed alongside by many, fails
+# outside its own page ("The getter for the shared module is not a function") and logs an error.
+NOT_FOR_VOILA = ("@jupyter-notebook/lab-extension",)
 
 
 def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
@@ -33,6 +36,7 @@ def serve(port: int | None = None, open_browser: bool = True) -> int:
     argv = [
         str(DASHBOARD), f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
         "--no-browser" if not open_browser else "--Voila.open_browser=True",
+        *(f"--VoilaConfiguration.extension_denylist={name}" for name in NOT_FOR_VOILA),
     ]  # fmt: skip
     Voila.launch_instance(argv=argv)
     return 0
