@@ -13,6 +13,7 @@ import sys
 from . import catalog, report, units
 from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate, plan
 from .cost.nodes import gpu_slice
+from .cost.plan import what_binds
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 
@@ -227,7 +228,8 @@ def _plan(args) -> int:
     )  # fmt: skip
     top = range(min(args.top, len(ranked)))
     if args.json:
-        layouts = [{**report.record(ranked.estimate(r), seq_len=args.seq_len), "binds": ranked.binds(r)} for r in top]
+        best = [ranked.estimate(r) for r in top]
+        layouts = [{**report.record(e, seq_len=args.seq_len), "binds": what_binds(e)} for e in best]
         print(json.dumps({"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts}, indent=2))
     else:
         print(report.plan_table(ranked, top))

@@ -263,10 +263,10 @@ def _table(others: dict):
 
 def plan_table(ranked, ranks) -> str:
     """The best layouts of a plan as a table: layout, axis order, knobs, step, memory, what binds."""
-    first, shape = ranked.estimate(0), ranked.axis_orders[0]
+    asked, shape = ranked.inputs, ranked.axis_orders[0]
     head = (
-        f"{first.model.name} on {first.chip.name} {units.mesh(shape)} x {int(first.pods)} pod(s),"
-        f" batch {units.tokens(float(first.batch))} tokens: {len(ranked.step_time):,} layouts evaluated,"
+        f"{asked['model'].name} on {asked['chip'].name} {units.mesh(shape)} x {asked['pods']} pod(s),"
+        f" batch {units.tokens(asked['batch'])} tokens: {len(ranked.step_time):,} layouts evaluated,"
         f" {len(ranked):,} fit"
     )
     orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
@@ -274,12 +274,12 @@ def plan_table(ranked, ranks) -> str:
     rows = [head, "", *note, f"{'#':>3}  {'X x Y x Z':<16} " + (f"{'axes':<10} " if orders else "")
             + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'memory':>9}  binds"]  # fmt: skip
     for r in ranks:
-        k, e = ranked.layout(r), ranked.estimate(r)
+        k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
-        layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[ranked.order[r]]))
+        layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
-            f" {step:>9} {units.nbytes(float(e.memory.total)):>9}  {ranked.binds(r)}"
+            f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9}  {ranked.binds(r)}"
         )
     return "\n".join(rows)

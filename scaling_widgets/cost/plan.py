@@ -80,19 +80,23 @@ class Plan:
 
     def binds(self, rank: int) -> str:
         """What limits the layout at ``rank``, and by what margin, in a few words."""
-        e = self.estimate(rank)
-        compute, exposed = float(e.compute_time), float(e.comm_time)
-        ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
-        if exposed >= compute:
-            return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"
-        if not e.compute_bound:
-            return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the MFU"
-        if float(e.bubble) >= 0.05:
-            return f"the pipeline bubble, +{float(e.bubble):.0%}"
-        used = float(e.memory.total) / e.chip.hbm_bytes
-        if used >= 0.9:
-            return f"memory, {used:.0%} of HBM"
-        return f"compute (slowest: the {collective}, {ratio:.2f}x)"
+        return what_binds(self.estimate(rank))
+
+
+def what_binds(e: Estimate) -> str:
+    """What limits a layout (an estimate of one), and by what margin, in a few words."""
+    compute, exposed = float(e.compute_time), float(e.comm_time)
+    ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
+    if exposed >= compute:
+        return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"
+    if not e.compute_bound:
+        return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the MFU"
+    if float(e.bubble) >= 0.05:
+        return f"the pipeline bubble, +{float(e.bubble):.0%}"
+    used = float(e.memory.total) / e.chip.hbm_bytes
+    if used >= 0.9:
+        return f"memory, {used:.0%} of HBM"
+    return f"compute (slowest: the {collective}, {ratio:.2f}x)"
 
 
 def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=0.4, precision=None, **options):
