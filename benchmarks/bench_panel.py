@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import scaling_widgets as sw  # noqa: E402
-from scaling_widgets.analysis import GRID_POINTS, evaluate  # noqa: E402
-from scaling_widgets.scenario import Scenario  # noqa: E402
+from scaling_widgets.widgets.analysis import GRID_POINTS, evaluate  # noqa: E402
+from scaling_widgets.widgets.scenario import Scenario  # noqa: E402
 
 MOVES = 60
 EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=32768)

@@ -1,14 +1,19 @@
 """scaling_widgets: how to spread a transformer's training over many chips, as live panels.
 
-The cost model (``scaling_widgets.cost``) is plain numpy and imports no widget library;
-``estimate`` evaluates one layout, or a million at once; ``plan`` ranks every layout of a
-cluster; ``explore`` opens the panel.
+The layers, each a folder or file that says its role, imports pointing down only:
+
+- ``cost/``: the vectorized numpy model. ``evaluate(cluster, workload, layout, options)``
+  checks one layout (or a million) and reports it; ``plan`` ranks every layout of a cluster.
+- ``presets.py`` and ``catalog.py``: chips and models as data, and reading your own.
+- ``text/``: units, and the explanations of an estimate written once (CLI text, panel HTML).
+- ``widgets/``: the scenario (shared state), the analysis that evaluates it, one file per widget.
+- ``app.py`` (the panel, ``explore``), ``cli.py`` and ``demo.py``.
 """
 
-from .cost import estimate, plan
+from .cost import estimate, evaluate, plan
 
 __version__ = "0.1.0"
-__all__ = ["Scenario", "estimate", "explore", "plan", "__version__"]
+__all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "__version__"]
 
 
 def __getattr__(name):
@@ -18,7 +23,7 @@ def __getattr__(name):
 
         return explore
     if name == "Scenario":
-        from .scenario import Scenario
+        from .widgets.scenario import Scenario
 
         return Scenario
     raise AttributeError(f"module 'scaling_widgets' has no attribute {name!r}")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .analysis import Analysis
-from .scenario import Scenario
+from .widgets.analysis import Analysis
+from .widgets.scenario import Scenario
 from .widgets import (
     ExactnessControls,
+    Export,
     MemoryBar,
     MeshPicker,
     ModelPicker,
@@ -40,6 +41,7 @@ class Panel(w.VBox):
         self.memory_bar = MemoryBar(scenario)
         self.summary = Summary(scenario)
         self.recommendations = Recommendations(scenario)
+        self.export = Export(scenario)
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
@@ -51,7 +53,10 @@ class Panel(w.VBox):
         plots = w.HBox([w.VBox([self.roofline, self.roofline_controls]), self.memory_bar])
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
-        super().__init__([title, controls, self._message, self.summary, plots, planner])
+        export = w.Accordion([self.export])
+        export.set_title(0, "Export: this scenario as JSON and as a command")
+        export.selected_index = None
+        super().__init__([title, controls, self._message, self.summary, plots, planner, export])
         self.add_class("sw-panel")
 
     def _on_analysis_error(self, change) -> None:

@@ -1,16 +1,23 @@
 """Finding presets by name, and reading a user's own model or chip from JSON.
 
-Every failure is a ``ValueError`` that names the field, the value and what is allowed.
+Every failure is a ``ValueError`` that names the field, the value and what is allowed. A file is
+read only if it is a regular file (not a pipe, a device or a directory) of at most
+``LARGEST_FILE`` bytes of UTF-8.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import reprlib
+import stat
 from pathlib import Path
 
 from .cost.inputs import Chip, Model, Precision
 from .presets import HARDWARE, MODELS, PRECISIONS
+
+LARGEST_FILE = 1_000_000  # bytes: a chip or model is under 2 kB, a Hugging Face config a few kB
 
 
 def hardware(chip: str | Chip) -> Chip:
@@ -44,8 +51,8 @@ def chip_from_json(source: str | Path | dict) -> Chip:
 
 
 def _lookup(kind: str, name, table: dict):
-    if name not in table:
-        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(table)}")
+    if not isinstance(name, str) or name not in table:
+        raise ValueError(f"unknown {kind} {_shown(name)}; known: {', '.join(table)}")
     return table[name]
 
 
@@ -53,9 +60,9 @@ def _from_json(cls, source, optional: dict):
     data = _read_json(source)
     fields = {f.name for f in dataclasses.fields(cls)}
     kind = cls.__name__.lower()
-    unknown = sorted(set(data) - fields)
+    unknown = sorted(set(data) - fields, key=str)
     if unknown:
-        raise ValueError(f"unknown {kind} key {unknown[0]!r}; allowed: {', '.join(sorted(fields))}")
+        raise ValueError(f"unknown {kind} key {_shown(unknown[0])}; allowed: {', '.join(sorted(fields))}")
     missing = sorted(fields - set(data) - set(optional))
     if missing:
         raise ValueError(f"{kind} key {missing[0]!r} is missing; required: {', '.join(sorted(fields - set(optional)))}")
@@ -65,20 +72,66 @@ def _from_json(cls, source, optional: dict):
 
 
 def _read_json(source) -> dict:
+    """The JSON object in ``source``: a dict, JSON text (it starts with "{") or a file's path."""
     if isinstance(source, dict):
         return source
-    text = str(source)
-    if isinstance(source, Path) or not text.lstrip().startswith("{"):
-        try:
-            text = Path(text).read_text()
-        except OSError as err:
-            raise ValueError(f"cannot read {source!r}: {err.strerror}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{source} is not a text file of JSON") from None
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"a model or chip must be a JSON file, JSON text or a dict; got {type(source).__name__}")
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        return _parse(source, _shown(source))
+    return _parse(_read_file(source), str(source))
+
+
+def _read_file(path) -> str:
+    """The text of ``path``, read only if it is a regular file of at most ``LARGEST_FILE`` bytes.
+
+    The check comes before ``open``: opening a named pipe would wait for a writer, and a device
+    such as /dev/urandom never ends.
+    """
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
+        raise ValueError(f"cannot read {_shown(path)}: {getattr(err, 'strerror', None) or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{path} is {_file_kind(info.st_mode)}; give a JSON file")
+    too_big = f"{path} is over {LARGEST_FILE:,} bytes; a model or chip JSON file is a few kB"
+    if info.st_size > LARGEST_FILE:
+        raise ValueError(too_big)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(LARGEST_FILE + 1)  # at most: the file may have grown since os.stat
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    if len(data) > LARGEST_FILE:
+        raise ValueError(too_big)
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+    except UnicodeDecodeError as err:
+        where = f"byte {err.start} is {data[err.start]:#04x}"
+        raise ValueError(f"{path} is not UTF-8 text ({where}); give a JSON file") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISCHR: "a character device"}
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
+
+
+def _parse(text: str, where: str) -> dict:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{source} is not valid JSON: {err}") from None
+    except RecursionError:
+        raise ValueError(f"{where} is nested too deeply to read; a model or chip is one flat JSON object") from None
+    except ValueError as err:  # not JSON, or an integer of more than 4300 digits
+        raise ValueError(f"{where} is not valid JSON: {err}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{source} must hold a JSON object; got {type(data).__name__}")
+        raise ValueError(f"{where} must hold a JSON object; got {type(data).__name__}")
     return data
+
+
+def _shown(value) -> str:
+    """``value`` for a message: a long string or list cut short."""
+    return _SHORT.repr(value)
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 80

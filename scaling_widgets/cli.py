@@ -1,20 +1,34 @@
-"""The command line: ``scaling-widgets estimate ...`` and ``scaling-widgets demo``.
+"""The command line: ``scaling-widgets estimate``, ``plan`` and ``demo``.
 
-Bad input prints one line naming the option, the value and what is allowed, and exits 2.
+``estimate`` builds the four values the cost model takes (cluster, workload, layout, options)
+from the flags, or reads them from a saved scenario (``--scenario FILE.json``), and evaluates
+them by the same path as the panel. Bad input prints one line naming the option, the value and
+what is allowed, and exits 2. A closed pipe (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import sys
 
-from . import catalog, report, units
-from .cost import REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, compare_strategies, estimate, plan
+from . import catalog
+from .cost import (
+    REMAT_POLICIES, SCHEDULES, STRATEGIES, Cluster, Exactness, InputError, Layout, Options, Workload,
+    compare_strategies, evaluate, plan,
+)  # fmt: skip
 from .cost.nodes import gpu_slice
-from .cost.plan import what_binds
 from .presets import HARDWARE, MODELS, PRECISIONS
+from .text import explain, report, units
+
+# The cost model's field names as the flags that set them, for its error messages.
+FLAGS = {
+    "x": "--fsdp", "y": "--tp", "z": "--pp", "slice_shape": "--mesh", "seq_len": "--seq-len",
+    "virtual_stages": "--virtual-stages", "microbatch_seqs": "--microbatch-seqs",
+    "measured_step_time": "--measured-step-time", "overhead_bytes": "--overhead-gb", "fits_below": "--fits-below",
+    "sequence_parallel": "--sequence-parallel", "attention_flops": "--attention-flops",
+}  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,7 +56,7 @@ def _fraction(text, field):
 
 def _add_cluster_options(parser) -> None:
     """What both ``estimate`` and ``plan`` ask: the model, the chip, the cluster, the batch."""
-    which = parser.add_mutually_exclusive_group(required=True)
+    which = parser.add_mutually_exclusive_group()
     which.add_argument("--model", choices=list(MODELS), help="a model preset")
     which.add_argument("--model-file", metavar="F.json", help="your own model as JSON")
     chip = parser.add_mutually_exclusive_group()
@@ -60,8 +74,7 @@ def _add_cluster_options(parser) -> None:
     parser.add_argument(
         "--batch",
         type=_typed(units.parse_count, "--batch"),
-        required=True,
-        help="global batch in tokens: 3M, 3e6 or 3000000",
+        help="global batch in tokens: 3M, 3e6 or 3000000 (required)",
     )
     parser.add_argument(
         "--seq-len", type=_typed(units.parse_whole, "--seq-len"), default=4096, help="sequence length (default 4096)"
@@ -82,6 +95,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
+    est.add_argument(
+        "--scenario", metavar="FILE.json", help="evaluate a scenario saved from the panel (no other option then)"
+    )
     _add_cluster_options(est)
     est.add_argument("--strategy", choices=STRATEGIES, default="fsdp+tp", help="default fsdp+tp")
     est.add_argument(
@@ -172,53 +188,85 @@ def main(argv=None) -> int:
 
             return serve(port=args.port, open_browser=not args.no_browser)
         if args.command == "plan":
-            return _plan(args)
-        return _estimate(args)
+            return _plan(args, parser)
+        return _estimate(args, parser)
+    except InputError as err:
+        flag = err.field if args.command == "estimate" and args.scenario else _flag(err.field)
+        parser.exit(2, f"scaling-widgets {args.command}: error: {err.named(flag)}\n")
     except ValueError as err:
         parser.exit(2, f"scaling-widgets {args.command}: error: {err}\n")
+    except BrokenPipeError:  # the reader went away (| head): say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
-def _estimate(args) -> int:
-    chip, model = _chip_and_model(args)
-    mesh = _mesh(args, chip)
-    _check_layout(args, mesh)
-    common = dict(
-        model=model,
-        chip=chip,
-        batch=args.batch,
-        slice_shape=mesh,
-        pods=args.pods,
-        z=args.pp,
-        microbatches=args.microbatches,
-        zero=args.zero,
-        seq_len=args.seq_len,
-        schedule=args.schedule,
-        virtual_stages=args.virtual_stages,
-        sequence_parallel=args.sequence_parallel,
-        microbatch_seqs=args.microbatch_seqs,
-        attention_flops=args.attention_flops,
-        remat=args.remat,
-        measured_step_time=args.measured_step_time,
-        exact=Exactness(
-            ring_factor=args.ring_factor, halve_without_wrap=args.halve_without_wraparound, latency=args.latency or 0.0
-        ),
-        overhead_bytes=(args.overhead_gb or 0.0) * 1e9,
-        fits_below=args.fits_below,
-        mx=args.mx,
-        my=args.my,
-        mfu=args.mfu,
-        tokens=args.tokens,
-        precision=catalog.precision(args.precision),
-    )
-    chosen = estimate(strategy=args.strategy, x=args.fsdp, y=args.tp, **common)
-    others = compare_strategies(**common)  # each strategy with its default layout
-    show = report.record if args.json else report.text
-    out = show(chosen, seq_len=args.seq_len, tokens=args.tokens, others=others)
+def _flag(field: str) -> str:
+    return FLAGS.get(field, "--" + field.replace("_", "-"))
+
+
+def _estimate(args, parser) -> int:
+    if args.scenario is not None:
+        values = _scenario_values(args, parser)
+    else:
+        values = _values(args)
+    chosen = evaluate(*values)
+    others = compare_strategies(*values)
+    best = others["fsdp+tp"] if not isinstance(others["fsdp+tp"], Exception) else None
+    out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
 
 
-def _plan(args) -> int:
+def _scenario_values(args, parser):
+    """The values of a saved scenario; no other option may be given beside it."""
+    given = [a for a, v in vars(args).items() if a not in ("command", "scenario", "json") and v != parser_default(
+        parser, a)]  # fmt: skip
+    if given:
+        raise ValueError(f"give --scenario alone (with --json if wanted); got --{given[0].replace('_', '-')} too")
+    from .widgets.scenario import Scenario  # traitlets and the widget layer load only for this
+
+    return Scenario.from_json(catalog.read_text(args.scenario)).values()
+
+
+def parser_default(parser, name):
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return commands.choices["estimate"].get_default(name)
+
+
+def _required(args) -> None:
+    if args.model is None and args.model_file is None:
+        raise ValueError("one of --model, --model-file (or --scenario) is required")
+    if args.batch is None:
+        raise ValueError("--batch is required, such as --batch 3M")
+
+
+def _values(args):
+    """The cluster, workload, layout and options the flags describe."""
+    _required(args)
+    chip, model = _chip_and_model(args)
+    exact = Exactness(
+        ring_factor=args.ring_factor, halve_without_wrap=args.halve_without_wraparound, latency=args.latency or 0.0
+    )
+    overhead = (args.overhead_gb or 0.0) * 1e9
+    if not overhead < 1e30:
+        raise InputError("overhead_bytes", "a number of GB below 1e21", f"{args.overhead_gb:g}")
+    return (
+        Cluster(chip, _mesh(args, chip), args.pods),
+        Workload(model, args.batch, args.seq_len, catalog.precision(args.precision), args.tokens),
+        Layout(
+            strategy=args.strategy, x=args.fsdp, y=args.tp, z=args.pp, zero=args.zero, microbatches=args.microbatches,
+            microbatch_seqs=args.microbatch_seqs, schedule=args.schedule, virtual_stages=args.virtual_stages,
+            remat=args.remat, sequence_parallel=args.sequence_parallel, mx=args.mx, my=args.my,
+        ),
+        Options(
+            mfu=args.mfu, measured_step_time=args.measured_step_time, attention_flops=args.attention_flops,
+            exact=exact, overhead_bytes=overhead, fits_below=args.fits_below,
+        ),
+    )  # fmt: skip
+
+
+def _plan(args, parser) -> int:
+    _required(args)
     chip, model = _chip_and_model(args)
     if args.chips is not None and args.mesh is not None:
         raise ValueError("give --mesh or --chips, not both")
@@ -229,7 +277,7 @@ def _plan(args) -> int:
     top = range(min(args.top, len(ranked)))
     if args.json:
         best = [ranked.estimate(r) for r in top]
-        layouts = [{**report.record(e, seq_len=args.seq_len), "binds": what_binds(e)} for e in best]
+        layouts = [{**report.record(e), "binds": explain.binds(e)} for e in best]
         print(json.dumps({"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts}, indent=2))
     else:
         print(report.plan_table(ranked, top))
@@ -245,37 +293,6 @@ def _mesh(args, chip):
     if not chip.is_gpu:
         raise ValueError(f"--chips needs a GPU cluster; {chip.name} is a TPU torus: give its shape with --mesh")
     return gpu_slice(chips=args.chips, node_size=chip.node_size)
-
-
-def _check_layout(args, mesh) -> None:
-    """Say in terms of the options what is wrong with --fsdp/--tp/--pp/--zero on this --mesh."""
-    if args.zero is not None and args.strategy == "tp":
-        raise ValueError("--zero shards over the data axis, which --strategy tp does not have")
-    chips = math.prod(mesh)
-    if chips % args.pp:
-        raise ValueError(f"--pp {args.pp} must divide the {chips} chips of --mesh {'x'.join(map(str, mesh))}")
-    stage = chips // args.pp
-    must_be = {
-        "dp": ("--fsdp", stage, "--tp", 1),
-        "fsdp": ("--fsdp", stage, "--tp", 1),
-        "tp": ("--tp", stage, "--fsdp", 1),
-    }
-    if args.strategy in must_be:
-        flag, value, other, one = must_be[args.strategy]
-        for name, wanted in ((flag, value), (other, one)):
-            given = args.fsdp if name == "--fsdp" else args.tp
-            if given is not None and given != wanted:
-                raise ValueError(
-                    f"{name} must be {wanted} for --strategy {args.strategy} on {stage} chips per stage; got {given}"
-                )
-    for flag, value in (("--fsdp", args.fsdp), ("--tp", args.tp)):
-        if value is not None and stage % value:
-            raise ValueError(f"{flag} {value} must divide the {stage} chips of a pipeline stage")
-    if args.fsdp and args.tp and args.fsdp * args.tp != stage:
-        raise ValueError(
-            f"--fsdp {args.fsdp} x --tp {args.tp} x --pp {args.pp} = {args.fsdp * args.tp * args.pp},"
-            f" but --mesh {'x'.join(map(str, mesh))} has {chips} chips"
-        )
 
 
 if __name__ == "__main__":

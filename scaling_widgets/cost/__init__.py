@@ -1,11 +1,14 @@
-"""The vectorized cost model of SPEC Part A: pure numpy, no widget imports.
+"""The vectorized cost model of SPEC Parts A and B: pure numpy, no widget imports, no sentences.
 
-Every function takes keyword arguments that may be arrays and broadcasts them; results are
-frozen dataclasses of arrays. ``estimate`` composes them into what SPEC A.10 reports.
+What is evaluated is four frozen values (``values.py``): ``Cluster``, ``Workload``, ``Layout``
+and ``Options``. ``evaluate`` checks them once (``check.py``), places the layout
+(``placement.py``) and composes the formulas into what SPEC A.10 reports (``Estimate``).
+Every formula takes keyword arguments that may be arrays and broadcasts them.
 """
 
 from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
-from .estimate import compare_strategies, estimate
+from ._checks import InputError
+from .estimate import compare_strategies, estimate, evaluate, split_keywords, validate
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
 from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
@@ -13,6 +16,7 @@ from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
 from .plan import Plan, plan
 from .result import Estimate, pick
+from .values import Cluster, Layout, Options, Workload
 from .split import best_split, split_candidates
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
 from .training import (
@@ -28,6 +32,13 @@ from .training import (
 )  # fmt: skip
 
 __all__ = [
+    "Cluster",
+    "InputError",
+    "Layout",
+    "Options",
+    "Workload",
+    "evaluate",
+    "split_keywords",
     "BOOK_PRECISION",
     "STRATEGIES",
     "Chip",

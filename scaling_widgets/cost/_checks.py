@@ -15,6 +15,27 @@ import numpy as np
 
 _trusted = contextvars.ContextVar("trusted", default=False)
 
+class InputError(ValueError):
+    """A value the cost model cannot take: ``field`` names it, ``allowed`` says what would do.
+
+    The message reads "<field> must be <allowed>; got <got>"; the CLI writes its own flag for the
+    field (``--tp`` for ``y``), the panel shows the message as it is.
+    """
+
+    def __init__(self, field: str, allowed: str, got: str):
+        super().__init__(f"{field} must be {allowed}; got {got}")
+        self.field, self.allowed, self.got = field, allowed, got
+
+    def named(self, name: str) -> str:
+        """The message with the field called ``name``."""
+        return f"{name} must be {self.allowed}; got {self.got}"
+
+
+def refuse(field: str, allowed: str, got) -> InputError:
+    """The error for ``field``: raise what this returns."""
+    return InputError(field, allowed, got if isinstance(got, str) else repr(got))
+
+
 LARGEST = 1e30  # far beyond any real quantity; keeps products of several inputs finite
 LARGEST_WHOLE = 2**53  # whole numbers stay exact as floats and never wrap as int64
 
@@ -54,7 +75,7 @@ def whole(name: str, value, minimum: int = 1) -> np.ndarray:
 def one_of(name: str, value: str, allowed) -> str:
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+        raise refuse(name, f"one of {', '.join(map(repr, allowed))}", value)
     return value
 
 
@@ -69,7 +90,7 @@ def each_one_of(name: str, value, allowed):
         if a.ndim and bad.any():
             index = tuple(np.argwhere(bad)[0].tolist())
             got = f"{a[index].item()!r} at index {index}"
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, or an array of them; got {got}")
+        raise refuse(name, f"one of {', '.join(map(repr, allowed))}, or an array of them", got)
     return a.astype(str)
 
 
@@ -78,11 +99,13 @@ def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarra
     a = np.asarray(value)
     if _trusted.get():
         return a
-    if a.dtype.kind not in "iuf":  # bools, strings, objects, complex: numbers or nothing
+    if a.dtype.kind == "b":  # True is not a count of anything
+        raise refuse(name, allowed, value)
+    if a.dtype.kind not in "iuf":  # strings, objects, complex: numbers or nothing
         try:
             a = a.astype(float)
         except (TypeError, ValueError):
-            raise ValueError(f"{name} must be {allowed}; got {value!r}") from None
+            raise refuse(name, allowed, value) from None
     if a.size <= 1024:  # small: element by element is cheapest
         good = ok(a)
         if good.all():
@@ -93,6 +116,6 @@ def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarra
             return a
     good = ok(a)
     if a.ndim == 0:
-        raise ValueError(f"{name} must be {allowed}; got {a.item():g}")
+        raise refuse(name, allowed, f"{a.item():g}")
     index = tuple(np.argwhere(~good)[0].tolist())
-    raise ValueError(f"{name} must be {allowed}; got {a[index]:g} at index {index}")
+    raise refuse(name, allowed, f"{a[index]:g} at index {index}")

@@ -8,9 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 from dataclasses import dataclass
 
 WRAPAROUND_RULES = ("cube", "full-axis", "switched")
+LARGEST_POD = 2**24  # chips in a pod: 500 times the largest preset's 32,768 GPUs
+# The ceiling of each Model dimension (see Model): far above any model trained, low enough that
+# the parameter count stays below 1e28.
+LARGEST_DIMS = {
+    "layers": 2**20,
+    "d_model": 2**31,
+    "d_ff": 2**31,
+    "heads": 2**20,
+    "kv_heads": 2**20,
+    "head_dim": 2**20,
+    "vocab": 2**31,
+}
 
 
 @dataclass(frozen=True)
@@ -37,17 +50,24 @@ class Chip:
     scaleout_bw: float = 0.0  # a GPU's NIC [bytes/s]
 
     def __post_init__(self):
+        _require(self, "name", isinstance(self.name, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
             _require(self, field, _is_positive(getattr(self, field)), "a number > 0 and < 1e30")
         shape = self.pod_shape
         ok = isinstance(shape, (tuple, list)) and 0 < len(shape) <= 4 and all(_is_whole(n, 2**20) for n in shape)
-        _require(self, "pod_shape", ok, "a list of 1 to 4 axis lengths, whole numbers from 1 to 2**20")
+        ok = ok and math.prod(shape) <= LARGEST_POD
+        allowed = "a list of 1 to 4 axis lengths, whole numbers from 1 to 2**20, of 2**24 chips at most"
+        _require(self, "pod_shape", ok, allowed)
         object.__setattr__(self, "pod_shape", tuple(shape))
-        _require(self, "wraparound", self.wraparound in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")
+        rule = self.wraparound
+        _require(self, "wraparound", isinstance(rule, str) and rule in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")
+        _require(self, "node_size", _is_whole(self.node_size, 2**20, smallest=0), "a whole number from 0 to 2**20")
+        nic = self.scaleout_bw
+        _require(self, "scaleout_bw", _is_number(nic) and 0 <= nic < 1e30, "a number >= 0 and < 1e30")
         if self.node_size:
-            gpu = _is_whole(self.node_size, 2**20) and len(shape) == 2 and shape[1] == self.node_size
+            gpu = len(shape) == 2 and shape[1] == self.node_size
             _require(self, "node_size", gpu, "the second axis of pod_shape (nodes, GPUs per node)")
-            _require(self, "scaleout_bw", _is_positive(self.scaleout_bw), "a number > 0 and < 1e30")
+            _require(self, "scaleout_bw", nic > 0, "a number > 0 and < 1e30 on a GPU (node_size > 0)")
 
     @property
     def is_gpu(self) -> bool:
@@ -64,7 +84,13 @@ class Chip:
 
 @dataclass(frozen=True)
 class Model:
-    """A LLaMA-style decoder's dimensions (SPEC A.1, A.5)."""
+    """A LLaMA-style decoder's dimensions (SPEC A.1, A.5).
+
+    Each dimension is a whole number up to a ceiling (``LARGEST_DIMS``) far above any model ever
+    trained: 2**20 for layers, heads, kv_heads and head_dim, 2**31 for d_model, d_ff and vocab.
+    Within them a model has fewer than 1e28 parameters, under the 1e30 the cost functions take, and
+    every product of its dimensions (in float64, see ``training``) is finite.
+    """
 
     name: str
     layers: int  # L
@@ -78,8 +104,10 @@ class Model:
     tied_embeddings: bool = False
 
     def __post_init__(self):
-        for field in ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"):
-            _require(self, field, _is_whole(getattr(self, field), 2**31), "a whole number from 1 to 2**31")
+        _require(self, "name", isinstance(self.name, str), "a string")
+        for field, largest in LARGEST_DIMS.items():
+            ok = _is_whole(getattr(self, field), largest)
+            _require(self, field, ok, f"a whole number from 1 to 2**{largest.bit_length() - 1}")
         _require(self, "kv_heads", self.kv_heads <= self.heads, f"at most heads ({self.heads})")
         for field in ("gated", "tied_embeddings"):
             _require(self, field, isinstance(getattr(self, field), bool), "true or false")
@@ -100,9 +128,10 @@ class Precision:
     activation_bytes: float = 2.0
 
     def __post_init__(self):
+        _require(self, "name", isinstance(self.name, str), "a string")
         for field in ("weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes"):
             value = getattr(self, field)
-            _require(self, field, _is_number(value) and value >= 0, "a number >= 0")
+            _require(self, field, _is_number(value) and 0 <= value <= 1024, "a number of bytes from 0 to 1024")
 
     @property
     def bytes_per_param(self) -> float:
@@ -110,21 +139,31 @@ class Precision:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float (not a bool); an int of any size, never converted to float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
 
 
 def _is_positive(value) -> bool:
     return _is_number(value) and 0 < value < 1e30
 
 
-def _is_whole(value, largest: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= largest
+def _is_whole(value, largest: int, smallest: int = 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and smallest <= value <= largest
 
 
 def _require(obj, field: str, ok: bool, allowed: str) -> None:
     if not ok:
         kind = type(obj).__name__
-        raise ValueError(f"{kind} {field} must be {allowed}; got {getattr(obj, field)!r}")
+        raise ValueError(f"{kind} {field} must be {allowed}; got {_shown(getattr(obj, field))}")
+
+
+def _shown(value) -> str:
+    """``value`` for a message: short, and safe for an int of any size or a deeply nested list."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return reprlib.repr(value)
 
 
 BOOK_PRECISION = Precision("book", weight_bytes=2, grad_bytes=0, optimizer_bytes=8)

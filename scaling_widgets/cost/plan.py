@@ -13,36 +13,32 @@ A layout is
 
 The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
 (one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
-that do not fit are dropped; the rest are ranked by step time, recompute charged at its
-hardware FLOPs (the MFU is taken as what the hardware sustains).
+that do not fit are dropped; the rest are ranked by step time, recompute charged (SPEC B.1).
+A layout that cannot run (``check.runs``) is never evaluated. Each row is a ``Layout``:
+``Plan.estimate(rank)`` evaluates it by the same path as every other estimate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import _checks
-from .estimate import estimate
-from .inputs import Chip, Model
-from .mesh import axis_rings, check_fits_pod, span_axes
-from .nodes import check_gpu_slice, gpu_slice
-from .result import Estimate, pick
+from . import _checks, check
+from ._checks import refuse
+from .estimate import evaluate, split_keywords
+from .mesh import axis_rings, span_axes
+from .nodes import gpu_slice
+from .result import Estimate
 from .training import REMAT_POLICIES
+from .values import Cluster, Layout, Options, Workload
 
 ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 4))  # (schedule, v)
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
-# What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
-COLLECTIVES = {
-    "dp": "DP AllReduce of the gradients (X)",
-    "fsdp": "FSDP AllGather and ReduceScatter (X)",
-    "tp": "TP AllGather and ReduceScatter (Y)",
-    "dcn": "AllReduce across pods (DCN)",
-}
 OPTIONS = ("attention_flops", "sequence_parallel", "exact", "overhead_bytes", "fits_below", "wraparound", "tokens")
 KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
 
@@ -57,7 +53,10 @@ class Plan:
     fits: np.ndarray
     memory: np.ndarray  # bytes per chip
     order: np.ndarray  # indices of the layouts that fit, best first
-    inputs: dict  # what ``estimate`` needs besides the layout
+    cluster: Cluster  # what was planned for: the slice in the order given
+    workload: Workload
+    options: Options
+    base: Layout  # what every row shares (sequence parallelism, rings)
 
     def __repr__(self):
         return f"Plan({len(self.step_time)} layouts, {len(self.order)} fit)"
@@ -66,37 +65,23 @@ class Plan:
         return len(self.order)
 
     def knobs(self, index: int) -> dict:
-        """Evaluated layout ``index`` (in evaluation order) as ``estimate``'s keywords, slice_shape included."""
+        """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included."""
         knobs = {k: self.layouts[k][index].item() for k in KNOBS}
         return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
 
     def layout(self, rank: int) -> dict:
-        """The knobs of the layout at ``rank`` (0 is the best)."""
+        """The knobs of the layout at ``rank`` (0 is the best), slice_shape in the order it uses."""
         return self.knobs(self.order[rank])
 
+    def values(self, rank: int) -> tuple[Cluster, Workload, Layout, Options]:
+        """The four values ``evaluate`` takes for the layout at ``rank``."""
+        knobs = self.layout(rank)
+        cluster = dataclasses.replace(self.cluster, slice_shape=knobs.pop("slice_shape"))
+        return cluster, self.workload, dataclasses.replace(self.base, **knobs), self.options
+
     def estimate(self, rank: int) -> Estimate:
-        """The full estimate of the layout at ``rank``."""
-        return pick(estimate(strategy="fsdp+tp", **self.layout(rank), **self.inputs), ())
-
-    def binds(self, rank: int) -> str:
-        """What limits the layout at ``rank``, and by what margin, in a few words."""
-        return what_binds(self.estimate(rank))
-
-
-def what_binds(e: Estimate) -> str:
-    """What limits a layout (an estimate of one), and by what margin, in a few words."""
-    compute, exposed = float(e.compute_time), float(e.comm_time)
-    ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
-    if exposed >= compute:
-        return f"the {collective} sets the step ({exposed / compute:.2f}x the compute at this MFU)"
-    if not e.compute_bound:
-        return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the MFU"
-    if float(e.bubble) >= 0.05:
-        return f"the pipeline bubble, +{float(e.bubble):.0%}"
-    used = float(e.memory.total) / e.chip.hbm_bytes
-    if used >= 0.9:
-        return f"memory, {used:.0%} of HBM"
-    return f"compute (slowest: the {collective}, {ratio:.2f}x)"
+        """The full estimate of the layout at ``rank``: the very numbers of its row."""
+        return evaluate(*self.values(rank))
 
 
 def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=0.4, precision=None, **options):
@@ -113,33 +98,35 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
     """
-    for name, value, kind in (("model", model, Model), ("chip", chip, Chip)):
-        if not isinstance(value, kind):
-            raise ValueError(f"{name} must be a {kind.__name__} (see scaling_widgets.presets); got {value!r}")
-    batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
-    pods, mfu = _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
     for name in options:
         if name not in OPTIONS:
-            raise ValueError(
-                f"plan searches x, y, z, zero, remat, schedule, virtual_stages and microbatches itself; of"
-                f" estimate's other options it takes {', '.join(OPTIONS)}; got {name}"
-            )
+            raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
+                         f" takes {', '.join(OPTIONS)}", "it")  # fmt: skip
+    batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
+    _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
     if chips is not None:
         if not chip.is_gpu:
-            raise ValueError(f"chips needs a GPU cluster; {chip.name} is a TPU torus: give slice_shape")
+            raise refuse("chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips)
         slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
-    shape = (check_gpu_slice if chip.is_gpu else check_fits_pod)(slice_shape or chip.pod_shape, chip.pod_shape)
-    inputs = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, pods=pods, mfu=mfu, **options)
-    if precision is not None:
-        inputs["precision"] = precision
+    keywords = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, slice_shape=slice_shape, pods=pods,
+                    mfu=mfu, **options, **({} if precision is None else {"precision": precision}))  # fmt: skip
+    cluster, workload, base, opts = check.inputs(*split_keywords(keywords))
+    base = dataclasses.replace(base, strategy="fsdp+tp")
+    shape, model = cluster.slice_shape, workload.model
     # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
     orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
     placed = _placements(orders, _splits(math.prod(shape), model), chip)
-    evaluated = [_evaluate(order, _only(placed, placed["axis_order"] == i), inputs) for i, order in enumerate(orders)]
+    evaluated = [
+        _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
+                  _only(placed, placed["axis_order"] == i))
+        for i, order in enumerate(orders)
+    ]  # fmt: skip
     evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
+    if not evaluated:
+        raise refuse("batch", "enough for some layout to run: a whole sequence per data replica", batch)
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
-        raise ValueError(_what_would_fit(merged, shape, inputs))
+        raise ValueError(_what_would_fit(merged, cluster, workload, opts))
     # Best first: the shortest step; then compute-bound down to the smallest batch (best_split's
     # rule), the least communication per compute; then less tensor parallelism, fewer stages,
     # fewer microbatches, less recompute, less memory, the lower ZeRO stage.
@@ -150,7 +137,8 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     order = np.lexsort(keys)
     order = order[merged["fits"][order]]
     layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
-    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], order, inputs)
+    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], order, cluster, workload,
+                opts, base)  # fmt: skip
 
 
 def _one(name: str, value, check):
@@ -213,23 +201,25 @@ def _only(table: dict, keep) -> dict:
     return {k: v[keep] for k, v in table.items()}
 
 
-def _evaluate(order: tuple, placed: dict, inputs: dict) -> dict:
-    """One ``estimate`` call over every layout whose groups take the slice's axes in ``order``."""
+def _evaluate(cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict) -> dict:
+    """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
+    the order of ``cluster.slice_shape``."""
     c = _product(placed, _knobs())
     c["microbatches"] = c.pop("per_stage") * c["z"]
-    sequences = inputs["batch"] / inputs["seq_len"] / (c["x"] * inputs["pods"])  # per data-parallel replica
-    # A microbatch holds at least a sequence; each virtual stage at least a layer; one stage
-    # has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights again for
-    # every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
-    legal = (c["microbatches"] <= np.maximum(sequences, 1)) & (c["z"] * c["virtual_stages"] <= inputs["model"].layers)
-    legal &= (c["z"] > 1) | (c["schedule"] == "1f1b")
+    ok = check.runs(
+        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=cluster.pods, x=c["x"],
+        y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"],
+    )  # fmt: skip
+    # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
+    # again for every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
+    legal = ok["sequences"] & ok["heads"] & ok["stages"] & ((c["z"] > 1) | (c["schedule"] == "1f1b"))
     c = _only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
-    e = estimate(strategy="fsdp+tp", slice_shape=order, **{k: c[k] for k in KNOBS}, **inputs)
+    e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
     return {
-        **c, "step_time": e.step_time * e.hfu / e.mfu,  # recompute charged at its hardware FLOPs
-        "fits": e.fits, "memory": e.memory.total, "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
+        **c, "step_time": e.step_time, "fits": e.fits, "memory": e.memory.total,
+        "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
     }  # fmt: skip
 
 
@@ -240,11 +230,11 @@ def _rank_of(values: np.ndarray, names) -> np.ndarray:
     return sorter[np.searchsorted(names, values, sorter=sorter)]
 
 
-def _what_would_fit(merged: dict, shape, inputs: dict) -> str:
-    chip, model, pods = inputs["chip"], inputs["model"], inputs["pods"]
-    need, overhead = float(merged["memory"].min()), float(inputs.get("overhead_bytes", 0.0))
-    limit = inputs.get("fits_below", 1.0) * chip.hbm_bytes
-    where = f"{math.prod(shape) * pods:,} {chip.name} chips" + (f" ({pods} pods)" if pods > 1 else "")
+def _what_would_fit(merged: dict, cluster: Cluster, workload: Workload, options: Options) -> str:
+    chip, model, pods = cluster.chip, workload.model, cluster.pods
+    need, overhead = float(merged["memory"].min()), float(options.overhead_bytes)
+    limit = options.fits_below * chip.hbm_bytes
+    where = f"{math.prod(cluster.slice_shape) * pods:,} {chip.name} chips" + (f" ({pods} pods)" if pods > 1 else "")
     lacks = f"no layout of {model.name} fits on {where}: the leanest needs {need / 1e9:.1f} GB per chip of"
     if overhead >= limit:
         return f"{lacks} {limit / 1e9:.0f} GB, and the runtime overhead alone is {overhead / 1e9:.0f} GB"

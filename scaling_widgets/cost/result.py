@@ -8,27 +8,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inputs import Chip, Model, Precision
-from .layer import Exactness, LayerTimes
+from .layer import LayerTimes
 from .memory import MemoryPerChip
 from .training import ParamCount
+from .values import Cluster, Layout, Options, Workload
 
 
 @dataclass(frozen=True, eq=False)
 class Estimate:
-    """SPEC A.10 for one layout (or an array of them). Times [s], memory [bytes], batch [tokens]."""
+    """SPEC A.10 for one layout (or an array of them). Times [s], memory [bytes], batch [tokens].
 
-    model: Model
-    chip: Chip
-    precision: Precision
-    strategy: str
-    zero: int  # ZeRO stage on the data axis (SPEC B.3)
-    batch: np.ndarray
-    slice_shape: tuple[int, ...]
+    It keeps the four checked values it was evaluated from (``cluster``, ``workload``,
+    ``layout``, ``options``, the defaults filled in), and the placement: X, Y, Z, the
+    microbatches and the spans.
+    """
+
+    cluster: Cluster
+    workload: Workload
+    layout: Layout
+    options: Options
     x: np.ndarray
     y: np.ndarray
-    z: int
-    pods: np.ndarray
+    z: int | np.ndarray
     mx: np.ndarray
     my: np.ndarray
     wrap_x: np.ndarray
@@ -42,35 +43,44 @@ class Estimate:
     critical_tokens_per_pod: np.ndarray
     x_opt: np.ndarray
     memory: MemoryPerChip
-    mfu: np.ndarray  # given, or implied by a measured step time
-    hfu: np.ndarray  # hardware FLOPs utilisation: recompute counted (SPEC B.1)
     flops_per_token: np.ndarray  # model FLOPs per trained token
-    remat: str
-    calibrated: bool  # the step time was measured, the MFU and HFU derived from it
-    schedule: str  # pipeline schedule (SPEC B.6)
-    virtual_stages: int
-    sequence_parallel: bool
-    exact: Exactness
-    fits_below: float  # the share of HBM a layout may fill
-    bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/m
+    hardware_flops_per_token: np.ndarray  # recompute counted (SPEC B.1)
+    bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/(v·m)
     stage_traffic: np.ndarray  # seconds a step sends activations between pipeline stages
+    compute_time: np.ndarray  # B·f_hw/(N·C·η): the FLOPs the chips do, at the utilisation they sustain
     comm_time: np.ndarray  # exposed communication of a step [s]: the layer's comm/compute x the model's compute
     step_time: np.ndarray
+    mfu: np.ndarray  # what the step achieves: B·f/(N·C·t)
+    hfu: np.ndarray  # the same with the recompute counted (SPEC B.1)
     training_time: np.ndarray | None  # None without ``tokens``
 
     def __repr__(self):
         shape = np.shape(self.step_time)
         return f"Estimate({self.model.name} on {self.chip.name}, {self.strategy}, shape={shape})"
 
+    # The inputs, by the names the formulas use.
+    model = property(lambda self: self.workload.model)
+    chip = property(lambda self: self.cluster.chip)
+    precision = property(lambda self: self.workload.precision)
+    batch = property(lambda self: self.workload.batch)
+    seq_len = property(lambda self: self.workload.seq_len)
+    tokens = property(lambda self: self.workload.tokens)
+    slice_shape = property(lambda self: self.cluster.slice_shape)
+    pods = property(lambda self: self.cluster.pods)
+    strategy = property(lambda self: self.layout.strategy)
+    zero = property(lambda self: self.layout.zero)
+    remat = property(lambda self: self.layout.remat)
+    schedule = property(lambda self: self.layout.schedule)
+    virtual_stages = property(lambda self: self.layout.virtual_stages)
+    sequence_parallel = property(lambda self: self.layout.sequence_parallel)
+    exact = property(lambda self: self.options.exact)
+    fits_below = property(lambda self: self.options.fits_below)
+    calibrated = property(lambda self: self.options.measured_step_time is not None)
+
     @property
     def chips(self):
         """All chips of all pods."""
         return math.prod(self.slice_shape) * self.pods
-
-    @property
-    def compute_time(self):
-        """Seconds of compute a step takes at the MFU: B·f / (N·C·η) (SPEC A.5, B.1)."""
-        return self.batch * self.flops_per_token / (self.chips * self.chip.flops * self.mfu)
 
     @property
     def tokens_per_chip(self):

@@ -22,7 +22,7 @@ def split_candidates(chips: int):
 
 def best_split(
     *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
-    node_size=0, scaleout_bw=0.0, exact=CHAPTER,
+    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None,
 ):  # fmt: skip
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
@@ -31,7 +31,10 @@ def best_split(
     the smallest batch (its ``crossover_batch``): the most headroom. Otherwise the best is the
     one with the shortest layer time. Ties go to the smaller Y. ``mx``/``my`` override the
     spans of every candidate. With ``node_size`` the slice is a GPU cluster (``node_spans``).
-    ``z`` (pipeline stages) is one whole number; the rest broadcast.
+    ``z`` (pipeline stages) is one whole number; the rest broadcast. With ``heads`` (and
+    ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
+    axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
+    left, X is 0.
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
@@ -64,8 +67,14 @@ def best_split(
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
     legal = span.shared_axes <= 1  # see span_axes: X and Y may share one axis, not more
+    if heads is not None:
+        K = heads if kv_heads is None else kv_heads
+        legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
+    if max_x is not None:
+        legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
     pick = np.where(some_compute_bound, crossover.argmin(axis=-1), layer.argmin(axis=-1))
-    return X[pick], Y[pick]
+    none_legal = ~np.broadcast_to(legal, crossover.shape).any(axis=-1)
+    return np.where(none_legal, 0, X[pick]), Y[pick]

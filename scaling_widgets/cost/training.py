@@ -1,4 +1,8 @@
-"""Parameters, training FLOPs, step time and time to train (SPEC A.5, A.10)."""
+"""Parameters, training FLOPs, step time and time to train (SPEC A.5, A.10).
+
+Every product here is formed in float64: a model's dimensions arrive as integers, and their
+product (L·D·F, or L·T·N_h·H with a long sequence) would wrap around as int64.
+"""
 
 from __future__ import annotations
 
@@ -38,13 +42,13 @@ def param_count(*, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gate
     >>> round(float(p.total) / 1e9, 1)
     13.0
     """
-    L, D, F = (_checks.positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
-    N_h, K, H = (_checks.positive(n, v) for n, v in (("heads", heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
-    V = _checks.positive("vocab", vocab)
+    L, D, F = (_positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
+    N_h, K, H = (_positive(n, v) for n, v in (("heads", heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
+    V = _positive("vocab", vocab)
     return ParamCount(
-        mlp=np.where(gated, 3, 2) * L * D * F,
+        mlp=np.where(gated, 3.0, 2.0) * L * D * F,
         attention=2 * D * (N_h + K) * H * L,
-        embeddings=np.where(tied_embeddings, 1, 2) * V * D,
+        embeddings=np.where(tied_embeddings, 1.0, 2.0) * V * D,
     )
 
 
@@ -56,7 +60,7 @@ def training_flops(*, params, tokens):
     >>> training_flops(params=70e9, tokens=[15e12, 1e12])
     array([6.3e+24, 4.2e+23])
     """
-    return 6 * _checks.positive("params", params) * _checks.positive("tokens", tokens)
+    return 6 * _positive("params", params) * _positive("tokens", tokens)
 
 
 def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, flops_per_token=None):
@@ -72,10 +76,10 @@ def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, fl
     >>> step_time(batch=3e6, params=13e9, chips=4096, flops=4.59e14, mfu=[0.4, 0.5]).round(3)
     array([0.311, 0.249])
     """
-    B, Psi = _checks.positive("batch", batch), _checks.positive("params", params)
-    N, C = _checks.positive("chips", chips), _checks.positive("flops", flops)
+    B, Psi = _positive("batch", batch), _positive("params", params)
+    N, C = _positive("chips", chips), _positive("flops", flops)
     eta = _checks.fraction("mfu", mfu)
-    f = 6 * Psi if flops_per_token is None else _checks.positive("flops_per_token", flops_per_token)
+    f = 6 * Psi if flops_per_token is None else _positive("flops_per_token", flops_per_token)
     compute = B * f / (N * C * eta)
     return np.maximum(compute, _checks.non_negative("comm_time", comm_time)) * (
         1 + _checks.non_negative("bubble", bubble)
@@ -90,8 +94,8 @@ def time_to_train(*, tokens, batch, step_time):
     >>> time_to_train(tokens=15e12, batch=16e6, step_time=[1.0, 2.0])
     array([ 937500., 1875000.])
     """
-    steps = _checks.positive("tokens", tokens) / _checks.positive("batch", batch)
-    return steps * _checks.positive("step_time", step_time)
+    steps = _positive("tokens", tokens) / _positive("batch", batch)
+    return steps * _positive("step_time", step_time)
 
 
 REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
@@ -109,9 +113,9 @@ def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False
     ...                 attention=True) / 6 / 13e9
     array([1.12905551, 2.03244406])
     """
-    Psi = _checks.positive("params", params)
-    L, T = _checks.positive("layers", layers), _checks.positive("seq_len", seq_len)
-    N_h, H = _checks.positive("heads", heads), _checks.positive("head_dim", head_dim)
+    Psi = _positive("params", params)
+    L, T = _positive("layers", layers), _positive("seq_len", seq_len)
+    N_h, H = _positive("heads", heads), _positive("head_dim", head_dim)
     return 6 * Psi + np.where(attention, 12 * L * T * N_h * H, 0.0)
 
 
@@ -126,13 +130,10 @@ def recompute_flops_per_token(*, params, layers, seq_len, heads, head_dim, remat
     2000000004.0
     """
     _checks.one_of("remat", remat, REMAT_POLICIES)
-    Psi = _checks.positive("params", params)
-    attention_forward = (
-        4
-        * _checks.positive("layers", layers)
-        * _checks.positive("seq_len", seq_len)
-        * (_checks.positive("heads", heads) * _checks.positive("head_dim", head_dim))
-    )
+    Psi = _positive("params", params)
+    L, T = _positive("layers", layers), _positive("seq_len", seq_len)
+    N_h, H = _positive("heads", heads), _positive("head_dim", head_dim)
+    attention_forward = 4 * L * T * N_h * H
     full = 2 * Psi + np.where(attention, attention_forward, 0.0)
     return {"full": full, "selective": attention_forward}.get(remat, 0.0 * Psi)
 
@@ -147,6 +148,11 @@ def utilisation(*, batch, flops_per_token, chips, flops, step_time):
     ...                         step_time=0.311)), 2)
     0.4
     """
-    B, f = _checks.positive("batch", batch), _checks.positive("flops_per_token", flops_per_token)
-    N, C = _checks.positive("chips", chips), _checks.positive("flops", flops)
-    return B * f / (N * C * _checks.positive("step_time", step_time))
+    B, f = _positive("batch", batch), _positive("flops_per_token", flops_per_token)
+    N, C = _positive("chips", chips), _positive("flops", flops)
+    return B * f / (N * C * _positive("step_time", step_time))
+
+
+def _positive(name: str, value) -> np.ndarray:
+    """``value`` checked > 0 (and < 1e30), as float64: a product of five such stays finite."""
+    return _checks.positive(name, value).astype(np.float64, copy=False)

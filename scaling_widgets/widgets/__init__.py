@@ -1,10 +1,12 @@
 """The reusable widgets. Each takes an optional ``scenario`` and binds itself to it.
 
 Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to the scenario;
-views (RooflinePlot, MemoryBar, Summary) follow the scenario's shared ``Analysis``.
+views (RooflinePlot, MemoryBar, Summary, Export) follow the scenario's shared ``Analysis``.
+``scenario.py`` holds the shared state, ``analysis.py`` the one observer that evaluates it.
 """
 
 from .exactness_controls import ExactnessControls
+from .export import Export
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
@@ -15,6 +17,6 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
-    "ExactnessControls", "MemoryBar", "MeshPicker", "ModelPicker", "Recommendations", "RooflineControls",
+    "ExactnessControls", "Export", "MemoryBar", "MeshPicker", "ModelPicker", "Recommendations", "RooflineControls",
     "RooflinePlot", "StrategySelector", "Summary", "TrainingControls",
 ]  # fmt: skip

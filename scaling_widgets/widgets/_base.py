@@ -8,7 +8,7 @@ import bqplot as bq
 import ipywidgets as w
 from traitlets import TraitError
 
-from ..scenario import Scenario
+from .scenario import Scenario
 
 ROLE_COLORS = {"x": "#1f77b4", "y": "#ff7f0e", "z": "#2ca02c"}  # FSDP/data, tensor, pipeline
 

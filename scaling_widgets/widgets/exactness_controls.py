@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from ..scenario import Scenario
-from ..units import parse_count
+from .scenario import Scenario
+from ..text.units import parse_count
 from ._base import Bound, Message, check_kwargs
 
 

@@ -7,9 +7,9 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Instance, dlink, observe
 
-from ..analysis import Analysis, MemoryData
-from ..scenario import Scenario
-from ..units import nbytes
+from .analysis import Analysis, MemoryData
+from .scenario import Scenario
+from ..text.units import nbytes
 from ._base import check_kwargs, vertical_axis
 
 KINDS = ("weights", "gradients", "optimizer state", "activations", "runtime overhead")

@@ -9,10 +9,10 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Dict
 
-from .. import units
-from ..analysis import Analysis, MeshData
+from ..text import units
+from .analysis import Analysis, MeshData
 from ..presets import HARDWARE
-from ..scenario import Scenario
+from .scenario import Scenario
 from ._base import ROLE_COLORS, Bound, Message, check_kwargs, vertical_axis
 
 ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]

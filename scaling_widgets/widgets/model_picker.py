@@ -6,7 +6,7 @@ import ipywidgets as w
 
 from ..cost import Model
 from ..presets import MODELS
-from ..scenario import Scenario
+from .scenario import Scenario
 from ._base import Bound, Message, check_kwargs
 
 DIMS = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab")

@@ -5,11 +5,17 @@ from __future__ import annotations
 import ipywidgets as w
 
 from ..cost import plan
-from ..scenario import Scenario
-from ..units import mesh, nbytes, seconds
+from ..text.explain import binds
+from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
+from .scenario import Scenario
 
 TOP = 10
+# The fields a plan is for; a change to any of them makes it stale (the layout's own knobs don't).
+PLANNED_FOR = (
+    "model", "hardware", "pods", "batch", "seq_len", "precision", "mfu", "tokens", "attention_flops", "ring_factor",
+    "halve_without_wrap", "latency", "overhead_bytes", "fits_below", "sequence_parallel",
+)  # fmt: skip
 
 
 class Recommendations(Bound, w.VBox):
@@ -17,15 +23,19 @@ class Recommendations(Bound, w.VBox):
 
     A plan takes up to a tenth of a second (a full v5p pod), ten times a slider move, so it runs
     when asked, not on every change.
-    Selecting a row applies that layout to the scenario: the roofline and the memory bar follow.
+    Selecting a row applies that layout to the scenario, and the panel then shows that row's
+    step and memory exactly (a measured step time belongs to another layout and is cleared).
     A layout that gives TP another axis of the slice lists the axes in the order it uses ("on
-    20x28x16": TP takes the last); applying it writes the slice that way.
+    20x28x16": TP takes the last); applying it writes the slice that way. Once the batch, the
+    model or anything else the plan was for changes, the rows are marked stale and cannot be
+    picked until planned again.
     """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("Recommendations", kwargs)
         self.scenario = scenario or Scenario()
         self.plan = None
+        self._planned_for = None
         self._run = w.Button(description="Plan every layout", icon="search")
         self._summary = w.HTML()
         self._rows = w.RadioButtons(options=[], layout=w.Layout(width="100%"))
@@ -35,21 +45,41 @@ class Recommendations(Bound, w.VBox):
         self.add_class("sw-recommendations")
         self._run.on_click(self._on_run_click)
         self._rows.observe(self._on_rows_change, "value")
+        self.scenario.observe(self._on_scenario_change, "revision")
+
+    @property
+    def stale(self) -> bool:
+        """The plan on show was made for other inputs than the scenario's now."""
+        return self.plan is not None and self._planned_for != self._inputs()
+
+    def _inputs(self) -> tuple:
+        s = self.scenario
+        return (*(getattr(s, name) for name in PLANNED_FOR), sorted(s.slice_shape))
+
+    def _on_scenario_change(self, change=None) -> None:
+        stale = self.stale
+        self._rows.disabled = stale
+        if stale:
+            self._summary.value = "<b>These layouts were planned for other inputs: plan again.</b>"
 
     def _show_scenario(self) -> None:
         pass  # the table shows a plan, not the scenario; it is redrawn when planning again
 
     def _on_run_click(self, button=None) -> None:
-        s = self.scenario
+        cluster, workload, layout, options = self.scenario.values()
         try:
             self.plan = plan(
-                model=s.model, chip=s.hardware, batch=s.batch, seq_len=s.seq_len, slice_shape=s.slice_shape,
-                pods=s.pods, mfu=s.mfu, precision=s.precision, overhead_bytes=s.overhead_bytes,
-                fits_below=s.fits_below,
+                model=workload.model, chip=cluster.chip, batch=workload.batch, seq_len=workload.seq_len,
+                slice_shape=cluster.slice_shape, pods=cluster.pods, mfu=options.mfu, precision=workload.precision,
+                tokens=workload.tokens, attention_flops=options.attention_flops, exact=options.exact,
+                overhead_bytes=options.overhead_bytes, fits_below=options.fits_below,
+                sequence_parallel=layout.sequence_parallel,
             )  # fmt: skip
         except ValueError as err:
             self._message.show(str(err))
             return
+        self._planned_for = self._inputs()
+        self._rows.disabled = False
         self._message.clear()
         p = self.plan
         self._summary.value = f"{len(p.step_time):,} layouts evaluated, {len(p):,} fit. The best {min(TOP, len(p))}:"
@@ -69,11 +99,12 @@ class Recommendations(Bound, w.VBox):
         memory = nbytes(float(p.memory[p.order[rank]]))
         return (
             f"{rank + 1}. X {k['x']} x Y {k['y']} x Z {k['z']}{axes}, ZeRO-{k['zero']}, {k['remat']}{schedule},"
-            f" m={k['microbatches']}: {step}, {memory}/chip; {p.binds(rank)}"
+            f" m={k['microbatches']}: {step}, {memory}/chip; {binds(p.estimate(rank))}"
         )
 
     def _on_rows_change(self, change) -> None:
-        if change["new"] is None or self._syncing:
+        if change["new"] is None or self._syncing or self.stale:
             return
         # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's fields.
-        self._apply(strategy="fsdp+tp", optimal_split=False, axis_roles=(), **self.plan.layout(change["new"]))
+        knobs = self.plan.layout(change["new"])
+        self._apply(strategy="fsdp+tp", optimal_split=False, axis_roles=(), measured_step_time=None, **knobs)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as w
 from traitlets import Dict
 
-from ..analysis import Analysis
-from ..scenario import Scenario
+from ..text.explain import layout_name
+from .analysis import Analysis
+from .scenario import Scenario
 from ._base import Bound, Message, check_kwargs
 
 STRATEGY_OPTIONS = [("DP", "dp"), ("FSDP", "fsdp"), ("TP", "tp"), ("FSDP + TP", "fsdp+tp")]
@@ -130,17 +133,8 @@ class StrategySelector(Bound, w.VBox):
 
 
 def _implied(s: Scenario, e, mesh) -> str:
-    parts = {
-        "dp": f"DP over X = {mesh.x}, ZeRO-{e.zero}",
-        "fsdp": f"FSDP over X = {mesh.x}, ZeRO-{e.zero}",
-        "tp": f"TP over Y = {mesh.y}",
-        "fsdp+tp": f"FSDP X = {mesh.x} x TP Y = {mesh.y}",
-    }
-    schedule = f"{e.schedule}, {e.virtual_stages} virtual" if e.schedule == "interleaved" else e.schedule
-    pipeline = ""
-    if mesh.z > 1:
-        pipeline = f" x PP Z = {mesh.z} ({schedule}, {int(e.microbatches)} microbatches, bubble {float(e.bubble):.0%})"
+    bubble = f", bubble {float(e.bubble):.0%}" if mesh.z > 1 else ""
     how = ""
     if s.strategy == "fsdp+tp" and s.optimal_split and not s.axis_roles:
         how = f" &mdash; the best legal split (X<sub>opt</sub> &asymp; {float(e.x_opt):,.0f})"
-    return f"Layout: <b>{parts[s.strategy]}{pipeline}</b> on {mesh.chips:,} chips{how}"
+    return f"Layout: <b>{html.escape(layout_name(e))}{bubble}</b> on {mesh.chips:,} chips{how}"

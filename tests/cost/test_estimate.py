@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scaling_widgets import report
+from scaling_widgets.text import report
 from scaling_widgets.cost import critical_tokens_per_chip, estimate, param_count, pick, x_opt
 from scaling_widgets.presets import HARDWARE, MODELS
 

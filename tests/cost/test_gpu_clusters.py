@@ -37,11 +37,23 @@ def test_data_parallel_across_nodes_with_tp_inside_still_needs_2475_per_gpu():
     assert e.crossover_batch / e.chips == pytest.approx(2475)
 
 
+# The NVLink domain of each GPU preset and the GPUs its pod has room for, as presets.py cites
+# them: DGX systems of 8 GPUs with room for 32,768; GB200 NVL72 racks of 72 with room for 18,432.
+NVLINK_DOMAIN = {"a100": 8, "h100": 8, "h200": 8, "b200": 8, "gb200-nvl72": 72}
+ROOM = {"a100": 32_768, "h100": 32_768, "h200": 32_768, "b200": 32_768, "gb200-nvl72": 18_432}
+
+
 def test_every_gpu_preset_is_a_cluster_of_nodes():
-    for key in ("a100", "h100", "h200", "b200", "gb200-nvl72"):
+    gpus = {key for key, chip in HARDWARE.items() if chip.is_gpu}
+    assert gpus == set(NVLINK_DOMAIN)  # a new GPU preset needs its NVLink domain here
+    assert {key for key, chip in HARDWARE.items() if chip.wraparound == "switched"} == gpus  # no torus on a GPU
+    for key, n in NVLINK_DOMAIN.items():
         chip = HARDWARE[key]
-        assert chip.is_gpu and chip.pod_shape[1] == chip.node_size
-    assert HARDWARE["gb200-nvl72"].node_size == 72
+        assert chip.node_size == n and chip.pod_shape == (ROOM[key] // n, n), key
+        assert chip.scaleout_bw == chip.dcn_bw < chip.ici_bw, key  # between pods the NIC is the DCN; NVLink is faster
+        # FSDP inside one node moves over NVLink alone: compute-bound above C / W_NVLink tokens per GPU.
+        inside = estimate(model=L70, chip=chip, batch=1e6, slice_shape=(1, n), strategy="fsdp")
+        assert inside.critical_tokens_per_chip == pytest.approx(chip.flops / chip.ici_bw), key
 
 
 def test_cli_takes_chips_for_a_gpu_cluster(capsys):

@@ -7,7 +7,7 @@ from traitlets import TraitError
 
 from scaling_widgets.cost import Model
 from scaling_widgets.presets import HARDWARE
-from scaling_widgets.scenario import Scenario, ScenarioError
+from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
 
 def test_defaults_are_the_chips_full_pod():

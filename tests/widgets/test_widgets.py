@@ -5,7 +5,7 @@ import pytest
 
 import scaling_widgets as sw
 from scaling_widgets.cost import Model
-from scaling_widgets.scenario import Scenario
+from scaling_widgets.widgets.scenario import Scenario
 from scaling_widgets.widgets import (
     MemoryBar,
     MeshPicker,

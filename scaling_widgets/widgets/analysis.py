@@ -2,11 +2,15 @@
 
 ``Analysis.of(scenario)`` is shared by every widget bound to that scenario: it recomputes once
 per change (``Scenario.revision``) and publishes the results as traits, which the views follow.
-A failure keeps the last results on screen and sets ``error``.
+Its ``estimate`` is ``scenario.estimate()`` itself; the memory bars are ``compare_strategies``
+of the same values, as ``estimate --json`` lists them; the roofline's curves are the chapter's
+token-level model of the same layouts over a grid of batches. A failure keeps the last results
+on screen and sets ``error``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from dataclasses import dataclass
@@ -14,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from traitlets import Dict, HasTraits, Instance, Unicode
 
-from .cost import STRATEGIES, Estimate, Exactness, estimate, pick, split_candidates
-from .cost.mesh import axis_rings, role_layout, span_axes
-from .cost.nodes import node_spans
-from .report import group_places
+from ..cost import Estimate, Layout, compare_strategies, evaluate, split_candidates
+from ..cost.mesh import axis_rings, role_layout, span_axes
+from ..cost.nodes import node_spans
+from ..text.explain import group_places, layout_name
 from .scenario import Scenario
 
 GRID_POINTS = 256
@@ -93,7 +97,7 @@ class Analysis(HasTraits):
 
     scenario = Instance(Scenario)
     estimate = Instance(Estimate, allow_none=True)  # the scenario's own layout
-    strategies = Dict()  # strategy -> Estimate of its default layout
+    strategies = Dict()  # strategy -> Estimate of its default layout, or the error saying why it cannot run
     roofline = Instance(RooflineData, allow_none=True)
     memory = Instance(MemoryData, allow_none=True)
     mesh = Instance(MeshData, allow_none=True)
@@ -115,7 +119,7 @@ class Analysis(HasTraits):
 
     def _recompute(self, change=None) -> None:
         try:
-            current, strategies, roofline, memory, mesh = evaluate(self.scenario)
+            current, strategies, roofline, memory, mesh = evaluate_scenario(self.scenario)
         except ValueError as err:  # the scenario validated, so this is a bug; keep the last view
             self.error = f"Could not evaluate this scenario: {err}"
             return
@@ -124,71 +128,67 @@ class Analysis(HasTraits):
             self.estimate, self.error = current, ""
 
 
-def evaluate(s: Scenario):
-    """(current estimate, {strategy: estimate}, RooflineData, MemoryData, MeshData) of a scenario."""
-    grid = batch_grid(s.batch)
-    batches = np.concatenate([[s.batch], grid])  # index 0: the current batch; then the curves
-    common = dict(
-        model=s.model, chip=s.hardware, batch=batches, slice_shape=s.slice_shape, pods=s.pods,
-        microbatches=s.microbatches, mfu=s.mfu, tokens=s.tokens, precision=s.precision, seq_len=s.seq_len,
-        attention_flops=s.attention_flops, remat=s.remat, measured_step_time=s.measured_step_time,
-        exact=Exactness(ring_factor=s.ring_factor, halve_without_wrap=s.halve_without_wrap, latency=s.latency),
-        overhead_bytes=s.overhead_bytes, fits_below=s.fits_below, schedule=s.schedule,
-        virtual_stages=s.virtual_stages, sequence_parallel=s.sequence_parallel,
-    )  # fmt: skip
-    own, z = None, s.z
-    if s.axis_roles:
-        own = estimate(strategy=s.strategy, axis_roles=s.axis_roles, **common)
-        z = own.z
-    elif s.strategy == "fsdp+tp" and not s.optimal_split:
-        own = estimate(strategy=s.strategy, x=s.x, y=s.y, z=z, **common)
-    elif s.zero is not None:
-        own = estimate(strategy=s.strategy, zero=s.zero, z=z, **common)
-    defaults = {name: estimate(strategy=name, z=z, **common) for name in STRATEGIES}
-    own = own or defaults[s.strategy]
-    # FSDP + TP at the split in use now, held fixed over the whole grid.
-    fixed = own.strategy == "fsdp+tp" and (s.axis_roles or not s.optimal_split)
-    both = own if own.strategy == "fsdp+tp" else defaults["fsdp+tp"]
-    held = own if fixed else estimate(strategy="fsdp+tp", x=_first(both.x), y=_first(both.y), z=z, **common)
-    now = {name: pick(e, 0) for name, e in defaults.items()}
-    now[own.strategy] = current = pick(own, 0)
-    curves = {name: defaults[name] for name in ("dp", "fsdp", "tp")}
-    curves.update({own.strategy: own, "fsdp+tp": held, "optimal": defaults["fsdp+tp"]})
-    return current, now, _roofline(s, curves, own), _memory(s, now), _mesh(s, current)
+def evaluate_scenario(s: Scenario):
+    """(current estimate, {strategy: estimate or error}, RooflineData, MemoryData, MeshData)."""
+    cluster, workload, layout, options = s.values()
+    current = evaluate(cluster, workload, layout, options)
+    strategies = compare_strategies(cluster, workload, layout, options)
+    strategies[current.strategy] = current
+    return current, strategies, _roofline(s, current), _memory(s, strategies), _mesh(s, current)
 
 
-def batch_grid(batch: float) -> np.ndarray:
-    """Global batches for the curves: 1e4 to 1e9 tokens, widened to hold ``batch``."""
-    lo, hi = min(1e4, batch / 10), max(1e9, batch * 10)
+def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
+    """Global batches for the curves: 1e4 to 1e9 tokens, widened to hold ``batch``, and at
+    least a token per chip (no layout runs on less)."""
+    lo, hi = max(min(1e4, batch / 10), chips), max(1e9, batch * 10)
     return np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
 
 
-def _roofline(s: Scenario, curves: dict, own: Estimate) -> RooflineData:
-    layer = own.layer
-    compute = {"fwd": _full(layer.math[0], layer), "both": _full(layer.t_math, layer)}
-    comm = {}
-    for name, e in curves.items():
-        t = e.layer
-        fwd = _full(np.maximum(t.x[0], t.y[0]), t)
-        scaled = _full(t.t_math * np.maximum(t.comm_ratio("x"), t.comm_ratio("y")), t)
-        comm[name] = {"fwd": np.where(fwd > 0, fwd, np.nan), "both": np.where(scaled > 0, scaled, np.nan)}
+def _roofline(s: Scenario, current: Estimate) -> RooflineData:
+    """The chapter's per-layer times over a grid of batches, token by token (no sequences): each
+    strategy's own layout, the split in use held fixed, and the best split re-chosen per batch."""
+    cluster, workload, layout, options = s.values()
+    grid = batch_grid(s.batch, int(current.chips))
+    tokens = dataclasses.replace(workload, batch=grid, seq_len=None, tokens=None)
+    base = Layout(z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule)
+    layouts = {name: dataclasses.replace(base, strategy=name) for name in ("dp", "fsdp", "tp")}
+    layouts["optimal"] = dataclasses.replace(base, strategy="fsdp+tp")
+    held = dataclasses.replace(base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero)
+    layouts[current.strategy if current.strategy != "fsdp+tp" else "fsdp+tp"] = held
+    curves = {}
+    for name, own in layouts.items():
+        try:
+            curves[name] = evaluate(cluster, tokens, own, options)
+        except ValueError:  # this strategy cannot run here (too few heads for its TP): no curve
+            continue
+    now = current.layer
+    compute = {"fwd": _full(now.math[0], now), "both": _full(now.t_math, now)}
+    grid_compute = curves[current.strategy].layer
+    comm = {name: _comm(e.layer) for name, e in curves.items()}
     crossover = {name: float(np.min(e.crossover_batch)) for name, e in curves.items()}
-    held = curves["fsdp+tp"]
     labels = {name: NAMES[name] for name in ("dp", "fsdp", "tp")}
-    labels["fsdp+tp"] = f"FSDP {_first(held.x)} x TP {_first(held.y)}"
     labels["optimal"] = "FSDP+TP, best split"
+    if current.strategy == "fsdp+tp":
+        labels["fsdp+tp"] = layout_name(current).split(", ")[0]
     if s.pods > 1:
-        dcn = _full(layer.t_math * layer.comm_ratio("dcn"), layer)
+        dcn = _full(grid_compute.t_math * grid_compute.comm_ratio("dcn"), grid_compute)
         comm["dcn"] = {"fwd": np.full(dcn.shape, np.nan), "both": dcn}
-        crossover["dcn"] = s.pods * float(own.critical_tokens_per_pod)
+        crossover["dcn"] = s.pods * float(current.critical_tokens_per_pod)
         labels["dcn"] = f"DCN ({s.pods} pods)"
-    name = own.strategy  # index 0 is the current batch, the rest the grid
+    mine = _comm(now)
     return RooflineData(
-        batch=own.batch[1:], compute={p: v[1:] for p, v in compute.items()},
-        comm={c: {p: v[1:] for p, v in by_pass.items()} for c, by_pass in comm.items()},
-        labels=labels, crossover=crossover, current_curve=name, current_batch=float(s.batch),
-        current={p: (float(compute[p][0]), float(comm[name][p][0])) for p in ("fwd", "both")},
+        batch=grid, compute={"fwd": _full(grid_compute.math[0], grid_compute), "both": _full(grid_compute.t_math,
+                                                                                            grid_compute)},
+        comm=comm, labels=labels, crossover=crossover, current_curve=current.strategy, current_batch=float(s.batch),
+        current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
     )  # fmt: skip
+
+
+def _comm(t) -> dict:
+    """Per pass: "fwd" the forward's traffic; "both" the binding pass's, scaled to the layer."""
+    fwd = _full(np.maximum(t.x[0], t.y[0]), t)
+    scaled = _full(t.t_math * np.maximum(t.comm_ratio("x"), t.comm_ratio("y")), t)
+    return {"fwd": np.where(fwd > 0, fwd, np.nan), "both": np.where(scaled > 0, scaled, np.nan)}
 
 
 def _full(values, t) -> np.ndarray:
@@ -216,20 +216,16 @@ def _mesh(s: Scenario, e: Estimate) -> MeshData:
     )  # fmt: skip
 
 
-def _memory(s: Scenario, now: dict) -> MemoryData:
-    parts = np.array(
-        [
-            [float(getattr(e.memory, k)) for e in now.values()]
-            for k in ("params", "grads", "optimizer", "activations", "overhead")
-        ]
-    )
-    labels = tuple(NAMES[n] if n != "fsdp+tp" else f"FSDP {int(e.x)} x TP {int(e.y)}" for n, e in now.items())
+def _memory(s: Scenario, strategies: dict) -> MemoryData:
+    """One bar per strategy that can run; one that cannot is an empty bar whose label says so."""
+    kinds = ("params", "grads", "optimizer", "activations", "overhead")
+    parts = np.array([[float(getattr(e.memory, k)) if isinstance(e, Estimate) else 0.0 for e in strategies.values()]
+                      for k in kinds])  # fmt: skip
+    labels = tuple(
+        (NAMES[n] if n != "fsdp+tp" else layout_name(e).split(", ")[0]) if isinstance(e, Estimate) else f"{NAMES[n]}: cannot run"
+        for n, e in strategies.items()
+    )  # fmt: skip
     return MemoryData(
-        strategies=tuple(now), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes,
+        strategies=tuple(strategies), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes,
         limit_bytes=s.fits_below * s.hardware.hbm_bytes, current=s.strategy,
     )  # fmt: skip
-
-
-def _first(values) -> int:
-    """The value at the current batch (index 0), whether or not it varies over the grid."""
-    return int(np.ravel(values)[0])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scaling_widgets import units
+from scaling_widgets.text import units
 
 
 @pytest.mark.parametrize("text", ["3M", "3e6", "3000000", "3_000_000", "3m", " 3M "])

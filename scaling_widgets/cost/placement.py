@@ -1,0 +1,130 @@
+"""Where a layout's groups sit: X, Y, Z, the microbatches, and the axes they span (SPEC A.3, A.7).
+
+``place`` turns a checked ``Layout`` into numbers: DP and FSDP put a stage's chips on X, TP on
+Y; FSDP + TP without ``x``/``y`` takes the best legal split (``best_split``, offered only the
+TP degrees that divide the heads and the data axes that keep a whole sequence per replica);
+``axis_roles`` give whole axes to the groups. Then ``check.possible`` refuses what cannot run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+from ._checks import refuse
+from .check import possible, stages
+from .layer import Exactness
+from .mesh import MeshSpan, axis_rings, role_layout, span_axes
+from .nodes import node_spans
+from .split import best_split
+from .values import Cluster, Layout, Workload
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """X, Y, Z and the microbatches m of a layout, and how X and Y sit on the slice."""
+
+    x: np.ndarray
+    y: np.ndarray
+    z: int | np.ndarray
+    microbatches: np.ndarray
+    span: MeshSpan
+    mx: np.ndarray  # axes (TPU) or NVLink multiples (GPU) the X group spans; the override if given
+    my: np.ndarray
+
+    def __repr__(self):
+        return f"Placement(shape={np.shape(self.x)})"
+
+
+def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness) -> Placement:
+    """The placement of a checked layout; raises ``InputError`` for one that cannot run."""
+    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
+    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
+    if layout.wraparound is not None:
+        rings = (bool(layout.wraparound),) * len(shape)
+    x, y, z, span = layout.x, layout.y, layout.z, None
+    if layout.axis_roles is not None:
+        if len(layout.axis_roles) != len(shape):
+            raise refuse("axis_roles", f"one of 'x', 'y', 'z' for each of the {len(shape)} slice axes",
+                         tuple(layout.axis_roles))  # fmt: skip
+        x, y, z, span = role_layout(slice_shape=shape, roles=layout.axis_roles, rings=rings)
+    Z = _checks.whole("z", 1 if z is None else z)
+    Z = int(Z) if Z.ndim == 0 else Z
+    stage_chips, leftover = divmod(math.prod(shape), Z)
+    if np.any(leftover):
+        raise refuse("z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z)
+    stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)  # before a split is sought for them
+    m = _default_microbatches(layout, Z)
+    if x is None and y is None and layout.strategy == "fsdp+tp":
+        x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
+    X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
+    if layout.microbatch_seqs is not None:  # as many microbatches as that size gives each replica
+        per_replica = workload.batch / workload.seq_len / (X * P)
+        m = np.maximum(np.round(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
+    if span is None and chip.is_gpu:
+        span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
+    elif span is None:
+        span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+    possible(
+        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=P, x=X, y=Y, z=Z,
+        virtual_stages=layout.virtual_stages, microbatches=m, given=layout,
+    )  # fmt: skip
+    M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
+    M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
+    return Placement(x=X, y=Y, z=Z, microbatches=m, span=span, mx=M_X, my=M_Y)
+
+
+def _default_microbatches(layout: Layout, Z):
+    """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without."""
+    if layout.microbatches is not None:
+        return _checks.whole("microbatches", layout.microbatches)
+    return np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
+
+
+def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
+    """``best_split`` among the splits that can run; refuse the batch when none can."""
+    if np.ndim(Z):
+        raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
+    chip, model, P = cluster.chip, workload.model, cluster.pods
+    T = workload.seq_len or 1
+    per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
+    max_x = workload.batch / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
+    x, y = best_split(
+        exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
+        d_model=model.d_model, d_ff=model.d_ff, slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
+        mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
+        heads=model.heads, kv_heads=model.kv_heads, max_x=max_x,
+    )  # fmt: skip
+    if np.any(x == 0):
+        # The most TP the heads allow leaves the smallest data axis; the batch must fill it.
+        y_max = max(d for d in (2**k for k in range(31)) if model.heads % d == 0 and stage_chips % d == 0)
+        need = stage_chips // y_max * P * T * int(np.max(per_microbatch))
+        unit = "token" if workload.seq_len is None else f"sequence of {T}"
+        raise refuse("batch", f"at least {need:,} tokens: with TP at most {y_max} ({model.heads} heads), a stage of"
+                     f" {stage_chips:,} chips has {stage_chips // y_max:,} data replicas per pod, each needing a whole"
+                     f" {unit} per microbatch (or use pipeline stages)", f"{float(np.min(workload.batch)):,.6g}")  # fmt: skip
+    return x, y
+
+
+def _strategy_split(strategy: str, stage_chips: int, x, y):
+    """X and Y of a strategy: DP/FSDP put a stage's chips on X, TP on Y, FSDP + TP splits them."""
+    forced = {"dp": ("y", 1), "fsdp": ("y", 1), "tp": ("x", 1)}.get(strategy)
+    given = {"x": x, "y": y}
+    if forced is not None:
+        name, one = forced
+        if given[name] is not None and np.any(np.asarray(given[name]) != one):
+            raise refuse(name, f"1 for strategy {strategy!r} (use 'fsdp+tp')", given[name])
+        given[name] = one
+    for name, other in (("x", "y"), ("y", "x")):
+        if given[name] is None:
+            share = _checks.whole(other, given[other])
+            if np.any(stage_chips % share):
+                raise refuse(other, f"a divisor of the {stage_chips} chips of a stage", given[other])
+            given[name] = stage_chips // share
+    X, Y = _checks.whole("x", given["x"]), _checks.whole("y", given["y"])
+    if np.any(X * Y != stage_chips):
+        raise refuse("x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}")
+    return X, Y

@@ -1,0 +1,3 @@
+"""Words at the edges: human units, and the explanations of an estimate written once as
+structured lines (``explain``), rendered as plain text for the CLI (``report``) or as
+HTML/LaTeX for the panel (``lines.html``). The cost model itself holds no sentences."""

@@ -1,0 +1,218 @@
+"""What an estimate means, in sentences written once: the layout's name, the verdict, each
+threshold with its numbers substituted, the memory, the step, and what binds.
+
+Each sentence is a ``Line`` (``lines.py``); the CLI prints it as text, the panel as HTML/LaTeX.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cost import Estimate
+from . import units
+from .lines import Line, Math, tex_sci, tex_text
+
+AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN"}
+# What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
+COLLECTIVES = {
+    "dp": "DP AllReduce of the gradients (X)",
+    "fsdp": "FSDP AllGather and ReduceScatter (X)",
+    "tp": "TP AllGather and ReduceScatter (Y)",
+    "dcn": "AllReduce across pods (DCN)",
+}
+
+
+def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
+    """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known."""
+    out = [verdict(e), *thresholds(e, best), memory(e), step(e)]
+    if e.training_time is not None:
+        out.append(time_to_train(e))
+    return out
+
+
+def layout_name(e: Estimate) -> str:
+    """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP."""
+    x, y, z = int(e.x), int(e.y), int(e.z)
+    data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
+    groups = [f"{data} X={x}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
+    extra = [f"ZeRO-{e.zero}"] if x > 1 else []
+    if z > 1:
+        virtual = f" x {e.virtual_stages} virtual" if e.schedule == "interleaved" else ""
+        extra.append(f"{e.schedule}{virtual}, {int(e.microbatches)} microbatches")
+    elif int(e.microbatches) > 1:
+        extra.append(f"{int(e.microbatches)} microbatches accumulated")
+    if e.remat != "checkpoints":
+        extra.append(f"{e.remat} recompute")
+    if e.sequence_parallel and y > 1:
+        extra.append("sequence parallel")
+    return ", ".join([" x ".join(groups) or "one chip", *extra])
+
+
+def group_places(e: Estimate) -> list[str]:
+    """Where X and Y sit: axes spanned and rings on a TPU; inside or across nodes on GPUs."""
+    out = []
+    for name, size, m, wraps in (("X", int(e.x), float(e.mx), e.wrap_x), ("Y", int(e.y), float(e.my), e.wrap_y)):
+        if size == 1:
+            continue
+        if not e.chip.is_gpu:
+            out.append(f"{name} spans {m:g} axes ({'ring' if wraps else 'no wraparound'})")
+        elif m == 1:
+            out.append(f"{name} inside a node (NVLink)")
+        else:
+            out.append(f"{name} across nodes at {m:.2f}x NVLink{' (penalised)' if name == 'Y' else ''}")
+    return out
+
+
+def verdict(e: Estimate) -> Line:
+    """What binds and by how much, in one sentence."""
+    ratio = float(e.layer.worst_ratio)
+    axis = AXIS_NAMES[str(e.layer.worst_axis)]
+    if ratio == 0:
+        return Line.of("verdict", "Compute-bound: nothing is communicated (one chip per layer).", strong=True)
+    if e.compute_bound:
+        return Line.of("verdict", f"Compute-bound: the slowest communication, {axis}, takes {ratio:.2f}x the compute"
+                       " time.", strong=True)  # fmt: skip
+    return Line.of("verdict", f"Communication-bound on {axis}: it takes {ratio:.2f}x the compute time.", strong=True)
+
+
+def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
+    """Each threshold of the chapter that applies, with the numbers substituted (SPEC A.3, A.10)."""
+    chip, F = e.chip, e.model.d_ff
+    alpha = chip.flops / chip.ici_bw
+    mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
+    B, N, z = float(e.batch), int(e.chips), int(e.z)
+    B_text = units.tokens(B)
+    per_chip = Math(f"B/N = {B_text}/{N:,} = {B / N:,.0f}", rf"B/N = {tex_text(B_text)}/{N:,} = {B / N:,.0f}")
+    zs, zt = (f"/{z}", f"/{z}") if z > 1 else ("", "")
+    out = [Line.of("threshold", "α = C/W_ici = ", Math(f"{units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}",
+                   rf"{tex_sci(chip.flops)}/{tex_sci(chip.ici_bw)} = {alpha:,.0f}"))]  # fmt: skip
+    need = float(e.critical_tokens_per_chip)
+    if e.strategy in ("dp", "fsdp"):
+        out.append(Line.of(
+            "threshold", f"{e.strategy.upper()} needs tokens per chip above ",
+            Math(f"α/M_X{zs} = {alpha:,.0f}/{mx:g}{zs} = {need:,.0f}", rf"\alpha/M_X{zt} = {alpha:,.0f}/{mx:g}{zt} = {need:,.0f}"),
+            "; it has ", per_chip,
+        ))  # fmt: skip
+    if e.strategy == "fsdp+tp":
+        out.append(Line.of(
+            "threshold", "FSDP + TP at its best split needs tokens per chip above ",
+            Math(f"α²/(M_X·M_Y·F){zs} = {alpha:,.0f}²/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
+                 rf"\alpha^2/(M_X M_Y F){zt} = {alpha:,.0f}^2/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt} = {need:,.0f}"),
+            "; it has ", per_chip,
+        ))  # fmt: skip
+        if len(e.slice_shape) == 3 and mx * my != 2 and not e.chip.is_gpu:  # the chapter's "typical 3D" M_X·M_Y = 2
+            chapter = alpha**2 / (2 * F) / z
+            out.append(Line.of("note", f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f};"
+                               f" this slice's split spans {mx:g} and {my:g} axes)"))  # fmt: skip
+        pod = units.tokens(B / float(e.pods))
+        stage = int(e.x * e.y)
+        split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
+        out.append(Line.of(
+            "threshold", "X_opt = ",
+            Math(f"sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({pod}/{F})·({mx:.3g}/{my:.3g})·{stage:,}) = {float(e.x_opt):,.0f}",
+                 rf"\sqrt{{(B/F)(M_X/M_Y)N}} = \sqrt{{({tex_text(pod)}/{F})({mx:.3g}/{my:.3g})\cdot {stage:,}}}"
+                 rf" \approx {float(e.x_opt):,.0f}"),
+            f"{split}; in use: X={int(e.x)}, Y={int(e.y)}",
+        ))  # fmt: skip
+    if e.strategy != "dp" or e.y > 1:
+        crossing = float(e.crossover_batch)
+        words = (f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
+                 if math.isfinite(crossing) else "This layout is never compute-bound, at any batch.")  # fmt: skip
+        out.append(Line.of("threshold", words))
+    if e.y > 1:
+        limit = float(e.tp_limit)
+        ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. the chapter's FSDP 256 x TP 16)"
+        out.append(Line.of(
+            "threshold", "TP limit ",
+            Math(f"Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}", rf"Y < M_Y F/\alpha = {my:g}\cdot {F}/{alpha:,.0f}"
+                 rf" = {limit:.1f}"),
+            f"; Y = {int(e.y)}: {ok}",
+        ))  # fmt: skip
+    if z > 1 and e.zero == 3:
+        out.append(Line.of("note", "Under pipelining FSDP re-gathers the weights for every microbatch, which is not"
+                           " charged here; the chapter pairs PP with ZeRO-1 (SPEC A.6)."))  # fmt: skip
+    out.append(_dcn(e))
+    return out
+
+
+def _dcn(e: Estimate) -> Line:
+    pod, need = units.tokens(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
+    chip = e.chip
+    formula = Math(f"B/P = {pod} vs C/W_dcn = {units.sci(chip.flops)}/{units.sci(chip.dcn_bw)} = {need:,.0f}",
+                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C/W_{{dcn}} = {tex_sci(chip.flops)}/{tex_sci(chip.dcn_bw)}"
+                   rf" = {need:,.0f}")  # fmt: skip
+    if e.pods == 1:
+        return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")
+    bound = "enough" if float(e.batch) / float(e.pods) > need else "too small: DCN-bound"
+    return Line.of("threshold", "DCN: per-pod batch ", formula, f": {bound}")
+
+
+def memory(e: Estimate) -> Line:
+    """Memory per chip, part by part, against HBM (SPEC A.4, B.8)."""
+    mem, hbm = e.memory, e.chip.hbm_bytes
+    kinds = {"weights": mem.params, "grads": mem.grads, "optimizer": mem.optimizer, "activations": mem.activations}
+    if np.any(mem.overhead):
+        kinds["runtime overhead"] = mem.overhead
+    parts = " + ".join(f"{k} {units.nbytes(float(v))}" for k, v in kinds.items())
+    below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
+    verdict = "fits" if e.fits else "DOES NOT FIT"
+    total = float(mem.total)
+    return Line.of("memory", f"Memory per chip: {parts} = {units.nbytes(total)} of {units.nbytes(hbm)} HBM"
+                   f" ({total / hbm:.0%}){below}: {verdict}")  # fmt: skip
+
+
+def step(e: Estimate) -> Line:
+    """The step time: compute at the utilisation, or the exposed communication, and the bubble."""
+    n, C = int(e.chips), e.chip.flops
+    B = units.tokens(float(e.batch))
+    mfu, hfu, t = float(e.mfu), float(e.hfu), float(e.step_time)
+    achieved = f"MFU {mfu:.1%}" + ("" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)")
+    if e.calibrated:
+        f = float(e.flops_per_token)
+        return Line.of("step", f"A measured step of {units.seconds(t)} implies ", Math(
+            f"MFU = B·f/(N·C·t) = {B}·{units.sci(f)}/({n:,}·{units.sci(C)}·{t:g}) = {mfu:.1%}",
+            rf"\eta = \frac{{B f}}{{N C t}} = \frac{{{tex_text(B)}\cdot {tex_sci(f)}}}{{{n:,}\cdot {tex_sci(C)}\cdot {t:g}}}"
+            rf" = {100 * mfu:.1f}\%"), "" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)")  # fmt: skip
+    f_hw, eta = float(e.hardware_flops_per_token), e.options.mfu
+    per_token = "6Ψ + 12·L·T·N_h·H" if e.options.attention_flops else "6Ψ"
+    per_token += " + recompute" if f_hw > float(e.flops_per_token) else ""
+    compute, comm = float(e.compute_time), float(e.comm_time)
+    parts = [
+        f"Step time at {eta:.0%} of peak: ",
+        Math(f"B·f/(N·C·η) = {B}·{units.sci(f_hw)}/({n:,}·{units.sci(C)}·{eta:g}) = {units.seconds(compute)}",
+             rf"\frac{{B f}}{{N C \eta}} = \frac{{{tex_text(B)}\cdot {tex_sci(f_hw)}}}{{{n:,}\cdot {tex_sci(C)}\cdot"
+             rf" {eta:g}}} = \text{{{units.seconds(compute)}}}"),
+        f" with f = {per_token} = {units.sci(f_hw)} FLOPs a token",
+    ]  # fmt: skip
+    if comm > compute:  # SPEC A.10: the exposed communication sets the step
+        parts.append(f"; the exposed communication is longer, {units.seconds(comm)}")
+    if e.bubble > 0:
+        parts.append(f"; the pipeline bubble adds {float(e.bubble):.0%} (and {units.seconds(float(e.stage_traffic))}"
+                     " of stage-to-stage traffic, overlapped)")  # fmt: skip
+    parts.append(f" → {units.seconds(t)}, {achieved}")
+    return Line.of("step", *parts)
+
+
+def time_to_train(e: Estimate) -> Line:
+    days = units.seconds(float(e.training_time))
+    if not e.fits:
+        return Line.of("time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}, if it fit.")
+    return Line.of("time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}.")
+
+
+def binds(e: Estimate) -> str:
+    """What limits a layout (an estimate of one), and by what margin, in a few words."""
+    compute, exposed = float(e.compute_time), float(e.comm_time)
+    ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
+    if exposed >= compute:
+        return f"the {collective} sets the step ({exposed / compute:.2f}x the compute)"
+    if not e.compute_bound:
+        return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the utilisation"
+    if float(e.bubble) >= 0.05:
+        return f"the pipeline bubble, +{float(e.bubble):.0%}"
+    used = float(e.memory.total) / e.chip.hbm_bytes
+    if used >= 0.9:
+        return f"memory, {used:.0%} of HBM"
+    return f"compute (slowest: the {collective}, {ratio:.2f}x)"

@@ -1,0 +1,61 @@
+"""Structured lines: words and formulas, written once, rendered as plain text or as HTML/LaTeX.
+
+A ``Line`` is a run of parts: plain words (``str``) and ``Math``, a formula with its numbers
+substituted, given in both notations. The CLI prints ``plain(line)``; the panel shows
+``html(line)``, where MathJax typesets the ``$...$``.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Math:
+    """A formula: ``plain`` for a terminal (α²/(M_X·M_Y·F)), ``tex`` for the page."""
+
+    plain: str
+    tex: str
+
+
+@dataclass(frozen=True)
+class Line:
+    """One sentence of a report. ``kind`` says what it is: "verdict", "threshold", "note",
+    "memory", "step", "time"; ``strong`` marks the headline."""
+
+    kind: str
+    parts: tuple
+    strong: bool = False
+
+    @classmethod
+    def of(cls, kind: str, *parts, strong: bool = False) -> Line:
+        return cls(kind, tuple(p for p in parts if p != ""), strong)
+
+
+def plain(line: Line) -> str:
+    """The line as text for a terminal."""
+    return "".join(p.plain if isinstance(p, Math) else p for p in line.parts)
+
+
+def html(line: Line) -> str:
+    """The line as HTML with ``$...$`` LaTeX; a comma inside a number is written {,} for LaTeX."""
+    out = "".join(f"${_thousands(p.tex)}$" if isinstance(p, Math) else _html.escape(p) for p in line.parts)
+    return f"<b>{out}</b>" if line.strong else out
+
+
+def _thousands(tex: str) -> str:
+    """Inside $...$ a comma is punctuation to LaTeX: 2,550 becomes 2{,}550."""
+    return re.sub(r"(\d),(\d{3})", r"\1{,}\2", tex)
+
+
+def tex_text(text: str) -> str:
+    """A human number such as 3M inside LaTeX: the letters upright."""
+    return re.sub(r"([A-Za-z]+)", r"\\text{\1}", text)
+
+
+def tex_sci(x: float) -> str:
+    """4.59e14 as LaTeX: 4.59\\times 10^{14}."""
+    mantissa, _, exponent = f"{x:.3g}".partition("e")
+    return mantissa if not exponent else rf"{mantissa}\times 10^{{{int(exponent)}}}"

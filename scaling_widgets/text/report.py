@@ -1,0 +1,173 @@
+"""One estimate as a JSON record (``estimate --json``), or as a report for the terminal; a plan as
+a table. The sentences come from ``explain``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cost import Estimate
+from . import explain, units
+from .lines import plain
+
+
+def _num(value):
+    """A JSON-safe Python scalar (a number, a bool or a name): inf and NaN become None."""
+    v = np.asarray(value).item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def record(e: Estimate, others=None) -> dict:
+    """The estimate as plain JSON types (SPEC A.10). ``others`` maps strategy -> Estimate, or the
+    error that says why that strategy cannot run here."""
+    layer, mem = e.layer, e.memory
+    out = {
+        "model": e.model.name,
+        "hardware": e.chip.name,
+        "strategy": e.strategy,
+        "layout_name": explain.layout_name(e),
+        "zero_stage": _num(e.zero),
+        "precision": e.precision.name,
+        "params": _num(e.params.total),
+        "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
+        "chips": _num(e.chips),
+        "batch_tokens": _num(e.batch),
+        "seq_len": e.seq_len,
+        "sequences": None if e.seq_len is None else _num(e.batch / e.seq_len),
+        "layout": {
+            "slice_shape": list(e.slice_shape),
+            "X": _num(e.x),
+            "Y": _num(e.y),
+            "Z": _num(e.z),
+            "P": _num(e.pods),
+            "M_X": _num(e.mx),
+            "M_Y": _num(e.my),
+            "wrap_x": _num(e.wrap_x),
+            "wrap_y": _num(e.wrap_y),
+            "microbatches": _num(e.microbatches),
+        },
+        "per_layer": {
+            "t_math_s": _num(layer.t_math),
+            "t_comms_s": _num(layer.t_comms),
+            "t_comms_x_s": _num(layer.t_comms_x),
+            "t_comms_y_s": _num(layer.t_comms_y),
+            "t_comms_dcn_s": _num(layer.t_comms_dcn),
+            "lower_bound_s": _num(layer.lower_bound),
+            "upper_bound_s": _num(layer.upper_bound),
+        },
+        "tokens_per_chip": _num(e.tokens_per_chip),
+        "critical_tokens_per_chip": _num(e.critical_tokens_per_chip),
+        "crossover_batch_tokens": _num(e.crossover_batch),
+        "tp_limit": _num(e.tp_limit),
+        "tokens_per_pod": _num(e.batch / e.pods),
+        "critical_tokens_per_pod": _num(e.critical_tokens_per_pod),
+        "compute_bound": _num(e.compute_bound),
+        "bottleneck": str(e.bottleneck),
+        "comm_to_compute": _num(layer.worst_ratio),
+        "x_opt": _num(e.x_opt),
+        "memory_per_chip_bytes": {
+            **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations", "overhead")},
+            "total": _num(mem.total),
+        },
+        "hbm_bytes": e.chip.hbm_bytes,
+        "mfu": _num(e.mfu),
+        "hfu": _num(e.hfu),
+        "mfu_given": None if e.calibrated else e.options.mfu,
+        "remat": _num(e.remat),
+        "flops_per_token": _num(e.flops_per_token),
+        "hardware_flops_per_token": _num(e.hardware_flops_per_token),
+        "fits": _num(e.fits),
+        "bubble": _num(e.bubble),
+        "schedule": _num(e.schedule),
+        "stage_traffic_s": _num(e.stage_traffic),
+        "virtual_stages": _num(e.virtual_stages),
+        "compute_s": _num(e.compute_time),
+        "exposed_comm_s": _num(e.comm_time),
+        "step_time_s": _num(e.step_time),
+        "training_tokens": None if e.tokens is None else _num(e.tokens),
+        "training_time_s": None if e.training_time is None else _num(e.training_time),
+    }
+    if others:
+        out["strategies"] = {name: _summary(o) for name, o in others.items()}
+    return out
+
+
+def _summary(e) -> dict:
+    if not isinstance(e, Estimate):
+        return {"runs": False, "why": str(e)}
+    return {
+        "runs": True,
+        "X": _num(e.x),
+        "Y": _num(e.y),
+        "fits": _num(e.fits),
+        "compute_bound": _num(e.compute_bound),
+        "bottleneck": str(e.bottleneck),
+        "comm_to_compute": _num(e.layer.worst_ratio),
+        "memory_per_chip_bytes": _num(e.memory.total),
+        "step_time_s": _num(e.step_time),
+    }
+
+
+def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
+    """The report: what binds and by how much, each threshold with its numbers, memory, step."""
+    chip, m = e.chip, e.model
+    pods = int(e.pods)
+    seqs = "" if e.seq_len is None else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
+    lines = explain.explain(e, best)
+    head = [
+        f"{m.name} ({units.count(float(e.params.total))} params) on {chip.name} {units.mesh(e.slice_shape)}"
+        f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
+        "",
+        f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",
+        "  " + plain(lines[0]),
+        "",
+        "Thresholds:",
+    ]
+    body = ["  " + plain(line) for line in lines[1:] if line.kind in ("threshold", "note")]
+    rest = [plain(line) for line in lines[1:] if line.kind not in ("threshold", "note")]
+    out = [*head, *body, "", *rest]
+    if others:
+        out += ["", "Every strategy on this slice:", *("  " + row for row in _table(others))]
+    return "\n".join(out)
+
+
+def _table(others: dict):
+    yield f"{'strategy':<9} {'layout':<26} {'memory/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
+    for name, o in others.items():
+        if not isinstance(o, Estimate):
+            yield f"{name:<9} cannot run: {o}"
+            continue
+        bound = "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
+        fits = "yes" if o.fits else "no"
+        layout = explain.layout_name(o).split(", ")[0]
+        yield (
+            f"{name:<9} {layout:<26} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
+            f" {units.seconds(float(o.step_time)):>9}"
+        )
+
+
+def plan_table(ranked, ranks) -> str:
+    """The best layouts of a plan as a table: layout, axis order, knobs, step, memory, what binds."""
+    cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
+    head = (
+        f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
+        f" batch {units.tokens(float(workload.batch))} tokens: {len(ranked.step_time):,} layouts evaluated,"
+        f" {len(ranked):,} fit"
+    )
+    orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
+    note = ["Axes: the slice's axes in the order the groups take them, TP the last axis first.", ""] if orders else []
+    rows = [head, "", *note, f"{'#':>3}  {'X x Y x Z':<16} " + (f"{'axes':<10} " if orders else "")
+            + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'memory':>9}  binds"]  # fmt: skip
+    for r in ranks:
+        k, index = ranked.layout(r), ranked.order[r]
+        schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
+        layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
+        axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
+        rows.append(
+            f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
+            f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9}  {explain.binds(ranked.estimate(r))}"
+        )
+    return "\n".join(rows)
