@@ -32,7 +32,8 @@ class InputError(ValueError):
 
 
 def refuse(field: str, allowed: str, got) -> InputError:
-    """The error for ``field``: raise what this returns."""
+    """The error for ``field``: raise what this returns. ``got`` is shown as it is if it is a
+    string (already formatted), else by its repr."""
     return InputError(field, allowed, got if isinstance(got, str) else repr(got))
 
 
@@ -75,7 +76,7 @@ def whole(name: str, value, minimum: int = 1) -> np.ndarray:
 def one_of(name: str, value: str, allowed) -> str:
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:
-        raise refuse(name, f"one of {', '.join(map(repr, allowed))}", value)
+        raise refuse(name, f"one of {', '.join(map(repr, allowed))}", repr(value))
     return value
 
 
@@ -100,12 +101,12 @@ def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarra
     if _trusted.get():
         return a
     if a.dtype.kind == "b":  # True is not a count of anything
-        raise refuse(name, allowed, value)
+        raise refuse(name, allowed, repr(value))
     if a.dtype.kind not in "iuf":  # strings, objects, complex: numbers or nothing
         try:
             a = a.astype(float)
         except (TypeError, ValueError):
-            raise refuse(name, allowed, value) from None
+            raise refuse(name, allowed, repr(value)) from None
     if a.size <= 1024:  # small: element by element is cheapest
         good = ok(a)
         if good.all():

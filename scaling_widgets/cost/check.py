@@ -30,12 +30,14 @@ STRATEGY_ZERO = {"dp": 0, "tp": 0, "fsdp": 3, "fsdp+tp": 3}  # each strategy's o
 
 def inputs(cluster: Cluster, workload: Workload, layout: Layout, options: Options):
     """The four values, each field checked, with the defaults filled in (slice, ZeRO stage)."""
+    if getattr(options, "attention_flops", False) is True and workload.seq_len is None:
+        raise refuse("seq_len", "given to count attention FLOPs (12·L·T·N_h·H a token)", None)
     return _cluster(cluster), _workload(workload), _layout(layout, workload.seq_len), _options(options)
 
 
 def _kind(name: str, value, kind) -> None:
     if not isinstance(value, kind):
-        raise refuse(name, f"a {kind.__name__} (see scaling_widgets.presets)", value)
+        raise refuse(name, f"a {kind.__name__} (see scaling_widgets.presets)", repr(value))
 
 
 def _cluster(c: Cluster) -> Cluster:
@@ -51,8 +53,11 @@ def _cluster(c: Cluster) -> Cluster:
     except ValueError as err:  # the mesh's own sentence: keep it, name the field
         raise _checks.InputError("slice_shape", str(err).split(" must be ", 1)[-1].split("; got")[0],
                                  repr(c.slice_shape)) from None  # fmt: skip
-    pods = _one_whole("pods", c.pods, MAX_CHIPS // math.prod(shape))
-    return Cluster(chip, tuple(shape), pods)
+    largest = MAX_CHIPS // math.prod(shape)
+    pods = _checks.whole("pods", c.pods)
+    if np.any(pods > largest):
+        raise refuse("pods", f"a whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in all)", repr(c.pods))
+    return Cluster(chip, tuple(shape), int(pods) if pods.ndim == 0 else pods)
 
 
 def _one_whole(name: str, value, largest: int) -> int:

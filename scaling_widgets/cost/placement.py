@@ -61,9 +61,9 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
     if x is None and y is None and layout.strategy == "fsdp+tp":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
-    if layout.microbatch_seqs is not None:  # as many microbatches as that size gives each replica
+    if layout.microbatch_seqs is not None:  # as many microbatches of at least that size as each replica gets
         per_replica = workload.batch / workload.seq_len / (X * P)
-        m = np.maximum(np.round(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
+        m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
     if span is None and chip.is_gpu:
         span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
     elif span is None:
@@ -105,7 +105,8 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
         unit = "token" if workload.seq_len is None else f"sequence of {T}"
         raise refuse("batch", f"at least {need:,} tokens: with TP at most {y_max} ({model.heads} heads), a stage of"
                      f" {stage_chips:,} chips has {stage_chips // y_max:,} data replicas per pod, each needing a whole"
-                     f" {unit} per microbatch (or use pipeline stages)", f"{float(np.min(workload.batch)):,.6g}")  # fmt: skip
+                     f" {unit} per microbatch, on splits whose X and Y share at most one axis (or use pipeline stages, or another"
+                     " order of the slice's axes)", f"{float(np.min(workload.batch)):,.6g}")  # fmt: skip
     return x, y
 
 

@@ -26,14 +26,14 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
     exact = options.exact
     flags = [
         ("--model", model), ("--hardware", chip), ("--mesh", units.mesh(cluster.slice_shape)),
-        ("--pods", cluster.pods), ("--batch", f"{float(workload.batch):.17g}"), ("--seq-len", workload.seq_len),
+        ("--pods", cluster.pods), ("--batch", repr(float(workload.batch))), ("--seq-len", workload.seq_len),
         ("--precision", precision), ("--strategy", layout.strategy), ("--zero", layout.zero), ("--fsdp", layout.x),
         ("--tp", layout.y), ("--pp", layout.z), ("--microbatches", layout.microbatches),
         ("--schedule", layout.schedule), ("--virtual-stages", layout.virtual_stages), ("--remat", layout.remat),
         ("--sequence-parallel", layout.sequence_parallel), ("--attention-flops", options.attention_flops),
-        ("--mfu", None if options.measured_step_time is not None else f"{options.mfu:.17g}"),
+        ("--mfu", None if options.measured_step_time is not None else repr(float(options.mfu))),
         ("--measured-step-time", options.measured_step_time),
-        ("--tokens", None if workload.tokens is None else f"{float(workload.tokens):.17g}"),
+        ("--tokens", None if workload.tokens is None else repr(float(workload.tokens))),
         ("--ring-factor", exact.ring_factor), ("--halve-without-wraparound", exact.halve_without_wrap),
         ("--latency", exact.latency or None), ("--overhead-gb", (options.overhead_bytes / 1e9) or None),
         ("--fits-below", None if options.fits_below == 1 else options.fits_below),
@@ -43,5 +43,5 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
         if value is True:
             words.append(flag)
         elif value is not None and value is not False:
-            words += [flag, value if isinstance(value, str) else f"{value:.17g}" if isinstance(value, float) else str(value)]
+            words += [flag, value if isinstance(value, str) else repr(value)]
     return shlex.join(words)

@@ -41,7 +41,7 @@ def test_gpipe_needs_more_activation_memory_than_1f1b():
     common = dict(
         model=MODELS["llama-3-70b"],
         chip=HARDWARE["h100"],
-        batch=4e6,
+        batch=2**22,  # 1024 sequences of 4096
         slice_shape=(512, 8),
         seq_len=4096,
         strategy="fsdp+tp",
@@ -53,7 +53,9 @@ def test_gpipe_needs_more_activation_memory_than_1f1b():
         microbatch_seqs=1,
     )
     gpipe, one_f_one_b = estimate(schedule="gpipe", **common), estimate(schedule="1f1b", **common)
-    assert int(gpipe.microbatches) == 8  # 976 sequences over 128 replicas, one a microbatch
+    assert int(gpipe.microbatches) == 8  # 1024 sequences over 128 replicas, one a microbatch
+    # 976 sequences give each replica 7.6: 7 whole microbatches of at least one sequence, not 8 of less.
+    assert int(estimate(schedule="gpipe", **{**common, "batch": 4e6}).microbatches) == 7
     assert gpipe.memory.activations == pytest.approx(one_f_one_b.memory.activations * 8 / 4)
     assert gpipe.bubble == one_f_one_b.bubble == pytest.approx(3 / 8)
     interleaved = estimate(schedule="interleaved", virtual_stages=2, **common)
