@@ -19,8 +19,11 @@ EXAMPLE_16 = [
     "16x16x16",
     "--batch",
     "3M",
+    # The chapter's example is token-level; 512-token sequences (5859) give every strategy at least
+    # one per data replica, so the chapter's numbers stand. Its 32K sequences (91.6) cannot fill the
+    # 512 replicas even TP 8 leaves (see test_bad_input_is_one_line_and_exit_2).
     "--seq-len",
-    "32768",
+    "512",
     "--strategy",
     "fsdp+tp",
     "--mfu",
@@ -37,11 +40,12 @@ def run(args, capsys):
 def test_example_16_report_tells_the_whole_story(capsys):
     code, out, _ = run(EXAMPLE_16, capsys)
     assert code == 0
-    assert "FSDP X=1024 x TP Y=4" in out and "COMPUTE-BOUND" in out
+    assert "FSDP X=1024 x TP Y=4" in out and "Compute-bound:" in out
     assert "312 ms" in out
     rows = {line.split()[0]: line for line in out.splitlines()[-4:]}
     assert " no " in rows["dp"]  # pure DP does not fit
     assert "fsdp (1.16x)" in rows["fsdp"]  # pure FSDP is comm-bound
+    assert "cannot run: y must be a TP degree dividing the model's 40 attention heads" in rows["tp"]
 
 
 def test_example_16_json(capsys):
@@ -80,6 +84,8 @@ def test_pure_tp_has_no_critical_batch_and_says_it_exceeds_the_limit(capsys):
             "16x16x16",
             "--batch",
             "1M",
+            "--seq-len",  # 488 sequences: one for each of the 256 data replicas
+            "2048",
             "--strategy",
             "fsdp+tp",
             "--fsdp",
@@ -90,12 +96,16 @@ def test_pure_tp_has_no_critical_batch_and_says_it_exceeds_the_limit(capsys):
         capsys,
     )
     assert code == 0 and "never compute-bound" in out  # SPEC A.9: the chapter's 256 x 16
-    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--batch", "1M", "--strategy", "tp", "--json"], capsys)
+    # Pure TP over 64 chips (64 heads): a whole pod's 8960 could not split the heads.
+    args = ["estimate", "--model", "llama-3-70b", "--mesh", "4x4x4", "--batch", "1M", "--strategy", "tp", "--json"]
+    code, out, _ = run(args, capsys)
     assert json.loads(out)["critical_tokens_per_chip"] is None
 
 
 def test_two_pods_over_dcn(capsys):
-    code, out, _ = run(["estimate", "--model", "llama-3-70b", "--batch", "2M", "--pods", "2", "--json"], capsys)
+    # 256-token sequences: 3906 a pod, a whole one for each of the 2240 replicas of FSDP 2240 x TP 4.
+    args = ["estimate", "--model", "llama-3-70b", "--batch", "2M", "--pods", "2", "--seq-len", "256", "--json"]
+    code, out, _ = run(args, capsys)
     data = json.loads(out)
     assert data["chips"] == 2 * 8960 and data["layout"]["P"] == 2
     assert data["tokens_per_chip"] == pytest.approx(111, abs=1)
@@ -111,17 +121,20 @@ def test_two_pods_over_dcn(capsys):
         (["--batch", "lots"], "argument --batch: --batch must be a number > 0"),
         (["--mesh", "16x0x16"], "argument --mesh: --mesh must be axis lengths >= 1"),
         (["--mesh", "32x32x32"], "slice_shape 32x32x32 does not fit in the chip's pod of 16x20x28"),
-        (["--fsdp", "512", "--tp", "4"], "--fsdp 512 x --tp 4 x --pp 1 = 2048, but --mesh 16x16x16 has 4096 chips"),
-        (["--fsdp", "3"], "--fsdp 3 must divide the 4096 chips of a pipeline stage"),
+        (["--fsdp", "512", "--tp", "4"], "--fsdp must be such that x·y is the 4096 chips of a stage; got x=512, y=4"),
+        (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--pods", "1e30"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--batch", "1e300"], "argument --batch: --batch must be a number > 0 and < 1e30"),
         (["--mfu", "1.5"], "argument --mfu: --mfu must be in (0, 1]"),
-        (["--strategy", "fsdp", "--tp", "4"], "--tp must be 1 for --strategy fsdp on 4096 chips per stage; got 4"),
-        (["--strategy", "tp", "--tp", "16"], "--tp must be 4096 for --strategy tp on 4096 chips per stage; got 16"),
+        (["--strategy", "fsdp", "--tp", "4"], "--tp must be 1 for strategy 'fsdp' (use 'fsdp+tp'); got 4"),
+        (["--strategy", "tp", "--tp", "16"], "--tp must be the 4096 chips of a stage for strategy 'tp'; got 16"),
         (["--mesh", "²x16"], "argument --mesh: --mesh must be axis lengths"),
         (["--pp", "0"], "argument --pp: --pp must be a whole number from 1"),
-        (["--pp", "4096"], "z must be a whole number of stages from 1 to the model's 40 layers; got 4096"),
+        (["--pp", "4096"], "--pp must be such that Z·v divides the model's 40 layers"),
+        (["--pp", "5"], "--pp must be a number of pipeline stages dividing the slice's 4096 chips; got 5"),
+        # 3M tokens of 32K sequences: 91.6, too few for the 512 data replicas TP 8 (40 heads) leaves.
+        (["--seq-len", "32768"], "--batch must be at least 16,777,216 tokens"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
@@ -184,6 +197,8 @@ def test_zero_stage_from_the_command_line(capsys):
         "16x16x16",
         "--batch",
         "8M",
+        "--seq-len",  # 7812 sequences: one for each of the 4096 data replicas
+        "1024",
         "--precision",
         "mixed-adam",
         "--strategy",
@@ -196,4 +211,4 @@ def test_zero_stage_from_the_command_line(capsys):
     assert not stage0["fits"] and stage1["fits"]
     with pytest.raises(SystemExit):
         main([*base[:-3], "--strategy", "tp", "--zero", "2"])
-    assert "--zero shards over the data axis, which --strategy tp does not have" in capsys.readouterr().err
+    assert "--zero must be 0 for strategy 'tp': a ZeRO stage shards over the data axis" in capsys.readouterr().err

@@ -163,7 +163,8 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
         m, X = int(microbatches[i]), int(x[i])
         got = batch[i].item() / (T * X * pods)
         if m > 1 and given.microbatches is not None:
-            raise refuse("microbatches", f"at most the {got:.3g} {unit}s each data replica gets, B/(T·X·P)", m)
+            units = "tokens" if seq_len is None else f"sequences of {seq_len}"
+            raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
         whole = f"a whole {unit} for each of the {X * int(pods):,} data replicas{'' if m == 1 else f' x {m} microbatches'}"
         need = X * int(pods) * m * T
         raise refuse("batch", f"at least {need:,} tokens, {whole}", f"{batch[i].item():,.6g} ({got:.3g} per replica)")

@@ -63,11 +63,11 @@ def estimate(**keywords) -> Estimate:
     Examples
     --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
-    >>> e = estimate(model=MODELS["llama-3-70b"], chip=HARDWARE["tpu-v5p"], batch=4e6, seq_len=8192,
+    >>> e = estimate(model=MODELS["llama-3-70b"], chip=HARDWARE["tpu-v5p"], batch=16e6, seq_len=4096,
     ...              slice_shape=(16, 16, 16), x=[512, 128], y=8, z=[1, 4], zero=[3, 1],
     ...              remat=["checkpoints", "full"], schedule=["1f1b", "interleaved"], virtual_stages=[1, 2])
     >>> e.bubble.tolist(), (e.memory.total / 1e9).round(1).tolist()
-    ([0.0, 0.09375], [10.4, 5.3])
+    ([0.0, 0.09375], [41.1, 18.6])
     """
     return evaluate(*split_keywords(keywords))
 

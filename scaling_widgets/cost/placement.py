@@ -127,5 +127,8 @@ def _strategy_split(strategy: str, stage_chips: int, x, y):
             given[name] = stage_chips // share
     X, Y = _checks.whole("x", given["x"]), _checks.whole("y", given["y"])
     if np.any(X * Y != stage_chips):
+        if forced is not None:  # the strategy set one group to 1: the other, the one given, is wrong
+            name = "y" if forced[0] == "x" else "x"
+            raise refuse(name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name])
         raise refuse("x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}")
     return X, Y

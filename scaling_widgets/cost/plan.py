@@ -92,7 +92,7 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
-    >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=32768,
+    >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=2048,
     ...          slice_shape=(16, 16, 16))
     >>> best = p.layout(0)
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()

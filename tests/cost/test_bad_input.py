@@ -66,10 +66,13 @@ def test_user_defined_model_and_chip_are_checked_field_by_field():
         (dict(remat=[]), r"remat must be one of .*, or an array of them; got \[\]"),
         (dict(zero=[1, 5]), r"zero must be a ZeRO stage 0, 1, 2 or 3 \(or an array of them\)"),
         (dict(zero=[]), r"zero must be a ZeRO stage 0, 1, 2 or 3 \(or an array of them\)"),
-        (dict(z=[1, 999], x=[4096, 4], y=1), "z must be a whole number of stages from 1 to the model's 40 layers"),
-        (dict(virtual_stages=[2, 1], schedule="1f1b"), "virtual_stages goes with schedule 'interleaved'"),
+        # The stages must split the 40 layers evenly; 64 stages of 64 chips each do not.
+        (dict(slice_shape=(16, 16, 16), z=[1, 64], x=[512, 64], y=[8, 1]),
+         r"z must be such that Z·v divides the model's 40 layers .*; got 64"),
+        (dict(virtual_stages=[2, 1], schedule="1f1b"), "virtual_stages must be 1 unless the schedule is 'interleaved'"),
     ],
-)
+)  # fmt: skip
 def test_a_bad_element_of_an_array_of_knobs_is_named(knobs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as err:
         estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=4096, **knobs)
+    assert err.value.field == message.split()[0]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from scaling_widgets.cost import (
+    InputError,
     best_split,
     compare_strategies,
     critical_tokens_per_chip,
@@ -16,6 +17,7 @@ from scaling_widgets.cost import (
     nearest_split,
     param_count,
     split_candidates,
+    split_keywords,
     step_time,
     time_to_train,
     tp_limit,
@@ -154,7 +156,11 @@ def test_example_15_llama2_13b_130gb_of_state_and_42tb_of_checkpoints():
 
 
 def test_example_16_llama2_13b_3m_tokens_on_16x16x16():
-    e = compare_strategies(model=MODELS["llama-2-13b"], chip=V5P, batch=3e6, slice_shape=(16, 16, 16), mfu=0.4)
+    # The chapter's token-level model (no seq_len): 3M tokens, each strategy at its own split.
+    values = split_keywords(dict(model=MODELS["llama-2-13b"], chip=V5P, batch=3e6, slice_shape=(16, 16, 16), mfu=0.4))
+    e = compare_strategies(*values)
+    # Pure TP over 4096 chips cannot split 40 attention heads: refused, naming the TP degree.
+    assert isinstance(e["tp"], InputError) and e["tp"].field == "y"
     # Pure DP: 130 GB > 96 GB.
     assert not e["dp"].fits and e["dp"].memory.total > 130e9
     # Pure FSDP fits (≈ 8 TB of 393 TB) but is comm-bound: it needs 850·4096 = 3.48M tokens.

@@ -43,7 +43,9 @@ def test_overrides_replace_the_derived_spans_and_rings():
     assert (derived.mx, derived.my) == (3, 1)
     assert (forced.mx, forced.my) == (2, 1)
     assert forced.layer.t_comms_x > derived.layer.t_comms_x  # two axes carry less than three
-    # 2x16x16 is not made of whole cubes: no rings, unless the user says there are.
+    # 2x16x16 is not made of whole cubes: no rings, unless the user says there are. TP 16 takes a
+    # whole axis; it needs a model whose heads it divides (LLaMA-3 70B's 64, not LLaMA-2 13B's 40).
+    model = MODELS["llama-3-70b"]
     plain = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16)
     ringed = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16, wraparound=True)
     assert (plain.wrap_x, plain.wrap_y) == (False, False)
@@ -57,10 +59,14 @@ def test_layout_must_use_every_chip_of_the_slice():
 
 def test_axis_roles_give_whole_axes_to_the_groups():
     model, chip = MODELS["llama-3-70b"], HARDWARE["tpu-v5p"]
-    e = estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y", "x"))  # 16x20x28
-    assert (e.x, e.y, e.z, e.mx, e.my) == (448, 20, 1, 2, 1)
+    # TP takes the 16 axis: 16 divides the 64 heads (the 20 axis would not).
+    e = estimate(model=model, chip=chip, batch=4e6, axis_roles=("y", "x", "x"))  # 16x20x28
+    assert (e.x, e.y, e.z, e.mx, e.my) == (560, 16, 1, 2, 1)
     assert bool(e.wrap_x) and bool(e.wrap_y)
-    with pytest.raises(ValueError, match="axis_roles must name one of 'x', 'y', 'z' for each of the 3 axes"):
+    with pytest.raises(ValueError, match="y must be a TP degree dividing the model's 64 attention heads") as err:
+        estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y", "x"))
+    assert err.value.field == "y"
+    with pytest.raises(ValueError, match="axis_roles must be one of 'x', 'y', 'z' for each of the 3 slice axes"):
         estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y"))
     with pytest.raises(ValueError, match="y must be 1 for strategy 'fsdp'"):
-        estimate(model=model, chip=chip, batch=4e6, strategy="fsdp", axis_roles=("x", "y", "x"))
+        estimate(model=model, chip=chip, batch=4e6, strategy="fsdp", axis_roles=("y", "x", "x"))

@@ -18,12 +18,14 @@ def test_defaults_are_the_chips_full_pod():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("batch", -3.0, "batch must be a number of tokens > 0 and < 1e30; got -3.0"),
-        ("mfu", 1.5, r"mfu must be in \(0, 1\]"),
-        ("pods", 0, "pods must be a whole number from 1 to 2\\*\\*53; got 0"),
+        ("batch", -3.0, r"batch must be a number of tokens > 0 and < 1e\+30; got -3.0"),
+        ("mfu", 1.5, "mfu must be a number of a share of peak > 0 and <= 1; got 1.5"),
+        ("pods", 0, "pods must be a whole number from 1 to 4,194,304; got 0"),
         ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
         ("slice_shape", (16, 16, 32), "slice_shape 16x16x32 does not fit in the chip's pod of 16x20x28"),
-        ("z", 3, "z \\(pipeline stages\\) must divide the 8960 chips"),
+        ("z", 3, "z must be a number of pipeline stages dividing the slice's 8960 chips; got 3"),
+        # 1M tokens of 4096 (244 sequences) cannot give the 1120 data replicas of a pod one each.
+        ("batch", 1e6, "batch must be at least [0-9,]+ tokens.*a whole sequence of 4096"),
     ],
 )
 def test_bad_values_are_rejected_naming_the_field(field, value, message):
@@ -38,7 +40,7 @@ def test_update_applies_everything_or_nothing():
     s = Scenario(slice_shape=(16, 16, 16))
     with pytest.raises(ScenarioError, match="does not fit"):
         s.update(batch=1e6, hardware="tpu-v5e")  # 16x16x16 is not a v5e slice
-    assert s.batch == 3e6 and s.hardware.name == "TPU v5p"
+    assert s.batch == 16e6 and s.hardware.name == "TPU v5p"  # the default batch
     s.update(hardware="tpu-v5e", slice_shape=(16, 16), batch=1e6)
     assert (s.hardware.name, s.slice_shape, s.batch) == ("TPU v5e", (16, 16), 1e6)
 
@@ -47,19 +49,21 @@ def test_one_update_is_one_revision():
     s = Scenario()
     seen = []
     s.observe(lambda change: seen.append(change["new"]), "revision")
-    s.update(batch=1e6, mfu=0.5, pods=2)
-    s.batch = 2e6
+    s.update(batch=32e6, mfu=0.5, pods=2)  # 16M a pod, as the default: enough for a whole pod
+    s.batch = 40e6
     assert len(seen) == 2
 
 
 def test_json_round_trip_loses_nothing():
-    own = Model("tiny", layers=2, d_model=64, d_ff=256, heads=2, kv_heads=1, head_dim=32, vocab=1000, gated=False)
+    # TP 4 must divide the heads: 8 query heads, 2 KV heads.
+    own = Model("tiny", layers=2, d_model=64, d_ff=256, heads=8, kv_heads=2, head_dim=8, vocab=1000, gated=False)
     s = Scenario(
         model=own,
         hardware="tpu-v5e",
         slice_shape=(8, 16),
         pods=3,
-        batch=123456.5,
+        batch=123456.5,  # 964 sequences of 128: one for each of 32 replicas x 3 pods x 7 microbatches
+        seq_len=128,
         strategy="fsdp+tp",
         optimal_split=False,
         x=32,
@@ -79,8 +83,8 @@ def test_json_round_trip_loses_nothing():
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
         ({"version": 2}, "scenario version must be 1; got 2"),
-        ({"pods": "2"}, "The 'pods' trait of a Scenario instance expected an int"),
-        ({"batch": "3M"}, "The 'batch' trait of a Scenario instance expected a float"),
+        ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
+        ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e\+30; got '3M'"),
         ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),
     ],
 )
