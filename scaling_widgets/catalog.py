@@ -79,10 +79,10 @@ def _read_json(source) -> dict:
         raise ValueError(f"a model or chip must be a JSON file, JSON text or a dict; got {type(source).__name__}")
     if isinstance(source, str) and source.lstrip().startswith("{"):
         return _parse(source, _shown(source))
-    return _parse(_read_file(source), str(source))
+    return _parse(read_text(source), str(source))
 
 
-def _read_file(path) -> str:
+def read_text(path) -> str:
     """The text of ``path``, read only if it is a regular file of at most ``LARGEST_FILE`` bytes.
 
     The check comes before ``open``: opening a named pipe would wait for a writer, and a device

@@ -148,9 +148,9 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
             "--mesh",
             "16x16x16",
             "--batch",
-            "3M",
+            "16M",
             "--seq-len",
-            "32768",
+            "4096",
             "--top",
             "3",
             "--json",
@@ -159,7 +159,7 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and len(data["layouts"]) == 3
     # "fit" counts the layouts within HBM among those "evaluated", and some do not fit.
-    every = plan(model=L13, chip=V5P, batch=3e6, seq_len=32768, slice_shape=(16, 16, 16))
+    every = plan(model=L13, chip=V5P, batch=16e6, seq_len=4096, slice_shape=(16, 16, 16))
     assert data["evaluated"] == len(every.memory)
     assert data["fit"] == (every.memory <= V5P.hbm_bytes).sum() and 0 < data["fit"] < data["evaluated"]
     assert all(layout["memory_per_chip_bytes"]["total"] <= V5P.hbm_bytes for layout in data["layouts"])
