@@ -18,7 +18,10 @@ from scaling_widgets.widgets import (
     TrainingControls,
 )  # fmt: skip
 
-EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=32768)
+# The chapter's example 16 in 512-token sequences: 5859 of them, a whole one for each data replica
+# of every strategy (even pure DP/FSDP over 4096 chips), so the chapter's numbers stand. Its 32K
+# sequences (91.6) could not fill the 512 replicas even TP 8 leaves.
+EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=512)
 
 
 def test_switching_the_chip_to_v5e_moves_the_compute_line():
@@ -44,6 +47,11 @@ def test_a_bad_axis_length_shows_a_message_and_keeps_the_last_valid_state():
 
 def test_axis_roles_by_hand():
     s = Scenario(**EXAMPLE_16)
+    picker = MeshPicker(s)
+    picker._by_hand.value = True  # TP takes the innermost axis: 16 does not divide LLaMA-2 13B's 40 heads
+    assert "y must be a TP degree dividing the model's 40 attention heads" in picker._message.text
+    assert s.axis_roles == ()
+    s = Scenario(**{**EXAMPLE_16, "model": "llama-3-70b"})  # 64 heads: TP 16 can run
     picker = MeshPicker(s)
     picker._by_hand.value = True
     assert s.axis_roles == ("x", "x", "y") and picker.value["y"] == 16 and picker.value["mx"] == 2
@@ -74,7 +82,7 @@ def test_pipeline_stages_must_divide_the_chips():
     s = Scenario(**EXAMPLE_16)
     selector = StrategySelector(s)
     selector._stages.value = 3
-    assert "must divide the 4096 chips" in selector._message.text and s.z == 1
+    assert "dividing the slice's 4096 chips" in selector._message.text and s.z == 1
     selector._stages.value = 4
     assert s.z == 4 and selector.value["z"] == 4 and "bubble" in selector._implied.value
 
@@ -83,10 +91,11 @@ def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
     figure = Model(
         "SPEC example 10", layers=80, d_model=8192, d_ff=32768, heads=64, kv_heads=8, head_dim=128, vocab=128256
     )
-    s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6)
+    # 512-token sequences: 1953, enough for FSDP 512 (4096-token ones, 244, would force FSDP 128 x TP 32).
+    s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6, seq_len=512)
     plot = RooflinePlot(s)
     d = plot.data
-    assert d.labels["fsdp+tp"] == "FSDP 512 x TP 8"
+    assert d.labels["fsdp+tp"] == "FSDP X=512 x TP Y=8"
     assert d.crossover["optimal"] == pytest.approx(4.35e5, rel=0.005)
     assert any("FSDP+TP, best split" in label and label.endswith(": 435K") for label in plot._labels.text)
     below = d.batch < 4.06e5  # every strategy is comm-bound below the chapter's bound
@@ -100,8 +109,11 @@ def test_roofline_controls_toggle_curves_and_passes():
     plot = RooflinePlot(s)
     controls = RooflineControls(plot)
     assert plot._lines["dcn"].visible
-    controls._curves["tp"].value = False
-    assert not plot._lines["tp"].visible and len(plot._lines["tp"].y) == 0
+    # Pure TP over 4096 chips cannot split 40 heads: it has no curve.
+    assert "tp" not in plot.data.comm and not plot._lines["tp"].visible and len(plot._lines["tp"].y) == 0
+    assert plot._lines["optimal"].visible
+    controls._curves["optimal"].value = False
+    assert not plot._lines["optimal"].visible and len(plot._lines["optimal"].y) == 0
     both = np.array(plot._lines["fsdp"].y)
     controls._passes.value = "fwd"
     assert not plot._lines["dp"].visible and not plot._lines["dcn"].visible  # no forward traffic
@@ -122,12 +134,16 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     bar = MemoryBar(s)
     assert bar.data.strategies == ("dp", "fsdp", "tp", "fsdp+tp")
     assert bar._totals.text[0] == "132 GB > HBM" and bar._totals.text[1] == "1.95 GB"
-    assert bar._totals.colors == ["#b00020", "#2a7d2a", "#2a7d2a", "#2a7d2a"]
+    assert bar._totals.colors[:2] == ["#b00020", "#2a7d2a"] and bar._totals.colors[3] == "#2a7d2a"
     assert bar._hbm.y[0] == pytest.approx(96)
+    # TP over 4096 chips cannot split the 40 heads: an empty bar labelled so.
+    assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
+    s.update(slice_shape=(2, 2, 2))  # TP 8 divides 40 heads
     weights_tp = bar._bars.y[0][2]
-    s.update(slice_shape=(16, 16, 4))  # TP over 1024 chips instead of 4096
-    assert bar._bars.y[0][2] == pytest.approx(4 * weights_tp)
-    s.update(slice_shape=(16, 16, 16), strategy="tp")
+    assert weights_tp > 0 and bar.data.labels[2] == "TP"
+    s.update(slice_shape=(2, 2, 1))  # TP over 4 chips instead of 8
+    assert bar._bars.y[0][2] == pytest.approx(2 * weights_tp)
+    s.update(slice_shape=(2, 2, 2), strategy="tp")
     assert bar._bars.y[0][2] == pytest.approx(weights_tp)
 
 
@@ -154,7 +170,7 @@ def test_model_picker_custom_dimensions():
 def test_explore_shows_example_16():
     panel = sw.explore(**EXAMPLE_16)
     text = panel.summary.value
-    assert "Compute-bound" in text and "FSDP 1024 x TP 4" in text and "312 ms" in text
+    assert "Compute-bound" in text and "FSDP X=1024 x TP Y=4" in text and "312 ms" in text
     assert panel.scenario.batch == 3e6
     panel.scenario.batch = 5e5  # set from code: every part follows
     assert "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
@@ -218,7 +234,7 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
         model="llama-3-70b",
         hardware="h100",
         slice_shape=(512, 8),
-        batch=4e6,
+        batch=16e6,  # 3906 sequences: 30 for each of 128 replicas, enough for 16 microbatches (4M, 976, were not)
         seq_len=4096,
         strategy="fsdp+tp",
         zero=1,
@@ -261,7 +277,9 @@ def test_recommendations_say_what_an_impossible_cluster_would_need():
 
 
 def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
-    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=8192)
+    # 256-token sequences (3906): enough for FSDP 2240 x TP 4 in the order given and 1120 x 8 in
+    # another (8192-token ones, 122, could run no layout of a whole pod).
+    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=256)
     table = panel.recommendations
     table._run.click()
     assert "on 20x28x16" in table._rows.options[0][0]  # TP takes the 16 axis, the last in that order
