@@ -162,7 +162,7 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
         i = _first(~ok["sequences"])
         m, X = int(microbatches[i]), int(x[i])
         got = batch[i].item() / (T * X * pods)
-        if m > 1 and given.microbatches is not None:
+        if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
             units = "tokens" if seq_len is None else f"sequences of {seq_len}"
             raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
         whole = f"a whole {unit} for each of the {X * int(pods):,} data replicas{'' if m == 1 else f' x {m} microbatches'}"

@@ -155,6 +155,9 @@ def _roofline(s: Scenario, current: Estimate) -> RooflineData:
     layouts["optimal"] = dataclasses.replace(base, strategy="fsdp+tp")
     held = dataclasses.replace(base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero)
     layouts[current.strategy if current.strategy != "fsdp+tp" else "fsdp+tp"] = held
+    # The per-layer times do not depend on the step: a measured step, which only some batches of
+    # the grid could reach, must not refuse the curves.
+    options = dataclasses.replace(options, measured_step_time=None)
     curves = {}
     for name, own in layouts.items():
         try:

@@ -73,7 +73,7 @@ def test_strategy_selector_sets_a_split_by_hand():
     selector._optimal.value = False
     selector._split.value = (512, 8)
     assert (s.optimal_split, s.x, s.y) == (False, 512, 8)
-    assert "FSDP X = 512 x TP Y = 8" in selector._implied.value
+    assert "FSDP X=512 x TP Y=8" in selector._implied.value
     selector._strategy.value = "fsdp"
     assert s.strategy == "fsdp" and selector.value["x"] == 4096 and selector._optimal.disabled
 
@@ -99,7 +99,8 @@ def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
     assert d.crossover["optimal"] == pytest.approx(4.35e5, rel=0.005)
     assert any("FSDP+TP, best split" in label and label.endswith(": 435K") for label in plot._labels.text)
     below = d.batch < 4.06e5  # every strategy is comm-bound below the chapter's bound
-    for name in ("dp", "fsdp", "tp", "optimal"):
+    assert "tp" not in d.comm  # pure TP over 4096 chips cannot split 64 heads: no curve
+    for name in ("dp", "fsdp", "optimal"):
         comm = d.comm[name]["both"][below]
         assert np.all(comm[np.isfinite(comm)] > d.compute["both"][below])
 
@@ -170,7 +171,7 @@ def test_model_picker_custom_dimensions():
 def test_explore_shows_example_16():
     panel = sw.explore(**EXAMPLE_16)
     text = panel.summary.value
-    assert "Compute-bound" in text and "FSDP X=1024 x TP Y=4" in text and "312 ms" in text
+    assert "Compute-bound" in text and "in use: X=1024, Y=4" in text and "312 ms" in text
     assert panel.scenario.batch == 3e6
     panel.scenario.batch = 5e5  # set from code: every part follows
     assert "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
@@ -196,6 +197,9 @@ def test_zero_stage_from_the_selector_shrinks_the_memory():
     before = float(analysis.estimate.memory.total)
     selector._zero.value = 1
     assert s.zero == 1 and float(analysis.estimate.memory.total) < before / 3
+    selector._strategy.value = "tp"  # TP over 4096 chips cannot split 40 heads: refused, nothing changes
+    assert "y must be a TP degree" in selector._message.text and (s.strategy, s.zero) == ("dp", 1)
+    s.update(slice_shape=(2, 2, 2))  # TP 8 can
     selector._strategy.value = "tp"  # ZeRO stages shard over the data axis, which TP has not
     assert s.zero is None and selector._zero.disabled
 
@@ -205,7 +209,8 @@ def test_a_measured_step_time_calibrates_the_mfu_in_the_panel():
     panel.training._measured.value = "0.5"
     e = panel.analysis.estimate
     assert panel.scenario.measured_step_time == 0.5 and e.calibrated and float(e.step_time) == 0.5
-    assert abs(float(e.mfu) - 0.249) < 0.001 and "MFU 24.9%" in panel.summary.value
+    assert abs(float(e.mfu) - 0.249) < 0.001
+    assert r"\cdot 0.5} = 24.9\%" in panel.summary.value  # η = B·f/(N·C·t) = 24.9%, in LaTeX
     assert panel.training._mfu.disabled
     panel.training._remat.value = "full"
     assert abs(float(panel.analysis.estimate.hfu) / float(panel.analysis.estimate.mfu) - 4 / 3) < 1e-3
@@ -249,7 +254,7 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
     selector._schedule.value = "interleaved"
     selector._virtual.value = 4
     assert panel.scenario.virtual_stages == 4 and "bubble 5%" in selector._implied.value
-    assert "pipeline bubble of 5%" in panel.summary.value
+    assert "the pipeline bubble adds 5%" in panel.summary.value
     selector._schedule.value = "gpipe"  # virtual stages belong to the interleaved schedule
     assert panel.scenario.virtual_stages == 1 and selector._virtual.disabled
 
