@@ -19,7 +19,7 @@ from .check import possible, stages
 from .layer import Exactness
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
 from .nodes import node_spans
-from .split import best_split
+from .split import best_split, split_candidates
 from .values import Cluster, Layout, Workload
 
 
@@ -92,22 +92,34 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     T = workload.seq_len or 1
     per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
     max_x = workload.batch / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
-    x, y = best_split(
+    split = dict(
         exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
         d_model=model.d_model, d_ff=model.d_ff, slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
         mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
-        heads=model.heads, kv_heads=model.kv_heads, max_x=max_x,
+        heads=model.heads, kv_heads=model.kv_heads,
     )  # fmt: skip
+    x, y = best_split(**split, max_x=max_x)
     if np.any(x == 0):
-        # The most TP the heads allow leaves the smallest data axis; the batch must fill it.
-        y_max = max(d for d in (2**k for k in range(31)) if model.heads % d == 0 and stage_chips % d == 0)
-        need = stage_chips // y_max * P * T * int(np.max(per_microbatch))
-        unit = "token" if workload.seq_len is None else f"sequence of {T}"
-        raise refuse("batch", f"at least {need:,} tokens: with TP at most {y_max} ({model.heads} heads), a stage of"
-                     f" {stage_chips:,} chips has {stage_chips // y_max:,} data replicas per pod, each needing a whole"
-                     f" {unit} per microbatch, on splits whose X and Y share at most one axis (or use pipeline stages, or another"
-                     " order of the slice's axes)", f"{float(np.min(workload.batch)):,.6g}")  # fmt: skip
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch))
     return x, y
+
+
+def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch) -> Exception:
+    """The refusal of a batch too small for any split: the smallest data axis a legal split of
+    this slice has (TP dividing the heads, X and Y sharing at most one axis) sets what is needed."""
+    smallest = next(
+        (X for X in sorted(set(split_candidates(stage_chips)[0].tolist())) if np.all(best_split(**split, max_x=X)[0])),
+        None,
+    )
+    unit = "token" if workload.seq_len is None else f"sequence of {T}"
+    got = f"{float(np.min(workload.batch)):,.6g}"
+    if smallest is None:
+        return refuse("batch", f"split by a TP degree the model's {workload.model.heads} heads allow on this slice: none"
+                      " does (use pipeline stages or another slice)", got)  # fmt: skip
+    need = smallest * int(np.max(P)) * T * float(per_microbatch)
+    return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
+                  f" {smallest:,} replicas per pod, each needing a whole {unit} per microbatch (or use pipeline"
+                  " stages, or another order of the slice's axes)", got)  # fmt: skip
 
 
 def _strategy_split(strategy: str, stage_chips: int, x, y):

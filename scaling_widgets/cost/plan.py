@@ -101,7 +101,7 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     for name in options:
         if name not in OPTIONS:
             raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
-                         f" takes {', '.join(OPTIONS)}", "it")  # fmt: skip
+                         f" takes {', '.join(OPTIONS)}", repr(options[name]))  # fmt: skip
     batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
     _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
     if chips is not None:

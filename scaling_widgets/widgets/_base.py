@@ -50,11 +50,41 @@ def vertical_axis(scale, **kwargs) -> bq.Axis:
 
 
 class Bound:
-    """Mixin for controls bound to a scenario: apply a change or show why not, and resync."""
+    """Base of the controls bound to a scenario: the wiring, the parsing, the inline message and
+    the resync, once for every control.
+
+    ``_bind(child, field, parse, show)`` ties a child widget to a scenario field: a change of the
+    child is parsed (a ``ValueError`` shows its message) and applied to the scenario whole or not
+    at all; a refusal shows the message and puts every child back to what the scenario holds.
+    ``_follow()`` then keeps the children in step with those fields.
+    """
 
     scenario: Scenario
     _message: Message
     _syncing = False
+
+    def _bind(self, child, field: str, parse=None, show=None) -> None:
+        """Tie ``child.value`` to the scenario's ``field`` (``parse``: child -> field; ``show``: back)."""
+        self._bindings = [*getattr(self, "_bindings", ()), (child, field, show or (lambda value: value))]
+
+        def on_change(change):
+            if self._syncing:
+                return
+            try:
+                value = change["new"] if parse is None else parse(change["new"])
+            except ValueError as err:
+                self._message.show(str(err))
+                self._sync()
+                return
+            self._apply(**{field: value})
+
+        child.observe(on_change, "value")
+
+    def _follow(self, *more_fields: str) -> None:
+        """Resync the children whenever a bound field (or one of ``more_fields``) changes."""
+        fields = [field for _, field, _ in getattr(self, "_bindings", ())] + list(more_fields)
+        self.scenario.observe(self._sync, fields)
+        self._sync()
 
     def _apply(self, **changes) -> bool:
         """Write to the scenario; on a bad value show the message and put the controls back."""
@@ -80,4 +110,6 @@ class Bound:
             self._syncing = False
 
     def _show_scenario(self) -> None:
-        raise NotImplementedError
+        """Show the scenario in the bound children; a control with more to show extends this."""
+        for child, field, show in getattr(self, "_bindings", ()):
+            child.value = show(getattr(self.scenario, field))

@@ -63,6 +63,7 @@ class MemoryData:
     hbm_bytes: float
     limit_bytes: float  # the share of HBM a layout may fill (SPEC B.8)
     current: str
+    runs: tuple = ()  # per strategy: False where it cannot run here (its bar is empty)
 
     @property
     def totals(self):
@@ -231,4 +232,5 @@ def _memory(s: Scenario, strategies: dict) -> MemoryData:
     return MemoryData(
         strategies=tuple(strategies), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes,
         limit_bytes=s.fits_below * s.hardware.hbm_bytes, current=s.strategy,
+        runs=tuple(isinstance(e, Estimate) for e in strategies.values()),
     )  # fmt: skip

@@ -25,45 +25,18 @@ class ExactnessControls(Bound, w.VBox):
         rows = [w.HBox([self._ring, self._halve]), w.HBox([self._latency, self._overhead]), self._fits_below]
         super().__init__([*rows, self._message], **kwargs)
         self.add_class("sw-exactness-controls")
-        self._ring.observe(self._on_ring_change, "value")
-        self._halve.observe(self._on_halve_change, "value")
-        self._latency.observe(self._on_latency_change, "value")
-        self._overhead.observe(self._on_overhead_change, "value")
-        self._fits_below.observe(self._on_fits_below_change, "value")
-        self.scenario.observe(
-            self._sync, ["ring_factor", "halve_without_wrap", "latency", "overhead_bytes", "fits_below"]
-        )
-        self._sync()
+        self._bind(self._ring, "ring_factor")
+        self._bind(self._halve, "halve_without_wrap")
+        self._bind(self._latency, "latency", parse=_scaled("latency", 1e-6), show=lambda v: f"{v * 1e6:g}")
+        self._bind(self._overhead, "overhead_bytes", parse=_scaled("overhead_bytes", 1e9), show=lambda v: f"{v / 1e9:g}")
+        self._bind(self._fits_below, "fits_below", parse=float)
+        self._follow()
 
-    def _show_scenario(self) -> None:
-        s = self.scenario
-        self._ring.value, self._halve.value = s.ring_factor, s.halve_without_wrap
-        self._latency.value = f"{s.latency * 1e6:g}"
-        self._overhead.value = f"{s.overhead_bytes / 1e9:g}"
-        self._fits_below.value = s.fits_below
 
-    def _on_ring_change(self, change) -> None:
-        self._apply(ring_factor=change["new"])
+def _scaled(field: str, unit: float):
+    """Text in the field's display unit (µs, GB) to SI; empty or 0 is none."""
 
-    def _on_halve_change(self, change) -> None:
-        self._apply(halve_without_wrap=change["new"])
+    def parse(text: str) -> float:
+        return 0.0 if text.strip() in ("", "0") else parse_count(text, field) * unit
 
-    def _on_latency_change(self, change) -> None:
-        self._number("latency", change["new"], 1e-6)
-
-    def _on_overhead_change(self, change) -> None:
-        self._number("overhead_bytes", change["new"], 1e9)
-
-    def _on_fits_below_change(self, change) -> None:
-        self._apply(fits_below=float(change["new"]))
-
-    def _number(self, field: str, text: str, unit: float) -> None:
-        if self._syncing:
-            return
-        try:
-            value = 0.0 if text.strip() in ("", "0") else parse_count(text, field) * unit
-        except ValueError as err:
-            self._message.show(str(err))
-            self._sync()
-            return
-        self._apply(**{field: value})
+    return parse

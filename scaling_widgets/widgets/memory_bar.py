@@ -79,5 +79,8 @@ class MemoryBar(bq.Figure):
         with self._totals.hold_sync():
             self._totals.x, self._totals.y = list(d.labels), np.maximum(totals, top * 0.04)
             over = " > HBM" if limit == hbm else " too big"
-            self._totals.text = [f"{nbytes(t * GB)}{'' if ok else over}" for t, ok in zip(totals, fits)]
-            self._totals.colors = ["#2a7d2a" if ok else "#b00020" for ok in fits]
+            runs = d.runs or (True,) * len(totals)
+            self._totals.text = [
+                "—" if not run else f"{nbytes(t * GB)}{'' if ok else over}" for t, ok, run in zip(totals, fits, runs)
+            ]
+            self._totals.colors = ["#777777" if not run else "#2a7d2a" if ok else "#b00020" for ok, run in zip(fits, runs)]

@@ -47,7 +47,7 @@ class MeshPicker(Bound, w.VBox):
         )  # fmt: skip
         self.add_class("sw-mesh-picker")
         self._hardware.observe(self._on_hardware_change, "value")
-        self._pods.observe(self._on_pods_change, "value")
+        self._bind(self._pods, "pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         self.analysis.observe(self._on_mesh_change, "mesh")  # recomputed after every change of the scenario
         self._on_mesh_change()
@@ -69,7 +69,7 @@ class MeshPicker(Bound, w.VBox):
             box.description = name
         if s.hardware.is_gpu:  # the node size is the chip's: only the number of nodes is a choice
             self._axes.children[1].disabled = True
-        self._pods.value = s.pods
+        super()._show_scenario()
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -98,9 +98,6 @@ class MeshPicker(Bound, w.VBox):
         shape = tuple(box.value for box in self._axes.children)
         if not self._syncing:
             self._apply(**self.scenario.fitted_to(shape))
-
-    def _on_pods_change(self, change) -> None:
-        self._apply(pods=change["new"])
 
     def _on_by_hand_change(self, change) -> None:
         n = len(self.scenario.slice_shape)

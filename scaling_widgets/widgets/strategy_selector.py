@@ -59,20 +59,20 @@ class StrategySelector(Bound, w.VBox):
         self.add_class("sw-strategy-selector")
         self._strategy.observe(self._on_strategy_change, "value")
         self._optimal.observe(self._on_optimal_change, "value")
-        self._zero.observe(self._on_zero_change, "value")
+        self._bind(self._zero, "zero")
         self._split.observe(self._on_split_change, "value")
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
         self._schedule.observe(self._on_schedule_change, "value")
-        self._virtual.observe(self._on_virtual_change, "value")
-        self._sequence_parallel.observe(self._on_sequence_parallel_change, "value")
+        self._bind(self._virtual, "virtual_stages")
+        self._bind(self._sequence_parallel, "sequence_parallel")
         self.analysis.observe(self._sync, "estimate")  # recomputed after every change of the scenario
         self._sync()
 
     def _show_scenario(self) -> None:
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
+        super()._show_scenario()
         self._strategy.value = s.strategy
-        self._zero.value = s.zero
         self._zero.disabled = s.strategy == "tp"
         manual_ok = s.strategy == "fsdp+tp" and not s.axis_roles
         self._optimal.value = s.optimal_split
@@ -83,9 +83,8 @@ class StrategySelector(Bound, w.VBox):
         self._stages.value = mesh.z
         self._stages.disabled = bool(s.axis_roles)
         self._microbatches.value = int(e.microbatches)
-        self._schedule.value, self._virtual.value = s.schedule, s.virtual_stages
+        self._schedule.value = s.schedule
         self._virtual.disabled = s.schedule != "interleaved"
-        self._sequence_parallel.value = s.sequence_parallel
         self.set_trait(
             "value",
             {"strategy": s.strategy, "zero": int(e.zero), "optimal_split": s.optimal_split, "x": mesh.x,
@@ -96,9 +95,6 @@ class StrategySelector(Bound, w.VBox):
     def _on_strategy_change(self, change) -> None:
         keeps_zero = change["new"] != "tp"  # a ZeRO stage shards over the data axis
         self._apply(strategy=change["new"], zero=self.scenario.zero if keeps_zero else None)
-
-    def _on_zero_change(self, change) -> None:
-        self._apply(zero=change["new"])
 
     def _on_optimal_change(self, change) -> None:
         mesh = self.analysis.mesh  # switching to a manual split starts from the best one
@@ -121,12 +117,6 @@ class StrategySelector(Bound, w.VBox):
     def _on_schedule_change(self, change) -> None:
         interleaved = change["new"] == "interleaved"
         self._apply(schedule=change["new"], virtual_stages=self.scenario.virtual_stages if interleaved else 1)
-
-    def _on_virtual_change(self, change) -> None:
-        self._apply(virtual_stages=change["new"])
-
-    def _on_sequence_parallel_change(self, change) -> None:
-        self._apply(sequence_parallel=change["new"])
 
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])

@@ -43,30 +43,22 @@ class TrainingControls(Bound, w.VBox):
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
-        self._batch.observe(self._on_batch_change, "value")
-        self._batch_text.observe(self._on_batch_text_change, "value")
-        self._seq_len.observe(self._on_seq_len_change, "value")
-        self._mfu.observe(self._on_mfu_change, "value")
-        self._tokens.observe(self._on_tokens_change, "value")
-        self._precision.observe(self._on_precision_change, "value")
-        self._remat.observe(self._on_remat_change, "value")
-        self._attention.observe(self._on_attention_change, "value")
-        self._measured.observe(self._on_measured_change, "value")
-        fields = ["batch", "seq_len", "mfu", "tokens", "precision", "remat", "attention_flops", "measured_step_time"]
-        self.scenario.observe(self._sync, fields)
-        self._sync()
+        self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
+        self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
+        self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
+        self._bind(self._mfu, "mfu", parse=float)
+        self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
+        self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=_precision_key)
+        self._bind(self._remat, "remat")
+        self._bind(self._attention, "attention_flops")
+        self._bind(self._measured, "measured_step_time", parse=_measured, show=lambda t: "" if t is None else f"{t:g}")
+        self._follow()
 
     def _show_scenario(self) -> None:
         s = self.scenario
         self._batch.max = max(9, math.ceil(math.log10(s.batch)))
         self._batch.value = s.batch
-        self._batch_text.value = tokens(s.batch)
-        self._seq_len.value = str(s.seq_len)
-        self._mfu.value = s.mfu
-        self._tokens.value = tokens(s.tokens)
-        self._precision.value = next((k for k, p in PRECISIONS.items() if p == s.precision), None)
-        self._remat.value, self._attention.value = s.remat, s.attention_flops
-        self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
+        super()._show_scenario()
         self._mfu.disabled = s.measured_step_time is not None  # calibration derives the MFU instead
 
     def _on_batch_change(self, change) -> None:
@@ -75,41 +67,15 @@ class TrainingControls(Bound, w.VBox):
         if abs(math.log10(change["new"]) - math.log10(self.scenario.batch)) > self._batch.step / 2 + 1e-9:
             self._apply(batch=float(change["new"]))
 
-    def _on_batch_text_change(self, change) -> None:
-        self._parsed(parse_count, "batch", change["new"])
 
-    def _on_seq_len_change(self, change) -> None:
-        self._parsed(parse_whole, "seq_len", change["new"])
+def _parser(parse, field: str):
+    return lambda text: parse(text, field)
 
-    def _on_tokens_change(self, change) -> None:
-        self._parsed(parse_count, "tokens", change["new"])
 
-    def _on_mfu_change(self, change) -> None:
-        self._apply(mfu=float(change["new"]))
+def _measured(text: str):
+    """Seconds, or nothing: an empty field clears the calibration."""
+    return None if not text.strip() else parse_count(text, "measured_step_time")
 
-    def _on_precision_change(self, change) -> None:
-        if change["new"] is not None:
-            self._apply(precision=PRECISIONS[change["new"]])
 
-    def _on_remat_change(self, change) -> None:
-        self._apply(remat=change["new"])
-
-    def _on_attention_change(self, change) -> None:
-        self._apply(attention_flops=change["new"])
-
-    def _on_measured_change(self, change) -> None:
-        if not change["new"].strip():
-            self._apply(measured_step_time=None)
-        else:
-            self._parsed(parse_count, "measured_step_time", change["new"])
-
-    def _parsed(self, parse, field: str, text: str) -> None:
-        if self._syncing:
-            return
-        try:
-            value = parse(text, field)
-        except ValueError as err:
-            self._message.show(str(err))
-            self._sync()
-            return
-        self._apply(**{field: value})
+def _precision_key(policy) -> str | None:
+    return next((k for k, p in PRECISIONS.items() if p == policy), None)
