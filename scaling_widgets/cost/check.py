@@ -165,9 +165,9 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
         if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
             units = "tokens" if seq_len is None else f"sequences of {seq_len}"
             raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
-        whole = f"a whole {unit} for each of the {X * int(pods):,} data replicas{'' if m == 1 else f' x {m} microbatches'}"
+        replicas = f"{X * int(pods):,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
         need = X * int(pods) * m * T
-        raise refuse("batch", f"at least {need:,} tokens, {whole}", f"{batch[i].item():,.6g} ({got:.3g} per replica)")
+        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}", f"{batch[i].item():,.6g} ({got:.3g} per replica)")
     if not ok["heads"].all():
         Y = int(y[_first(~ok["heads"])])
         raise refuse("y", f"a TP degree dividing the model's {model.heads} attention heads, that its"

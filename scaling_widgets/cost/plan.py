@@ -126,7 +126,7 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
         raise refuse("batch", "enough for some layout to run: a whole sequence per data replica", batch)
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
-        raise ValueError(_what_would_fit(merged, cluster, workload, opts))
+        raise _what_would_fit(merged, cluster, workload, opts)
     # Best first: the shortest step; then compute-bound down to the smallest batch (best_split's
     # rule), the least communication per compute; then less tensor parallelism, fewer stages,
     # fewer microbatches, less recompute, less memory, the lower ZeRO stage.
@@ -230,14 +230,17 @@ def _rank_of(values: np.ndarray, names) -> np.ndarray:
     return sorter[np.searchsorted(names, values, sorter=sorter)]
 
 
-def _what_would_fit(merged: dict, cluster: Cluster, workload: Workload, options: Options) -> str:
+def _what_would_fit(merged: dict, cluster: Cluster, workload: Workload, options: Options) -> ValueError:
+    """The refusal when no layout fits: what the leanest needs, and how many more chips would do."""
     chip, model, pods = cluster.chip, workload.model, cluster.pods
     need, overhead = float(merged["memory"].min()), float(options.overhead_bytes)
     limit = options.fits_below * chip.hbm_bytes
-    where = f"{math.prod(cluster.slice_shape) * pods:,} {chip.name} chips" + (f" ({pods} pods)" if pods > 1 else "")
-    lacks = f"no layout of {model.name} fits on {where}: the leanest needs {need / 1e9:.1f} GB per chip of"
-    if overhead >= limit:
-        return f"{lacks} {limit / 1e9:.0f} GB, and the runtime overhead alone is {overhead / 1e9:.0f} GB"
-    more = math.ceil((need - overhead) / (limit - overhead))  # the overhead does not shrink with more chips
-    chips = "the chips per pod (each pod holds a replica)" if pods > 1 else "the chips"
-    return f"{lacks} {limit / 1e9:.0f} GB. About {more}x {chips} would do (or a smaller batch, or a leaner precision)"
+    more = math.ceil((need - overhead) / (limit - overhead)) if overhead < limit else 0  # overhead does not shrink
+    return ValueError(
+        f"no layout of {model.name} fits on {math.prod(cluster.slice_shape) * pods:,} {chip.name} chips"
+        + (f" ({pods} pods)" if pods > 1 else "")
+        + f": the leanest needs {need / 1e9:.1f} GB per chip of {limit / 1e9:.0f} GB"
+        + (f", and the runtime overhead alone is {overhead / 1e9:.0f} GB" if overhead >= limit else
+           f". About {more}x the chips{' per pod (each pod holds a replica)' if pods > 1 else ''} would do"
+           " (or a smaller batch, or a leaner precision)")
+    )  # fmt: skip
