@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets import plan  # noqa: E402
-from scaling_widgets.cost import estimate  # noqa: E402
+from scaling_widgets.cost import evaluate  # noqa: E402
 from scaling_widgets.presets import HARDWARE, MODELS  # noqa: E402
 
 CASES = {
@@ -36,7 +36,7 @@ def main() -> None:
         n = len(ranked.step_time)
         start = time.perf_counter()
         for i in range(n):  # the same layouts, one estimate each
-            estimate(strategy="fsdp+tp", **ranked.knobs(i), **ranked.inputs)
+            evaluate(*ranked.values_at(i))
         scalar = time.perf_counter() - start
         orders = len(set(ranked.layouts["axis_order"].tolist()))
         print(f"{name:<32} {n:>8,} {orders:>7} {planned * 1e3:>8.0f} {scalar:>9.1f} {scalar / planned:>9.0f}")

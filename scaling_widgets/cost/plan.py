@@ -75,7 +75,11 @@ class Plan:
 
     def values(self, rank: int) -> tuple[Cluster, Workload, Layout, Options]:
         """The four values ``evaluate`` takes for the layout at ``rank``."""
-        knobs = self.layout(rank)
+        return self.values_at(self.order[rank])
+
+    def values_at(self, index: int) -> tuple[Cluster, Workload, Layout, Options]:
+        """The four values of evaluated layout ``index`` (in evaluation order)."""
+        knobs = self.knobs(index)
         cluster = dataclasses.replace(self.cluster, slice_shape=knobs.pop("slice_shape"))
         return cluster, self.workload, dataclasses.replace(self.base, **knobs), self.options
 
