@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .widgets.analysis import Analysis
-from .widgets.scenario import Scenario
 from .widgets import (
     ExactnessControls,
     Export,
@@ -20,6 +18,8 @@ from .widgets import (
     TrainingControls,
 )  # fmt: skip
 from .widgets._base import Message
+from .widgets.analysis import Analysis
+from .widgets.scenario import Scenario
 
 
 class Panel(w.VBox):

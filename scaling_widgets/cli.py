@@ -15,8 +15,18 @@ import sys
 
 from . import catalog
 from .cost import (
-    REMAT_POLICIES, SCHEDULES, STRATEGIES, Cluster, Exactness, InputError, Layout, Options, Workload,
-    compare_strategies, evaluate, plan,
+    REMAT_POLICIES,
+    SCHEDULES,
+    STRATEGIES,
+    Cluster,
+    Exactness,
+    InputError,
+    Layout,
+    Options,
+    Workload,
+    compare_strategies,
+    evaluate,
+    plan,
 )  # fmt: skip
 from .cost.nodes import gpu_slice
 from .presets import HARDWARE, MODELS, PRECISIONS

@@ -6,8 +6,8 @@ and ``Options``. ``evaluate`` checks them once (``check.py``), places the layout
 Every formula takes keyword arguments that may be arrays and broadcasts them.
 """
 
-from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from ._checks import InputError
+from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
 from .estimate import compare_strategies, estimate, evaluate, split_keywords, validate
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
@@ -16,7 +16,6 @@ from .mesh import MeshSpan, axis_rings, span_axes
 from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
 from .plan import Plan, plan
 from .result import Estimate, pick
-from .values import Cluster, Layout, Options, Workload
 from .split import best_split, split_candidates
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
 from .training import (
@@ -30,6 +29,7 @@ from .training import (
     training_flops,
     utilisation,
 )  # fmt: skip
+from .values import Cluster, Layout, Options, Workload
 
 __all__ = [
     "Cluster",
@@ -38,6 +38,7 @@ __all__ = [
     "Options",
     "Workload",
     "evaluate",
+    "validate",
     "split_keywords",
     "BOOK_PRECISION",
     "STRATEGIES",

@@ -162,7 +162,8 @@ def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
         if np.any(ideal > step):
             need = float(np.max(ideal))
             raise refuse("measured_step_time", f"at least {need:.4g} s, what this layout's FLOPs take at the chips'"
-                         " peak (a shorter step would mean a utilisation above 100%)", f"{options.measured_step_time:g}")  # fmt: skip
+                         " peak (a shorter step would mean a utilisation above 100%)",
+                         f"{options.measured_step_time:g}")  # fmt: skip
         compute = step
     return {
         "compute_time": compute, "comm_time": comm, "step_time": step,

@@ -56,7 +56,7 @@ class Chip:
         shape = self.pod_shape
         ok = isinstance(shape, (tuple, list)) and 0 < len(shape) <= 4 and all(_is_whole(n, 2**20) for n in shape)
         ok = ok and math.prod(shape) <= LARGEST_POD
-        _require(self, "pod_shape", ok, "a list of 1 to 4 axis lengths, whole numbers from 1 to 2**20, of 2**24 chips at most")
+        _require(self, "pod_shape", ok, "1 to 4 axis lengths from 1 to 2**20 each, of 2**24 chips at most")
         object.__setattr__(self, "pod_shape", tuple(shape))
         rule = self.wraparound
         _require(self, "wraparound", isinstance(rule, str) and rule in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")

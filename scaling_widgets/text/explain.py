@@ -86,13 +86,15 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     B_text = units.tokens(B)
     per_chip = Math(f"B/N = {B_text}/{N:,} = {B / N:,.0f}", rf"B/N = {tex_text(B_text)}/{N:,} = {B / N:,.0f}")
     zs, zt = (f"/{z}", f"/{z}") if z > 1 else ("", "")
-    out = [Line.of("threshold", "α = C/W_ici = ", Math(f"{units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}",
-                   rf"{tex_sci(chip.flops)}/{tex_sci(chip.ici_bw)} = {alpha:,.0f}"))]  # fmt: skip
+    ratio = f"{units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}"
+    tex_ratio = rf"{tex_sci(chip.flops)}/{tex_sci(chip.ici_bw)} = {alpha:,.0f}"
+    out = [Line.of("threshold", Math(f"α = C/W_ici = {ratio}", rf"\alpha = C/W_{{ici}} = {tex_ratio}"))]
     need = float(e.critical_tokens_per_chip)
     if e.strategy in ("dp", "fsdp"):
         out.append(Line.of(
             "threshold", f"{e.strategy.upper()} needs tokens per chip above ",
-            Math(f"α/M_X{zs} = {alpha:,.0f}/{mx:g}{zs} = {need:,.0f}", rf"\alpha/M_X{zt} = {alpha:,.0f}/{mx:g}{zt} = {need:,.0f}"),
+            Math(f"α/M_X{zs} = {alpha:,.0f}/{mx:g}{zs} = {need:,.0f}",
+                 rf"\alpha/M_X{zt} = {alpha:,.0f}/{mx:g}{zt} = {need:,.0f}"),
             "; it has ", per_chip,
         ))  # fmt: skip
     if e.strategy == "fsdp+tp":
@@ -123,11 +125,11 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         out.append(Line.of("threshold", words))
     if e.y > 1:
         limit = float(e.tp_limit)
-        ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (cf. the chapter's FSDP 256 x TP 16)"
+        ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
         out.append(Line.of(
             "threshold", "TP limit ",
-            Math(f"Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}", rf"Y < M_Y F/\alpha = {my:g}\cdot {F}/{alpha:,.0f}"
-                 rf" = {limit:.1f}"),
+            Math(f"Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}",
+                 rf"Y < M_Y F/\alpha = {my:g}\cdot {F}/{alpha:,.0f} = {limit:.1f}"),
             f"; Y = {int(e.y)}: {ok}",
         ))  # fmt: skip
     if z > 1 and e.zero == 3:
@@ -168,13 +170,13 @@ def step(e: Estimate) -> Line:
     n, C = int(e.chips), e.chip.flops
     B = units.tokens(float(e.batch))
     mfu, hfu, t = float(e.mfu), float(e.hfu), float(e.step_time)
-    achieved = f"MFU {mfu:.1%}" + ("" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)")
+    hardware = "" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)"
     if e.calibrated:
         f = float(e.flops_per_token)
-        return Line.of("step", f"A measured step of {units.seconds(t)} implies ", Math(
-            f"MFU = B·f/(N·C·t) = {B}·{units.sci(f)}/({n:,}·{units.sci(C)}·{t:g}) = {mfu:.1%}",
-            rf"\eta = \frac{{B f}}{{N C t}} = \frac{{{tex_text(B)}\cdot {tex_sci(f)}}}{{{n:,}\cdot {tex_sci(C)}\cdot {t:g}}}"
-            rf" = {100 * mfu:.1f}\%"), "" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)")  # fmt: skip
+        plain = f"MFU = B·f/(N·C·t) = {B}·{units.sci(f)}/({n:,}·{units.sci(C)}·{t:g}) = {mfu:.1%}"
+        tex = (rf"\eta = \frac{{B f}}{{N C t}} = \frac{{{tex_text(B)}\cdot {tex_sci(f)}}}{{{n:,}\cdot {tex_sci(C)}"
+               rf"\cdot {t:g}}} = {100 * mfu:.1f}\%")  # fmt: skip
+        return Line.of("step", f"A measured step of {units.seconds(t)} implies ", Math(plain, tex), hardware)
     f_hw, eta = float(e.hardware_flops_per_token), e.options.mfu
     per_token = "6Ψ + 12·L·T·N_h·H" if e.options.attention_flops else "6Ψ"
     per_token += " + recompute" if f_hw > float(e.flops_per_token) else ""
@@ -191,7 +193,7 @@ def step(e: Estimate) -> Line:
     if e.bubble > 0:
         parts.append(f"; the pipeline bubble adds {float(e.bubble):.0%} (and {units.seconds(float(e.stage_traffic))}"
                      " of stage-to-stage traffic, overlapped)")  # fmt: skip
-    parts.append(f" → {units.seconds(t)}, {achieved}")
+    parts.append(f" → {units.seconds(t)}, MFU {mfu:.1%}{hardware}")
     return Line.of("step", *parts)
 
 

@@ -226,7 +226,8 @@ def _memory(s: Scenario, strategies: dict) -> MemoryData:
     parts = np.array([[float(getattr(e.memory, k)) if isinstance(e, Estimate) else 0.0 for e in strategies.values()]
                       for k in kinds])  # fmt: skip
     labels = tuple(
-        (NAMES[n] if n != "fsdp+tp" else layout_name(e).split(", ")[0]) if isinstance(e, Estimate) else f"{NAMES[n]}: cannot run"
+        f"{NAMES[n]}: cannot run" if not isinstance(e, Estimate)
+        else NAMES[n] if n != "fsdp+tp" else layout_name(e).split(", ")[0]
         for n, e in strategies.items()
     )  # fmt: skip
     return MemoryData(

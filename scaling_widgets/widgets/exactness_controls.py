@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from .scenario import Scenario
 from ..text.units import parse_count
 from ._base import Bound, Message, check_kwargs
+from .scenario import Scenario
 
 
 class ExactnessControls(Bound, w.VBox):
@@ -28,7 +28,8 @@ class ExactnessControls(Bound, w.VBox):
         self._bind(self._ring, "ring_factor")
         self._bind(self._halve, "halve_without_wrap")
         self._bind(self._latency, "latency", parse=_scaled("latency", 1e-6), show=lambda v: f"{v * 1e6:g}")
-        self._bind(self._overhead, "overhead_bytes", parse=_scaled("overhead_bytes", 1e9), show=lambda v: f"{v / 1e9:g}")
+        gb = _scaled("overhead_bytes", 1e9)
+        self._bind(self._overhead, "overhead_bytes", parse=gb, show=lambda v: f"{v / 1e9:g}")
         self._bind(self._fits_below, "fits_below", parse=float)
         self._follow()
 

@@ -13,9 +13,9 @@ import html
 import ipywidgets as w
 
 from ..text.command import command
+from ._base import check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario
-from ._base import check_kwargs
 
 
 class Export(w.VBox):

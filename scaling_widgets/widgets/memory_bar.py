@@ -7,10 +7,10 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Instance, dlink, observe
 
-from .analysis import Analysis, MemoryData
-from .scenario import Scenario
 from ..text.units import nbytes
 from ._base import check_kwargs, vertical_axis
+from .analysis import Analysis, MemoryData
+from .scenario import Scenario
 
 KINDS = ("weights", "gradients", "optimizer state", "activations", "runtime overhead")
 KIND_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#7f7f7f"]  # stacked bars need explicit colors
@@ -83,4 +83,6 @@ class MemoryBar(bq.Figure):
             self._totals.text = [
                 "—" if not run else f"{nbytes(t * GB)}{'' if ok else over}" for t, ok, run in zip(totals, fits, runs)
             ]
-            self._totals.colors = ["#777777" if not run else "#2a7d2a" if ok else "#b00020" for ok, run in zip(fits, runs)]
+            self._totals.colors = [
+                "#777777" if not run else "#2a7d2a" if ok else "#b00020" for ok, run in zip(fits, runs)
+            ]

@@ -9,11 +9,11 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Dict
 
-from ..text import units
-from .analysis import Analysis, MeshData
 from ..presets import HARDWARE
-from .scenario import Scenario
+from ..text import units
 from ._base import ROLE_COLORS, Bound, Message, check_kwargs, vertical_axis
+from .analysis import Analysis, MeshData
+from .scenario import Scenario
 
 ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]
 GROUPS = ("x", "y", "z")

@@ -6,8 +6,8 @@ import ipywidgets as w
 
 from ..cost import Model
 from ..presets import MODELS
-from .scenario import Scenario
 from ._base import Bound, Message, check_kwargs
+from .scenario import Scenario
 
 DIMS = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab")
 

@@ -7,10 +7,10 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Enum, Instance, Tuple, dlink, observe
 
-from .analysis import Analysis, RooflineData
-from .scenario import Scenario
 from ..text.units import tokens
 from ._base import check_kwargs, vertical_axis
+from .analysis import Analysis, RooflineData
+from .scenario import Scenario
 
 CURVES = ("dp", "fsdp", "tp", "fsdp+tp", "optimal", "dcn")
 COLORS = {

@@ -17,8 +17,19 @@ from traitlets import Any, HasTraits, Int, TraitError, observe, validate
 
 from .. import catalog
 from ..cost import (
-    REMAT_POLICIES, SCHEDULES, STRATEGIES, Chip, Cluster, Estimate, Exactness, Layout, Model, Options, Precision,
-    Workload, evaluate,
+    REMAT_POLICIES,
+    SCHEDULES,
+    STRATEGIES,
+    Chip,
+    Cluster,
+    Estimate,
+    Exactness,
+    Layout,
+    Model,
+    Options,
+    Precision,
+    Workload,
+    evaluate,
 )  # fmt: skip
 from ..cost.estimate import validate as validate_layout
 from ..cost.mesh import ROLES

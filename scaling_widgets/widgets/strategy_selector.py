@@ -8,9 +8,9 @@ import ipywidgets as w
 from traitlets import Dict
 
 from ..text.explain import layout_name
+from ._base import Bound, Message, check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario
-from ._base import Bound, Message, check_kwargs
 
 STRATEGY_OPTIONS = [("DP", "dp"), ("FSDP", "fsdp"), ("TP", "tp"), ("FSDP + TP", "fsdp+tp")]
 

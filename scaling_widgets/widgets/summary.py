@@ -11,9 +11,9 @@ from traitlets import Instance, dlink, observe
 from ..cost import Estimate
 from ..text.explain import explain
 from ..text.lines import html
+from ._base import check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario
-from ._base import check_kwargs
 
 
 class Summary(w.HTMLMath):

@@ -9,9 +9,9 @@ import ipywidgets as w
 
 from ..cost import REMAT_POLICIES
 from ..presets import PRECISIONS
-from .scenario import Scenario
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs
+from .scenario import Scenario
 
 
 class TrainingControls(Bound, w.VBox):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from scaling_widgets.text import report
 from scaling_widgets.cost import critical_tokens_per_chip, estimate, param_count, pick, x_opt
 from scaling_widgets.presets import HARDWARE, MODELS
+from scaling_widgets.text import report
 
 V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
 CUBE = (16, 16, 16)

@@ -38,7 +38,8 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
     run_all_cells(page, ready)
     wait_for_panel(page)
     last = page.locator(".jp-Cell").last
-    last.locator(".jp-OutputArea-output:has-text('LLaMA-2 13B at its batch of 1,024 sequences on 4,096 chips: ok')").wait_for(timeout=PANEL_TIMEOUT)
+    done = "LLaMA-2 13B at its batch of 1,024 sequences on 4,096 chips: ok"
+    last.locator(f".jp-OutputArea-output:has-text('{done}')").wait_for(timeout=PANEL_TIMEOUT)
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     assert "Compute-bound" in summary(page)
 

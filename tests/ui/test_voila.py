@@ -80,7 +80,7 @@ def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voil
 def test_planning_and_picking_a_recommendation_redraws_the_panel(page, voila_demo):
     page.goto(voila_demo.url + "/")
     wait_for_panel(page)
-    text, paths = summary(page), curve_paths(page)
+    text = summary(page)
     page.click("text=Recommendations: the best layouts of this cluster")  # open the collapsed section
     page.click(".sw-recommendations button:has-text('Plan every layout')")
     rows = page.locator(".sw-recommendation-rows .widget-radio-box label")  # one per layout

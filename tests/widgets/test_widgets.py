@@ -5,7 +5,6 @@ import pytest
 
 import scaling_widgets as sw
 from scaling_widgets.cost import Model
-from scaling_widgets.widgets.scenario import Scenario
 from scaling_widgets.widgets import (
     MemoryBar,
     MeshPicker,
@@ -17,6 +16,7 @@ from scaling_widgets.widgets import (
     Summary,
     TrainingControls,
 )  # fmt: skip
+from scaling_widgets.widgets.scenario import Scenario
 
 # The chapter's example 16 in 512-token sequences: 5859 of them, a whole one for each data replica
 # of every strategy (even pure DP/FSDP over 4096 chips), so the chapter's numbers stand. Its 32K
