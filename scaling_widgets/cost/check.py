@@ -63,7 +63,7 @@ def _cluster(c: Cluster) -> Cluster:
 def _one_whole(name: str, value, largest: int) -> int:
     a = _checks.whole(name, value)
     if a.ndim or a > largest:
-        raise refuse(name, f"one whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in all)", value)
+        raise refuse(name, f"one whole number from 1 to {largest:,}", repr(value))
     return int(a)
 
 
@@ -95,8 +95,8 @@ def _layout(k: Layout, seq_len) -> Layout:
         raise refuse("seq_len", "given for microbatch sizes or a recompute policy other than 'checkpoints'", None)
     if k.microbatch_seqs is not None and k.microbatches is not None:
         raise refuse("microbatch_seqs", "left out when microbatches is given (one follows from the other)", "both")
-    if k.microbatch_seqs is not None:
-        _checks.positive("microbatch_seqs", k.microbatch_seqs)
+    if k.microbatch_seqs is not None:  # a microbatch holds whole sequences
+        _checks.whole("microbatch_seqs", k.microbatch_seqs)
     if not isinstance(k.sequence_parallel, (bool, np.bool_)):
         raise refuse("sequence_parallel", "true or false", k.sequence_parallel)
     if k.axis_roles is not None:

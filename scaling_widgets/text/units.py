@@ -80,7 +80,8 @@ def seconds(t: float) -> str:
     for limit, scale, unit in ((1e-3, 1e6, " µs"), (1, 1e3, " ms"), (120, 1, " s"), (7200, 1 / 60, " min")):
         if t < limit:
             return f"{t * scale:.3g}{unit}"
-    return f"{t / 3600:.3g} h" if t < 2 * 86400 else f"{t / 86400:.1f} days"
+    days = t / 86400
+    return f"{t / 3600:.3g} h" if days < 2 else f"{days:.1f} days" if days < 1e5 else f"{sci(days)} days"
 
 
 def sci(x: float) -> str:
@@ -91,6 +92,8 @@ def sci(x: float) -> str:
 def _scaled(n: float, steps, unit: str = "", digits: str = ".3g") -> str:
     if not math.isfinite(n):
         return "∞"
+    if abs(n) >= 1000 * steps[0][0]:  # beyond the largest suffix: 1e+17T reads worse than 1e29
+        return sci(n) + unit
     for scale, suffix in steps:
         if abs(n) >= scale:
             return f"{n / scale:{digits}}{suffix}"
