@@ -157,8 +157,9 @@ def _roofline(s: Scenario, current: Estimate) -> RooflineData:
     held = dataclasses.replace(base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero)
     layouts[current.strategy if current.strategy != "fsdp+tp" else "fsdp+tp"] = held
     # The per-layer times do not depend on the step: a measured step, which only some batches of
-    # the grid could reach, must not refuse the curves.
-    options = dataclasses.replace(options, measured_step_time=None)
+    # the grid could reach, must not refuse the curves; nor attention FLOPs, which need the
+    # sequences this token-level grid does not have.
+    options = dataclasses.replace(options, measured_step_time=None, attention_flops=False)
     curves = {}
     for name, own in layouts.items():
         try:
@@ -226,8 +227,7 @@ def _memory(s: Scenario, strategies: dict) -> MemoryData:
     parts = np.array([[float(getattr(e.memory, k)) if isinstance(e, Estimate) else 0.0 for e in strategies.values()]
                       for k in kinds])  # fmt: skip
     labels = tuple(
-        f"{NAMES[n]}: cannot run" if not isinstance(e, Estimate)
-        else NAMES[n] if n != "fsdp+tp" else layout_name(e).split(", ")[0]
+        layout_name(e).split(", ")[0] if isinstance(e, Estimate) else f"{NAMES[n]}: cannot run"
         for n, e in strategies.items()
     )  # fmt: skip
     return MemoryData(

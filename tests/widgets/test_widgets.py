@@ -141,7 +141,7 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
     s.update(slice_shape=(2, 2, 2))  # TP 8 divides 40 heads
     weights_tp = bar._bars.y[0][2]
-    assert weights_tp > 0 and bar.data.labels[2] == "TP"
+    assert weights_tp > 0 and bar.data.labels[2] == "TP Y=8"  # each bar is named by its layout
     s.update(slice_shape=(2, 2, 1))  # TP over 4 chips instead of 8
     assert bar._bars.y[0][2] == pytest.approx(2 * weights_tp)
     s.update(slice_shape=(2, 2, 2), strategy="tp")
