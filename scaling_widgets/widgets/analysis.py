@@ -151,11 +151,15 @@ def _roofline(s: Scenario, current: Estimate) -> RooflineData:
     cluster, workload, layout, options = s.values()
     grid = batch_grid(s.batch, int(current.chips))
     tokens = dataclasses.replace(workload, batch=grid, seq_len=None, tokens=None)
-    base = Layout(z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule)
+    # One microbatch: the per-layer times and crossovers do not depend on it, and a token per data
+    # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
+    base = Layout(z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule, microbatches=1)
     layouts = {name: dataclasses.replace(base, strategy=name) for name in ("dp", "fsdp", "tp")}
     layouts["optimal"] = dataclasses.replace(base, strategy="fsdp+tp")
     held = dataclasses.replace(base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero)
-    layouts[current.strategy if current.strategy != "fsdp+tp" else "fsdp+tp"] = held
+    if layout.axis_roles is not None:  # whole axes by hand: the curve sits where the roles put the groups
+        held = dataclasses.replace(held, x=None, y=None, z=None, axis_roles=layout.axis_roles)
+    layouts[current.strategy] = held
     # The per-layer times do not depend on the step: a measured step, which only some batches of
     # the grid could reach, must not refuse the curves; nor attention FLOPs, which need the
     # sequences this token-level grid does not have.

@@ -20,7 +20,7 @@ class ExactnessControls(Bound, w.VBox):
         self._halve = w.Checkbox(description="halve bandwidth without wraparound", indent=False)
         self._latency = w.Text(description="latency (µs)", continuous_update=False, layout=w.Layout(width="200px"))
         self._overhead = w.Text(description="overhead (GB)", continuous_update=False, layout=w.Layout(width="200px"))
-        self._fits_below = w.FloatSlider(description="fits below", min=0.5, max=1.0, step=0.01, readout_format=".0%")
+        self._fits_below = w.FloatSlider(description="fits below", min=0.01, max=1.0, step=0.01, readout_format=".0%")
         self._message = Message()
         rows = [w.HBox([self._ring, self._halve]), w.HBox([self._latency, self._overhead]), self._fits_below]
         super().__init__([*rows, self._message], **kwargs)

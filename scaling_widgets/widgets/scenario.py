@@ -147,11 +147,18 @@ class Scenario(HasTraits):
         self._applying = True
         try:
             with self.hold_trait_notifications():
-                for name in changes:
-                    setattr(self, name, new[name])
+                for name, value in new.items():  # the state checked: the changes and what follows (x)
+                    setattr(self, name, value)
         finally:
             self._applying = False
         self.set_trait("revision", self.revision + 1)
+
+    def __setattr__(self, name, value):
+        """One field set directly is one change: ``update`` checks it and applies what follows."""
+        if name in FIELDS and not getattr(self, "_applying", True):
+            self.update(**{name: value})
+        else:
+            super().__setattr__(name, value)
 
     @validate(*FIELDS)
     def _validate(self, proposal):

@@ -26,7 +26,7 @@ class TrainingControls(Bound, w.VBox):
         )  # fmt: skip
         self._batch_text = w.Text(description="tokens", continuous_update=False, layout=w.Layout(width="180px"))
         self._seq_len = w.Text(description="Seq length", continuous_update=False, layout=w.Layout(width="180px"))
-        self._mfu = w.FloatSlider(description="MFU", min=0.05, max=1.0, step=0.01, readout_format=".0%")
+        self._mfu = w.FloatSlider(description="MFU", min=0.01, max=1.0, step=0.01, readout_format=".0%")
         self._tokens = w.Text(description="Train on", continuous_update=False, layout=w.Layout(width="180px"))
         self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
         self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))

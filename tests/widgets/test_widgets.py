@@ -16,6 +16,7 @@ from scaling_widgets.widgets import (
     Summary,
     TrainingControls,
 )  # fmt: skip
+from scaling_widgets.widgets.analysis import Analysis
 from scaling_widgets.widgets.scenario import Scenario
 
 # The chapter's example 16 in 512-token sequences: 5859 of them, a whole one for each data replica
@@ -40,7 +41,7 @@ def test_a_bad_axis_length_shows_a_message_and_keeps_the_last_valid_state():
     picker, plot = MeshPicker(s), RooflinePlot(s)
     data = plot.data
     picker._axes.children[0].value = 99
-    assert "does not fit in the chip's pod of 16x20x28" in picker._message.text
+    assert "a slice that fits in the chip's pod of 16x20x28" in picker._message.text
     assert s.slice_shape == (16, 16, 16) and picker._axes.children[0].value == 16
     assert plot.data is data  # the figures keep their last valid state
 
@@ -290,3 +291,12 @@ def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
     assert "on 20x28x16" in table._rows.options[0][0]  # TP takes the 16 axis, the last in that order
     table._rows.value = 0
     assert panel.scenario.slice_shape == (20, 28, 16) and bool(panel.analysis.estimate.compute_bound)
+
+
+def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
+    # TP on the first axis, FSDP on the other two: the curve must be placed by those roles,
+    # not by the automatic rule, or its crossover would not be the layout's.
+    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6, axis_roles=("y", "x", "x"))
+    e, d = Analysis.of(s).estimate, Analysis.of(s).roofline
+    assert (int(e.x), int(e.y)) == (256, 16)
+    assert d.crossover[d.current_curve] == pytest.approx(float(e.crossover_batch))
