@@ -38,6 +38,7 @@ def refuse(field: str, allowed: str, got) -> InputError:
 
 
 LARGEST = 1e30  # far beyond any real quantity; keeps products of several inputs finite
+SMALLEST = 1e-30  # far below any real quantity; keeps quotients of several inputs finite
 LARGEST_WHOLE = 2**53  # whole numbers stay exact as floats and never wrap as int64
 
 
@@ -52,8 +53,8 @@ def trusted():
 
 
 def positive(name: str, value) -> np.ndarray:
-    """``value`` as an array whose every element is > 0 (and below 1e30)."""
-    return _check(name, value, "a number > 0 and < 1e30", lambda a: (a > 0) & (a < LARGEST))
+    """``value`` as an array whose every element is > 0 (at least 1e-30, and below 1e30)."""
+    return _check(name, value, "a number >= 1e-30 and < 1e30", lambda a: (a >= SMALLEST) & (a < LARGEST))
 
 
 def non_negative(name: str, value) -> np.ndarray:
@@ -62,8 +63,8 @@ def non_negative(name: str, value) -> np.ndarray:
 
 
 def fraction(name: str, value) -> np.ndarray:
-    """``value`` as an array in (0, 1]."""
-    return _check(name, value, "a number in (0, 1]", lambda a: (a > 0) & (a <= 1))
+    """``value`` as an array in (0, 1] (at least 1e-30)."""
+    return _check(name, value, "a number in [1e-30, 1]", lambda a: (a >= SMALLEST) & (a <= 1))
 
 
 def whole(name: str, value, minimum: int = 1) -> np.ndarray:
@@ -84,25 +85,31 @@ def each_one_of(name: str, value, allowed):
     """``value``, a name or an array of names (one per layout), if every name is one of ``allowed``."""
     if isinstance(value, str):
         return one_of(name, value, allowed)
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged list: no array at all
+        a = np.asarray(None)
     bad = ~np.isin(a, list(allowed)) if a.dtype.kind in "UO" else np.ones(a.shape, dtype=bool)
     if bad.any() or a.ndim == 0 or a.size == 0:
         got = repr(value)
         if a.ndim and bad.any():
             index = tuple(np.argwhere(bad)[0].tolist())
-            got = f"{a[index].item()!r} at index {index}"
+            got = f"{np.asarray(a[index]).tolist()!r} at index {index}"  # a name, or any object
         raise refuse(name, f"one of {', '.join(map(repr, allowed))}, or an array of them", got)
     return a.astype(str)
 
 
 def _check(name: str, value, allowed: str, ok, every: bool = False) -> np.ndarray:
     """``every``: on a large array, ``ok`` is not decided by the extremes alone (whole numbers)."""
-    a = np.asarray(value)
     if _trusted.get():
-        return a
-    if a.dtype.kind == "b":  # True is not a count of anything
+        return np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged list: no array at all
+        raise refuse(name, allowed, repr(value)) from None
+    if a.dtype.kind in "bc":  # True is not a count of anything; a complex number is no quantity
         raise refuse(name, allowed, repr(value))
-    if a.dtype.kind not in "iuf":  # strings, objects, complex: numbers or nothing
+    if a.dtype.kind not in "iuf":  # strings, objects: numbers or nothing
         try:
             a = a.astype(float)
         except (TypeError, ValueError):

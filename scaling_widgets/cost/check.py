@@ -26,18 +26,39 @@ from .values import Cluster, Layout, Options, Workload
 
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 STRATEGY_ZERO = {"dp": 0, "tp": 0, "fsdp": 3, "fsdp+tp": 3}  # each strategy's own ZeRO stage
+# The fields that may be arrays, one value per layout: together they broadcast to the layouts' shape.
+PER_LAYOUT = ("batch", "tokens", "pods", "x", "y", "z", "zero", "microbatches", "microbatch_seqs", "schedule",
+              "virtual_stages", "remat", "mx", "my", "mfu", "measured_step_time", "overhead_bytes",
+              "fits_below")  # fmt: skip
 
 
 def inputs(cluster: Cluster, workload: Workload, layout: Layout, options: Options):
     """The four values, each field checked, with the defaults filled in (slice, ZeRO stage)."""
     if getattr(options, "attention_flops", False) is True and workload.seq_len is None:
         raise refuse("seq_len", "given to count attention FLOPs (12·L·T·N_h·H a token)", None)
-    return _cluster(cluster), _workload(workload), _layout(layout, workload.seq_len), _options(options)
+    checked = _cluster(cluster), _workload(workload), _layout(layout, workload.seq_len), _options(options)
+    _broadcast(checked)
+    return checked
+
+
+def _broadcast(values) -> None:
+    """Refuse arrays of layouts that do not broadcast together, naming the first that does not."""
+    shape = ()
+    for name in PER_LAYOUT:
+        if name == "mfu" and values[3].measured_step_time is not None:
+            continue  # the measured step replaces it: it is not read
+        value = np.shape(next(getattr(v, name) for v in values if hasattr(v, name)))
+        try:
+            shape = np.broadcast_shapes(shape, value)
+        except ValueError:
+            raise refuse(name, f"one value, or an array that broadcasts with the shape {shape} of the others",
+                         f"an array of shape {value}") from None  # fmt: skip
 
 
 def _kind(name: str, value, kind) -> None:
     if not isinstance(value, kind):
-        raise refuse(name, f"a {kind.__name__} (see scaling_widgets.presets)", repr(value))
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        raise refuse(name, f"{article} {kind.__name__} (see scaling_widgets.presets)", repr(value))
 
 
 def _cluster(c: Cluster) -> Cluster:
@@ -46,13 +67,7 @@ def _cluster(c: Cluster) -> Cluster:
     if c.slice_shape is not None and not isinstance(c.slice_shape, (tuple, list)):
         raise refuse("slice_shape", "a list of axis lengths such as (16, 16, 16)", c.slice_shape)
     check = check_gpu_slice if chip.is_gpu else check_fits_pod
-    try:
-        shape = check(chip.pod_shape if c.slice_shape is None else c.slice_shape, chip.pod_shape)
-    except _checks.InputError:
-        raise
-    except ValueError as err:  # the mesh's own sentence: keep it, name the field
-        raise _checks.InputError("slice_shape", str(err).split(" must be ", 1)[-1].split("; got")[0],
-                                 repr(c.slice_shape)) from None  # fmt: skip
+    shape = check(chip.pod_shape if c.slice_shape is None else c.slice_shape, chip.pod_shape)
     largest = MAX_CHIPS // math.prod(shape)
     pods = _checks.whole("pods", c.pods)
     if np.any(pods > largest):
@@ -124,11 +139,11 @@ def _options(o: Options) -> Options:
     _kind("exact", o.exact, Exactness)
     _checks.non_negative("latency", o.exact.latency)
     _checks.non_negative("overhead_bytes", o.overhead_bytes)
-    _checks.fraction("fits_below", o.fits_below)
+    fits_below = _checks.fraction("fits_below", o.fits_below)
     for name in ("attention_flops",):
         if not isinstance(getattr(o, name), (bool, np.bool_)):
             raise refuse(name, "true or false", getattr(o, name))
-    return o
+    return dataclasses.replace(o, fits_below=_scalar(fits_below))  # an array, if a list was given
 
 
 def runs(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches) -> dict:
@@ -167,7 +182,8 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
             raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
         replicas = f"{X * int(pods):,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
         need = X * int(pods) * m * T
-        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}", f"{batch[i].item():,.6g} ({got:.3g} per replica)")
+        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}",
+                     f"{batch[i].item():,.6g} ({got:.3g} per replica)")  # fmt: skip
     if not ok["heads"].all():
         Y = int(y[_first(~ok["heads"])])
         raise refuse("y", f"a TP degree dividing the model's {model.heads} attention heads, that its"

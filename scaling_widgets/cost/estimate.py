@@ -51,10 +51,16 @@ def evaluate(cluster: Cluster, workload: Workload, layout: Layout | None = None,
 
 
 def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
-    """The check ``evaluate`` makes, without the evaluation: raises ``InputError`` or returns."""
+    """The check ``evaluate`` makes, without the evaluation: raises ``InputError`` or returns.
+
+    A measured step is the exception: whether it is possible depends on the layout's FLOPs at
+    peak, which only the evaluation knows (``_step``).
+    """
     checked = check.inputs(cluster, workload, layout, options)
     with _checks.trusted():
-        place(*checked[:3], checked[3].exact)
+        placed = place(*checked[:3], checked[3].exact)
+        if checked[3].measured_step_time is not None:
+            _evaluate(*checked, placed)
 
 
 def estimate(**keywords) -> Estimate:
@@ -158,12 +164,12 @@ def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
         compute = ideal / options.mfu
         step = np.maximum(compute, comm) * (1 + bubble)
     else:
-        step = np.broadcast_to(np.asarray(options.measured_step_time, dtype=float), np.shape(ideal * bubble))
-        if np.any(ideal > step):
-            need = float(np.max(ideal))
+        step = np.broadcast_arrays(np.asarray(options.measured_step_time, dtype=float), ideal * bubble)[0]
+        short = ideal > step
+        if np.any(short):  # the first layout whose measured step is shorter than its FLOPs at peak
+            need, got = (np.broadcast_to(a, short.shape)[short][0] for a in (ideal, step))
             raise refuse("measured_step_time", f"at least {need:.4g} s, what this layout's FLOPs take at the chips'"
-                         " peak (a shorter step would mean a utilisation above 100%)",
-                         f"{options.measured_step_time:g}")  # fmt: skip
+                         " peak (a shorter step would mean a utilisation above 100%)", f"{got:g}")  # fmt: skip
         compute = step
     return {
         "compute_time": compute, "comm_time": comm, "step_time": step,

@@ -52,7 +52,7 @@ class Chip:
     def __post_init__(self):
         _require(self, "name", isinstance(self.name, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
-            _require(self, field, _is_positive(getattr(self, field)), "a number > 0 and < 1e30")
+            _require(self, field, _is_positive(getattr(self, field)), "a number >= 1e-30 and < 1e30")
         shape = self.pod_shape
         ok = isinstance(shape, (tuple, list)) and 0 < len(shape) <= 4 and all(_is_whole(n, 2**20) for n in shape)
         ok = ok and math.prod(shape) <= LARGEST_POD
@@ -66,7 +66,7 @@ class Chip:
         if self.node_size:
             gpu = len(shape) == 2 and shape[1] == self.node_size
             _require(self, "node_size", gpu, "the second axis of pod_shape (nodes, GPUs per node)")
-            _require(self, "scaleout_bw", nic > 0, "a number > 0 and < 1e30 on a GPU (node_size > 0)")
+            _require(self, "scaleout_bw", nic >= 1e-30, "a number >= 1e-30 and < 1e30 on a GPU (node_size > 0)")
 
     @property
     def is_gpu(self) -> bool:
@@ -145,7 +145,8 @@ def _is_number(value) -> bool:
 
 
 def _is_positive(value) -> bool:
-    return _is_number(value) and 0 < value < 1e30
+    """Within 1e-30 and 1e30, as the cost functions take: their products and quotients stay finite."""
+    return _is_number(value) and 1e-30 <= value < 1e30
 
 
 def _is_whole(value, largest: int, smallest: int = 1) -> bool:

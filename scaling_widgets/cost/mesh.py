@@ -46,26 +46,23 @@ def parse_slice(slice_shape) -> tuple[int, ...]:
     try:
         shape = tuple(int(n) for n in slice_shape)
         ok = len(shape) > 0 and all(n >= 1 and n == m for n, m in zip(shape, slice_shape))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite axis
         ok = False
     if not ok:
-        raise ValueError(f"slice_shape must be a list of whole numbers >= 1; got {slice_shape!r}")
+        raise _checks.refuse("slice_shape", "a list of whole numbers >= 1", slice_shape)
     return shape
 
 
 def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
-    """The slice if it fits in the pod (axes compared longest to longest), else ValueError."""
+    """The slice if it fits in the pod (axes compared longest to longest), else ``InputError``."""
     shape = parse_slice(slice_shape)
     pod = tuple(pod_shape)
     longest = sorted(shape, reverse=True)
     pod_longest = sorted(pod, reverse=True)
     fits = len(shape) <= len(pod) and all(s <= p for s, p in zip(longest, pod_longest))
     if not fits:
-        pod_text = "x".join(map(str, pod))
-        raise ValueError(
-            f"slice_shape {'x'.join(map(str, shape))} does not fit in the chip's pod of {pod_text}"
-            f" ({len(pod)} axes, at most {pod_text} chips)"
-        )
+        raise _checks.refuse("slice_shape", f"a slice that fits in the chip's pod of {'x'.join(map(str, pod))} (at most"
+                             f" {len(pod)} axes, compared longest to longest)", "x".join(map(str, shape)))  # fmt: skip
     return shape
 
 

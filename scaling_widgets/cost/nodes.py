@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import refuse
 from .mesh import MeshSpan, parse_slice, span_axes
 
 
@@ -28,20 +29,18 @@ def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     if chips <= node_size:
         return (1, int(chips))
     if chips % node_size:
-        raise ValueError(f"chips must fill whole nodes of {node_size} GPUs; got {chips}")
+        raise refuse("chips", f"a multiple of {node_size} (whole nodes), or at most {node_size} GPUs", chips)
     return (chips // node_size, node_size)
 
 
 def check_gpu_slice(slice_shape, pod_shape) -> tuple[int, int]:
-    """The slice if it is (nodes, GPUs per node) within the cluster, else ValueError."""
+    """The slice if it is (nodes, GPUs per node) within the cluster, else ``InputError``."""
     shape = parse_slice(slice_shape)
     nodes, per_node = pod_shape
     ok = len(shape) == 2 and shape[0] <= nodes and (shape[1] == per_node or (shape[0] == 1 and shape[1] < per_node))
     if not ok:
-        raise ValueError(
-            f"slice_shape of a GPU cluster is (nodes, GPUs per node): at most {nodes}x{per_node}, or 1xN for part"
-            f" of a node; got {'x'.join(map(str, shape))}"
-        )
+        raise refuse("slice_shape", f"(nodes, GPUs per node) on a GPU cluster: at most {nodes}x{per_node}, or 1xN"
+                     " for part of a node", "x".join(map(str, shape)))  # fmt: skip
     return shape
 
 

@@ -114,7 +114,8 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch) -> 
     unit = "token" if workload.seq_len is None else f"sequence of {T}"
     got = f"{float(np.min(workload.batch)):,.6g}"
     if smallest is None:
-        return refuse("batch", f"split by a TP degree the model's {workload.model.heads} heads allow on this slice: none"
+        heads = workload.model.heads
+        return refuse("batch", f"split by a TP degree the model's {heads} heads allow on this slice: none"
                       " does (use pipeline stages or another slice)", got)  # fmt: skip
     need = smallest * int(np.max(P)) * T * float(per_microbatch)
     return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"

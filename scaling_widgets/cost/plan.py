@@ -108,7 +108,11 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
                          f" takes {', '.join(OPTIONS)}", repr(options[name]))  # fmt: skip
     batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
     _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
+    for name in ("tokens", "overhead_bytes", "fits_below"):  # one value for every layout evaluated
+        if options.get(name) is not None:
+            _one(name, options[name])
     if chips is not None:
+        chips = _one("chips", chips, _checks.whole)
         if not chip.is_gpu:
             raise refuse("chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips)
         slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
@@ -145,11 +149,11 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
                 opts, base)  # fmt: skip
 
 
-def _one(name: str, value, check):
+def _one(name: str, value, check=None):
     """One number, checked: a plan is for one batch, one sequence length, one count of pods."""
-    if value is None or np.ndim(value):
-        raise ValueError(f"{name} must be one number to plan for; got {value!r}")
-    return check(name, value).item()
+    if value is None or isinstance(value, (list, tuple)) or np.ndim(value):
+        raise refuse(name, "one number to plan for", value)
+    return value if check is None else check(name, value).item()
 
 
 def _splits(chips: int, model) -> dict:

@@ -21,8 +21,8 @@ def _real(value) -> bool:
 
 def number(low: float, high: float, unit: str, closed: bool = False, low_closed: bool = False):
     """A real number in (low, high), or (low, high] when ``closed``, [low, high) with ``low_closed``."""
-    bounds = (f"{x:g}".replace("e+", "e") for x in (low, high))
-    allowed = f"a number of {unit} {'>=' if low_closed else '>'} {next(bounds)} and {'<=' if closed else '<'} {next(bounds)}"
+    lo, hi = (f"{x:g}".replace("e+", "e") for x in (low, high))
+    allowed = f"a number of {unit} {'>=' if low_closed else '>'} {lo} and {'<=' if closed else '<'} {hi}"
 
     def check(name, value):
         ok = _real(value) and math.isfinite(value)

@@ -120,7 +120,7 @@ def test_two_pods_over_dcn(capsys):
         (["--batch=-3M"], "argument --batch: --batch must be a number > 0"),
         (["--batch", "lots"], "argument --batch: --batch must be a number > 0"),
         (["--mesh", "16x0x16"], "argument --mesh: --mesh must be axis lengths >= 1"),
-        (["--mesh", "32x32x32"], "slice_shape 32x32x32 does not fit in the chip's pod of 16x20x28"),
+        (["--mesh", "32x32x32"], "--mesh must be a slice that fits in the chip's pod of 16x20x28"),
         (["--fsdp", "512", "--tp", "4"], "--fsdp must be such that x·y is the 4096 chips of a stage; got x=512, y=4"),
         (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),

@@ -81,4 +81,4 @@ def test_cli_takes_chips_for_a_gpu_cluster(capsys):
     assert "H100 512x8" in out and "Y inside a node (NVLink)" in out and "X across nodes" in out
     with pytest.raises(SystemExit):
         main(["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "12", "--batch", "1M"])
-    assert "chips must fill whole nodes of 8 GPUs; got 12" in capsys.readouterr().err
+    assert "--chips must be a multiple of 8 (whole nodes), or at most 8 GPUs; got 12" in capsys.readouterr().err

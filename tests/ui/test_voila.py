@@ -64,7 +64,7 @@ def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voil
     axis.press("Enter")
     message = page.locator(".sw-mesh-picker .sw-error")
     message.wait_for(state="visible", timeout=20_000)
-    assert "does not fit in the chip's pod" in message.inner_text()
+    assert "a slice that fits in the chip's pod" in message.inner_text()
     page.wait_for_timeout(1000)  # give a wrong redraw the time to happen
     assert curve_paths(page) == paths and bar_heights(page) == bars and summary(page) == text
     assert axis.input_value() == "16"  # the field shows the scenario again

@@ -296,7 +296,8 @@ def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
 def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
     # TP on the first axis, FSDP on the other two: the curve must be placed by those roles,
     # not by the automatic rule, or its crossover would not be the layout's.
-    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6, axis_roles=("y", "x", "x"))
+    roles = ("y", "x", "x")
+    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6, axis_roles=roles)
     e, d = Analysis.of(s).estimate, Analysis.of(s).roofline
     assert (int(e.x), int(e.y)) == (256, 16)
     assert d.crossover[d.current_curve] == pytest.approx(float(e.crossover_batch))
