@@ -15,6 +15,7 @@ import numpy as np
 
 _trusted = contextvars.ContextVar("trusted", default=False)
 
+
 class InputError(ValueError):
     """A value the cost model cannot take: ``field`` names it, ``allowed`` says what would do.
 

@@ -131,7 +131,8 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     ]  # fmt: skip
     evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
     if not evaluated:
-        raise refuse("batch", "enough for some layout to run: a whole sequence per data replica", batch)
+        raise refuse("batch", "enough for some layout the planner tries to run: a whole sequence per data replica and"
+                     " microbatch, with 1 to 32 microbatches per stage", batch)  # fmt: skip
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
         raise _what_would_fit(merged, cluster, workload, opts)

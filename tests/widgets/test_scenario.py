@@ -22,7 +22,11 @@ def test_defaults_are_the_chips_full_pod():
         ("mfu", 1.5, "mfu must be a number of a share of peak > 0 and <= 1; got 1.5"),
         ("pods", 0, "pods must be a whole number from 1 to 4,194,304; got 0"),
         ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
-        ("slice_shape", (16, 16, 32), "slice_shape must be a slice that fits in the chip's pod of 16x20x28 .*; got 16x16x32"),  # noqa: E501
+        (
+            "slice_shape",
+            (16, 16, 32),
+            "slice_shape must be a slice that fits in the chip's pod of 16x20x28 .*; got 16x16x32",
+        ),
         ("z", 3, "z must be a number of pipeline stages dividing the slice's 8960 chips; got 3"),
         # 1M tokens of 4096 (244 sequences) cannot give the 1120 data replicas of a pod one each.
         ("batch", 1e6, "batch must be at least [0-9,]+ tokens.*a whole sequence of 4096"),
