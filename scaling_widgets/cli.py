@@ -101,14 +101,8 @@ def _chip_and_model(args):
     return chip, model
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
-    est.add_argument(
-        "--scenario", metavar="FILE.json", help="evaluate a scenario saved from the panel (no other option then)"
-    )
-    _add_cluster_options(est)
+def _layout_options(est) -> None:
+    """How the work is spread: the strategy, the split, the pipeline, the recompute."""
     est.add_argument("--strategy", choices=STRATEGIES, default="fsdp+tp", help="default fsdp+tp")
     est.add_argument(
         "--fsdp", type=_typed(units.parse_whole, "--fsdp"), metavar="X", help="FSDP/data degree (default: best split)"
@@ -136,6 +130,10 @@ def _build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "--microbatch-seqs", type=_typed(units.parse_count, "--microbatch-seqs"), help="sequences per microbatch"
     )
+
+
+def _reading_options(est) -> None:
+    """How the numbers are read: FLOPs, calibration, exactness, utilisation, precision, output."""
     est.add_argument("--attention-flops", action="store_true", help="count attention FLOPs, 12·L·T·N_h·H a token")
     est.add_argument(
         "--remat", choices=REMAT_POLICIES, default="checkpoints", help="recompute policy (default: the chapter's)"
@@ -174,6 +172,18 @@ def _build_parser() -> argparse.ArgumentParser:
         "--precision", choices=list(PRECISIONS), default="book", help="bytes per parameter policy (default book: 10)"
     )
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
+    est.add_argument(
+        "--scenario", metavar="FILE.json", help="evaluate a scenario saved from the panel (no other option then)"
+    )
+    _add_cluster_options(est)
+    _layout_options(est)
+    _reading_options(est)
     planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
     _add_cluster_options(planner)
     planner.add_argument("--mfu", type=_typed(_fraction, "--mfu"), default=0.4, help="default 0.4")

@@ -37,27 +37,8 @@ def record(e: Estimate, others=None) -> dict:
         "batch_tokens": _num(e.batch),
         "seq_len": e.seq_len,
         "sequences": None if e.seq_len is None else _num(e.batch / e.seq_len),
-        "layout": {
-            "slice_shape": list(e.slice_shape),
-            "X": _num(e.x),
-            "Y": _num(e.y),
-            "Z": _num(e.z),
-            "P": _num(e.pods),
-            "M_X": _num(e.mx),
-            "M_Y": _num(e.my),
-            "wrap_x": _num(e.wrap_x),
-            "wrap_y": _num(e.wrap_y),
-            "microbatches": _num(e.microbatches),
-        },
-        "per_layer": {
-            "t_math_s": _num(layer.t_math),
-            "t_comms_s": _num(layer.t_comms),
-            "t_comms_x_s": _num(layer.t_comms_x),
-            "t_comms_y_s": _num(layer.t_comms_y),
-            "t_comms_dcn_s": _num(layer.t_comms_dcn),
-            "lower_bound_s": _num(layer.lower_bound),
-            "upper_bound_s": _num(layer.upper_bound),
-        },
+        "layout": _placement(e),
+        "per_layer": _per_layer(layer),
         "tokens_per_chip": _num(e.tokens_per_chip),
         "critical_tokens_per_chip": _num(e.critical_tokens_per_chip),
         "crossover_batch_tokens": _num(e.crossover_batch),
@@ -93,6 +74,23 @@ def record(e: Estimate, others=None) -> dict:
     if others:
         out["strategies"] = {name: _summary(o) for name, o in others.items()}
     return out
+
+
+def _placement(e: Estimate) -> dict:
+    """Where the groups sit (SPEC A.1): X, Y, Z, pods, the axes spanned, the rings."""
+    return {
+        "slice_shape": list(e.slice_shape),
+        **{k: _num(v) for k, v in (("X", e.x), ("Y", e.y), ("Z", e.z), ("P", e.pods), ("M_X", e.mx), ("M_Y", e.my))},
+        "wrap_x": _num(e.wrap_x),
+        "wrap_y": _num(e.wrap_y),
+        "microbatches": _num(e.microbatches),
+    }
+
+
+def _per_layer(layer) -> dict:
+    """One layer's times per chip (SPEC A.3, A.10)."""
+    times = ("t_math", "t_comms", "t_comms_x", "t_comms_y", "t_comms_dcn", "lower_bound", "upper_bound")
+    return {f"{name}_s": _num(getattr(layer, name)) for name in times}
 
 
 def _summary(e) -> dict:
