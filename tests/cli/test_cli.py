@@ -212,3 +212,16 @@ def test_zero_stage_from_the_command_line(capsys):
     with pytest.raises(SystemExit):
         main([*base[:-3], "--strategy", "tp", "--zero", "2"])
     assert "--zero must be 0 for strategy 'tp': a ZeRO stage shards over the data axis" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_ends_quietly():
+    # `plan --json | head -c 1`: the reader goes away while the writer still has far more than a
+    # pipe holds (100 layouts of JSON), so its next write meets a closed pipe. No traceback follows.
+    command = [sys.executable, "-m", "scaling_widgets", "plan", "--model", "llama-2-13b", "--mesh", "16x16x16",
+               "--batch", "16M", "--top", "100", "--json"]  # fmt: skip
+    writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    writer.stdout.read(1)
+    writer.stdout.close()
+    stderr = writer.stderr.read().decode()
+    writer.wait(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr

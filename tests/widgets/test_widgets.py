@@ -301,3 +301,19 @@ def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
     e, d = Analysis.of(s).estimate, Analysis.of(s).roofline
     assert (int(e.x), int(e.y)) == (256, 16)
     assert d.crossover[d.current_curve] == pytest.approx(float(e.crossover_batch))
+
+
+def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
+    panel = sw.explore(**EXAMPLE_16)
+    table = panel.recommendations
+    table._run.click()
+    table._rows.value = 1
+    assert not table.stale  # picking a row changes the layout, not what was planned for
+    before = panel.scenario.to_json()
+    panel.scenario.update(batch=panel.scenario.batch * 2)
+    assert table.stale and table._rows.disabled and "plan again" in table._summary.value
+    changed = panel.scenario.to_json()
+    table._rows.value = 0  # a stale row applies nothing
+    assert panel.scenario.to_json() == changed != before
+    table._run.click()
+    assert not table.stale and not table._rows.disabled
