@@ -21,6 +21,7 @@ from .inputs import Chip, Model, Precision
 from .layer import STRATEGIES, Exactness
 from .mesh import ROLES, check_fits_pod
 from .nodes import check_gpu_slice
+from .steptime import Profile
 from .training import REMAT_POLICIES
 from .values import Cluster, Layout, Options, Workload
 
@@ -132,10 +133,12 @@ def _layout(k: Layout, seq_len) -> Layout:
 
 
 def _options(o: Options) -> Options:
-    if o.measured_step_time is None:
-        _checks.fraction("mfu", o.mfu)
-    else:
+    if o.profile is not None:
+        _kind("profile", o.profile, Profile)
+    if o.measured_step_time is not None:
         _checks.positive("measured_step_time", o.measured_step_time)
+    elif o.mfu is not None:  # None: the step is predicted (SPEC C)
+        _checks.fraction("mfu", o.mfu)
     _kind("exact", o.exact, Exactness)
     _checks.non_negative("latency", o.exact.latency)
     _checks.non_negative("overhead_bytes", o.overhead_bytes)

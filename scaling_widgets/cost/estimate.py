@@ -21,7 +21,9 @@ from .layer import STRATEGIES, crossover_batch, layer_times
 from .memory import memory_per_chip
 from .pipeline import bubble_overhead, stage_traffic_time
 from .placement import Placement, place
+from .profiles import profile_for
 from .result import Estimate
+from .steptime import predict
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
 from .training import flops_per_token, param_count, recompute_flops_per_token, time_to_train
 from .values import LAYOUT_FIELDS, OPTION_FIELDS, Cluster, Layout, Options, Workload
@@ -119,7 +121,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     )  # fmt: skip
     times = _step(workload, options, layer, flops, params.total, chips, chip.flops, bubble)
     spans = dict(mx=np.where(placed.mx > 0, placed.mx, 1), my=np.where(placed.my > 0, placed.my, 1))
-    return Estimate(
+    e = Estimate(
         cluster=cluster, workload=workload, layout=layout, options=options, x=X, y=Y, z=Z, mx=placed.mx,
         my=placed.my, wrap_x=span.wrap_x, wrap_y=span.wrap_y, microbatches=m, params=params, layer=layer,
         crossover_batch=crossover_batch(**on_mesh),
@@ -132,6 +134,22 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         memory=_memory(workload, layout, options, placed, P, params.total),
         flops_per_token=flops["model"], hardware_flops_per_token=flops["hardware"], bubble=bubble,
         stage_traffic=stage_traffic, training_time=_training_time(workload, times["step_time"]), **times,
+    )  # fmt: skip
+    predicting = options.mfu is None and options.measured_step_time is None
+    return _predicted(e, options.profile or profile_for(chip)) if predicting else e
+
+
+def _predicted(e: Estimate, profile) -> Estimate:
+    """The estimate with its step predicted term by term (SPEC C.2, C.5): MFU and HFU follow."""
+    remat = np.asarray(e.remat)
+    terms = predict(e=e, profile=profile, remat_forward=(remat == "full") * 1.0,
+                    attention_forward=(remat == "selective") * 1.0)  # fmt: skip
+    step = sum(terms.values())
+    peak = e.chips * e.chip.flops
+    return dataclasses.replace(
+        e, step_time=step, compute_time=terms["matmul"] + terms["memory_bound"],
+        mfu=e.batch * e.flops_per_token / (peak * step), hfu=e.batch * e.hardware_flops_per_token / (peak * step),
+        training_time=_training_time(e.workload, step), step_breakdown=terms,
     )  # fmt: skip
 
 
@@ -161,7 +179,7 @@ def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
     # same proportion, so its communication per compute scales to the whole model.
     comm = layer.t_comms / layer.t_math * 6 * B * Psi / (chips * C)
     if options.measured_step_time is None:
-        compute = ideal / options.mfu
+        compute = ideal / (options.mfu or 1.0)  # without an MFU the step is predicted afterwards
         step = np.maximum(compute, comm) * (1 + bubble)
     else:
         step = np.broadcast_arrays(np.asarray(options.measured_step_time, dtype=float), ideal * bubble)[0]

@@ -53,6 +53,7 @@ class Estimate:
     mfu: np.ndarray  # what the step achieves: B·f/(N·C·t)
     hfu: np.ndarray  # the same with the recompute counted (SPEC B.1)
     training_time: np.ndarray | None  # None without ``tokens``
+    step_breakdown: dict | None = None  # the predicted step's terms [s] (SPEC C.5); None with an MFU given
 
     def __repr__(self):
         shape = np.shape(self.step_time)
@@ -120,6 +121,8 @@ def pick(result, index):
             changes[field.name] = tuple(_index(v, index) for v in value)
         elif isinstance(value, np.ndarray):
             changes[field.name] = _index(value, index)
+        elif isinstance(value, dict):
+            changes[field.name] = {k: _index(v, index) for k, v in value.items()}
     return dataclasses.replace(result, **changes)
 
 

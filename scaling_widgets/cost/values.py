@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .inputs import BOOK_PRECISION, Chip, Model, Precision
 from .layer import CHAPTER, Exactness
+from .steptime import Profile
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,14 +75,16 @@ class Options:
     """How the numbers are read (SPEC A.10, B.1, B.7, B.8).
 
     ``mfu``: the share of peak the chips sustain on the FLOPs they do, recompute included, so
-    recompute lengthens the step. ``measured_step_time`` [s] replaces the step and calibrates
-    the utilisation instead. ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds
+    recompute lengthens the step (SPEC A.10, the chapter's model). ``None`` predicts the step
+    instead (SPEC C), with ``profile`` (None: the chip's default, ``profiles.profile_for``).
+    ``measured_step_time`` [s] replaces the step and calibrates the utilisation instead. ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds
     the SPEC B.7 corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM)
     make "fits" cautious (B.8).
     """
 
-    mfu: float = 0.4
+    mfu: float | None = 0.4
     measured_step_time: float | None = None
+    profile: Profile | None = None
     attention_flops: bool = False
     exact: Exactness = field(default=CHAPTER)
     overhead_bytes: float = 0.0

@@ -1,0 +1,138 @@
+"""The predicted step time (SPEC C.1, C.2): one microbatch on the busiest stage, then a step.
+
+Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
+- matmuls: 2·b·Ψ_layer/Y FLOPs forward plus the attention scores 4·b·s·N_h·H·c/Y (c = 1/2,
+  causal), twice that backward, and the recomputed forward; at C·e_mm(g), where
+  e_mm(g) = e_max·g/(g + g_half) and g = 2·b·D·F/Y is the FLOPs of the layer's typical GEMM;
+- memory-bound work: κ·b·D bytes per pass (÷ Y under sequence parallelism) at HBM bandwidth;
+- TP collectives: two all-reduces of b·D·2 bytes a pass (two more under full recompute), each
+  2·(Y − 1)/Y·bytes/(W_Y·e_link) + λ, of which o_tp hides under the matmuls.
+The last stage also runs the output layer, 6·b·D·V/Y FLOPs. Activations cross each stage
+boundary, b·D·2 bytes each way (÷ Y with sequence parallelism).
+
+A step is (m + (Z − 1)/v)·T_mb plus what sticks out of the last backward pass: the gradient
+reduction over X (ZeRO 0-2) and over the pods, the ZeRO-3 gathers and scatters of every layer and
+microbatch beyond that layer's compute, and the optimizer's pass over its state at HBM bandwidth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inputs import Chip
+
+TERMS = (
+    "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
+    "optimizer",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How well a software stack uses a chip (SPEC C.3): the numbers C.1 and C.2 need."""
+
+    name: str
+    e_max: float = 0.8  # matmul efficiency of large GEMMs
+    g_half: float = 1e9  # per-chip FLOPs of a GEMM that reaches half of e_max
+    kappa: float = 40.0  # memory-bound bytes per token, per unit of d_model, per layer and pass
+    link_ici: float = 0.8  # share of a link's bandwidth a collective achieves, per tier
+    link_nvlink: float = 0.8
+    link_nic: float = 0.8
+    link_dcn: float = 0.8
+    latency: float = 2e-5  # seconds per collective, however small
+    o_tp: float = 0.0  # share of the TP collectives hidden under the matmuls
+    o_dp: float = 0.9  # share of the last backward pass the gradient reduction hides under
+
+
+def matmul_efficiency(*, gemm_flops, e_max, g_half):
+    """e_mm(g) = e_max·g/(g + g_half): small GEMMs (high TP, tiny microbatches) run less well.
+
+    >>> matmul_efficiency(gemm_flops=[1e8, 1e9, 1e12], e_max=0.8, g_half=1e9).round(3)
+    array([0.073, 0.4  , 0.799])
+    """
+    g = np.asarray(gemm_flops, dtype=float)
+    return e_max * g / (g + g_half)
+
+
+def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-reduce"):
+    """A ring collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array,
+    an all-gather or reduce-scatter (n − 1)/n; nothing when the group is one chip.
+
+    >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
+    0.035
+    """
+    n = np.asarray(group, dtype=float)
+    share = (2.0 if kind == "all-reduce" else 1.0) * (n - 1) / n
+    return np.where(n > 1, share * nbytes / (bandwidth * efficiency) + latency, 0.0)
+
+
+def link_efficiency(chip: Chip, profile: Profile, span):
+    """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
+    node (span 1 of the NVLink multiple), the NIC across nodes."""
+    if not chip.is_gpu:
+        return np.full(np.shape(span), profile.link_ici)
+    return np.where(np.asarray(span) >= 1, profile.link_nvlink, profile.link_nic)
+
+
+def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
+    """The step's terms [s] (SPEC C.5) for an estimate's placement, and the step itself.
+
+    ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none), and
+    ``attention_forward`` whether the attention core is recomputed (selective).
+    """
+    chip, model, layout = e.chip, e.model, e.layout
+    X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages
+    D, F, V, L = model.d_model, model.d_ff, model.vocab, model.layers
+    s = e.seq_len or 1
+    b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
+    l = L / Z  # noqa: E741 - the layers of one stage
+    sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
+    psi_layer = (e.params.mlp + e.params.attention) / L
+    attention = 4 * b * s * model.heads * model.head_dim * 0.5 / Y  # causal: half the scores
+    forward = 2 * b * psi_layer / Y + attention
+    recomputed = remat_forward * forward + attention_forward * attention
+    e_mm = matmul_efficiency(gemm_flops=2 * b * D * F / Y, e_max=profile.e_max, g_half=profile.g_half)
+    layer_matmul = (3 * forward + recomputed) / (chip.flops * e_mm)
+    head_matmul = 6 * b * D * V / Y / (chip.flops * e_mm)  # the output layer, on the last stage
+    layer_memory = profile.kappa * b * D * (3 + remat_forward) / sp / chip.hbm_bw
+    tp_link = e.my * chip.ici_bw * 1.0
+    tp_one = collective_time(nbytes=2 * b * D, group=Y, bandwidth=tp_link,
+                             efficiency=link_efficiency(chip, profile, e.my), latency=profile.latency)  # fmt: skip
+    layer_tp = (1 - profile.o_tp) * tp_one * (4 + 2 * remat_forward)
+    boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
+    stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / sp) / boundary, 0.0)
+    t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
+    backward_last = l * 2 * forward / (chip.flops * e_mm)  # the pass the reductions hide under
+    data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last)
+    terms = {
+        "matmul": m * (l * layer_matmul + head_matmul),
+        "memory_bound": m * l * layer_memory,
+        "tp_exposed": m * l * layer_tp,
+        "stage_to_stage": m * stage_to_stage,
+        "bubble": (Z - 1) / v * t_mb,
+        **data,
+        "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
+    }
+    return {k: np.broadcast_to(np.asarray(t, dtype=float), np.shape(e.step_time)) for k, t in terms.items()}
+
+
+def _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last) -> dict:
+    """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
+    chip, X, Y, Z, P = e.chip, e.x, e.y, e.z, e.pods
+    W_x = e.mx * chip.ici_bw
+    link_x = link_efficiency(chip, profile, e.mx)
+    shard = e.params.total / (Y * Z) * 2  # a replica's bf16 gradients on one chip [bytes]
+    sharded = np.asarray(e.zero) == 3
+    reduce = collective_time(nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency)
+    dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))
+    # ZeRO-3: per layer and microbatch, gather the weights forward and again backward, scatter the grads.
+    layer_bytes = psi_layer / Y * 2
+    gather = collective_time(nbytes=layer_bytes, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency,
+                             kind="all-gather")  # fmt: skip
+    fsdp = np.where(sharded, m * l * np.maximum(0.0, 3 * gather - layer_matmul), 0.0)
+    over_pods = collective_time(nbytes=shard / X, group=P, bandwidth=chip.dcn_bw, efficiency=profile.link_dcn,
+                                latency=profile.latency)  # fmt: skip
+    dcn = np.maximum(0.0, over_pods - profile.o_dp * backward_last)
+    return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}
