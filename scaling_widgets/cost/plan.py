@@ -107,7 +107,9 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
             raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
                          f" takes {', '.join(OPTIONS)}", repr(options[name]))  # fmt: skip
     batch, seq_len = _one("batch", batch, _checks.positive), _one("seq_len", seq_len, _checks.whole)
-    _one("pods", pods, _checks.whole), _one("mfu", mfu, _checks.fraction)
+    _one("pods", pods, _checks.whole)
+    if mfu is not None:  # None: rank by the predicted step (SPEC C)
+        _one("mfu", mfu, _checks.fraction)
     for name in ("tokens", "overhead_bytes", "fits_below"):  # one value for every layout evaluated
         if options.get(name) is not None:
             _one(name, options[name])

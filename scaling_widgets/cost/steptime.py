@@ -5,14 +5,21 @@ Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
   causal), twice that backward, and the recomputed forward; at C·e_mm(g), where
   e_mm(g) = e_max·g/(g + g_half) and g = 2·b·D·F/Y is the FLOPs of the layer's typical GEMM;
 - memory-bound work: κ·b·D bytes per pass (÷ Y under sequence parallelism) at HBM bandwidth;
+  without flash attention also the scores, κ_s·b·s·N_h/Y bytes per pass (softmax, mask and
+  dropout of the full s x s matrix, computed whole: no causal saving);
 - TP collectives: two all-reduces of b·D·2 bytes a pass (two more under full recompute), each
-  2·(Y − 1)/Y·bytes/(W_Y·e_link) + λ, of which o_tp hides under the matmuls.
+  2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·(Y − 1)·λ (a ring's steps each pay a latency); they hide
+  under at most o_tp of the layer's matmuls, and what is left is on the critical path.
 The last stage also runs the output layer, 6·b·D·V/Y FLOPs. Activations cross each stage
-boundary, b·D·2 bytes each way (÷ Y with sequence parallelism).
+boundary, b·D·2 bytes each way, each of the Y chips sending its 1/Y (scatter/gather).
 
 A step is (m + (Z − 1)/v)·T_mb plus what sticks out of the last backward pass: the gradient
 reduction over X (ZeRO 0-2) and over the pods, the ZeRO-3 gathers and scatters of every layer and
 microbatch beyond that layer's compute, and the optimizer's pass over its state at HBM bandwidth.
+Across pods the gradient shard is reduced in a tree over the data-center network: each doubling
+of the pods adds one exchange of the shard, log2(P)·shard/(W_dcn·e_dcn), of which o_dcn hides.
+Last, a synchronous step waits for the slowest of its N chips: if one chip's step varies by a
+share σ, the slowest of N is late by about σ·sqrt(2·ln N) of the step ("stragglers").
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from .inputs import Chip
 
 TERMS = (
     "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
-    "optimizer",
+    "optimizer", "stragglers",
 )  # fmt: skip
 
 
@@ -42,8 +49,13 @@ class Profile:
     link_nic: float = 0.8
     link_dcn: float = 0.8
     latency: float = 2e-5  # seconds per collective, however small
-    o_tp: float = 0.0  # share of the TP collectives hidden under the matmuls
-    o_dp: float = 0.9  # share of the last backward pass the gradient reduction hides under
+    o_tp: float = 0.0  # share of a layer's matmuls the TP collectives can hide under
+    o_dp: float = 0.9  # share of the compute data-parallel traffic hides under (the last backward
+    # pass for a gradient reduction, each layer's own compute for ZeRO-3's gathers and scatters)
+    o_dcn: float = 0.0  # the same for the reduction across pods
+    flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
+    kappa_scores: float = 12.0  # without flash attention: bytes per score and pass
+    jitter: float = 0.0  # σ: how much one chip's step varies, as a share of it
 
 
 def matmul_efficiency(*, gemm_flops, e_max, g_half):
@@ -57,15 +69,17 @@ def matmul_efficiency(*, gemm_flops, e_max, g_half):
 
 
 def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-reduce"):
-    """A ring collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array,
-    an all-gather or reduce-scatter (n − 1)/n; nothing when the group is one chip.
+    """A ring collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array
+    in 2·(n − 1) steps, an all-gather or reduce-scatter (n − 1)/n in n − 1 steps, each step paying
+    ``latency``; nothing when the group is one chip.
 
     >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
     0.035
     """
     n = np.asarray(group, dtype=float)
-    share = (2.0 if kind == "all-reduce" else 1.0) * (n - 1) / n
-    return np.where(n > 1, share * nbytes / (bandwidth * efficiency) + latency, 0.0)
+    rounds = 2.0 if kind == "all-reduce" else 1.0
+    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)  # a group of one sends nothing
+    return np.where(n > 1, rounds * (n - 1) * (nbytes / n / rate + latency), 0.0)
 
 
 def link_efficiency(chip: Chip, profile: Profile, span):
@@ -90,19 +104,22 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     l = L / Z  # noqa: E741 - the layers of one stage
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
     psi_layer = (e.params.mlp + e.params.attention) / L
-    attention = 4 * b * s * model.heads * model.head_dim * 0.5 / Y  # causal: half the scores
+    causal = 0.5 if profile.flash_attention else 1.0  # unfused attention computes every score
+    attention = 4 * b * s * model.heads * model.head_dim * causal / Y
     forward = 2 * b * psi_layer / Y + attention
     recomputed = remat_forward * forward + attention_forward * attention
     e_mm = matmul_efficiency(gemm_flops=2 * b * D * F / Y, e_max=profile.e_max, g_half=profile.g_half)
     layer_matmul = (3 * forward + recomputed) / (chip.flops * e_mm)
     head_matmul = 6 * b * D * V / Y / (chip.flops * e_mm)  # the output layer, on the last stage
-    layer_memory = profile.kappa * b * D * (3 + remat_forward) / sp / chip.hbm_bw
+    passes = 3 + remat_forward
+    scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
+    layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / chip.hbm_bw
     tp_link = e.my * chip.ici_bw * 1.0
     tp_one = collective_time(nbytes=2 * b * D, group=Y, bandwidth=tp_link,
                              efficiency=link_efficiency(chip, profile, e.my), latency=profile.latency)  # fmt: skip
-    layer_tp = (1 - profile.o_tp) * tp_one * (4 + 2 * remat_forward)
+    layer_tp = np.maximum(0.0, tp_one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
-    stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / sp) / boundary, 0.0)
+    stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
     backward_last = l * 2 * forward / (chip.flops * e_mm)  # the pass the reductions hide under
     data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last)
@@ -115,10 +132,11 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         **data,
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
+    terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
     return {k: np.broadcast_to(np.asarray(t, dtype=float), np.shape(e.step_time)) for k, t in terms.items()}
 
 
-def _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last) -> dict:
+def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, Z, P = e.chip, e.x, e.y, e.z, e.pods
     W_x = e.mx * chip.ici_bw
@@ -131,8 +149,7 @@ def _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last) -> 
     layer_bytes = psi_layer / Y * 2
     gather = collective_time(nbytes=layer_bytes, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency,
                              kind="all-gather")  # fmt: skip
-    fsdp = np.where(sharded, m * l * np.maximum(0.0, 3 * gather - layer_matmul), 0.0)
-    over_pods = collective_time(nbytes=shard / X, group=P, bandwidth=chip.dcn_bw, efficiency=profile.link_dcn,
-                                latency=profile.latency)  # fmt: skip
-    dcn = np.maximum(0.0, over_pods - profile.o_dp * backward_last)
+    fsdp = np.where(sharded, m * stage_layers * np.maximum(0.0, 3 * gather - profile.o_dp * layer_matmul), 0.0)
+    over_pods = np.log2(P) * (shard / X / (chip.dcn_bw * profile.link_dcn) + profile.latency)
+    dcn = np.maximum(0.0, over_pods - profile.o_dcn * backward_last)
     return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}

@@ -77,9 +77,10 @@ class Options:
     ``mfu``: the share of peak the chips sustain on the FLOPs they do, recompute included, so
     recompute lengthens the step (SPEC A.10, the chapter's model). ``None`` predicts the step
     instead (SPEC C), with ``profile`` (None: the chip's default, ``profiles.profile_for``).
-    ``measured_step_time`` [s] replaces the step and calibrates the utilisation instead. ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds
-    the SPEC B.7 corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM)
-    make "fits" cautious (B.8).
+    ``measured_step_time`` [s] replaces the step and calibrates the utilisation instead.
+    ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds the SPEC B.7
+    corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM) make "fits"
+    cautious (B.8).
     """
 
     mfu: float | None = 0.4

@@ -1,0 +1,169 @@
+"""Published training runs as the cost model's four values and a measured step time (SPEC C.6).
+
+``load_runs`` reads ``dev_runs.json`` (by default the repository's copy in
+``benchmarks/data/``; it is not in the wheel, so an installed package passes a path) and builds
+each case exactly as its source describes it: the chip preset, the slice, the model, the batch,
+the layout. ``seconds_per_step`` converts the published outcome to seconds per step by the
+file's own ``conventions``. Nothing is fitted here.
+
+>>> run = next(r for r in load_runs() if r.id == "M2-1.7B")
+>>> round(run.step_time, 2), run.values[2].x, run.values[0].slice_shape
+(3.53, 32, (4, 8))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import catalog
+from .cost import Cluster, Layout, Model, Options, Workload, param_count
+from .cost.nodes import gpu_slice
+from .presets import PRECISIONS
+
+DEV_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "dev_runs.json"
+
+# Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
+# 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).
+ATTENTION_PER_TOKEN = {"maxtext_2023": 6, "maxtext_oct2023": 12, "maxtext_early2023": 0, "llama3_causal_assumed": 6}
+CONVENTIONS = ("megatron_eq3", *ATTENTION_PER_TOKEN, "step_time_s", "tokens_per_s", "tokens_per_s_per_chip")
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One published run: its four values for ``estimate`` and the step it measured [s].
+
+    ``published`` is the source's outcome as the file gives it (kind, value, convention, mfu);
+    ``case`` is the whole entry, with the source's assumptions.
+    """
+
+    id: str
+    group: str
+    source: str
+    stack: str
+    values: tuple  # (Cluster, Workload, Layout, Options)
+    step_time: float  # measured seconds per step
+    published: dict
+    case: dict
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r}, {self.stack}, step_time={self.step_time:.4g} s)"
+
+
+def load_runs(path: str | Path | None = None) -> list[Run]:
+    """Every case of a measured-runs file as a ``Run``, in the file's order."""
+    return [run_from_case(case) for case in read_cases(path)]
+
+
+def read_cases(path: str | Path | None = None) -> list[dict]:
+    """The raw cases of a measured-runs file (default: the repository's ``DEV_RUNS``)."""
+    data = json.loads(Path(DEV_RUNS if path is None else path).read_text(encoding="utf-8"))
+    unknown = {_convention(case) for case in data["cases"]} - set(CONVENTIONS)
+    if unknown:
+        raise ValueError(f"unknown published convention {sorted(unknown)[0]!r}; known: {', '.join(CONVENTIONS)}")
+    return data["cases"]
+
+
+def run_from_case(case: dict) -> Run:
+    """A ``Run`` from one case: its values and its step time."""
+    return Run(
+        id=case["id"],
+        group=case["group"],
+        source=case["source"],
+        stack=case["stack"],
+        values=values_from_case(case),
+        step_time=seconds_per_step(case),
+        published=case["published"],
+        case=case,
+    )
+
+
+def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
+    """The four values as the case gives them; ``Options(mfu=None)`` asks for a predicted step.
+
+    Mixed precision with Adam (``PRECISIONS["mixed-adam"]``) for every stack. A TPU case's slice
+    is its ``mesh`` over ``pods`` pods; a GPU case's is ``chips`` GPUs in nodes of the chip's size.
+    """
+    chip = catalog.hardware(case["hardware"])
+    if chip.is_gpu:
+        cluster = Cluster(chip, gpu_slice(chips=case["chips"], node_size=chip.node_size), pods=1)
+    else:
+        cluster = Cluster(chip, tuple(int(n) for n in case["mesh"].split("x")), pods=case["pods"])
+    seq_len = case["seq_len"]
+    workload = Workload(
+        Model(**case["model"]), batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
+        precision=PRECISIONS["mixed-adam"],
+    )  # fmt: skip
+    k = case["layout"]
+    layout = Layout(
+        strategy=k["strategy"], x=k["fsdp"], y=k["tp"], z=k["pp"], zero=k["zero"], remat=k["remat"],
+        sequence_parallel=k["sequence_parallel"], schedule=k["schedule"], virtual_stages=k["virtual_stages"],
+        microbatches=k["microbatches"],
+    )  # fmt: skip
+    return cluster, workload, layout, Options(mfu=None)
+
+
+def chips(case: dict) -> int:
+    """Chips in the run: ``chips`` for a GPU case, the mesh times the pods for a TPU case."""
+    if case.get("chips") is not None:
+        return int(case["chips"])
+    return math.prod(int(n) for n in case["mesh"].split("x")) * int(case["pods"])
+
+
+def global_tokens(case: dict) -> int:
+    """Tokens per step, B·s."""
+    return case["global_batch_seqs"] * case["seq_len"]
+
+
+def seconds_per_step(case: dict) -> float:
+    """The published outcome in seconds per step, by the file's ``conventions``.
+
+    - TFLOP/s per chip X under a FLOPs count: t = F_step / (N·X·1e12) (``flops_per_step``);
+    - ``step_time_s``: t as published;
+    - ``tokens_per_s``: t = B·s / X;
+    - ``tokens_per_s_per_chip``: t = B·s / (X·N).
+
+    >>> case = {"published": {"kind": "tokens_per_s_per_chip", "value": 5000}, "chips": 8,
+    ...         "global_batch_seqs": 16, "seq_len": 8192}
+    >>> seconds_per_step(case)  # 131,072 tokens at 40,000 tokens/s
+    3.2768
+    """
+    convention, X = _convention(case), case["published"]["value"]
+    if convention == "step_time_s":
+        return float(X)
+    if convention == "tokens_per_s":
+        return global_tokens(case) / X
+    if convention == "tokens_per_s_per_chip":
+        return global_tokens(case) / (X * chips(case))
+    return flops_per_step(case, convention) / (chips(case) * X * 1e12)
+
+
+def flops_per_step(case: dict, convention: str) -> float:
+    """FLOPs of one step as ``convention`` counts them.
+
+    - ``megatron_eq3`` (Narayanan et al. 2021, Eq. 3, recompute counted):
+      F = 96·B·s·L·D²·(1 + s/(6D) + V/(16·L·D)) (the paper's l, h), B the global batch in sequences;
+    - per token (``ATTENTION_PER_TOKEN``), F = B·s·(6Ψ + a·L·N_h·H·s), with MaxText's
+      Ψ = V·D + L·(4·D·N_h·H + 2·D·F + 2·D) + D, or for ``llama3_causal_assumed`` (the file
+      leaves Ψ open) the model's parameters (SPEC A.5).
+    """
+    m, s, B = case["model"], case["seq_len"], case["global_batch_seqs"]
+    L, D, F, N_h, H, V = (m[k] for k in ("layers", "d_model", "d_ff", "heads", "head_dim", "vocab"))
+    if convention == "megatron_eq3":
+        return 96 * B * s * L * D**2 * (1 + s / (6 * D) + V / (16 * L * D))
+    if convention not in ATTENTION_PER_TOKEN:
+        raise ValueError(f"convention {convention!r} counts no FLOPs; allowed: {', '.join(ATTENTION_PER_TOKEN)}, "
+                         "megatron_eq3")  # fmt: skip
+    if convention == "llama3_causal_assumed":
+        Psi = float(param_count(**{k: v for k, v in m.items() if k != "name"}).total)
+    else:
+        Psi = V * D + L * (4 * D * N_h * H + 2 * D * F + 2 * D) + D
+    return B * s * (6 * Psi + ATTENTION_PER_TOKEN[convention] * L * N_h * H * s)
+
+
+def _convention(case: dict) -> str:
+    """The published number's convention: named for TFLOP/s, else its kind (a time or a rate)."""
+    published = case["published"]
+    return published.get("convention") or published["kind"]

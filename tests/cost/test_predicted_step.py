@@ -1,0 +1,89 @@
+"""The predicted step time (SPEC C) against the development set of measured runs, and its physics.
+
+The table of every run (measured, predicted, error) is printed at the end of the test session.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaling_widgets.cost import evaluate
+from scaling_widgets.cost.profiles import PROFILES
+from scaling_widgets.cost.steptime import TERMS, matmul_efficiency
+from scaling_widgets.measured import load_runs
+
+RUNS = {run.id: run for run in load_runs()}
+PREDICTED = {rid: float(evaluate(*run.values).step_time) for rid, run in RUNS.items()}
+ERROR = {rid: PREDICTED[rid] / RUNS[rid].step_time - 1 for rid in RUNS}
+TABLE = []  # printed by conftest's terminal summary
+
+
+def test_the_shipped_profiles_predict_the_development_set():
+    TABLE.extend((rid, RUNS[rid].step_time, PREDICTED[rid], ERROR[rid]) for rid in RUNS)
+    errors = np.abs(list(ERROR.values()))
+    assert errors.mean() <= 0.05, f"mean |error| {errors.mean():.1%}"
+    assert errors.max() <= 0.20, max(ERROR.items(), key=lambda kv: abs(kv[1]))
+
+
+@pytest.mark.parametrize("size", ["22B", "175B", "530B", "1T"])
+def test_selective_recompute_with_sp_is_faster_than_full_recompute_as_korthikanti_measured(size):
+    full, selective = PREDICTED[f"K3-{size}-full"], PREDICTED[f"K3-{size}-selSP"]
+    measured = RUNS[f"K3-{size}-full"].step_time / RUNS[f"K3-{size}-selSP"].step_time
+    assert 1.15 < full / selective < 1.45 and abs(full / selective - measured) < 0.1
+
+
+@pytest.mark.parametrize("size", ["16B", "64B"])
+def test_each_doubling_of_v5e_slices_costs_per_chip_throughput_as_measured(size):
+    slices = [1, 2, 4, 8, 16, 32]
+    steps = [PREDICTED[f"MX-v5e-{size}-{n}x"] for n in slices]  # the same tokens per chip each time
+    assert all(b > a for a, b in zip(steps, steps[1:]))
+
+
+@pytest.mark.parametrize("size", ["32B-1xv5p-128", "128B-1xv5p-256", "256B-1xv5p-1024", "1024B-1xv5p-2048"])
+def test_a_second_v5p_slice_over_dcn_costs_something(size):
+    one = f"MX-v5p-{size}"
+    assert PREDICTED[one.replace("-1x", "-2x")] > PREDICTED[one]
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: torchtitan's 2.8% loss from 8 to 128 H100s is not yet modelled")
+def test_fsdp_over_128_h100s_is_slower_per_gpu_than_over_8():
+    assert PREDICTED["TT-H100-L3-8B-n128"] > PREDICTED["TT-H100-L3-8B-n8"]
+
+
+def test_the_breakdown_adds_up_to_the_step_and_has_every_term():
+    run = RUNS["K3-175B-full"]
+    e = evaluate(*run.values)
+    assert set(e.step_breakdown) == set(TERMS)
+    assert sum(e.step_breakdown.values()) == pytest.approx(float(e.step_time))
+    assert all(float(t) >= 0 for t in e.step_breakdown.values())
+    assert 0 < float(e.mfu) < float(e.hfu) < 1  # full recompute: the hardware does more than the model needs
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(g=st.floats(1e3, 1e15), more=st.floats(1.0, 1e3), e_max=st.floats(0.1, 1.0), g_half=st.floats(1e3, 1e13))
+def test_a_bigger_gemm_is_never_less_efficient(g, more, e_max, g_half):
+    small, big = matmul_efficiency(gemm_flops=[g, g * more], e_max=e_max, g_half=g_half)
+    assert big >= small and big <= e_max
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(rid=st.sampled_from(sorted(RUNS)), worse=st.floats(0.1, 1.0), field=st.sampled_from(
+    ["link_ici", "link_nvlink", "link_nic", "link_dcn", "o_tp", "o_dp", "o_dcn"]))  # fmt: skip
+def test_more_exposed_traffic_never_makes_a_step_faster(rid, worse, field):
+    cluster, workload, layout, options = RUNS[rid].values
+    profile = PROFILES[cluster.chip.name]
+    slower = dataclasses.replace(profile, **{field: getattr(profile, field) * worse})
+    base = evaluate(cluster, workload, layout, dataclasses.replace(options, profile=profile))
+    worse_links = evaluate(cluster, workload, layout, dataclasses.replace(options, profile=slower))
+    assert float(worse_links.step_time) >= float(base.step_time) * (1 - 1e-12)
+
+
+def test_with_an_mfu_given_the_chapters_step_stands():
+    cluster, workload, layout, options = RUNS["M2-18.4B"].values
+    given_mfu = evaluate(cluster, workload, layout, dataclasses.replace(options, mfu=0.4))
+    assert given_mfu.step_breakdown is None
+    ideal = float(given_mfu.batch * given_mfu.hardware_flops_per_token / (given_mfu.chips * cluster.chip.flops))
+    assert float(given_mfu.step_time) == pytest.approx(max(ideal / 0.4, float(given_mfu.comm_time)))
