@@ -43,7 +43,7 @@ BOUNDS = {
 # What each chip family's runs can tell apart; the rest stays generic.
 FREE = {
     "A100": ("e_max", "g_half", "kappa", "kappa_scores", "link_nvlink", "link_nic", "o_tp", "o_dp", "jitter"),
-    "H100": ("e_max", "g_half", "o_tp", "o_dp", "jitter"),
+    "H100": ("e_max", "g_half", "o_tp", "o_dp", "latency", "jitter"),
     "TPU v5p": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
     "TPU v5e": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
 }

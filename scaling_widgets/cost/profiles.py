@@ -17,11 +17,11 @@ GENERIC = Profile("generic")
 # behind each: A100, Megatron-LM 2021-22 (Narayanan et al. Table 1, Korthikanti et al. Table 5;
 # attention not fused); H100, torchtitan 2025 (LLaMA-3 8B and 405B); TPU v5p and v5e, MaxText 2023.
 PROFILES: dict[str, Profile] = {
-    "A100": Profile("A100", e_max=0.8958, g_half=1.866e09, kappa=12.28, link_nvlink=0.8369, link_nic=0.4696,
-                    o_tp=0.0, o_dp=0.1304, flash_attention=False, kappa_scores=17.43, jitter=0.05),
-    "H100": Profile("H100", e_max=0.4927, g_half=1e12, kappa=40, o_tp=0.1547, o_dp=0.4098),
-    "TPU v5p": Profile("TPU v5p", e_max=0.876, g_half=3.94e11, kappa=2, link_ici=1, link_dcn=0.7786),
-    "TPU v5e": Profile("TPU v5e", e_max=0.9143, g_half=1e06, kappa=2, link_ici=0.8507, link_dcn=0.5288, jitter=0.05),
+    "A100": Profile("A100", e_max=0.897, g_half=2.162e10, kappa=13.8, link_nvlink=0.8265, link_nic=0.476,
+                    o_tp=0.0, o_dp=0.1446, flash_attention=False, kappa_scores=17.07, jitter=0.05),
+    "H100": Profile("H100", e_max=0.4927, g_half=1e12, kappa=40, latency=2.159e-06, o_tp=0.178, o_dp=0.4719),
+    "TPU v5p": Profile("TPU v5p", e_max=0.8788, g_half=4.156e11, kappa=2, link_ici=1, link_dcn=0.7895, jitter=0.00098),
+    "TPU v5e": Profile("TPU v5e", e_max=0.9143, g_half=1e06, kappa=2, link_ici=0.7677, link_dcn=0.5288, jitter=0.05),
 }  # fmt: skip
 
 

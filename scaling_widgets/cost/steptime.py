@@ -8,7 +8,7 @@ Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
   without flash attention also the scores, κ_s·b·s·N_h/Y bytes per pass (softmax, mask and
   dropout of the full s x s matrix, computed whole: no causal saving);
 - TP collectives: two all-reduces of b·D·2 bytes a pass (two more under full recompute), each
-  2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·(Y − 1)·λ (a ring's steps each pay a latency); they hide
+  2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·log2(Y)·λ (a latency per step of a tree); they hide
   under at most o_tp of the layer's matmuls, and what is left is on the critical path.
 The last stage also runs the output layer, 6·b·D·V/Y FLOPs. Activations cross each stage
 boundary, b·D·2 bytes each way, each of the Y chips sending its 1/Y (scatter/gather).
@@ -69,9 +69,10 @@ def matmul_efficiency(*, gemm_flops, e_max, g_half):
 
 
 def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-reduce"):
-    """A ring collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array
-    in 2·(n − 1) steps, an all-gather or reduce-scatter (n − 1)/n in n − 1 steps, each step paying
-    ``latency``; nothing when the group is one chip.
+    """A collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array, an
+    all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth; its latency is that of a
+    tree, ``latency`` per step of 2·log2(n) (all-reduce) or log2(n) steps, as the libraries switch
+    to trees where rings would pay n − 1 latencies; nothing when the group is one chip.
 
     >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
     0.035
@@ -79,7 +80,8 @@ def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-
     n = np.asarray(group, dtype=float)
     rounds = 2.0 if kind == "all-reduce" else 1.0
     rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)  # a group of one sends nothing
-    return np.where(n > 1, rounds * (n - 1) * (nbytes / n / rate + latency), 0.0)
+    steps = np.log2(np.maximum(n, 1))
+    return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
 
 
 def link_efficiency(chip: Chip, profile: Profile, span):

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import evaluate
+from scaling_widgets.cost.calibrate import calibrate, profile_from_json, profile_to_json
 from scaling_widgets.cost.profiles import PROFILES
 from scaling_widgets.cost.steptime import TERMS, matmul_efficiency
 from scaling_widgets.measured import load_runs
@@ -87,3 +88,40 @@ def test_with_an_mfu_given_the_chapters_step_stands():
     assert given_mfu.step_breakdown is None
     ideal = float(given_mfu.batch * given_mfu.hardware_flops_per_token / (given_mfu.chips * cluster.chip.flops))
     assert float(given_mfu.step_time) == pytest.approx(max(ideal / 0.4, float(given_mfu.comm_time)))
+
+
+def _with_profile(values, profile):
+    cluster, workload, layout, options = values
+    return cluster, workload, layout, dataclasses.replace(options, profile=profile)
+
+
+@pytest.mark.parametrize("rid", ["M2-18.4B", "K3-175B-selSP", "TT-H100-L3-8B-n8", "MX-v5e-64B-4x"])
+def test_a_profile_calibrated_on_a_run_gives_that_run_back_and_survives_json(rid):
+    run = RUNS[rid]
+    profile = calibrate(*run.values, step_time=run.step_time)
+    assert float(evaluate(*_with_profile(run.values, profile)).step_time) == pytest.approx(run.step_time, rel=1e-9)
+    assert profile_from_json(profile_to_json(profile)) == profile
+
+
+def test_calibrated_on_one_run_of_a_source_the_others_come_within_5_percent_on_average():
+    by_source = {}
+    for run in RUNS.values():
+        by_source.setdefault(run.source, []).append(run)
+    errors = []
+    for runs in by_source.values():
+        profile = calibrate(*runs[0].values, step_time=runs[0].step_time)  # measure one, predict the rest
+        errors += [float(evaluate(*_with_profile(r.values, profile)).step_time) / r.step_time - 1 for r in runs[1:]]
+    assert np.mean(np.abs(errors)) <= 0.05
+
+
+def test_a_step_faster_than_the_chips_peak_cannot_calibrate():
+    run = RUNS["M2-18.4B"]
+    with pytest.raises(ValueError, match="measured_step_time must be at least"):
+        calibrate(*run.values, step_time=run.step_time / 10)
+
+
+def test_a_profile_file_with_a_wrong_field_is_refused():
+    with pytest.raises(ValueError, match="profile must be a JSON object with the fields"):
+        profile_from_json('{"e_max": 0.5, "speed": 3}')
+    with pytest.raises(ValueError, match="profile e_max must be a number"):
+        profile_from_json('{"e_max": "fast"}')
