@@ -165,8 +165,36 @@ def memory(e: Estimate) -> Line:
                    f" ({total / hbm:.0%}){below}: {verdict}")  # fmt: skip
 
 
+# The MFU convention beside every MFU (SPEC C.4): sources count differently.
+MFU_CONVENTION = (
+    "model FLOPs 6Ψ per token (+ 12·L·T·N_h·H with attention FLOPs on); recompute is counted in the HFU only"
+)
+TERM_NAMES = {
+    "matmul": "matmuls", "memory_bound": "memory-bound work", "tp_exposed": "TP collectives",
+    "stage_to_stage": "stage-to-stage", "bubble": "bubble", "dp_exposed": "DP reduction", "fsdp_exposed": "ZeRO-3 traffic",
+    "dcn_exposed": "DCN reduction", "optimizer": "optimizer", "stragglers": "stragglers",
+}  # fmt: skip
+
+
+def profile_name(e: Estimate) -> str:
+    from ..cost.profiles import profile_for  # the profile a prediction used
+
+    return (e.options.profile or profile_for(e.chip)).name
+
+
+def predicted_step(e: Estimate) -> Line:
+    """The predicted step (SPEC C.5), term by term, and the MFU and HFU it achieves."""
+    t, mfu, hfu = float(e.step_time), float(e.mfu), float(e.hfu)
+    terms = [(TERM_NAMES[k], float(v)) for k, v in e.step_breakdown.items() if float(v) >= 0.0005 * t]
+    parts = " + ".join(f"{name} {units.seconds(v)}" for name, v in terms)
+    return Line.of("step", f"Predicted step ({profile_name(e)} profile): {parts} = {units.seconds(t)};"
+                   f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION})")  # fmt: skip
+
+
 def step(e: Estimate) -> Line:
     """The step time: compute at the utilisation, or the exposed communication, and the bubble."""
+    if e.step_breakdown is not None:
+        return predicted_step(e)
     n, C = int(e.chips), e.chip.flops
     B = units.tokens(float(e.batch))
     mfu, hfu, t = float(e.mfu), float(e.hfu), float(e.step_time)
@@ -206,6 +234,12 @@ def time_to_train(e: Estimate) -> Line:
 
 def binds(e: Estimate) -> str:
     """What limits a layout (an estimate of one), and by what margin, in a few words."""
+    if e.step_breakdown is not None:  # predicted: the largest term beside the matmuls
+        t = float(e.step_time)
+        name, worst = max(((k, float(v)) for k, v in e.step_breakdown.items() if k != "matmul"), key=lambda kv: kv[1])
+        if worst < 0.02 * t:
+            return "compute (nothing else above 2% of the step)"
+        return f"the {TERM_NAMES[name]}, {worst / t:.0%} of the step"
     compute, exposed = float(e.compute_time), float(e.comm_time)
     ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
     if exposed >= compute:

@@ -225,3 +225,33 @@ def test_a_closed_pipe_ends_quietly():
     stderr = writer.stderr.read().decode()
     writer.wait(timeout=60)
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_without_an_mfu_the_step_is_predicted_and_broken_down(capsys):
+    assert main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mfu_given"] is None and out["profile"] == "TPU v5p"
+    assert sum(out["step_breakdown_s"].values()) == pytest.approx(out["step_time_s"])
+    assert 0 < out["mfu"] <= out["hfu"] <= 1 and "6Ψ" in out["mfu_convention"]
+    assert main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--mfu", "0.4",
+                 "--json"]) == 0  # fmt: skip
+    given = json.loads(capsys.readouterr().out)
+    assert given["step_breakdown_s"] is None and given["mfu_given"] == 0.4 and given["mfu"] == pytest.approx(0.4)
+
+
+def test_measure_one_layout_save_its_profile_and_predict_another(tmp_path, capsys):
+    saved = tmp_path / "my-cluster.json"
+    common = ["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--json"]
+    assert main([*common, "--measured-step-time", "1.25", "--save-profile", str(saved)]) == 0
+    capsys.readouterr()
+    assert main([*common, "--profile", str(saved)]) == 0  # the measured layout: its own step back
+    assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(1.25)
+    assert main([*common, "--profile", str(saved), "--fsdp", "512", "--tp", "8"]) == 0  # another layout
+    other = json.loads(capsys.readouterr().out)
+    assert other["profile"].endswith("(calibrated)") and other["step_time_s"] != pytest.approx(1.25)
+
+
+def test_save_profile_needs_a_measured_step(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4M", "--save-profile", "p.json"])
+    assert exit_.value.code == 2 and "--save-profile needs --measured-step-time" in capsys.readouterr().err
