@@ -171,7 +171,8 @@ MFU_CONVENTION = (
 )
 TERM_NAMES = {
     "matmul": "matmuls", "memory_bound": "memory-bound work", "tp_exposed": "TP collectives",
-    "stage_to_stage": "stage-to-stage", "bubble": "bubble", "dp_exposed": "DP reduction", "fsdp_exposed": "ZeRO-3 traffic",
+    "stage_to_stage": "stage-to-stage", "bubble": "bubble", "dp_exposed": "DP reduction",
+    "fsdp_exposed": "ZeRO-3 traffic",
     "dcn_exposed": "DCN reduction", "optimizer": "optimizer", "stragglers": "stragglers",
 }  # fmt: skip
 

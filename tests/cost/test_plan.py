@@ -77,7 +77,7 @@ def test_on_small_clusters_the_planner_agrees_with_brute_force(cluster, model, s
         if e.fits:
             steps[tuple(knobs.values())] = float(e.step_time)  # recompute is charged in the step itself
     if not runs:  # too few sequences for any layout: the batch is refused
-        with pytest.raises(InputError, match="batch must be enough for some layout to run") as err:
+        with pytest.raises(InputError, match="batch must be enough for some layout the planner tries to run") as err:
             plan(slice_shape=shape, **inputs)
         assert err.value.field == "batch"
         return
