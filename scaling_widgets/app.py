@@ -13,6 +13,7 @@ from .widgets import (
     Recommendations,
     RooflineControls,
     RooflinePlot,
+    StepBreakdown,
     StrategySelector,
     Summary,
     TrainingControls,
@@ -39,6 +40,7 @@ class Panel(w.VBox):
         self.roofline = RooflinePlot(scenario)
         self.roofline_controls = RooflineControls(self.roofline)
         self.memory_bar = MemoryBar(scenario)
+        self.step_breakdown = StepBreakdown(scenario)
         self.summary = Summary(scenario)
         self.recommendations = Recommendations(scenario)
         self.export = Export(scenario)
@@ -50,7 +52,8 @@ class Panel(w.VBox):
         beyond.selected_index = None
         left = w.VBox([self.model_picker, self.training, beyond])
         controls = w.HBox([left, w.VBox([self.mesh_picker, self.strategy_selector])])
-        plots = w.HBox([w.VBox([self.roofline, self.roofline_controls]), self.memory_bar])
+        roofline = w.VBox([self.roofline, self.roofline_controls])
+        plots = w.HBox([roofline, w.VBox([self.memory_bar, self.step_breakdown])])
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
         export = w.Accordion([self.export])

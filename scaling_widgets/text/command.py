@@ -1,7 +1,7 @@
 """The ``scaling-widgets estimate`` command that evaluates the same values as a scenario.
 
 ``command(cluster, workload, layout, options)`` writes the flags; a value the flags cannot say
-(your own model or chip, axis roles) makes it ``None``: then ``--scenario FILE.json`` is the way.
+(your own model or chip, axis roles, a calibrated profile) makes it ``None``: then ``--scenario FILE.json`` is the way.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
     """The CLI flags for these values, or None when some value has no flag."""
     model, chip = _name(workload.model, MODELS), _name(cluster.chip, HARDWARE)
     precision = _name(workload.precision, PRECISIONS)
-    if None in (model, chip, precision) or layout.axis_roles is not None:
+    if None in (model, chip, precision) or layout.axis_roles is not None or options.profile is not None:
         return None
     exact = options.exact
     flags = [
@@ -31,7 +31,7 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
         ("--tp", layout.y), ("--pp", layout.z), ("--microbatches", layout.microbatches),
         ("--schedule", layout.schedule), ("--virtual-stages", layout.virtual_stages), ("--remat", layout.remat),
         ("--sequence-parallel", layout.sequence_parallel), ("--attention-flops", options.attention_flops),
-        ("--mfu", None if options.measured_step_time is not None else repr(float(options.mfu))),
+        ("--mfu", None if options.measured_step_time is not None or options.mfu is None else repr(float(options.mfu))),
         ("--measured-step-time", options.measured_step_time),
         ("--tokens", None if workload.tokens is None else repr(float(workload.tokens))),
         ("--ring-factor", exact.ring_factor), ("--halve-without-wraparound", exact.halve_without_wrap),

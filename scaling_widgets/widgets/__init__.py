@@ -1,7 +1,7 @@
 """The reusable widgets. Each takes an optional ``scenario`` and binds itself to it.
 
 Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to the scenario;
-views (RooflinePlot, MemoryBar, Summary, Export) follow the scenario's shared ``Analysis``.
+views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the scenario's shared ``Analysis``.
 ``scenario.py`` holds the shared state, ``analysis.py`` the one observer that evaluates it.
 """
 
@@ -12,11 +12,12 @@ from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
 from .recommendations import Recommendations
 from .roofline import RooflineControls, RooflinePlot
+from .step_breakdown import StepBreakdown
 from .strategy_selector import StrategySelector
 from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
     "ExactnessControls", "Export", "MemoryBar", "MeshPicker", "ModelPicker", "Recommendations", "RooflineControls",
-    "RooflinePlot", "StrategySelector", "Summary", "TrainingControls",
+    "RooflinePlot", "StepBreakdown", "StrategySelector", "Summary", "TrainingControls",
 ]  # fmt: skip

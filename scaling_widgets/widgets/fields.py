@@ -7,6 +7,7 @@ field, the value and what is allowed; JSON's numbers (an int where a float is me
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 
@@ -103,3 +104,15 @@ def preset(find):
         return find(value)
 
     return check
+
+
+def profile(name, value):
+    """An efficiency profile (SPEC C.3), or its fields as a JSON object."""
+    from ..cost.calibrate import profile_from_json  # the one reader of a profile's fields
+    from ..cost.steptime import Profile
+
+    if isinstance(value, Profile):
+        return value
+    if not isinstance(value, dict):
+        raise _refuse(name, "an efficiency profile or its fields", value)
+    return profile_from_json(json.dumps(value))

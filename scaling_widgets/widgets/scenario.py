@@ -33,6 +33,7 @@ from ..cost import (
 )  # fmt: skip
 from ..cost.estimate import validate as validate_layout
 from ..cost.mesh import ROLES
+from ..cost.steptime import Profile
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from . import fields as f
@@ -55,7 +56,7 @@ FIELDS = {
     "microbatches": (None, f.optional(f.whole(1, 2**22))),  # None: 4·Z under pipelining, else 1
     "axis_roles": ((), f.roles(ROLES)),
     "precision": ("book", f.preset(catalog.precision)),
-    "mfu": (0.4, f.number(0, 1, "a share of peak", closed=True)),
+    "mfu": (0.4, f.optional(f.number(0, 1, "a share of peak", closed=True))),  # None: predict the step
     "tokens": (2e12, f.number(0, 1e30, "tokens")),  # for the time to train
     "attention_flops": (False, f.boolean),
     "remat": ("checkpoints", f.one_of(REMAT_POLICIES)),
@@ -68,7 +69,9 @@ FIELDS = {
     "schedule": ("1f1b", f.one_of(SCHEDULES)),
     "virtual_stages": (1, f.whole(1, 2**10)),
     "sequence_parallel": (False, f.boolean),
+    "profile": (None, f.optional(f.profile)),  # None: the chip's; a measured step calibrates one
 }
+OPTIONAL_KEYS = ("slice_shape", "profile")  # files saved before these existed still load
 
 
 class ScenarioError(TraitError, ValueError):
@@ -178,6 +181,8 @@ class Scenario(HasTraits):
         for name, value in self.state().items():
             if isinstance(value, (Model, Chip, Precision)):
                 value = _preset_name(value) or dataclasses.asdict(value)
+            elif isinstance(value, Profile):
+                value = dataclasses.asdict(value)
             data[name] = list(value) if isinstance(value, tuple) else value
         return json.dumps(data)
 
@@ -193,7 +198,7 @@ class Scenario(HasTraits):
             raise ScenarioError(f"scenario version must be {VERSION}; got {got!r}")
         fields = {k: v for k, v in data.items() if k != "version"}
         unknown = sorted(set(fields) - set(FIELDS))
-        missing = [name for name in FIELDS if name not in fields and name != "slice_shape"]
+        missing = [name for name in FIELDS if name not in fields and name not in OPTIONAL_KEYS]
         if unknown:
             raise ScenarioError(f"unknown scenario key {unknown[0]!r}; allowed: {', '.join(FIELDS)}")
         if missing:
@@ -239,6 +244,7 @@ def _values(s: dict) -> tuple[Cluster, Workload, Layout, Options]:
         ),
         Options(
             mfu=s["mfu"], measured_step_time=s["measured_step_time"], attention_flops=s["attention_flops"],
+            profile=s.get("profile"),
             exact=exact, overhead_bytes=s["overhead_bytes"], fits_below=s["fits_below"],
         ),
     )  # fmt: skip

@@ -1,13 +1,15 @@
-"""TrainingControls: the global batch (a log slider and a "3M" field), sequence length, MFU,
-training tokens and the precision policy."""
+"""TrainingControls: the global batch (a log slider and a "3M" field), sequence length, the step
+(an MFU given, or predicted, SPEC C), training tokens, the precision policy, a measured step."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import ipywidgets as w
 
 from ..cost import REMAT_POLICIES
+from ..cost.calibrate import calibrate
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs
@@ -27,6 +29,9 @@ class TrainingControls(Bound, w.VBox):
         self._batch_text = w.Text(description="tokens", continuous_update=False, layout=w.Layout(width="180px"))
         self._seq_len = w.Text(description="Seq length", continuous_update=False, layout=w.Layout(width="180px"))
         self._mfu = w.FloatSlider(description="MFU", min=0.01, max=1.0, step=0.01, readout_format=".0%")
+        self._predict = w.Checkbox(description="predict the step", indent=False)
+        self._profile = w.HTML()
+        self._forget = w.Button(description="use the chip's profile", layout=w.Layout(width="auto"))
         self._tokens = w.Text(description="Train on", continuous_update=False, layout=w.Layout(width="180px"))
         self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
         self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))
@@ -38,28 +43,51 @@ class TrainingControls(Bound, w.VBox):
         self._message = Message()
         rows = [
             w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
-            w.HBox([self._mfu, self._precision]), w.HBox([self._remat, self._attention]), self._measured,
-            self._message,
+            w.HBox([self._mfu, self._predict, self._precision]), w.HBox([self._remat, self._attention]),
+            w.HBox([self._measured, self._forget]), self._profile, self._message,
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
         self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
         self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
         self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
-        self._bind(self._mfu, "mfu", parse=float)
+        self._bind(self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu)
+        self._bind(self._predict, "mfu", parse=lambda on: None if on else self._mfu.value, show=lambda mfu: mfu is None)
         self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
         self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=_precision_key)
         self._bind(self._remat, "remat")
         self._bind(self._attention, "attention_flops")
-        self._bind(self._measured, "measured_step_time", parse=_measured, show=lambda t: "" if t is None else f"{t:g}")
-        self._follow()
+        self._measured.observe(self._on_measured_change, "value")
+        self._forget.on_click(lambda button: self._apply(profile=None))
+        self._follow("measured_step_time", "profile")
 
     def _show_scenario(self) -> None:
         s = self.scenario
         self._batch.max = max(9, math.ceil(math.log10(s.batch)))
         self._batch.value = s.batch
         super()._show_scenario()
-        self._mfu.disabled = s.measured_step_time is not None  # calibration derives the MFU instead
+        self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
+        self._mfu.disabled = s.measured_step_time is not None or s.mfu is None  # derived or predicted instead
+        self._forget.layout.display = "" if s.profile is not None else "none"
+        self._profile.value = "" if s.profile is None else f"Predicting with <i>{html.escape(s.profile.name)}</i>."
+        self._measured.placeholder = "seconds: calibrate the profile" if s.mfu is None else "seconds: implied MFU"
+
+    def _on_measured_change(self, change) -> None:
+        """A measured step: with the step predicted, it calibrates the profile every what-if after
+        uses (SPEC C.3); with an MFU given, it reports the MFU it implies."""
+        if self._syncing:
+            return
+        try:
+            seconds = _measured(change["new"])
+            if seconds is not None and self.scenario.mfu is None:
+                profile = calibrate(*self.scenario.values(), step_time=seconds)
+                self._apply(profile=profile, measured_step_time=None)
+                return
+        except ValueError as err:
+            self._message.show(str(err))
+            self._sync()
+            return
+        self._apply(measured_step_time=seconds)
 
     def _on_batch_change(self, change) -> None:
         # The slider moves in steps of 10^0.01; within one step of the batch it is not a move

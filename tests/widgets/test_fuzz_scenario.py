@@ -38,7 +38,7 @@ PLAUSIBLE = {
     "microbatches": [None, 1, 4, 8],
     "axis_roles": [(), ("x", "x", "y"), ["z", "x", "y"], ("x", "y")],
     "precision": list(PRECISIONS),
-    "mfu": [0.4, 1.0],
+    "mfu": [0.4, 1.0, None],  # None: the step is predicted
     "tokens": [2e12, 15e12],
     "attention_flops": [False, True],
     "remat": list(REMAT_POLICIES),
@@ -51,6 +51,7 @@ PLAUSIBLE = {
     "schedule": list(SCHEDULES),
     "virtual_stages": [1, 2],
     "sequence_parallel": [False, True],
+    "profile": [None, {"name": "mine", "e_max": 0.5}],  # an efficiency profile's fields, as saved in JSON
 }
 assert set(PLAUSIBLE) == set(FIELDS)
 

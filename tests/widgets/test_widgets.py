@@ -317,3 +317,22 @@ def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
     assert panel.scenario.to_json() == changed != before
     table._run.click()
     assert not table.stale and not table._rows.disabled
+
+
+def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_every_what_if():
+    panel = sw.explore(**EXAMPLE_16)
+    training, bar = panel.training, panel.step_breakdown
+    assert "at the given MFU" in bar.title and panel.analysis.estimate.step_breakdown is None
+    training._predict.value = True
+    e = panel.analysis.estimate
+    assert panel.scenario.mfu is None and training._mfu.disabled
+    assert np.asarray(bar._bars.y).sum() == pytest.approx(float(e.step_time)) and "Predicted step" in bar.title
+    assert "Predicted step" in panel.summary.value
+    training._measured.value = "2.5"  # calibrates the profile: this layout now takes 2.5 s
+    assert panel.scenario.profile is not None and panel.scenario.measured_step_time is None
+    assert float(panel.analysis.estimate.step_time) == pytest.approx(2.5)
+    panel.scenario.update(batch=panel.scenario.batch * 2)  # a what-if: the calibrated profile predicts it
+    assert float(panel.analysis.estimate.step_time) > 2.5
+    assert "calibrated" in panel.export.value  # the profile is saved with the scenario
+    training._forget.click()
+    assert panel.scenario.profile is None

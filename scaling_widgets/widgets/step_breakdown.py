@@ -1,0 +1,63 @@
+"""StepBreakdown: where the predicted step goes, term by term, as one stacked bar (SPEC C.5).
+
+With an MFU given the step is the chapter's (compute at that utilisation): the bar then shows
+it whole as "compute at the given MFU" and says so.
+"""
+
+from __future__ import annotations
+
+import bqplot as bq
+import ipywidgets as w
+import numpy as np
+from traitlets import Instance, dlink, observe
+
+from ..cost import Estimate
+from ..cost.steptime import TERMS
+from ..text.explain import TERM_NAMES
+from ..text.units import seconds
+from ._base import check_kwargs
+from .analysis import Analysis
+from .scenario import Scenario
+
+# One color per term, in TERMS' order; stacked bars need explicit colors.
+TERM_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
+               "#7f7f7f"]  # fmt: skip
+
+
+class StepBreakdown(bq.Figure):
+    """The step of the scenario's layout as a horizontal bar of its terms [s]."""
+
+    data = Instance(Estimate, allow_none=True)
+
+    def __init__(self, scenario: Scenario | None = None, **kwargs):
+        check_kwargs("StepBreakdown", kwargs)
+        sx, sy = bq.LinearScale(min=0), bq.OrdinalScale()
+        self._bars = bq.Bars(
+            x=["step"], y=np.zeros((len(TERMS), 1)), scales={"x": sy, "y": sx}, orientation="horizontal",
+            type="stacked", colors=TERM_COLORS, labels=[TERM_NAMES[t] for t in TERMS], display_legend=True,
+            tooltip=bq.Tooltip(fields=["y"], labels=["seconds"], formats=[".3s"]),
+        )  # fmt: skip
+        axes = [bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"), bq.Axis(scale=sy, side="left")]
+        super().__init__(
+            marks=[self._bars], axes=axes, title="Step time", legend_location="top-right",
+            fig_margin=dict(top=40, bottom=40, left=50, right=20), layout=w.Layout(width="520px", height="220px"),
+        )  # fmt: skip
+        self.add_class("sw-step-breakdown")
+        if scenario is not None:
+            dlink((Analysis.of(scenario), "estimate"), (self, "data"))
+
+    @observe("data")
+    def _redraw(self, change=None) -> None:
+        e = self.data
+        if e is None:
+            return
+        if e.step_breakdown is None:  # the chapter's step: compute at the given (or measured) MFU
+            parts = np.zeros(len(TERMS))
+            parts[0] = float(e.step_time)
+            title = f"Step time {seconds(float(e.step_time))} ({'measured' if e.calibrated else 'at the given MFU'})"
+        else:
+            parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
+            title = f"Predicted step {seconds(float(e.step_time))}: MFU {float(e.mfu):.1%}"
+        with self._bars.hold_sync():
+            self._bars.y = parts[:, None]
+        self.title = title
