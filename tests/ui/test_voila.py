@@ -94,3 +94,17 @@ def test_planning_and_picking_a_recommendation_redraws_the_panel(page, voila_dem
     # The picked row's own numbers, read back from the summary: one path for both.
     assert f"→ {step}," in shown and f"= {memory} of 96 GB HBM" in shown, (labels[other], shown)
     assert page.errors == []
+
+
+def test_predicting_the_step_draws_its_breakdown(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    widths = lambda p: p.eval_on_selector_all(  # noqa: E731 - the step bar's pieces
+        ".sw-step-breakdown rect.bar", "els => els.map(e => +e.getAttribute('width'))"
+    )
+    before, text = widths(page), summary(page)
+    page.click(".sw-training-controls label:has-text('predict the step')")
+    shown = wait_for_change(page, summary, text)
+    assert "Predicted step" in shown and "HFU" in shown
+    wait_for_change(page, widths, before)
+    assert page.errors == []
