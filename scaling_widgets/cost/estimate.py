@@ -42,7 +42,8 @@ def evaluate(cluster: Cluster, workload: Workload, layout: Layout | None = None,
     Examples
     --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
-    >>> e = evaluate(Cluster(HARDWARE["tpu-v5p"], (16, 16, 16)), Workload(MODELS["llama-2-13b"], [5e5, 3e6]))
+    >>> chip, model = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
+    >>> e = evaluate(Cluster(chip, (16, 16, 16)), Workload(model, [5e5, 3e6]), Layout(), Options(mfu=0.4))
     >>> e.x.tolist(), e.y.tolist(), e.compute_bound.tolist(), e.step_time.round(2).tolist()
     ([512, 1024], [8, 4], [False, True], [0.05, 0.31])
     """

@@ -90,7 +90,7 @@ class Plan:
         return evaluate(*self.values(rank))
 
 
-def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=0.4, precision=None, **options):
+def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=None, precision=None, **options):
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;

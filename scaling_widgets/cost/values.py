@@ -83,7 +83,7 @@ class Options:
     cautious (B.8).
     """
 
-    mfu: float | None = 0.4
+    mfu: float | None = None
     measured_step_time: float | None = None
     profile: Profile | None = None
     attention_flops: bool = False

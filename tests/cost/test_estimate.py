@@ -13,15 +13,15 @@ CUBE = (16, 16, 16)
 
 
 def test_a_second_pod_halves_the_compute_time_of_a_step():
-    one = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
-    two = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", pods=2)
+    one = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", mfu=0.4)
+    two = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", pods=2, mfu=0.4)
     assert one.compute_bound and two.chips == 2 * one.chips
     assert two.step_time == pytest.approx(one.step_time / 2)
 
 
 def test_the_pipeline_bubble_stretches_the_step():
-    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
-    piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", z=4, microbatches=16)
+    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", mfu=0.4)
+    piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", z=4, microbatches=16, mfu=0.4)
     assert piped.bubble == pytest.approx(3 / 16)
     assert piped.step_time == pytest.approx(flat.step_time * (1 + 3 / 16))
 
@@ -29,7 +29,7 @@ def test_the_pipeline_bubble_stretches_the_step():
 def test_exposed_communication_sets_the_step_when_it_is_longer():
     # FSDP at 24 tokens per chip, far below its 850 (pure TP over 4096 chips, the old example,
     # cannot split the 40 attention heads).
-    e = estimate(model=L13, chip=V5P, batch=1e5, slice_shape=CUBE, strategy="fsdp")
+    e = estimate(model=L13, chip=V5P, batch=1e5, slice_shape=CUBE, strategy="fsdp", mfu=0.4)
     ideal = 6 * 1e5 * float(e.params.total) / (4096 * V5P.flops)  # the whole model at full utilisation
     # The step moves what the layer moves per compute, over the whole model (gated MLP, attention, embeddings).
     exposed = float(e.layer.t_comms / e.layer.t_math) * ideal
@@ -40,7 +40,7 @@ def test_exposed_communication_sets_the_step_when_it_is_longer():
 
 
 def test_pipeline_stages_shard_the_weights_and_scale_the_per_chip_threshold():
-    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp")
+    flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", mfu=0.4)
     piped = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="fsdp", z=4)
     assert piped.memory.params == pytest.approx(flat.memory.params)  # X·Z = 4096 either way
     dp_flat = estimate(model=L13, chip=V5P, batch=8e6, slice_shape=CUBE, strategy="dp")
