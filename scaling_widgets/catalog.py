@@ -39,9 +39,10 @@ def model_from_json(source: str | Path | dict) -> Model:
     """A ``Model`` from a JSON file, a JSON string or a dict.
 
     Keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
-    optionally name. Unknown and missing keys are errors.
+    optionally name and causal (false for a model whose attention is not masked; SPEC C.4). Unknown and
+    missing keys are errors.
     """
-    return _from_json(Model, source, optional={"name": "custom model"})
+    return _from_json(Model, source, optional={"name": "custom model", "causal": True})
 
 
 def chip_from_json(source: str | Path | dict) -> Chip:

@@ -101,6 +101,7 @@ class Model:
     vocab: int  # V
     gated: bool = True
     tied_embeddings: bool = False
+    causal: bool = True  # a decoder: causal masking halves the attention work (SPEC C.4)
 
     def __post_init__(self):
         _require(self, "name", isinstance(self.name, str), "a string")
@@ -108,12 +109,12 @@ class Model:
             ok = _is_whole(getattr(self, field), largest)
             _require(self, field, ok, f"a whole number from 1 to 2**{largest.bit_length() - 1}")
         _require(self, "kv_heads", self.kv_heads <= self.heads, f"at most heads ({self.heads})")
-        for field in ("gated", "tied_embeddings"):
+        for field in ("gated", "tied_embeddings", "causal"):
             _require(self, field, isinstance(getattr(self, field), bool), "true or false")
 
     def dims(self) -> dict:
         """The dimensions as keyword arguments for the cost functions."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "name"}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("name", "causal")}
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     l = L / Z  # noqa: E741 - the layers of one stage
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
     psi_layer = (e.params.mlp + e.params.attention) / L
-    causal = 0.5 if profile.flash_attention else 1.0  # unfused attention computes every score
+    causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
     forward = 2 * b * psi_layer / Y + attention
     recomputed = remat_forward * forward + attention_forward * attention

@@ -125,3 +125,16 @@ def test_a_profile_file_with_a_wrong_field_is_refused():
         profile_from_json('{"e_max": 0.5, "speed": 3}')
     with pytest.raises(ValueError, match="profile e_max must be a number"):
         profile_from_json('{"e_max": "fast"}')
+
+
+def test_causal_masking_halves_the_attention_work_and_a_model_file_may_say_it_is_not_causal():
+    from scaling_widgets.catalog import model_from_json
+
+    run = RUNS["TT-H100-L3-8B-n8"]  # 8K sequences: attention is a fair share of the work
+    cluster, workload, layout, options = run.values
+    fields = {f.name: getattr(workload.model, f.name) for f in dataclasses.fields(workload.model)}
+    bidirectional = model_from_json({**fields, "causal": False})
+    causal = evaluate(*run.values)
+    full = evaluate(cluster, dataclasses.replace(workload, model=bidirectional), layout, options)
+    assert float(full.step_breakdown["matmul"]) > float(causal.step_breakdown["matmul"])
+    assert float(full.flops_per_token) == float(causal.flops_per_token)  # the MFU convention does not move
