@@ -67,11 +67,13 @@ def vectorized(c: dict):
     return t.compute_bound, mem.total <= CHIP.hbm_bytes, step
 
 
-def full_estimate(c: dict):
-    """``estimate`` itself: mesh spans, crossovers, thresholds, X_opt, memory, step time."""
+def full_estimate(c: dict, predicted: bool = False):
+    """``estimate`` itself: mesh spans, crossovers, thresholds, X_opt, memory, step time (the
+    chapter's at an MFU given, or the predicted one of SPEC C, term by term)."""
     return estimate(
-        model=MODEL, chip=CHIP, batch=c["B"], slice_shape=(16, 16, 16), x=c["X"], y=c["Y"], pods=c["P"], mfu=c["mfu"]
-    )
+        model=MODEL, chip=CHIP, batch=c["B"], slice_shape=(16, 16, 16), x=c["X"], y=c["Y"], pods=c["P"],
+        mfu=None if predicted else c["mfu"],
+    )  # fmt: skip
 
 
 def in_blocks(fn, c: dict, block: int = 65_536):
@@ -131,12 +133,14 @@ def main() -> None:
     t_vector = best_of(lambda: vectorized(c))
     t_blocks = best_of(lambda: in_blocks(vectorized, c))
     t_full = best_of(lambda: full_estimate(c))
+    t_predicted = best_of(lambda: full_estimate(c, predicted=True))
     scalar_rate = args.scalar_layouts / t_scalar
     rows = [
         ("scalar loop (tests/cost/reference.py)", args.scalar_layouts, t_scalar, scalar_rate),
         ("vectorized layer + memory + step time", args.layouts, t_vector, args.layouts / t_vector),
         ("  the same in calls of 65,536 layouts", args.layouts, t_blocks, args.layouts / t_blocks),
         ("vectorized estimate() (all of SPEC A.10)", args.layouts, t_full, args.layouts / t_full),
+        ("  with the step predicted (SPEC C)", args.layouts, t_predicted, args.layouts / t_predicted),
     ]
     print(f"{'what':<44} {'layouts':>10} {'seconds':>9} {'layouts/s':>12} {'x scalar':>9}")
     for name, n, seconds, rate in rows:

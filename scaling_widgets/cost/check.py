@@ -169,8 +169,8 @@ def runs(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microba
 
 def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout) -> None:
     """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that cannot."""
-    batch, x, y, z, virtual_stages, microbatches = np.broadcast_arrays(
-        *(np.asarray(a) for a in (batch, x, y, z, virtual_stages, microbatches))
+    batch, pods, x, y, z, virtual_stages, microbatches = np.broadcast_arrays(
+        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches))
     )
     ok = runs(model=model, seq_len=seq_len, batch=batch, pods=pods, x=x, y=y, z=z, virtual_stages=virtual_stages,
               microbatches=microbatches)  # fmt: skip
@@ -178,13 +178,13 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
     unit = "token" if seq_len is None else f"sequence of {seq_len}"
     if not ok["sequences"].all():
         i = _first(~ok["sequences"])
-        m, X = int(microbatches[i]), int(x[i])
-        got = batch[i].item() / (T * X * pods)
+        m, X, P = int(microbatches[i]), int(x[i]), int(pods[i])
+        got = batch[i].item() / (T * X * P)
         if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
             units = "tokens" if seq_len is None else f"sequences of {seq_len}"
             raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
-        replicas = f"{X * int(pods):,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
-        need = X * int(pods) * m * T
+        replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
+        need = X * P * m * T
         raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}",
                      f"{batch[i].item():,.6g} ({got:.3g} per replica)")  # fmt: skip
     if not ok["heads"].all():

@@ -180,7 +180,7 @@ def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
     # same proportion, so its communication per compute scales to the whole model.
     comm = layer.t_comms / layer.t_math * 6 * B * Psi / (chips * C)
     if options.measured_step_time is None:
-        compute = ideal / (options.mfu or 1.0)  # without an MFU the step is predicted afterwards
+        compute = ideal / (1.0 if options.mfu is None else options.mfu)  # None: predicted afterwards
         step = np.maximum(compute, comm) * (1 + bubble)
     else:
         step = np.broadcast_arrays(np.asarray(options.measured_step_time, dtype=float), ideal * bubble)[0]
