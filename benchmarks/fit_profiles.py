@@ -12,6 +12,7 @@ Run: ``pip install scipy`` then ``python benchmarks/fit_profiles.py``. It assert
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
 from scaling_widgets.cost.profiles import GENERIC  # noqa: E402
 from scaling_widgets.cost.steptime import Profile  # noqa: E402
-from scaling_widgets.measured import load_runs  # noqa: E402
+from scaling_widgets.measured import DEV_RUNS, load_runs  # noqa: E402
 
 # name -> (lower, upper): what each number may physically be.
 BOUNDS = {
@@ -43,11 +44,13 @@ BOUNDS = {
 # What each chip family's runs can tell apart; the rest stays generic.
 FREE = {
     "A100": ("e_max", "g_half", "kappa", "kappa_scores", "link_nvlink", "link_nic", "o_tp", "o_dp", "jitter"),
-    "H100": ("e_max", "g_half", "o_tp", "o_dp", "latency", "jitter"),
+    "H100": ("e_max", "g_half", "o_tp", "o_dp", "jitter"),
     "TPU v5p": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
     "TPU v5e": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
 }
-LOG_PARAMS = ("g_half", "kappa", "latency", "kappa_scores")  # searched on a log scale
+LOG_PARAMS = ("g_half", "kappa", "latency", "kappa_scores")
+RATIO_WEIGHT = 3.0  # the sources' own comparisons (groups in the file) weigh three times a run's error
+GROUPS = [g["members"] for g in json.loads(DEV_RUNS.read_text())["groups"]]  # searched on a log scale
 
 
 def predicted(runs, profile: Profile) -> np.ndarray:
@@ -80,8 +83,15 @@ def fit(name: str, runs) -> Profile:
     x0 = np.clip(x0, lo, hi)
     measured = np.array([r.step_time for r in runs])
 
+    ids = [r.id for r in runs]
+    pairs = [(ids.index(a), ids.index(b)) for group in GROUPS for a, b in zip(group, group[1:]) if {a, b} <= set(ids)]
+
     def residuals(p):
-        return np.log(predicted(runs, to_profile(p)) / measured)
+        mine = predicted(runs, to_profile(p))
+        errors = np.log(mine / measured)
+        # What a planner needs most: the runs a source compares, in the ratio it measured.
+        ratios = [errors[b] - errors[a] for a, b in pairs]
+        return np.concatenate([errors, RATIO_WEIGHT * np.asarray(ratios, dtype=float)])
 
     # A few starts across the box: the surface has shallow valleys.
     starts = [x0] + [np.asarray(lo) + f * (np.asarray(hi) - np.asarray(lo)) for f in (0.1, 0.25, 0.5, 0.75, 0.9)]

@@ -17,11 +17,11 @@ GENERIC = Profile("generic")
 # behind each: A100, Megatron-LM 2021-22 (Narayanan et al. Table 1, Korthikanti et al. Table 5;
 # attention not fused); H100, torchtitan 2025 (LLaMA-3 8B and 405B); TPU v5p and v5e, MaxText 2023.
 PROFILES: dict[str, Profile] = {
-    "A100": Profile("A100", e_max=0.897, g_half=2.162e10, kappa=13.8, link_nvlink=0.8265, link_nic=0.476,
-                    o_tp=0.0, o_dp=0.1446, flash_attention=False, kappa_scores=17.07, jitter=0.05),
-    "H100": Profile("H100", e_max=0.4927, g_half=1e12, kappa=40, latency=2.159e-06, o_tp=0.178, o_dp=0.4719),
+    "A100": Profile("A100", e_max=0.8969, g_half=1e06, kappa=6.071, link_nvlink=0.5795, link_nic=0.4317,
+                    o_tp=0.0, o_dp=1.0, flash_attention=False, kappa_scores=17.82, jitter=0.05),
+    "H100": Profile("H100", e_max=0.5307, g_half=1e12, kappa=40, o_tp=0.1421, o_dp=0.5189, jitter=0.02673),
     "TPU v5p": Profile("TPU v5p", e_max=0.8788, g_half=4.156e11, kappa=2, link_ici=1, link_dcn=0.7895, jitter=0.00098),
-    "TPU v5e": Profile("TPU v5e", e_max=0.9143, g_half=1e06, kappa=2, link_ici=0.7677, link_dcn=0.5288, jitter=0.05),
+    "TPU v5e": Profile("TPU v5e", e_max=0.9187, g_half=1e06, kappa=2, link_ici=0.5642, link_dcn=0.4729, jitter=0.05),
 }  # fmt: skip
 
 
