@@ -17,9 +17,9 @@ GENERIC = Profile("generic")
 # behind each: A100, Megatron-LM 2021-22 (Narayanan et al. Table 1, Korthikanti et al. Table 5;
 # attention not fused); H100, torchtitan 2025 (LLaMA-3 8B and 405B); TPU v5p and v5e, MaxText 2023.
 PROFILES: dict[str, Profile] = {
-    "A100": Profile("A100", e_max=0.8969, g_half=1e06, kappa=6.071, link_nvlink=0.5795, link_nic=0.4317,
-                    o_tp=0.0, o_dp=1.0, flash_attention=False, kappa_scores=17.82, jitter=0.05),
-    "H100": Profile("H100", e_max=0.5307, g_half=1e12, kappa=40, o_tp=0.1421, o_dp=0.5189, jitter=0.02673),
+    "A100": Profile("A100", e_max=0.8977, g_half=5.398e08, kappa=5.296, link_nvlink=0.5685, link_nic=0.4202,
+                    o_tp=0.0, o_dp=0.6906, flash_attention=False, kappa_scores=17.2, jitter=0.05),
+    "H100": Profile("H100", e_max=0.5003, g_half=1e12, kappa=40, o_tp=0.5395, o_dp=0.3836),
     "TPU v5p": Profile("TPU v5p", e_max=0.8788, g_half=4.156e11, kappa=2, link_ici=1, link_dcn=0.7895, jitter=0.00098),
     "TPU v5e": Profile("TPU v5e", e_max=0.9187, g_half=1e06, kappa=2, link_ici=0.5642, link_dcn=0.4729, jitter=0.05),
 }  # fmt: skip

@@ -84,6 +84,16 @@ def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-
     return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
 
 
+def group_bandwidth(chip: Chip, span):
+    """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
+    NVLink inside a node, and across nodes one NIC per GPU, what a collective library achieves
+    there (SPEC C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of a node's
+    every NIC working for one group)."""
+    if not chip.is_gpu:
+        return np.asarray(span, dtype=float) * chip.ici_bw
+    return np.where(np.asarray(span) >= 1, chip.ici_bw, chip.scaleout_bw)
+
+
 def link_efficiency(chip: Chip, profile: Profile, span):
     """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
     node (span 1 of the NVLink multiple), the NIC across nodes."""
@@ -116,7 +126,7 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
     layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / chip.hbm_bw
-    tp_link = e.my * chip.ici_bw * 1.0
+    tp_link = group_bandwidth(chip, e.my)
     tp_one = collective_time(nbytes=2 * b * D, group=Y, bandwidth=tp_link,
                              efficiency=link_efficiency(chip, profile, e.my), latency=profile.latency)  # fmt: skip
     layer_tp = np.maximum(0.0, tp_one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
@@ -141,7 +151,7 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
 def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, Z, P = e.chip, e.x, e.y, e.z, e.pods
-    W_x = e.mx * chip.ici_bw
+    W_x = group_bandwidth(chip, e.mx)
     link_x = link_efficiency(chip, profile, e.mx)
     shard = e.params.total / (Y * Z) * 2  # a replica's bf16 gradients on one chip [bytes]
     sharded = np.asarray(e.zero) == 3

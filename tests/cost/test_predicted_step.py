@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaling_widgets.cost import evaluate
+from scaling_widgets.cost import Model, estimate, evaluate
 from scaling_widgets.cost.calibrate import calibrate, profile_from_json, profile_to_json
 from scaling_widgets.cost.profiles import PROFILES
 from scaling_widgets.cost.steptime import TERMS, matmul_efficiency
 from scaling_widgets.measured import load_runs
+from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
 RUNS = {run.id: run for run in load_runs()}
 PREDICTED = {rid: float(evaluate(*run.values).step_time) for rid, run in RUNS.items()}
@@ -137,3 +138,30 @@ def test_causal_masking_halves_the_attention_work_and_a_model_file_may_say_it_is
     full = evaluate(cluster, dataclasses.replace(workload, model=bidirectional), layout, options)
     assert float(full.step_breakdown["matmul"]) > float(causal.step_breakdown["matmul"])
     assert float(full.flops_per_token) == float(causal.flops_per_token)  # the MFU convention does not move
+
+
+def _step(model, chip, shape, batch, seq_len, **layout):
+    e = estimate(model=model, chip=HARDWARE[chip], slice_shape=shape, batch=batch, seq_len=seq_len,
+                 precision=PRECISIONS["mixed-adam"], **layout)  # fmt: skip
+    return float(e.step_time)
+
+
+def test_tp_across_nodes_is_slower_than_tp_inside_a_node():
+    inside = _step(MODELS["llama-3-70b"], "h100", (64, 8), 2**22, 4096, x=64, y=8, zero=1)
+    across = _step(MODELS["llama-3-70b"], "h100", (64, 8), 2**22, 4096, x=32, y=16, zero=1)
+    assert across > 1.5 * inside
+
+
+def test_on_a_small_model_more_tp_is_slower():
+    steps = [_step(MODELS["llama-3-8b"], "h100", (8, 8), 2**22, 8192, x=64 // y, y=y, zero=1) for y in (1, 2, 4, 8)]
+    assert all(b > a for a, b in zip(steps, steps[1:]))
+
+
+def test_zero3_on_hundreds_of_gpus_loses_to_tp_and_pp_as_narayanan_et_al_measured():
+    # GPT-3 175B on 384 A100s (their Figure 10): PTD-P well ahead of ZeRO-3 without model parallelism.
+    gpt3 = Model("GPT-3 175B", layers=96, d_model=12288, d_ff=49152, heads=96, kv_heads=96, head_dim=128,
+                 vocab=51200, gated=False, tied_embeddings=True)  # fmt: skip
+    common = dict(model=gpt3, chip="a100", shape=(48, 8), batch=1536 * 2048, seq_len=2048, remat="full")
+    zero3 = _step(**common, x=384, y=1, zero=3)
+    ptdp = _step(**common, x=12, y=8, z=4, zero=1, microbatches=32, schedule="interleaved", virtual_stages=2)
+    assert zero3 > 1.3 * ptdp
