@@ -2,11 +2,14 @@
 
 Each was fitted by ``benchmarks/fit_profiles.py`` on the development set of measured runs
 (``benchmarks/data/dev_runs.json``): the stack those runs used on that chip. Rerun the script to
-refit; it prints the numbers to paste here and the error on every run. A chip without a fitted
-profile gets ``GENERIC``: plausible values, not a fit.
+refit; it prints the numbers to paste here and the error on every run. A preset without runs of
+its own borrows its nearest kin's (``KIN``); a chip of your own gets ``GENERIC``: plausible
+values, not a fit.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from .inputs import Chip
 from .steptime import Profile
@@ -23,6 +26,12 @@ PROFILES: dict[str, Profile] = {
     "TPU v5p": Profile("TPU v5p", e_max=0.8788, g_half=4.156e11, kappa=2, link_ici=1, link_dcn=0.7895, jitter=0.00098),
     "TPU v5e": Profile("TPU v5e", e_max=0.9187, g_half=1e06, kappa=2, link_ici=0.5642, link_dcn=0.4729, jitter=0.05),
 }  # fmt: skip
+
+
+# Chips with no runs of their own borrow the profile of their nearest fitted kin: the same
+# software stacks on the next generation (a calibrated profile of your own is better).
+KIN = {"H200": "H100", "B200": "H100", "GB200 NVL72": "H100", "TPU v4p": "TPU v5p", "TPU v6e": "TPU v5e"}
+PROFILES.update({chip: dataclasses.replace(PROFILES[kin], name=f"{kin}'s, for {chip}") for chip, kin in KIN.items()})
 
 
 def profile_for(chip: Chip) -> Profile:

@@ -165,3 +165,10 @@ def test_zero3_on_hundreds_of_gpus_loses_to_tp_and_pp_as_narayanan_et_al_measure
     zero3 = _step(**common, x=384, y=1, zero=3)
     ptdp = _step(**common, x=12, y=8, z=4, zero=1, microbatches=32, schedule="interleaved", virtual_stages=2)
     assert zero3 > 1.3 * ptdp
+
+
+def test_every_chip_preset_has_a_profile_of_its_own_or_of_its_kin():
+    from scaling_widgets.cost.profiles import GENERIC, profile_for
+
+    assert all(profile_for(chip) is not GENERIC for chip in HARDWARE.values())
+    assert profile_for(HARDWARE["h200"]).e_max == PROFILES["H100"].e_max  # the same stack, the next generation
