@@ -6,7 +6,7 @@ physical bounds, with scipy's least squares. Parameters the family's runs cannot
 they never cross) keep the generic value. It prints, per run, the measured and predicted step
 and the error, then the profiles as code to paste into ``scaling_widgets/cost/profiles.py``.
 
-Run: ``pip install scipy`` then ``python benchmarks/fit_profiles.py``. It asserts nothing.
+Run: ``pip install -e ".[fit]"`` then ``python benchmarks/fit_profiles.py``. It asserts nothing.
 """
 
 from __future__ import annotations
