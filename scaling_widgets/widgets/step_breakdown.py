@@ -1,5 +1,7 @@
 """StepBreakdown: where the predicted step goes, term by term, as one stacked bar (SPEC C.5).
 
+The title names the three largest terms; each piece of the bar says its own in a tooltip.
+
 With an MFU given the step is the chapter's (compute at that utilisation): the bar then shows
 it whole as "compute at the given MFU" and says so.
 """
@@ -34,13 +36,13 @@ class StepBreakdown(bq.Figure):
         sx, sy = bq.LinearScale(min=0), bq.OrdinalScale()
         self._bars = bq.Bars(
             x=["step"], y=np.zeros((len(TERMS), 1)), scales={"x": sy, "y": sx}, orientation="horizontal",
-            type="stacked", colors=TERM_COLORS, labels=[TERM_NAMES[t] for t in TERMS], display_legend=True,
+            type="stacked", colors=TERM_COLORS, labels=[TERM_NAMES[t] for t in TERMS],
             tooltip=bq.Tooltip(fields=["y"], labels=["seconds"], formats=[".3s"]),
         )  # fmt: skip
         axes = [bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"), bq.Axis(scale=sy, side="left")]
         super().__init__(
-            marks=[self._bars], axes=axes, title="Step time", legend_location="top-right",
-            fig_margin=dict(top=40, bottom=40, left=50, right=20), layout=w.Layout(width="520px", height="220px"),
+            marks=[self._bars], axes=axes, title="Step time",
+            fig_margin=dict(top=40, bottom=40, left=50, right=20), layout=w.Layout(width="520px", height="160px"),
         )  # fmt: skip
         self.add_class("sw-step-breakdown")
         if scenario is not None:
@@ -57,7 +59,9 @@ class StepBreakdown(bq.Figure):
             title = f"Step time {seconds(float(e.step_time))} ({'measured' if e.calibrated else 'at the given MFU'})"
         else:
             parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
-            title = f"Predicted step {seconds(float(e.step_time))}: MFU {float(e.mfu):.1%}"
+            largest = sorted(zip(parts, TERMS), reverse=True)[:3]  # the legend: the terms that matter
+            named = ", ".join(f"{TERM_NAMES[t]} {seconds(v)}" for v, t in largest if v > 0)
+            title = f"Predicted step {seconds(float(e.step_time))} (MFU {float(e.mfu):.1%}): {named}"
         with self._bars.hold_sync():
             self._bars.y = parts[:, None]
         self.title = title
