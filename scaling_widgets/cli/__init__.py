@@ -163,7 +163,7 @@ def _mesh(args, chip):
     if args.chips is not None and args.mesh is not None:
         raise ValueError("give --mesh or --chips, not both")
     if args.chips is None:
-        return args.mesh or chip.pod_shape
+        return args.mesh or chip.default_slice
     if not chip.is_gpu:
         raise ValueError(f"--chips needs a GPU cluster; {chip.name} is a TPU torus: give its shape with --mesh")
     return gpu_slice(chips=args.chips, node_size=chip.node_size)

@@ -42,7 +42,9 @@ def _add_cluster_options(parser) -> None:
     chip.add_argument("--hardware", choices=list(HARDWARE), default="tpu-v5p", help="a chip preset (default tpu-v5p)")
     chip.add_argument("--hardware-file", metavar="F.json", help="your own chip as JSON")
     parser.add_argument(
-        "--mesh", type=_typed(units.parse_mesh, "--mesh"), help="slice shape such as 16x16x16 (default: the full pod)"
+        "--mesh",
+        type=_typed(units.parse_mesh, "--mesh"),
+        help="slice shape such as 16x16x16 (default: a TPU's full pod, 1,024 GPUs)",
     )
     parser.add_argument(
         "--chips", type=_typed(units.parse_whole, "--chips"), help="GPUs in all (GPU presets; nodes from the preset)"

@@ -68,7 +68,7 @@ def _cluster(c: Cluster) -> Cluster:
     if c.slice_shape is not None and not isinstance(c.slice_shape, (tuple, list)):
         raise refuse("slice_shape", "a list of axis lengths such as (16, 16, 16)", c.slice_shape)
     check = check_gpu_slice if chip.is_gpu else check_fits_pod
-    shape = check(chip.pod_shape if c.slice_shape is None else c.slice_shape, chip.pod_shape)
+    shape = check(chip.default_slice if c.slice_shape is None else c.slice_shape, chip.pod_shape)
     largest = MAX_CHIPS // math.prod(shape)
     pods = _checks.whole("pods", c.pods)
     if np.any(pods > largest):

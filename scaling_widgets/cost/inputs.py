@@ -80,6 +80,14 @@ class Chip:
     def pod_chips(self) -> int:
         return math.prod(self.pod_shape)
 
+    @property
+    def default_slice(self) -> tuple[int, ...]:
+        """The slice asked about when none is given: a TPU's full pod; on GPUs about 1,024 of
+        them in whole nodes (the preset's pod of 32,768 is room, not a typical cluster)."""
+        if not self.is_gpu:
+            return self.pod_shape
+        return (max(1, min(self.pod_shape[0], 1024 // self.node_size)), self.node_size)
+
 
 @dataclass(frozen=True)
 class Model:

@@ -31,7 +31,8 @@ def best_split(
     the smallest batch (its ``crossover_batch``): the most headroom. Otherwise the best is the
     one with the shortest layer time. Ties go to the smaller Y. ``mx``/``my`` override the
     spans of every candidate. With ``node_size`` the slice is a GPU cluster (``node_spans``).
-    ``z`` (pipeline stages) is one whole number; the rest broadcast. With ``heads`` (and
+    ``z`` (pipeline stages) is one whole number; the rest broadcast. On a GPU cluster TP stays
+    inside a node (a split by hand may take it across). With ``heads`` (and
     ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
     axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
     left, X is 0.
@@ -67,6 +68,8 @@ def best_split(
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
     legal = span.shared_axes <= 1  # see span_axes: X and Y may share one axis, not more
+    if node_size:  # on GPUs TP stays inside the NVLink domain: across it, it runs at a NIC's pace
+        legal = legal & (Y <= node_size)
     if heads is not None:
         K = heads if kv_heads is None else kv_heads
         legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..cost import Estimate
 from . import units
-from .lines import Line, Math, tex_sci, tex_text
+from .lines import Line, Math, plain, tex_sci, tex_text
 
 AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN"}
 # What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
@@ -66,7 +66,15 @@ def group_places(e: Estimate) -> list[str]:
 
 
 def verdict(e: Estimate) -> Line:
-    """What binds and by how much, in one sentence."""
+    """What binds and by how much, in one sentence; first of all whether it fits at all."""
+    if not e.fits:
+        total, limit = float(e.memory.total), e.fits_below * e.chip.hbm_bytes
+        return Line.of("verdict", f"Does not fit: {units.nbytes(total)} per chip, over the {units.nbytes(limit)} it"
+                       " may use. " + plain(_bound(e)), strong=True)  # fmt: skip
+    return _bound(e)
+
+
+def _bound(e: Estimate) -> Line:
     ratio = float(e.layer.worst_ratio)
     axis = AXIS_NAMES[str(e.layer.worst_axis)]
     if ratio == 0:
@@ -111,6 +119,8 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         pod = units.tokens(B / float(e.pods))
         stage = int(e.x * e.y)
         split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
+        if e.chip.is_gpu:
+            split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
         out.append(Line.of(
             "threshold", "X_opt = ",
             Math(f"sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({pod}/{F})·({mx:.3g}/{my:.3g})·{stage:,}) = {float(e.x_opt):,.0f}",
@@ -123,6 +133,10 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         words = (f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
                  if math.isfinite(crossing) else "This layout is never compute-bound, at any batch.")  # fmt: skip
         out.append(Line.of("threshold", words))
+    if e.chip.is_gpu and (mx != 1 or my != 1):  # a fraction that means something
+        out.append(Line.of("note", f"(on a GPU cluster M_X and M_Y are a group's bandwidth in units of NVLink's"
+                           f" {units.nbytes(e.chip.ici_bw)}/s: {mx:.3g} and {my:.3g}; across nodes each GPU has"
+                           f" its NIC, {units.nbytes(e.chip.scaleout_bw)}/s)"))  # fmt: skip
     if e.y > 1:
         limit = float(e.tp_limit)
         ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
@@ -222,7 +236,9 @@ def step(e: Estimate) -> Line:
     if e.bubble > 0:
         parts.append(f"; the pipeline bubble adds {float(e.bubble):.0%} (and {units.seconds(float(e.stage_traffic))}"
                      " of stage-to-stage traffic, overlapped)")  # fmt: skip
-    parts.append(f" → {units.seconds(t)}, MFU {mfu:.1%}{hardware}")
+    if not np.isclose(t, compute):  # the bubble or the exposed communication stretched it
+        parts.append(f" → {units.seconds(t)}")
+    parts.append(f"; MFU {mfu:.1%}{hardware}")
     return Line.of("step", *parts)
 
 

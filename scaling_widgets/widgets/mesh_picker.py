@@ -92,7 +92,7 @@ class MeshPicker(Bound, w.VBox):
         if change["new"] == "custom" or self._syncing:
             return
         chip = HARDWARE[change["new"]]
-        self._apply(**self.scenario.fitted_to(chip.pod_shape, hardware=chip))
+        self._apply(**self.scenario.fitted_to(chip.default_slice, hardware=chip))
 
     def _on_axis_change(self, change) -> None:
         shape = tuple(box.value for box in self._axes.children)

@@ -219,7 +219,7 @@ def _checked(values: dict, changed) -> dict:
         except (TypeError, ValueError, OverflowError) as err:
             raise ScenarioError(str(err)) from None
     if out["slice_shape"] is None:
-        out["slice_shape"] = out["hardware"].pod_shape
+        out["slice_shape"] = out["hardware"].default_slice
     if out["x"] is None or (out["x"] * out["y"] * out["z"] != math.prod(out["slice_shape"]) and "x" not in changed):
         out["x"] = max(math.prod(out["slice_shape"]) // (out["y"] * out["z"]), 1)  # a manual split starts whole
     try:

@@ -31,7 +31,8 @@ class StrategySelector(Bound, w.VBox):
         self._strategy.style.button_width = "90px"
         self._zero = w.Dropdown(
             description="ZeRO",
-            options=[("strategy's own", None), ("0", 0), ("1", 1), ("2", 2), ("3", 3)],
+            # ipywidgets 8 shows nothing for an option whose value is None: "own" stands for it.
+            options=[("strategy's own", "own"), ("0", 0), ("1", 1), ("2", 2), ("3", 3)],
             layout=w.Layout(width="230px"),
         )
         self._optimal = w.Checkbox(description="Best split (computed)", indent=False)
@@ -59,7 +60,8 @@ class StrategySelector(Bound, w.VBox):
         self.add_class("sw-strategy-selector")
         self._strategy.observe(self._on_strategy_change, "value")
         self._optimal.observe(self._on_optimal_change, "value")
-        self._bind(self._zero, "zero")
+        own = dict(parse=lambda v: None if v == "own" else v, show=lambda z: "own" if z is None else z)
+        self._bind(self._zero, "zero", **own)
         self._split.observe(self._on_split_change, "value")
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
@@ -116,7 +118,8 @@ class StrategySelector(Bound, w.VBox):
 
     def _on_schedule_change(self, change) -> None:
         interleaved = change["new"] == "interleaved"
-        self._apply(schedule=change["new"], virtual_stages=self.scenario.virtual_stages if interleaved else 1)
+        # Interleaving with one virtual stage changes nothing: it starts at two.
+        self._apply(schedule=change["new"], virtual_stages=max(2, self.scenario.virtual_stages) if interleaved else 1)
 
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])

@@ -67,11 +67,14 @@ def _cli_json(args, capsys):
 
 def test_cli_on_h100_picks_a_legal_split_or_says_what_batch_it_needs(capsys):
     args = ["--model", "llama-2-13b", "--hardware", "h100", "--batch", "3M"]
+    # By default 1,024 GPUs (128 nodes): a legal split (TP dividing the 40 heads, a sequence each).
+    code, data = _cli_json(args, capsys)
+    assert code == 0 and data["chips"] == 1024 and 40 % data["layout"]["Y"] == 0
     # The preset's whole cluster (32,768 GPUs): TP at most 8 (a node, and 8 divides 40 heads)
     # leaves 4096 replicas, more than the 732 sequences of 4096: no split can run; the batch is
     # refused with what it would need.
     with pytest.raises(SystemExit) as exit_info:
-        main(["estimate", *args])
+        main(["estimate", *args, "--chips", "32768"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Traceback" not in err
     need = re.search(r"--batch must be at least ([\d,]+) tokens", err)

@@ -1,5 +1,6 @@
 """Each widget on its own and in the panel: set a control, and the scenario and the marks follow."""
 
+import ipywidgets as ipw
 import numpy as np
 import pytest
 
@@ -336,3 +337,40 @@ def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_
     assert "calibrated" in panel.export.value  # the profile is saved with the scenario
     training._forget.click()
     assert panel.scenario.profile is None
+
+
+def test_every_dropdown_shows_a_value_that_ipywidgets_8_can_display():
+    panel = sw.explore(**EXAMPLE_16)
+    dropdowns = [w for w in _children(panel) if isinstance(w, ipw.Dropdown)]
+    assert dropdowns and all(d.value is not None and d.label for d in dropdowns)
+    assert panel.strategy_selector._zero.label == "strategy's own"
+
+
+def _children(widget):
+    for child in getattr(widget, "children", ()):
+        yield child
+        yield from _children(child)
+
+
+def test_switching_to_a_gpu_gives_a_cluster_a_gpu_engineer_would_pick_with_tp_inside_a_node():
+    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6)
+    panel.mesh_picker._hardware.value = "h100"
+    s, e = panel.scenario, panel.analysis.estimate
+    assert s.slice_shape == (128, 8) and int(e.y) <= 8  # 1,024 GPUs; TP in the NVLink domain
+    assert "keeps TP inside a node of 8" in panel.summary.value and "in units of NVLink" in panel.summary.value
+
+
+def test_interleaving_starts_at_two_virtual_stages():
+    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, strategy="fsdp+tp",
+                       optimal_split=False, x=128, y=8, z=4, zero=1)  # fmt: skip
+    panel.strategy_selector._schedule.value = "interleaved"
+    assert (panel.scenario.schedule, panel.scenario.virtual_stages) == ("interleaved", 2)
+
+
+def test_the_headline_of_a_layout_that_does_not_fit_says_so_first():
+    panel = sw.explore(**{**EXAMPLE_16, "strategy": "fsdp+tp", "optimal_split": False, "x": 4096, "y": 1,
+                          "zero": 0})  # fmt: skip
+    assert not panel.analysis.estimate.fits
+    assert panel.summary.value.startswith("<b>Does not fit:") and "if it fit" in panel.summary.value
+    step = next(line for line in panel.summary.value.split("<br>") if line.startswith("Step time"))
+    assert step.count(" ms") == 1 or "→" in step  # "436 ms → 436 ms" is gone
