@@ -20,8 +20,10 @@ GB = 1e9
 class MemoryBar(bq.Figure):
     """One stacked bar per strategy, side by side, with the chip's HBM as a red line.
 
-    A bar that does not fit rises above the line and its label, in red, says "> HBM". ``data`` comes from
-    ``Analysis``; values are in GB.
+    A bar that does not fit rises above the line and its label, in red, says "> HBM". A bar far
+    above HBM is clipped at the top of the scale, so that the others stay readable, and its label
+    gives its whole value with "▲". The current layout's bar is marked "●". Hovering a piece names
+    its part. ``data`` comes from ``Analysis``; values are in GB.
     """
 
     data = Instance(MemoryData, allow_none=True)
@@ -31,9 +33,9 @@ class MemoryBar(bq.Figure):
         sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
         self._bars = bq.Bars(
             x=[], y=[], scales={"x": sx, "y": sy}, type="stacked", colors=KIND_COLORS, labels=list(KINDS),
-            display_legend=True, padding=0.3,
-            tooltip=bq.Tooltip(fields=["x", "y"], labels=["strategy", "GB"], formats=["", ".3r"]),
+            display_legend=True, padding=0.3, tooltip=w.HTML(),
         )  # fmt: skip
+        self._bars.on_hover(self._on_bars_hover)
         self._limit = bq.Lines(
             x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#ff7f0e"],
             line_style="dotted", labels=["fits below"], display_legend=False, visible=False,
@@ -66,8 +68,12 @@ class MemoryBar(bq.Figure):
         totals, hbm, limit = d.totals / GB, d.hbm_bytes / GB, d.limit_bytes / GB
         fits = totals <= limit
         top = float(max(hbm, totals.max()) * 1.15)
+        top = min(top, 2 * hbm)  # beyond twice HBM a bar is clipped: the others stay readable
+        clipped = totals > top
+        shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)  # its parts in proportion
+        labels = [("● " if name == d.current else "") + label for name, label in zip(d.strategies, d.labels)]
         with self._bars.hold_sync():
-            self._bars.x, self._bars.y = list(d.labels), d.parts / GB
+            self._bars.x, self._bars.y = labels, shown
         self.axes[1].scale.max = top
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
@@ -77,12 +83,24 @@ class MemoryBar(bq.Figure):
             self._limit.labels = [f"fits below {limit / hbm:.0%}"]
             self._limit.display_legend = bool(limit < hbm)
         with self._totals.hold_sync():
-            self._totals.x, self._totals.y = list(d.labels), np.maximum(totals, top * 0.04)
+            self._totals.x, self._totals.y = labels, np.clip(totals, top * 0.04, top * 0.97)
             over = " > HBM" if limit == hbm else " too big"
             runs = d.runs or (True,) * len(totals)
             self._totals.text = [
-                "—" if not run else f"{nbytes(t * GB)}{'' if ok else over}" for t, ok, run in zip(totals, fits, runs)
+                "—" if not run else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
+                for t, ok, run, cut in zip(totals, fits, runs, clipped)
             ]
             self._totals.colors = [
                 "#777777" if not run else "#2a7d2a" if ok else "#b00020" for ok, run in zip(fits, runs)
             ]
+
+    def _on_bars_hover(self, mark, event) -> None:
+        """The hovered piece: its strategy, its part of memory and its size."""
+        data, d = event.get("data", {}), self.data
+        index, part = data.get("index"), data.get("sub_index")
+        if d is None or index is None or part is None:
+            return
+        self._bars.tooltip.value = (
+            f"{d.labels[index]}: {KINDS[part]} {nbytes(float(d.parts[part, index]))}"
+            f" of {nbytes(float(d.totals[index]))}"
+        )

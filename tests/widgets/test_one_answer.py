@@ -239,13 +239,21 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
     # The memory bars: the current strategy's parts, in GB, and its total above it.
     bars, mem = panel.memory_bar._bars, panel.memory_bar.data
-    assert list(bars.x) == list(mem.labels)
+    assert [str(x).removeprefix("● ") for x in bars.x] == list(mem.labels)
     i = mem.strategies.index(s.strategy)
-    assert np.array_equal(np.asarray(bars.y)[:, i], np.array([memory[k] for k in PARTS]) / GB)
-    assert bars.x[i] in (data["layout_name"].split(", ")[0], NAMES[s.strategy])  # named by its layout, or strategy
+    assert str(bars.x[i]).startswith("● ")  # the current layout's bar is marked
+    # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
+    # still gives the whole value, with "▲".
+    top = panel.memory_bar.axes[1].scale.max
+    clipped = memory["total"] / GB > top
+    parts = np.array([memory[k] for k in PARTS]) / GB * (top / (memory["total"] / GB) if clipped else 1)
+    assert np.allclose(np.asarray(bars.y)[:, i], parts, rtol=1e-12) and (
+        not clipped or parts.sum() == pytest.approx(top)
+    )
+    assert str(bars.x[i])[2:] in (data["layout_name"].split(", ")[0], NAMES[s.strategy])  # named by its layout
     total_text = panel.memory_bar._totals.text[i]
     over = "" if data["fits"] else " > HBM" if s.fits_below == 1 else " too big"
-    assert total_text == nbytes(memory["total"]) + over
+    assert total_text == nbytes(memory["total"]) + over + (" ▲" if clipped else "")
     # The other strategies' bars are the JSON's strategies; one that cannot run is an empty bar saying so.
     for j, name in enumerate(mem.strategies):
         entry = data["strategies"][name]
@@ -254,7 +262,8 @@ def assert_panel_shows(panel, data: dict) -> None:
         assert entry["runs"] == (not str(bars.x[j]).endswith("cannot run")), name
         column = np.asarray(bars.y)[:, j] * GB
         if entry["runs"]:
-            assert column.sum() == pytest.approx(entry["memory_per_chip_bytes"], rel=1e-12), name
+            shown = min(entry["memory_per_chip_bytes"], top * GB)  # clipped at the top of the scale
+            assert column.sum() == pytest.approx(shown, rel=1e-12), name
             assert analysis.strategies[name].step_time == entry["step_time_s"], name
         else:
             assert not column.any() and entry["why"] == str(analysis.strategies[name]), name

@@ -142,12 +142,18 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     # TP over 4096 chips cannot split the 40 heads: an empty bar labelled so.
     assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
     s.update(slice_shape=(2, 2, 2))  # TP 8 divides 40 heads
-    weights_tp = bar._bars.y[0][2]
+    weights_tp = bar.data.parts[0][2]
     assert weights_tp > 0 and bar.data.labels[2] == "TP Y=8"  # each bar is named by its layout
+    # DP's copy of the model and the batch's activations on 8 chips: far above HBM, clipped at the
+    # top of the scale (twice HBM) so the others stay readable; its label gives the whole value.
+    assert np.asarray(bar._bars.y)[:, 0].sum() == pytest.approx(2 * 96) and bar._totals.text[0].endswith("▲")
+    assert str(bar._bars.x[3]).startswith("● ")  # the layout in use
     s.update(slice_shape=(2, 2, 1))  # TP over 4 chips instead of 8
-    assert bar._bars.y[0][2] == pytest.approx(2 * weights_tp)
+    assert bar.data.parts[0][2] == pytest.approx(2 * weights_tp)
     s.update(slice_shape=(2, 2, 2), strategy="tp")
-    assert bar._bars.y[0][2] == pytest.approx(weights_tp)
+    assert bar.data.parts[0][2] == pytest.approx(weights_tp) and str(bar._bars.x[2]).startswith("● ")
+    bar._on_bars_hover(bar._bars, {"data": {"index": 2, "sub_index": 3}})  # hovering a piece names it
+    assert bar._bars.tooltip.value.startswith("TP Y=8: activations ")
 
 
 def test_training_controls_accept_3m_and_reject_nonsense():
