@@ -95,7 +95,7 @@ def test_planning_and_picking_a_recommendation_redraws_the_panel(page, voila_dem
     rows.nth(other).click()
     shown = wait_for_change(page, summary, text)
     # The picked row's own numbers, read back from the summary: one path for both.
-    assert f" {step}" in shown and f"= {memory} of 96 GB HBM" in shown, (labels[other], shown)
+    assert step in shown and f"= {memory} of 96 GB HBM" in shown, (labels[other], shown)
     assert page.errors == []
 
 
