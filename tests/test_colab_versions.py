@@ -1,7 +1,10 @@
 """Colab still ships ipywidgets 7.7.1, bqplot 0.12 and traitlets 5.7: the package must import, the
 panel must build and the widget tests must pass there too. A venv with exactly those pins is built
-from the package registry (pip's cache makes later runs quick)."""
+from the package registry (pip's cache makes later runs quick), and the package goes in the way the
+README and the Colab notebook say: the wheel their command builds, by the notebook's install line."""
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +30,21 @@ def run(argv, **kwargs):
     return done.stdout
 
 
+def colab_install_line() -> str:
+    """What the Colab notebook's first cell gives to %pip."""
+    cells = json.loads((ROOT / "demo_notebooks" / "colab.ipynb").read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return re.search(r'run_line_magic\("pip", "([^"]+)"\)', source)[1]
+
+
 def test_colab_versions(tmp_path):
     venv = tmp_path / "colab"
     run([sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
     run([python, "-m", "pip", "install", "-q", *COLAB_PINS])
-    run([python, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)])  # keep the pins
+    # The README's command builds the wheel; the notebook's line installs it, keeping Colab's pins.
+    run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)])
+    run([python, "-m", "pip", *colab_install_line().split()], cwd=tmp_path)
     assert "colab versions: ok" in run([python, "-c", CHECK])
     out = run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/widgets", "tests/cost"],
