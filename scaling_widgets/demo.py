@@ -6,10 +6,13 @@ Voila runs in this process: Ctrl-C or SIGTERM stop the server and shut its kerne
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 DASHBOARD = Path(__file__).with_name("dashboard.ipynb")
+# Our Voila template (share/voila/templates/offline): the lab template without its CDN links.
+TEMPLATES = Path(__file__).with_name("share")
 DEFAULT_PORT = 8866
 # Front-end extensions Voila should not load: Notebook 7's, installed alongside by many, fails
 # outside its own page ("The getter for the shared module is not a function") and logs an error.
@@ -32,11 +35,14 @@ def serve(port: int | None = None, open_browser: bool = True) -> int:
     except ImportError:
         raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
     port = free_port() if port is None else port
+    # Voila finds templates in the Jupyter data directories; ours joins them for this process.
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(TEMPLATES), os.environ.get("JUPYTER_PATH")]))
     print(f"scaling-widgets: the panel is at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     argv = [
         str(DASHBOARD), f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
         "--no-browser" if not open_browser else "--Voila.open_browser=True",
         *(f"--VoilaConfiguration.extension_denylist={name}" for name in NOT_FOR_VOILA),
+        "--VoilaConfiguration.template=offline",
     ]  # fmt: skip
     Voila.launch_instance(argv=argv)
     return 0

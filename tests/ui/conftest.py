@@ -60,7 +60,16 @@ def page(browser, request):
     """A fresh page that only reaches 127.0.0.1 and records every console error."""
     context = browser.new_context(viewport={"width": 1500, "height": 1300})
     page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if local(route.request.url) else route.abort())
+    page.external = []  # what the page asked of anywhere but this machine (refused)
+
+    def only_local(route, request):
+        if local(request.url):
+            route.continue_()
+        else:
+            page.external.append(request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
     page.errors = []
     page.on("pageerror", lambda err: page.errors.append(f"page error: {err}"))
     page.on(

@@ -25,6 +25,7 @@ def test_the_panel_renders_every_part_without_errors(page, voila_demo):
         == 0
     )
     assert page.errors == []
+    assert page.external == []  # no request leaves the machine (our Voila template drops the CDN's)
     page.set_viewport_size({"width": page.viewport_size["width"], "height": 1800})  # all of it in view,
     page.wait_for_timeout(1500)  # as figures draw only in view, and their first transitions end
     page.locator(".sw-panel").screenshot(path=str(ARTIFACTS / "panel.png"))  # the README's picture
