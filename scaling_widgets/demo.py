@@ -28,8 +28,13 @@ def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
     raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
 
 
-def serve(port: int | None = None, open_browser: bool = True) -> int:
-    """Serve the dashboard until stopped; returns the exit status."""
+def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 60) -> int:
+    """Serve the dashboard until stopped; returns the exit status.
+
+    A page's kernel lives while the page is open. Once it has closed (its websocket gone) and the
+    kernel has idled ``cull_after`` seconds, the server shuts the kernel down: a closed page leaves
+    no kernel behind, whatever the browser managed to send as it closed.
+    """
     try:
         from voila.app import Voila
     except ImportError:
@@ -43,6 +48,8 @@ def serve(port: int | None = None, open_browser: bool = True) -> int:
         "--no-browser" if not open_browser else "--Voila.open_browser=True",
         *(f"--VoilaConfiguration.extension_denylist={name}" for name in NOT_FOR_VOILA),
         "--VoilaConfiguration.template=offline",
+        f"--MappingKernelManager.cull_idle_timeout={cull_after}", "--MappingKernelManager.cull_connected=False",
+        f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",
     ]  # fmt: skip
     Voila.launch_instance(argv=argv)
     return 0

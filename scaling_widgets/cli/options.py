@@ -169,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_typed(units.parse_whole, "--port"), help="port on 127.0.0.1 (default: a free one)"
     )
     demo.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the URL")
+    demo.add_argument(
+        "--cull-after", type=_typed(units.parse_whole, "--cull-after"), default=60, metavar="SECONDS",
+        help="shut down a closed page's kernel after this many idle seconds (default 60)",
+    )  # fmt: skip
     return parser
 
 

@@ -56,9 +56,9 @@ class Server:
         return code
 
 
-def voila_demo_argv(port: int) -> list[str]:
+def voila_demo_argv(port: int, *options: str) -> list[str]:
     """``scaling-widgets demo`` itself, as a user runs it."""
-    return [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port)]
+    return [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port), *options]
 
 
 def jupyter_argv(app: str, port: int) -> list[str]:

@@ -1,9 +1,10 @@
 """`scaling-widgets demo` in a real browser: the panel renders, responds, and rejects bad input inline."""
 
 import re
+import time
 
 from .helpers import bar_heights, curve_paths, summary, wait_for_change, wait_for_panel
-from .servers import ARTIFACTS
+from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
 CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
             ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture",
@@ -112,3 +113,28 @@ def test_predicting_the_step_draws_its_breakdown(page, voila_demo):
     assert "Predicted step" in shown and "HFU" in shown
     wait_for_change(page, widths, before)
     assert page.errors == []
+
+
+def test_a_closed_page_leaves_no_kernel_behind(browser):
+    """Open three pages, close two: their kernels go once idle; the open page keeps its own."""
+    port = free_port()
+    server = Server(voila_demo_argv(port, "--cull-after", "2"), port, "/voila/static/voila.js")
+    try:
+        contexts = [browser.new_context() for _ in range(3)]
+        for context in contexts:
+            page = context.new_page()
+            page.route("**/*", lambda route, request: route.continue_() if local(request.url) else route.abort())
+            page.goto(server.url + "/")
+            wait_for_panel(page)
+        for context in contexts[:2]:
+            context.close()
+        log = ARTIFACTS / f"server-{port}.log"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and log.read_text().count("Kernel shutdown:") < 2:
+            time.sleep(0.5)
+        text = log.read_text()
+        assert text.count("Kernel started:") == 3 and text.count("Kernel shutdown:") == 2, text[-2000:]
+        assert " 403 " not in text and " 500 " not in text
+        contexts[2].close()
+    finally:
+        assert server.stop() == 0
