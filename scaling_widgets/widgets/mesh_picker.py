@@ -171,8 +171,11 @@ class _MeshPicture(bq.Figure):
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
         logs = np.log2(np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float))
+        if mesh.pods > 1:  # the pods over DCN: one more axis, all data parallel
+            names.append(f"pods over DCN ({mesh.pods})")
+            logs = np.column_stack([logs, [np.log2(mesh.pods), 0.0, 0.0]])
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = names, logs
-        top = max(1, math.ceil(math.log2(max(mesh.slice_shape))))
+        top = max(1, math.ceil(math.log2(max(*mesh.slice_shape, mesh.pods))))
         self._x.max = float(top)
         self.axes[1].tick_values = list(range(top + 1))

@@ -380,3 +380,9 @@ def test_the_headline_of_a_layout_that_does_not_fit_says_so_first():
     assert panel.summary.value.startswith("<b>Does not fit:") and "if it fit" in panel.summary.value
     step = next(line for line in panel.summary.value.split("<br>") if line.startswith("Step time"))
     assert step.count(" ms") == 1 or "→" in step  # "436 ms → 436 ms" is gone
+
+
+def test_the_mesh_picture_shows_the_pods_over_dcn():
+    picker = MeshPicker(Scenario(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, pods=4))
+    bars = picker._picture._bars
+    assert list(bars.x)[-1] == "pods over DCN (4)" and np.asarray(bars.y)[0, -1] == pytest.approx(2)  # log2 4, data
