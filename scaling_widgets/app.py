@@ -10,6 +10,7 @@ from .widgets import (
     MemoryBar,
     MeshPicker,
     ModelPicker,
+    PipelinePicture,
     Recommendations,
     RooflineControls,
     RooflinePlot,
@@ -41,6 +42,7 @@ class Panel(w.VBox):
         self.roofline_controls = RooflineControls(self.roofline)
         self.memory_bar = MemoryBar(scenario)
         self.step_breakdown = StepBreakdown(scenario)
+        self.pipeline = PipelinePicture(scenario)
         self.summary = Summary(scenario)
         self.recommendations = Recommendations(scenario)
         self.export = Export(scenario)
@@ -53,7 +55,7 @@ class Panel(w.VBox):
         left = w.VBox([self.model_picker, self.training, beyond])
         controls = w.HBox([left, w.VBox([self.mesh_picker, self.strategy_selector])])
         roofline = w.VBox([self.roofline, self.roofline_controls])
-        plots = w.HBox([roofline, w.VBox([self.memory_bar, self.step_breakdown])])
+        plots = w.HBox([roofline, w.VBox([self.memory_bar, self.step_breakdown, self.pipeline])])
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
         export = w.Accordion([self.export])

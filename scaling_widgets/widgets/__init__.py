@@ -10,6 +10,7 @@ from .export import Export
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
+from .pipeline_picture import PipelinePicture
 from .recommendations import Recommendations
 from .roofline import RooflineControls, RooflinePlot
 from .step_breakdown import StepBreakdown
@@ -18,6 +19,7 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
-    "ExactnessControls", "Export", "MemoryBar", "MeshPicker", "ModelPicker", "Recommendations", "RooflineControls",
+    "ExactnessControls", "Export", "MemoryBar", "MeshPicker", "ModelPicker", "PipelinePicture", "Recommendations",
+    "RooflineControls",
     "RooflinePlot", "StepBreakdown", "StrategySelector", "Summary", "TrainingControls",
 ]  # fmt: skip

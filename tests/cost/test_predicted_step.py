@@ -172,3 +172,17 @@ def test_every_chip_preset_has_a_profile_of_its_own_or_of_its_kin():
 
     assert all(profile_for(chip) is not GENERIC for chip in HARDWARE.values())
     assert profile_for(HARDWARE["h200"]).e_max == PROFILES["H100"].e_max  # the same stack, the next generation
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]), stages=st.integers(1, 8),
+       groups=st.integers(1, 6), virtual=st.integers(1, 4))  # fmt: skip
+def test_the_pictured_schedule_has_the_bubble_the_estimate_charges(schedule, stages, groups, virtual):
+    from scaling_widgets.cost.pipeline import bubble_overhead
+    from scaling_widgets.cost.timeline import timeline
+
+    v = virtual if schedule == "interleaved" else 1
+    m = groups * stages  # interleaving needs whole groups of Z microbatches
+    t = timeline(schedule=schedule, stages=stages, microbatches=m, virtual_stages=v)
+    assert t.bubble == pytest.approx(float(bubble_overhead(stages=stages, microbatches=m, virtual_stages=v)))
+    assert len(t.start) == 2 * stages * v * m  # every forward and backward, once

@@ -8,7 +8,7 @@ from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
 CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
             ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture",
-            ".sw-step-breakdown")  # fmt: skip
+            ".sw-step-breakdown", ".sw-pipeline-picture")  # fmt: skip
 
 
 def test_the_panel_renders_every_part_without_errors(page, voila_demo):

@@ -386,3 +386,12 @@ def test_the_mesh_picture_shows_the_pods_over_dcn():
     picker = MeshPicker(Scenario(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, pods=4))
     bars = picker._picture._bars
     assert list(bars.x)[-1] == "pods over DCN (4)" and np.asarray(bars.y)[0, -1] == pytest.approx(2)  # log2 4, data
+
+
+def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
+    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=2**23, strategy="fsdp+tp",
+                       optimal_split=False, x=128, y=8, z=4, zero=1, microbatches=16)  # fmt: skip
+    picture = panel.pipeline
+    assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title  # (Z - 1)/m = 3/16
+    panel.strategy_selector._schedule.value = "interleaved"  # two virtual stages: half the bubble
+    assert len(picture._passes.x) == 2 * 4 * 2 * 16 and "bubble 9%" in picture.title
