@@ -6,8 +6,9 @@ import html
 
 import bqplot as bq
 import ipywidgets as w
-from traitlets import TraitError
+from traitlets import TraitError, dlink
 
+from .analysis import Analysis
 from .scenario import Scenario
 
 ROLE_COLORS = {"x": "#1f77b4", "y": "#ff7f0e", "z": "#2ca02c"}  # FSDP/data, tensor, pipeline
@@ -113,3 +114,17 @@ class Bound:
         """Show the scenario in the bound children; a control with more to show extends this."""
         for child, field, show in getattr(self, "_bindings", ()):
             child.value = show(getattr(self.scenario, field))
+
+
+class EstimateFigure(bq.Figure):
+    """A figure that draws a scenario's current estimate (``Analysis.estimate``) as ``data``: the
+    wiring, the margins and the stable CSS class, once for every such figure."""
+
+    def _follow(self, scenario, css_class: str, marks, axes, title: str, height: str) -> None:
+        super().__init__(
+            marks=marks, axes=axes, title=title, fig_margin=dict(top=40, bottom=40, left=50, right=20),
+            layout=w.Layout(width="520px", height=height),
+        )  # fmt: skip
+        self.add_class(css_class)
+        if scenario is not None:
+            dlink((Analysis.of(scenario), "estimate"), (self, "data"))

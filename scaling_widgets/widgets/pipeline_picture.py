@@ -4,21 +4,19 @@ gaps (SPEC A.6, B.6). Drawn from ``cost.timeline``, whose bubble equals the esti
 from __future__ import annotations
 
 import bqplot as bq
-import ipywidgets as w
 import numpy as np
-from traitlets import Instance, dlink, observe
+from traitlets import Instance, observe
 
 from ..cost import Estimate
 from ..cost.timeline import timeline
-from ._base import check_kwargs, vertical_axis
-from .analysis import Analysis
+from ._base import EstimateFigure, check_kwargs, vertical_axis
 from .scenario import Scenario
 
 FORWARD, BACKWARD = "#1f77b4", "#ff7f0e"
 MOST_MICROBATCHES = 32  # beyond this a picture shows nothing more: the pattern repeats
 
 
-class PipelinePicture(bq.Figure):
+class PipelinePicture(EstimateFigure):
     """Forward (blue) and backward (orange) passes of each stage over one step, in slots."""
 
     data = Instance(Estimate, allow_none=True)
@@ -29,13 +27,7 @@ class PipelinePicture(bq.Figure):
         self._passes = bq.Lines(x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=10, colors=[FORWARD])
         axes = [bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
                 vertical_axis(sy, label="stage", tick_format="d")]  # fmt: skip
-        super().__init__(
-            marks=[self._passes], axes=axes, title="Pipeline schedule",
-            fig_margin=dict(top=40, bottom=40, left=50, right=20), layout=w.Layout(width="520px", height="200px"),
-        )  # fmt: skip
-        self.add_class("sw-pipeline-picture")
-        if scenario is not None:
-            dlink((Analysis.of(scenario), "estimate"), (self, "data"))
+        self._follow(scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px")
 
     @observe("data")
     def _redraw(self, change=None) -> None:
@@ -44,7 +36,12 @@ class PipelinePicture(bq.Figure):
             return
         Z, m, v = int(e.z), int(e.microbatches), int(e.virtual_stages)
         shown = min(m, MOST_MICROBATCHES if e.schedule != "interleaved" else MOST_MICROBATCHES // Z * Z or Z)
-        t = timeline(schedule=e.schedule, stages=Z, microbatches=shown, virtual_stages=v)
+        try:
+            t = timeline(schedule=e.schedule, stages=Z, microbatches=shown, virtual_stages=v)
+        except ValueError as err:  # e.g. interleaving in groups of Z microbatches: this m has none
+            self._passes.x, self._passes.y = [[0, 0]], [[0, 0]]
+            self.title = f"{e.schedule}, {Z} stages x {m} microbatches: no picture ({err})"
+            return
         with self._passes.hold_sync():
             self._passes.x = np.column_stack([t.start, t.end])
             self._passes.y = np.column_stack([t.device, t.device])

@@ -9,16 +9,14 @@ it whole as "compute at the given MFU" and says so.
 from __future__ import annotations
 
 import bqplot as bq
-import ipywidgets as w
 import numpy as np
-from traitlets import Instance, dlink, observe
+from traitlets import Instance, observe
 
 from ..cost import Estimate
 from ..cost.steptime import TERMS
 from ..text.explain import TERM_NAMES
 from ..text.units import seconds
-from ._base import check_kwargs
-from .analysis import Analysis
+from ._base import EstimateFigure, check_kwargs
 from .scenario import Scenario
 
 # One color per term, in TERMS' order; stacked bars need explicit colors.
@@ -26,7 +24,7 @@ TERM_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c",
                "#7f7f7f"]  # fmt: skip
 
 
-class StepBreakdown(bq.Figure):
+class StepBreakdown(EstimateFigure):
     """The step of the scenario's layout as a horizontal bar of its terms [s]."""
 
     data = Instance(Estimate, allow_none=True)
@@ -40,13 +38,7 @@ class StepBreakdown(bq.Figure):
             tooltip=bq.Tooltip(fields=["y"], labels=["seconds"], formats=[".3s"]),
         )  # fmt: skip
         axes = [bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"), bq.Axis(scale=sy, side="left")]
-        super().__init__(
-            marks=[self._bars], axes=axes, title="Step time",
-            fig_margin=dict(top=40, bottom=40, left=50, right=20), layout=w.Layout(width="520px", height="160px"),
-        )  # fmt: skip
-        self.add_class("sw-step-breakdown")
-        if scenario is not None:
-            dlink((Analysis.of(scenario), "estimate"), (self, "data"))
+        self._follow(scenario, "sw-step-breakdown", [self._bars], axes, "Step time", "160px")
 
     @observe("data")
     def _redraw(self, change=None) -> None:

@@ -395,3 +395,10 @@ def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title  # (Z - 1)/m = 3/16
     panel.strategy_selector._schedule.value = "interleaved"  # two virtual stages: half the bubble
     assert len(picture._passes.x) == 2 * 4 * 2 * 16 and "bubble 9%" in picture.title
+
+
+def test_the_pipeline_picture_says_why_when_a_schedule_cannot_be_drawn():
+    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=2**23, strategy="fsdp+tp",
+                       optimal_split=False, x=256, y=8, z=2, zero=1, microbatches=3, schedule="interleaved",
+                       virtual_stages=2)  # fmt: skip
+    assert "no picture" in panel.pipeline.title and "multiple of the 2 stages" in panel.pipeline.title
