@@ -104,6 +104,31 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
     """
+    cluster, workload, base, opts = _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision,
+                                            options)  # fmt: skip
+    shape = cluster.slice_shape
+    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
+    orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
+    placed = _placements(orders, _splits(math.prod(shape), workload.model), chip)
+    evaluated = [
+        _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
+                  _only(placed, placed["axis_order"] == i))
+        for i, order in enumerate(orders)
+    ]  # fmt: skip
+    evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
+    if not evaluated:
+        raise refuse("batch", "enough for some layout the planner tries to run: a whole sequence per data replica and"
+                     " microbatch, with 1 to 32 microbatches per stage", batch)  # fmt: skip
+    merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
+    if not merged["fits"].any():
+        raise _what_would_fit(merged, cluster, workload, opts)
+    layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
+    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], _ranking(merged), cluster,
+                workload, opts, base)  # fmt: skip
+
+
+def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
+    """The four checked values a plan is for: one batch, sequence length, count of pods and MFU."""
     for name in options:
         if name not in OPTIONS:
             raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
@@ -123,35 +148,19 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     keywords = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, slice_shape=slice_shape, pods=pods,
                     mfu=mfu, **options, **({} if precision is None else {"precision": precision}))  # fmt: skip
     cluster, workload, base, opts = check.inputs(*split_keywords(keywords))
-    base = dataclasses.replace(base, strategy="fsdp+tp")
-    shape, model = cluster.slice_shape, workload.model
-    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
-    orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
-    placed = _placements(orders, _splits(math.prod(shape), model), chip)
-    evaluated = [
-        _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
-                  _only(placed, placed["axis_order"] == i))
-        for i, order in enumerate(orders)
-    ]  # fmt: skip
-    evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
-    if not evaluated:
-        raise refuse("batch", "enough for some layout the planner tries to run: a whole sequence per data replica and"
-                     " microbatch, with 1 to 32 microbatches per stage", batch)  # fmt: skip
-    merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
-    if not merged["fits"].any():
-        raise _what_would_fit(merged, cluster, workload, opts)
-    # Best first: the shortest step; then compute-bound down to the smallest batch (best_split's
-    # rule), the least communication per compute; then less tensor parallelism, fewer stages,
-    # fewer microbatches, less recompute, less memory, the lower ZeRO stage.
+    return cluster, workload, dataclasses.replace(base, strategy="fsdp+tp"), opts
+
+
+def _ranking(merged: dict) -> np.ndarray:
+    """The layouts that fit, best first: the shortest step; then compute-bound down to the
+    smallest batch (best_split's rule), the least communication per compute; then less tensor
+    parallelism, fewer stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
     keys = (
         merged["zero"], merged["memory"], _rank_of(merged["remat"], REMAT_POLICIES), merged["microbatches"],
         merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["step_time"],
     )  # fmt: skip
     order = np.lexsort(keys)
-    order = order[merged["fits"][order]]
-    layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
-    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], order, cluster, workload,
-                opts, base)  # fmt: skip
+    return order[merged["fits"][order]]
 
 
 def _one(name: str, value, check=None):

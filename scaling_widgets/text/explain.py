@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.profiles import profile_for
 from . import units
 from .lines import Line, Math, plain, tex_sci, tex_text
 
@@ -87,7 +88,7 @@ def _bound(e: Estimate) -> Line:
 
 def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """Each threshold of the chapter that applies, with the numbers substituted (SPEC A.3, A.10)."""
-    chip, F = e.chip, e.model.d_ff
+    chip = e.chip
     alpha = chip.flops / chip.ici_bw
     mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
     B, N, z = float(e.batch), int(e.chips), int(e.z)
@@ -106,28 +107,7 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
             "; it has ", per_chip,
         ))  # fmt: skip
     if e.strategy == "fsdp+tp":
-        out.append(Line.of(
-            "threshold", "FSDP + TP at its best split needs tokens per chip above ",
-            Math(f"α²/(M_X·M_Y·F){zs} = {alpha:,.0f}²/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
-                 rf"\alpha^2/(M_X M_Y F){zt} = {alpha:,.0f}^2/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt} = {need:,.0f}"),
-            "; it has ", per_chip,
-        ))  # fmt: skip
-        if len(e.slice_shape) == 3 and mx * my != 2 and not e.chip.is_gpu:  # the chapter's "typical 3D" M_X·M_Y = 2
-            chapter = alpha**2 / (2 * F) / z
-            out.append(Line.of("note", f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f};"
-                               f" this slice's split spans {mx:g} and {my:g} axes)"))  # fmt: skip
-        pod = units.tokens(B / float(e.pods))
-        stage = int(e.x * e.y)
-        split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
-        if e.chip.is_gpu:
-            split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
-        out.append(Line.of(
-            "threshold", "X_opt = ",
-            Math(f"sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({pod}/{F})·({mx:.3g}/{my:.3g})·{stage:,}) = {float(e.x_opt):,.0f}",
-                 rf"\sqrt{{(B/F)(M_X/M_Y)N}} = \sqrt{{({tex_text(pod)}/{F})({mx:.3g}/{my:.3g})\cdot {stage:,}}}"
-                 rf" \approx {float(e.x_opt):,.0f}"),
-            f"{split}; in use: X={int(e.x)}, Y={int(e.y)}",
-        ))  # fmt: skip
+        out += _fsdp_tp(e, alpha, (mx, my), per_chip, (zs, zt), best)
     if e.strategy != "dp" or e.y > 1:
         crossing = float(e.crossover_batch)
         words = (f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
@@ -138,19 +118,54 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
                            f" {units.nbytes(e.chip.ici_bw)}/s: {mx:.3g} and {my:.3g}; across nodes each GPU has"
                            f" its NIC, {units.nbytes(e.chip.scaleout_bw)}/s)"))  # fmt: skip
     if e.y > 1:
-        limit = float(e.tp_limit)
-        ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
-        out.append(Line.of(
-            "threshold", "TP limit ",
-            Math(f"Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}",
-                 rf"Y < M_Y F/\alpha = {my:g}\cdot {F}/{alpha:,.0f} = {limit:.1f}"),
-            f"; Y = {int(e.y)}: {ok}",
-        ))  # fmt: skip
+        out.append(_tp_limit(e, alpha, my))
     if z > 1 and e.zero == 3:
         out.append(Line.of("note", "Under pipelining FSDP re-gathers the weights for every microbatch, which is not"
                            " charged here; the chapter pairs PP with ZeRO-1 (SPEC A.6)."))  # fmt: skip
     out.append(_dcn(e))
     return out
+
+
+def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: Estimate | None) -> list[Line]:
+    """FSDP + TP: its threshold at the best split, the chapter's M_X·M_Y = 2 where it differs, X_opt."""
+    (mx, my), (zs, zt) = spans, per_stage
+    F, B, z, need = e.model.d_ff, float(e.batch), int(e.z), float(e.critical_tokens_per_chip)
+    out = [Line.of(
+        "threshold", "FSDP + TP at its best split needs tokens per chip above ",
+        Math(f"α²/(M_X·M_Y·F){zs} = {alpha:,.0f}²/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
+             rf"\alpha^2/(M_X M_Y F){zt} = {alpha:,.0f}^2/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt} = {need:,.0f}"),
+        "; it has ", per_chip,
+    )]  # fmt: skip
+    if len(e.slice_shape) == 3 and mx * my != 2 and not e.chip.is_gpu:  # the chapter's "typical 3D" M_X·M_Y = 2
+        chapter = alpha**2 / (2 * F) / z
+        out.append(Line.of("note", f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f};"
+                           f" this slice's split spans {mx:g} and {my:g} axes)"))  # fmt: skip
+    pod = units.tokens(B / float(e.pods))
+    stage = int(e.x * e.y)
+    split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
+    if e.chip.is_gpu:
+        split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
+    out.append(Line.of(
+        "threshold", "X_opt = ",
+        Math(f"sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({pod}/{F})·({mx:.3g}/{my:.3g})·{stage:,}) = {float(e.x_opt):,.0f}",
+             rf"\sqrt{{(B/F)(M_X/M_Y)N}} = \sqrt{{({tex_text(pod)}/{F})({mx:.3g}/{my:.3g})\cdot {stage:,}}}"
+             rf" \approx {float(e.x_opt):,.0f}"),
+        f"{split}; in use: X={int(e.x)}, Y={int(e.y)}",
+    ))  # fmt: skip
+    return out
+
+
+def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
+    """TP's limit on Y, independent of the batch (SPEC A.3)."""
+    F = e.model.d_ff
+    limit = float(e.tp_limit)
+    ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
+    return Line.of(
+        "threshold", "TP limit ",
+        Math(f"Y < M_Y·F/α = {my:g}·{F}/{alpha:,.0f} = {limit:.1f}",
+             rf"Y < M_Y F/\alpha = {my:g}\cdot {F}/{alpha:,.0f} = {limit:.1f}"),
+        f"; Y = {int(e.y)}: {ok}",
+    )  # fmt: skip
 
 
 def _dcn(e: Estimate) -> Line:
@@ -192,8 +207,7 @@ TERM_NAMES = {
 
 
 def profile_name(e: Estimate) -> str:
-    from ..cost.profiles import profile_for  # the profile a prediction used
-
+    """The profile a prediction used: the one given, else the chip's."""
     return (e.options.profile or profile_for(e.chip)).name
 
 

@@ -10,7 +10,6 @@ from scaling_widgets.widgets import (
     MemoryBar,
     MeshPicker,
     ModelPicker,
-    Recommendations,
     RooflineControls,
     RooflinePlot,
     StrategySelector,
@@ -20,10 +19,7 @@ from scaling_widgets.widgets import (
 from scaling_widgets.widgets.analysis import Analysis
 from scaling_widgets.widgets.scenario import Scenario
 
-# The chapter's example 16 in 512-token sequences: 5859 of them, a whole one for each data replica
-# of every strategy (even pure DP/FSDP over 4096 chips), so the chapter's numbers stand. Its 32K
-# sequences (91.6) could not fill the 512 replicas even TP 8 leaves.
-EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6, seq_len=512)
+from .examples import EXAMPLE_16
 
 
 def test_switching_the_chip_to_v5e_moves_the_compute_line():
@@ -267,39 +263,6 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
     assert panel.scenario.virtual_stages == 1 and selector._virtual.disabled
 
 
-def test_recommendations_plan_and_apply_a_row():
-    panel = sw.explore(**EXAMPLE_16)
-    table = panel.recommendations
-    table._run.click()
-    assert len(table._rows.options) == 10 and "layouts evaluated" in table._summary.value
-    memory = panel.memory_bar.data
-    table._rows.value = 2  # the third best
-    chosen = table.plan.layout(2)
-    s = panel.scenario
-    assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (chosen["x"], chosen["y"], chosen["z"], chosen["zero"], False)
-    assert panel.memory_bar.data is not memory and (int(panel.analysis.estimate.x), int(panel.analysis.estimate.y)) == (
-        chosen["x"],
-        chosen["y"],
-    )
-
-
-def test_recommendations_say_what_an_impossible_cluster_would_need():
-    table = Recommendations(Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5))
-    table._run.click()
-    assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table._rows.options == ()
-
-
-def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
-    # 256-token sequences (3906): enough for FSDP 2240 x TP 4 in the order given and 1120 x 8 in
-    # another (8192-token ones, 122, could run no layout of a whole pod).
-    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=256)
-    table = panel.recommendations
-    table._run.click()
-    assert "on 20x28x16" in table._rows.options[0][0]  # TP takes the 16 axis, the last in that order
-    table._rows.value = 0
-    assert panel.scenario.slice_shape == (20, 28, 16) and bool(panel.analysis.estimate.compute_bound)
-
-
 def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
     # TP on the first axis, FSDP on the other two: the curve must be placed by those roles,
     # not by the automatic rule, or its crossover would not be the layout's.
@@ -308,22 +271,6 @@ def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
     e, d = Analysis.of(s).estimate, Analysis.of(s).roofline
     assert (int(e.x), int(e.y)) == (256, 16)
     assert d.crossover[d.current_curve] == pytest.approx(float(e.crossover_batch))
-
-
-def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
-    panel = sw.explore(**EXAMPLE_16)
-    table = panel.recommendations
-    table._run.click()
-    table._rows.value = 1
-    assert not table.stale  # picking a row changes the layout, not what was planned for
-    before = panel.scenario.to_json()
-    panel.scenario.update(batch=panel.scenario.batch * 2)
-    assert table.stale and table._rows.disabled and "plan again" in table._summary.value
-    changed = panel.scenario.to_json()
-    table._rows.value = 0  # a stale row applies nothing
-    assert panel.scenario.to_json() == changed != before
-    table._run.click()
-    assert not table.stale and not table._rows.disabled
 
 
 def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_every_what_if():
