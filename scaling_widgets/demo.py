@@ -28,6 +28,16 @@ def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
     raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
 
 
+def _issue_xsrf_cookie(handler, notebook, cwd) -> None:
+    """Voila's prelaunch hook: give the page its ``_xsrf`` cookie.
+
+    The page sends the cookie's value with its shutdown call when it closes. Voila's page never
+    asks for the token, so no cookie is set, and the call fails with 403 "'_xsrf' argument missing".
+    Reading ``xsrf_token`` sets the cookie.
+    """
+    handler.xsrf_token  # noqa: B018 - read for its effect: tornado sets the cookie
+
+
 def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 60) -> int:
     """Serve the dashboard until stopped; returns the exit status.
 
@@ -36,6 +46,7 @@ def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 
     no kernel behind, whatever the browser managed to send as it closed.
     """
     try:
+        from traitlets.config import Config
         from voila.app import Voila
     except ImportError:
         raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
@@ -51,5 +62,7 @@ def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 
         f"--MappingKernelManager.cull_idle_timeout={cull_after}", "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",
     ]  # fmt: skip
-    Voila.launch_instance(argv=argv)
+    config = Config()
+    config.VoilaConfiguration.prelaunch_hook = _issue_xsrf_cookie
+    Voila.launch_instance(argv=argv, config=config)
     return 0
