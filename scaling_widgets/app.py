@@ -22,6 +22,14 @@ from .widgets import (
 from .widgets._base import Message
 from .widgets.analysis import Analysis
 from .widgets.scenario import Scenario
+from .widgets.theme import Style
+
+# Two columns side by side where they fit, one above the other where they do not.
+ROW = {"flex_flow": "row wrap", "align_items": "flex-start", "width": "100%"}
+
+
+def column(children, grow: int = 1, basis: str = "440px") -> w.VBox:
+    return w.VBox(children, layout=w.Layout(flex=f"{grow} 1 {basis}", min_width="0"))
 
 
 class Panel(w.VBox):
@@ -52,16 +60,21 @@ class Panel(w.VBox):
         beyond = w.Accordion([self.exactness])  # closed: the chapter's model comes first
         beyond.set_title(0, "Beyond the chapter: exactness and memory headroom")
         beyond.selected_index = None
-        left = w.VBox([self.model_picker, self.training, beyond])
-        controls = w.HBox([left, w.VBox([self.mesh_picker, self.strategy_selector])])
-        roofline = w.VBox([self.roofline, self.roofline_controls])
-        plots = w.HBox([roofline, w.VBox([self.memory_bar, self.step_breakdown, self.pipeline])])
+        controls = w.HBox(
+            [column([self.model_picker, self.training, beyond]), column([self.mesh_picker, self.strategy_selector])],
+            layout=w.Layout(**ROW),
+        )
+        plots = w.HBox(
+            [column([self.roofline, self.roofline_controls], grow=3, basis="480px"),
+             column([self.memory_bar, self.step_breakdown, self.pipeline], grow=2, basis="400px")],
+            layout=w.Layout(**ROW),
+        )  # fmt: skip
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
         export = w.Accordion([self.export])
         export.set_title(0, "Export: this scenario as JSON and as a command")
         export.selected_index = None
-        super().__init__([title, controls, self._message, self.summary, plots, planner, export])
+        super().__init__([Style(), title, controls, self._message, self.summary, plots, planner, export])
         self.add_class("sw-panel")
 
     def _on_analysis_error(self, change) -> None:

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
         if args.command == "demo":
             from ..demo import serve  # Voila loads only for the demo
 
-            return serve(port=args.port, open_browser=not args.no_browser, cull_after=args.cull_after)
+            return serve(port=args.port, open_browser=not args.no_browser, cull_after=args.cull_after, theme=args.theme)
         if args.command == "plan":
             return _plan(args, parser)
         return _estimate(args, parser)

@@ -173,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cull-after", type=_typed(units.parse_whole, "--cull-after"), default=60, metavar="SECONDS",
         help="shut down a closed page's kernel after this many idle seconds (default 60)",
     )  # fmt: skip
+    demo.add_argument("--theme", choices=("light", "dark"), default="light", help="the page's theme (default light)")
     return parser
 
 

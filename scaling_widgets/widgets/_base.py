@@ -10,8 +10,9 @@ from traitlets import TraitError, dlink
 
 from .analysis import Analysis
 from .scenario import Scenario
+from .theme import css_color
 
-ROLE_COLORS = {"x": "#1f77b4", "y": "#ff7f0e", "z": "#2ca02c"}  # FSDP/data, tensor, pipeline
+ROLE_COLORS = {"x": "blue", "y": "orange", "z": "green"}  # FSDP/data, tensor, pipeline (theme names)
 
 
 def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
@@ -35,7 +36,7 @@ class Message(w.HTML):
 
     def show(self, text: str) -> None:
         self.text = text
-        self.value = f'<span style="color:#b00020">&#9888; {html.escape(text)}</span>'
+        self.value = f'<span style="color:{css_color("error")}">&#9888; {html.escape(text)}</span>'
         self.layout.display = ""
 
     def clear(self) -> None:
@@ -123,7 +124,7 @@ class EstimateFigure(bq.Figure):
     def _follow(self, scenario, css_class: str, marks, axes, title: str, height: str) -> None:
         super().__init__(
             marks=marks, axes=axes, title=title, fig_margin=dict(top=40, bottom=40, left=50, right=20),
-            layout=w.Layout(width="520px", height=height),
+            layout=w.Layout(width="100%", min_width="300px", height=height),
         )  # fmt: skip
         self.add_class(css_class)
         if scenario is not None:

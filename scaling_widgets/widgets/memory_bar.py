@@ -9,11 +9,13 @@ from traitlets import Instance, dlink, observe
 
 from ..text.units import nbytes
 from ._base import check_kwargs, vertical_axis
-from .analysis import Analysis, MemoryData
+from .analysis import NAMES, Analysis, MemoryData
 from .scenario import Scenario
+from .theme import color
 
 KINDS = ("weights", "gradients", "optimizer state", "activations", "runtime overhead")
-KIND_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#7f7f7f"]  # stacked bars need explicit colors
+LEGEND_BAND = 0.3  # the top of the plot, above every bar and label: the legend sits there
+KIND_COLORS = [color(name) for name in ("blue", "cyan", "orange", "green", "grey")]  # stacked bars need explicit colors
 GB = 1e9
 
 
@@ -37,11 +39,11 @@ class MemoryBar(bq.Figure):
         )  # fmt: skip
         self._bars.on_hover(self._on_bars_hover)
         self._limit = bq.Lines(
-            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#ff7f0e"],
+            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=[color("orange")],
             line_style="dotted", labels=["fits below"], display_legend=False, visible=False,
         )  # fmt: skip
         self._hbm = bq.Lines(
-            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=["#b00020"],
+            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=[color("error")],
             line_style="dashed", labels=["HBM"], display_legend=True,
         )  # fmt: skip
         self._totals = bq.Label(
@@ -54,7 +56,7 @@ class MemoryBar(bq.Figure):
         super().__init__(
             marks=[self._bars, self._limit, self._hbm, self._totals], axes=axes, legend_location="top-right",
             title="Memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
-            layout=w.Layout(width="520px", height="420px"),
+            layout=w.Layout(width="100%", min_width="300px", height="420px"),
         )  # fmt: skip
         self.add_class("sw-memory-bar")
         if scenario is not None:
@@ -71,10 +73,13 @@ class MemoryBar(bq.Figure):
         top = min(top, 2 * hbm)  # beyond twice HBM a bar is clipped: the others stay readable
         clipped = totals > top
         shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)  # its parts in proportion
-        labels = [("● " if name == d.current else "") + label for name, label in zip(d.strategies, d.labels)]
+        # Short names under the bars, so that they never run into each other; the layout's own
+        # name is in the tooltip and the summary.
+        labels = [("● " if name == d.current else "") + NAMES[name] for name in d.strategies]
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = labels, shown
-        self.axes[1].scale.max = top
+        self.clip_gb = top  # a bar taller than this is cut here, its whole value in its label
+        self.axes[1].scale.max = top / (1 - LEGEND_BAND)
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
             self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
@@ -87,11 +92,11 @@ class MemoryBar(bq.Figure):
             over = " > HBM" if limit == hbm else " too big"
             runs = d.runs or (True,) * len(totals)
             self._totals.text = [
-                "—" if not run else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
+                "cannot run" if not run else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
                 for t, ok, run, cut in zip(totals, fits, runs, clipped)
             ]
             self._totals.colors = [
-                "#777777" if not run else "#2a7d2a" if ok else "#b00020" for ok, run in zip(fits, runs)
+                color("grey") if not run else color("green") if ok else color("error") for ok, run in zip(fits, runs)
             ]
 
     def _on_bars_hover(self, mark, event) -> None:

@@ -14,6 +14,7 @@ from ..text import units
 from ._base import ROLE_COLORS, Bound, Message, check_kwargs, vertical_axis
 from .analysis import Analysis, MeshData
 from .scenario import Scenario
+from .theme import color, css_color
 
 ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]
 GROUPS = ("x", "y", "z")
@@ -137,7 +138,9 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
 
-    key = " ".join(f'<span style="color:{ROLE_COLORS[g]}">&#9632;</span> {label}' for (label, g) in ROLE_OPTIONS)
+    key = " ".join(
+        f'<span style="color:{css_color(ROLE_COLORS[g])}">&#9632;</span> {label}' for (label, g) in ROLE_OPTIONS
+    )
     return (
         f"{key}<br><b>{mesh.chips:,} chips</b> ({shape}{pods}). "
         f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
@@ -153,7 +156,7 @@ class _MeshPicture(bq.Figure):
         self._y = bq.OrdinalScale()
         self._bars = bq.Bars(
             x=["axis 0"], y=np.zeros((3, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
-            type="stacked", colors=[ROLE_COLORS[g] for g in GROUPS], labels=[label for label, _ in ROLE_OPTIONS],
+            type="stacked", colors=[color(ROLE_COLORS[g]) for g in GROUPS], labels=[label for label, _ in ROLE_OPTIONS],
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]),
         )  # fmt: skip
         axes = [
@@ -163,7 +166,7 @@ class _MeshPicture(bq.Figure):
         super().__init__(
             marks=[self._bars], axes=axes,
             fig_margin=dict(top=10, bottom=40, left=60, right=10),
-            layout=w.Layout(height="170px", width="420px"),
+            layout=w.Layout(height="170px", width="100%", min_width="300px"),
         )  # fmt: skip
         self.add_class("sw-mesh-picture")
 

@@ -11,8 +11,9 @@ from ..cost import Estimate
 from ..cost.timeline import timeline
 from ._base import EstimateFigure, check_kwargs, vertical_axis
 from .scenario import Scenario
+from .theme import color
 
-FORWARD, BACKWARD = "#1f77b4", "#ff7f0e"
+FORWARD, BACKWARD = color("blue"), color("orange")
 MOST_MICROBATCHES = 32  # beyond this a picture shows nothing more: the pattern repeats
 
 

@@ -11,13 +11,14 @@ from ..text.units import tokens
 from ._base import check_kwargs, vertical_axis
 from .analysis import Analysis, RooflineData
 from .scenario import Scenario
+from .theme import color
 
 CURVES = ("dp", "fsdp", "tp", "fsdp+tp", "optimal", "dcn")
-COLORS = {
-    "dp": "#9467bd", "fsdp": "#1f77b4", "tp": "#ff7f0e", "fsdp+tp": "#d62728", "optimal": "#2ca02c", "dcn": "#8c564b",
-}  # fmt: skip
+COLORS = {"dp": "purple", "fsdp": "blue", "tp": "orange", "fsdp+tp": "red", "optimal": "green", "dcn": "brown"}
 TOGGLE_NAMES = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "FSDP+TP (this split)", "optimal": "FSDP+TP (best)",
                 "dcn": "DCN"}  # fmt: skip
+SAME_LABEL_DECADES = 0.3  # crossings this close (in log10 of the batch) would overlap: one label
+LEGEND_BAND = 0.32  # the top of the plot, in log units, that no line reaches: the legend sits there
 TIME_TOOLTIP = dict(fields=["x", "y"], labels=["batch (tokens)", "time per layer (s)"], formats=[".3s", ".3s"])
 
 
@@ -39,11 +40,11 @@ class RooflinePlot(bq.Figure):
         sx, sy = bq.LogScale(), bq.LogScale()
         scales = {"x": sx, "y": sy}
         self._region = bq.Lines(
-            x=[], y=[], scales=scales, fill="between", fill_colors=["#d62728"], fill_opacities=[0.12],
-            colors=["#d62728"], opacities=[0.0], stroke_width=0,
+            x=[], y=[], scales=scales, fill="between", fill_colors=[color("red")], fill_opacities=[0.12],
+            colors=[color("red")], opacities=[0.0], stroke_width=0,
         )  # fmt: skip
         self._compute = bq.Lines(
-            x=[], y=[], scales=scales, colors=["black"], line_style="dashed", labels=["compute"],
+            x=[], y=[], scales=scales, colors=[color("ink")], line_style="dashed", labels=["compute"],
             display_legend=True, tooltip=bq.Tooltip(**TIME_TOOLTIP),
         )  # fmt: skip
         self._lines = {
@@ -51,7 +52,7 @@ class RooflinePlot(bq.Figure):
                 x=[],
                 y=[],
                 scales=scales,
-                colors=[COLORS[name]],
+                colors=[color(COLORS[name])],
                 labels=[TOGGLE_NAMES[name]],
                 display_legend=True,
                 stroke_width=2,
@@ -59,20 +60,32 @@ class RooflinePlot(bq.Figure):
             )  # fmt: skip
             for name in CURVES
         }
-        self._crossings = bq.Scatter(x=[], y=[], scales=scales, colors=["black"], default_size=24)
-        self._labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=4, y_offset=-6)
+        self._crossings = bq.Scatter(x=[], y=[], scales=scales, colors=[color("ink")], default_size=24)
+        self._labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6)
+        self._labels_end = bq.Label(
+            x=[], y=[], scales=scales, text=[], default_size=11, x_offset=-8, y_offset=-6, align="end"
+        )
         self._now = bq.Scatter(
-            x=[], y=[], scales=scales, marker="diamond", colors=["black"], default_size=90,
+            x=[], y=[], scales=scales, marker="diamond", colors=[color("ink")], default_size=90,
             tooltip=bq.Tooltip(**TIME_TOOLTIP),
         )  # fmt: skip
         axes = [
             bq.Axis(scale=sx, label="global batch (tokens)", tick_format=".0s"),
             vertical_axis(sy, label="time per layer (s)", tick_format=".0e"),
         ]
-        marks = [self._region, self._compute, *self._lines.values(), self._crossings, self._labels, self._now]
+        marks = [
+            self._region,
+            self._compute,
+            *self._lines.values(),
+            self._crossings,
+            self._labels,
+            self._labels_end,
+            self._now,
+        ]
         super().__init__(
             marks=marks, axes=axes, legend_location="top-left", title="Per layer, per chip",
-            fig_margin=dict(top=40, bottom=50, left=70, right=20), layout=w.Layout(width="620px", height="420px"),
+            fig_margin=dict(top=40, bottom=50, left=70, right=30),
+            layout=w.Layout(width="100%", min_width="320px", height="420px"),
         )  # fmt: skip
         self.add_class("sw-roofline")
         if scenario is not None:
@@ -92,11 +105,24 @@ class RooflinePlot(bq.Figure):
                 line.x, line.y = (d.batch, y) if visible else ([], [])
                 line.labels = [d.labels.get(name, TOGGLE_NAMES[name])]
                 line.visible = visible
+        self._fit_scale(d, p)
         self._draw_region(d, p)
         self._draw_crossings(d, p)
         compute_now, comm_now = d.current[p]
         with self._now.hold_sync():
             self._now.x, self._now.y = [d.current_batch], [max(compute_now, comm_now if np.isfinite(comm_now) else 0)]
+
+    def _fit_scale(self, d: RooflineData, p: str) -> None:
+        """The y range of the lines drawn, stretched at the top by the legend's band."""
+        drawn = [d.compute[p], *(line.y for line in self._lines.values() if line.visible)]
+        values = np.concatenate([np.asarray(y, dtype=float).ravel() for y in drawn])
+        values = values[np.isfinite(values) & (values > 0)]
+        low, high = float(values.min()), float(values.max())
+        top = low * (high / low) ** (1 / (1 - LEGEND_BAND))
+        with self.marks[0].scales["y"].hold_sync():
+            self.marks[0].scales["y"].min, self.marks[0].scales["y"].max = low, top
+        self.axes[0].tick_values = _decades(d.batch[0], d.batch[-1])
+        self.axes[1].tick_values = _decades(low, top)
 
     def _draw_region(self, d: RooflineData, p: str) -> None:
         comm = d.comm[d.current_curve][p]
@@ -109,18 +135,43 @@ class RooflinePlot(bq.Figure):
                 self._region.x, self._region.y = [], []
 
     def _draw_crossings(self, d: RooflineData, p: str) -> None:
-        names = [
-            n for n in d.crossover
-            if n in self.shown and np.isfinite(d.comm[n][p]).any() and d.batch[0] <= d.crossover[n] <= d.batch[-1]
-        ]  # fmt: skip
-        at = {}  # curves that cross at the same batch share one label
+        """A dot where each curve meets the compute line, and one label per cluster of dots, in
+        the first curve's colour: left of the dots in the plot's right half, so none runs off."""
+        names = sorted(
+            (n for n in d.crossover
+             if n in self.shown and np.isfinite(d.comm[n][p]).any() and d.batch[0] <= d.crossover[n] <= d.batch[-1]),
+            key=d.crossover.get,
+        )  # fmt: skip
+        clusters: list[list[str]] = []  # crossings closer than a label's height share one label
         for n in names:
-            at.setdefault(tokens(d.crossover[n]), []).append(n)
-        x = np.array([d.crossover[group[0]] for group in at.values()])
-        with self._crossings.hold_sync(), self._labels.hold_sync():
+            if clusters and np.log10(d.crossover[n] / d.crossover[clusters[-1][0]]) < SAME_LABEL_DECADES:
+                clusters[-1].append(n)
+            else:
+                clusters.append([n])
+        x = np.array([d.crossover[c[0]] for c in clusters])
+        right = np.log(x / d.batch[0]) > 0.5 * np.log(d.batch[-1] / d.batch[0])
+        with self._crossings.hold_sync():
             self._crossings.x, self._crossings.y = x, d.compute_at(x, p)
-            self._labels.x, self._labels.y = x, d.compute_at(x, p)
-            self._labels.text = [f"{', '.join(d.labels[n] for n in group)}: {where}" for where, group in at.items()]
+        for label, side in ((self._labels, ~right), (self._labels_end, right)):
+            with label.hold_sync():
+                label.x, label.y = x[side], d.compute_at(x[side], p)
+                label.text = [_crossing_text(d, c) for c, on in zip(clusters, side) if on]
+                label.colors = [color(COLORS[c[0]]) for c, on in zip(clusters, side) if on] or [color("ink")]
+
+
+def _decades(low: float, high: float):
+    """Ticks at the powers of ten in [low, high] (labels that never crowd), or d3's own if fewer
+    than two."""
+    powers = 10.0 ** np.arange(np.ceil(np.log10(low) - 1e-9), np.floor(np.log10(high) + 1e-9) + 1)
+    return powers if len(powers) >= 2 else None
+
+
+def _crossing_text(d: RooflineData, cluster: list[str]) -> str:
+    """ "FSDP: 3.48M", or "DP, FSDP: 3.48M; TP: 4M" for crossings close together."""
+    at: dict[str, list[str]] = {}
+    for n in cluster:
+        at.setdefault(tokens(d.crossover[n]), []).append(d.labels[n])
+    return "; ".join(f"{', '.join(labels)}: {where}" for where, labels in at.items())
 
 
 class RooflineControls(w.HBox):

@@ -18,10 +18,12 @@ from ..text.explain import TERM_NAMES
 from ..text.units import seconds
 from ._base import EstimateFigure, check_kwargs
 from .scenario import Scenario
+from .theme import color
 
 # One color per term, in TERMS' order; stacked bars need explicit colors.
-TERM_COLORS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#d62728", "#2ca02c", "#98df8a", "#9467bd", "#8c564b",
-               "#7f7f7f"]  # fmt: skip
+TERM_COLORS = [
+    color(name) for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "brown", "grey")
+]
 
 
 class StepBreakdown(EstimateFigure):

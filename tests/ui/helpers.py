@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 PANEL_TIMEOUT = 90_000  # ms: the kernel starts and runs the notebook first
+CHECKS = (Path(__file__).with_name("checks.js")).read_text()
 
 
 def curve_paths(page) -> list[str]:
@@ -40,3 +43,10 @@ def wait_for_panel(page) -> None:
     page.wait_for_selector(".sw-panel .sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT)
     page.wait_for_selector(".sw-panel .sw-step-breakdown rect.bar", state="attached", timeout=PANEL_TIMEOUT)
     page.wait_for_function("(document.querySelector('.sw-panel .sw-summary')?.innerText || '').length > 20")
+
+
+def reading_problems(page, root: str = ".sw-panel") -> dict[str, list[str]]:
+    """What a reader would trip on (checks.js): text below WCAG AA contrast ("contrast"), cut
+    controls or values ("cut"), plot labels that overlap or leave their figure ("labels")."""
+    page.wait_for_timeout(1000)  # figures draw their first transitions
+    return page.evaluate(CHECKS, root)

@@ -61,13 +61,14 @@ def voila_demo_argv(port: int, *options: str) -> list[str]:
     return [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port), *options]
 
 
-def jupyter_argv(app: str, port: int) -> list[str]:
+def jupyter_argv(app: str, port: int, *options: str) -> list[str]:
     """JupyterLab ("jupyterlab") or Notebook 7 ("notebook") on the demo notebooks, no token, no news."""
     return [
         sys.executable, "-m", app, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.allow_root=True",
         "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *options,
     ]  # fmt: skip
 
 

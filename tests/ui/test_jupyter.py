@@ -3,11 +3,17 @@ and responds."""
 
 import pytest
 
-from .helpers import PANEL_TIMEOUT, curve_paths, summary, wait_for_change, wait_for_panel
+from .helpers import PANEL_TIMEOUT, curve_paths, reading_problems, summary, wait_for_change, wait_for_panel
+from .servers import ARTIFACTS
 
 # Each front end: the server fixture, where the quickstart opens, what shows the kernel is ready.
 FRONT_ENDS = {
     "JupyterLab": ("jupyterlab", "/lab/tree/01_quickstart.ipynb", ".jp-StatusBar-TextItem:has-text('| Idle')"),
+    "JupyterLab Dark": (
+        "jupyterlab_dark",
+        "/lab/tree/01_quickstart.ipynb",
+        ".jp-StatusBar-TextItem:has-text('| Idle')",
+    ),
     "Notebook 7": ("notebook7", "/notebooks/01_quickstart.ipynb", ".jp-KernelName:has-text('Python 3')"),
 }
 
@@ -42,6 +48,12 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
     last.locator(f".jp-OutputArea-output:has-text('{done}')").wait_for(timeout=PANEL_TIMEOUT)
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     assert "Compute-bound" in summary(page)
+    if front_end.startswith("JupyterLab"):  # its theme, light or dark, and the panel reads on it
+        dark = page.evaluate("document.body.dataset.jpThemeLight") == "false"
+        assert dark == front_end.endswith("Dark")
+        page.locator(".sw-panel .sw-roofline").scroll_into_view_if_needed()
+        assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
+        page.screenshot(path=str(ARTIFACTS / f"{front_end.replace(' ', '-').lower()}.png"))
 
     paths = curve_paths(page)
     page.select_option(".sw-panel .sw-mesh-picker select >> nth=0", label="TPU v6e")

@@ -3,7 +3,9 @@
 import re
 import time
 
-from .helpers import bar_heights, curve_paths, summary, wait_for_change, wait_for_panel
+import pytest
+
+from .helpers import bar_heights, curve_paths, reading_problems, summary, wait_for_change, wait_for_panel
 from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
 CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
@@ -30,6 +32,26 @@ def test_the_panel_renders_every_part_without_errors(page, voila_demo):
     page.set_viewport_size({"width": page.viewport_size["width"], "height": 1800})  # all of it in view,
     page.wait_for_timeout(1500)  # as figures draw only in view, and their first transitions end
     page.locator(".sw-panel").screenshot(path=str(ARTIFACTS / "panel.png"))  # the README's picture
+
+
+@pytest.mark.parametrize(
+    ("theme", "width"), [("light", 900), ("light", 1400), ("light", 1920), ("dark", 900), ("dark", 1920)]
+)
+def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme, width):
+    """One column at 900 px, two at 1400, plots grown at 1920: nothing cut, no plot label over
+    another or off its figure, every text at WCAG AA, no warning of ours in the console."""
+    server = request.getfixturevalue("voila_demo" if theme == "light" else "voila_dark")
+    page.set_viewport_size({"width": width, "height": 2600})  # the whole panel in view: figures draw
+    page.goto(server.url + "/")
+    wait_for_panel(page)
+    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
+    roofline = page.locator(".sw-panel .sw-roofline").bounding_box()
+    memory = page.locator(".sw-panel .sw-memory-bar").bounding_box()
+    side_by_side = abs(roofline["y"] - memory["y"]) < 5
+    assert side_by_side == (width >= 1400)  # one column on a narrow window
+    assert roofline["width"] >= (0.5 * width if width >= 1400 else 0.9 * (width - 60))  # the plots grow
+    assert page.errors == [] and page.warnings == [] and page.external == []
+    page.screenshot(path=str(ARTIFACTS / f"voila-{theme}-{width}.png"))
 
 
 def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(page, voila_demo):

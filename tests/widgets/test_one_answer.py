@@ -239,18 +239,18 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
     # The memory bars: the current strategy's parts, in GB, and its total above it.
     bars, mem = panel.memory_bar._bars, panel.memory_bar.data
-    assert [str(x).removeprefix("● ") for x in bars.x] == list(mem.labels)
+    assert [str(x).removeprefix("● ") for x in bars.x] == [NAMES[name] for name in mem.strategies]
     i = mem.strategies.index(s.strategy)
     assert str(bars.x[i]).startswith("● ")  # the current layout's bar is marked
     # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
     # still gives the whole value, with "▲".
-    top = panel.memory_bar.axes[1].scale.max
+    top = panel.memory_bar.clip_gb
     clipped = memory["total"] / GB > top
     parts = np.array([memory[k] for k in PARTS]) / GB * (top / (memory["total"] / GB) if clipped else 1)
     assert np.allclose(np.asarray(bars.y)[:, i], parts, rtol=1e-12) and (
         not clipped or parts.sum() == pytest.approx(top)
     )
-    assert str(bars.x[i])[2:] in (data["layout_name"].split(", ")[0], NAMES[s.strategy])  # named by its layout
+    assert mem.labels[i] == data["layout_name"].split(", ")[0]  # named by its layout (in the tooltip)
     total_text = panel.memory_bar._totals.text[i]
     over = "" if data["fits"] else " > HBM" if s.fits_below == 1 else " too big"
     assert total_text == nbytes(memory["total"]) + over + (" ▲" if clipped else "")
@@ -259,7 +259,7 @@ def assert_panel_shows(panel, data: dict) -> None:
         entry = data["strategies"][name]
         if name == s.strategy:
             continue
-        assert entry["runs"] == (not str(bars.x[j]).endswith("cannot run")), name
+        assert entry["runs"] == (panel.memory_bar._totals.text[j] != "cannot run"), name
         column = np.asarray(bars.y)[:, j] * GB
         if entry["runs"]:
             shown = min(entry["memory_per_chip_bytes"], top * GB)  # clipped at the top of the scale

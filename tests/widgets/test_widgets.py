@@ -18,6 +18,7 @@ from scaling_widgets.widgets import (
 )  # fmt: skip
 from scaling_widgets.widgets.analysis import Analysis
 from scaling_widgets.widgets.scenario import Scenario
+from scaling_widgets.widgets.theme import color
 
 from .examples import EXAMPLE_16
 
@@ -133,10 +134,11 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     bar = MemoryBar(s)
     assert bar.data.strategies == ("dp", "fsdp", "tp", "fsdp+tp")
     assert bar._totals.text[0] == "132 GB > HBM" and bar._totals.text[1] == "1.95 GB"
-    assert bar._totals.colors[:2] == ["#b00020", "#2a7d2a"] and bar._totals.colors[3] == "#2a7d2a"
+    assert bar._totals.colors[:2] == [color("error"), color("green")] and bar._totals.colors[3] == color("green")
     assert bar._hbm.y[0] == pytest.approx(96)
     # TP over 4096 chips cannot split the 40 heads: an empty bar labelled so.
     assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
+    assert bar._totals.text[2] == "cannot run" and bar._bars.x[2] == "TP"
     s.update(slice_shape=(2, 2, 2))  # TP 8 divides 40 heads
     weights_tp = bar.data.parts[0][2]
     assert weights_tp > 0 and bar.data.labels[2] == "TP Y=8"  # each bar is named by its layout
