@@ -1,50 +1,127 @@
-"""Recommendations: the planner's best layouts for the scenario's cluster; pick one to apply it."""
+"""Recommendations: the planner's best layouts for the scenario's cluster, as a table that sorts
+by any column, groups layouts whose numbers are the same, marks the scenario's own layout, and
+applies a row when it is picked.
+
+The table is a ``GridBox`` of ipywidgets (header buttons, HTML cells, a "use" button per row)
+rather than a grid library: the ones on PyPI (ipydatagrid, ipyaggrid) draw on a canvas or need a
+front-end extension of their own, and would not all render in Colab's ipywidgets 7 and in Voila
+with the page's theme; twelve rows need none of that.
+"""
 
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass
+
 import ipywidgets as w
 
-from ..cost import plan
+from ..cost import Estimate, plan
 from ..text.explain import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
-TOP = 10
+TOP = 10  # groups shown
+CANDIDATES = 200  # best layouts read to form them: enough that ten groups are found
 # The fields a plan is for; a change to any of them makes it stale (the layout's own knobs don't).
 PLANNED_FOR = (
     "model", "hardware", "pods", "batch", "seq_len", "precision", "mfu", "tokens", "attention_flops", "ring_factor",
     "halve_without_wrap", "latency", "overhead_bytes", "fits_below", "sequence_parallel",
 )  # fmt: skip
+# column -> (header, sort key of a Row, largest first?)
+COLUMNS = {
+    "rank": ("#", lambda r: r.rank, False),
+    "layout": ("layout: X x Y x Z", lambda r: (r.knobs["x"], r.knobs["y"], r.knobs["z"]), False),
+    "step": ("step", lambda r: r.step, False),
+    "mfu": ("MFU", lambda r: r.mfu, True),
+    "memory": ("memory/chip", lambda r: r.memory, False),
+    "headroom": ("fits: HBM left", lambda r: r.headroom, True),
+    "binds": ("what binds", lambda r: r.binds, False),
+}
+SAME = 0.005  # layouts of one split whose steps differ by less than this share are one group
+
+
+@dataclass(frozen=True)
+class Row:
+    """One group of near-identical layouts, shown by its best (``rank``)."""
+
+    rank: int
+    knobs: dict
+    step: float
+    mfu: float
+    memory: float
+    headroom: float  # share of HBM left
+    binds: str
+    alike: tuple  # ranks of the other layouts in the group
+
+    @classmethod
+    def of(cls, p, rank: int, e: Estimate) -> Row:
+        index = p.order[rank]
+        memory = float(p.memory[index])
+        return cls(rank, p.layout(rank), float(p.step_time[index]), float(e.mfu), memory,
+                   1 - memory / e.chip.hbm_bytes, binds(e), ())  # fmt: skip
+
+    def like(self, other: Row) -> bool:
+        """The same split of the same slice at the same step: it differs only in knobs (ZeRO stage,
+        recompute, microbatches) that change the memory, which a row of the best shows."""
+        split = ("x", "y", "z", "slice_shape")
+        return all(other.knobs[k] == self.knobs[k] for k in split) and abs(other.step - self.step) <= SAME * self.step
+
+
+def layout_text(knobs: dict, shape_given) -> str:
+    """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
+    schedule = (f", {knobs['schedule']} v={knobs['virtual_stages']}" if knobs["schedule"] == "interleaved"
+                else f", {knobs['schedule']}" if knobs["z"] > 1 else "")  # fmt: skip
+    axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
+    return (f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}, ZeRO-{knobs['zero']}, {knobs['remat']}{schedule},"
+            f" m={knobs['microbatches']}")  # fmt: skip
+
+
+def grouped(p) -> list[Row]:
+    """The best ``TOP`` groups of near-identical layouts among the plan's best ``CANDIDATES``."""
+    groups: list[Row] = []
+    for rank in range(min(CANDIDATES, len(p))):
+        row = Row.of(p, rank, p.estimate(rank))
+        same = next((i for i, g in enumerate(groups) if g.like(row)), None)
+        if same is not None:
+            g = groups[same]
+            groups[same] = Row(**{**g.__dict__, "alike": (*g.alike, rank)})
+        elif len(groups) < TOP:
+            groups.append(row)
+    return groups
 
 
 class Recommendations(Bound, w.VBox):
-    """A "plan" button, then the ten best layouts with step time, memory and what binds.
+    """A "plan" button, then the best layouts: step, MFU, memory, HBM left and what binds.
 
     A plan takes up to a tenth of a second (a full v5p pod), ten times a slider move, so it runs
-    when asked, not on every change.
-    Selecting a row applies that layout to the scenario, and the panel then shows that row's
-    step and memory exactly (a measured step time belongs to another layout and is cleared).
-    A layout that gives TP another axis of the slice lists the axes in the order it uses ("on
-    20x28x16": TP takes the last); applying it writes the slice that way. Once the batch, the
-    model or anything else the plan was for changes, the rows are marked stale and cannot be
-    picked until planned again.
+    when asked, not on every change. A click on a header sorts by it (again: the other way).
+    "use" applies that layout to the scenario, and the panel then shows that row's step and memory
+    exactly (a measured step time belongs to another layout and is cleared). The row of the
+    scenario's own layout is marked ●. A layout that gives TP another axis of the slice lists the
+    axes in the order it uses ("on 20x28x16": TP takes the last). Once the batch, the model or
+    anything else the plan was for changes, the rows are marked stale and cannot be used until
+    planned again.
     """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("Recommendations", kwargs)
         self.scenario = scenario or Scenario()
-        self.plan = None
+        self.plan, self.rows, self.sorted_by = None, [], ("rank", False)
+        self._cells, self._marked = {}, None  # rank -> the row's widgets; the rank marked current
         self._planned_for = None
-        self._run = w.Button(description="Plan every layout", icon="search")
+        self._run = w.Button(
+            description="Plan every layout", icon="search", layout=w.Layout(width="auto", align_self="flex-start")
+        )
         self._summary = w.HTML()
-        self._rows = w.RadioButtons(options=[], layout=w.Layout(width="100%"))
-        self._rows.add_class("sw-recommendation-rows")
+        self._headers = {name: self._header(name) for name in COLUMNS}
+        self._table = w.GridBox(layout=w.Layout(grid_template_columns=f"repeat({len(COLUMNS)}, auto) auto",
+                                                grid_gap="2px 12px", align_items="center"))  # fmt: skip
+        self._table.add_class("sw-plan-table")
         self._message = Message()
-        super().__init__([self._run, self._summary, self._rows, self._message], **kwargs)
+        super().__init__([self._run, self._summary, self._table, self._message], **kwargs)
         self.add_class("sw-recommendations")
         self._run.on_click(self._on_run_click)
-        self._rows.observe(self._on_rows_change, "value")
         self.scenario.observe(self._on_scenario_change, "revision")
 
     @property
@@ -56,11 +133,16 @@ class Recommendations(Bound, w.VBox):
         s = self.scenario
         return (*(getattr(s, name) for name in PLANNED_FOR), sorted(s.slice_shape))
 
+    def _header(self, name: str) -> w.Button:
+        button = w.Button(description=COLUMNS[name][0], layout=w.Layout(width="auto"))
+        button.add_class("sw-plan-header")
+        button.on_click(lambda _: self.sort_by(name))
+        return button
+
     def _on_scenario_change(self, change=None) -> None:
-        stale = self.stale
-        self._rows.disabled = stale
-        if stale:
+        if self.stale:
             self._summary.value = "<b>These layouts were planned for other inputs: plan again.</b>"
+        self._draw()
 
     def _show_scenario(self) -> None:
         pass  # the table shows a plan, not the scenario; it is redrawn when planning again
@@ -76,35 +158,82 @@ class Recommendations(Bound, w.VBox):
                 sequence_parallel=layout.sequence_parallel,
             )  # fmt: skip
         except ValueError as err:
+            self.plan, self.rows, self._cells = None, [], {}
             self._message.show(str(err))
+            self._draw()
             return
         self._planned_for = self._inputs()
-        self._rows.disabled = False
         self._message.clear()
-        p = self.plan
-        self._summary.value = f"{len(p.step_time):,} layouts evaluated, {len(p):,} fit. The best {min(TOP, len(p))}:"
-        with self.hold_trait_notifications():
-            self._syncing = True  # filling the list is not a choice of the user's
-            try:
-                self._rows.options = [(self._label(r), r) for r in range(min(TOP, len(p)))]
-                self._rows.value = None
-            finally:
-                self._syncing = False
-
-    def _label(self, rank: int) -> str:
-        p, k = self.plan, self.plan.layout(rank)
-        schedule = f", {k['schedule']} v={k['virtual_stages']}" if k["schedule"] == "interleaved" else ""
-        axes = f" on {mesh(k['slice_shape'])}" if k["slice_shape"] != p.axis_orders[0] else ""  # TP on another axis
-        step = seconds(float(p.step_time[p.order[rank]]))
-        memory = nbytes(float(p.memory[p.order[rank]]))
-        return (
-            f"{rank + 1}. X {k['x']} x Y {k['y']} x Z {k['z']}{axes}, ZeRO-{k['zero']}, {k['remat']}{schedule},"
-            f" m={k['microbatches']}: {step}, {memory}/chip; {binds(p.estimate(rank))}"
+        self.rows, self.sorted_by = grouped(self.plan), ("rank", False)
+        self._build()
+        alike = sum(len(r.alike) for r in self.rows)
+        self._summary.value = (
+            f"{len(self.plan.step_time):,} layouts evaluated, {len(self.plan):,} fit. The best {len(self.rows)}"
+            + (f", with {alike} near-identical layouts folded into their rows" if alike else "")
+            + ":"
         )
+        self._draw()
 
-    def _on_rows_change(self, change) -> None:
-        if change["new"] is None or self._syncing or self.stale:
+    def sort_by(self, column: str) -> None:
+        """Sort the rows by ``column`` (a key of ``COLUMNS``); the same column again reverses."""
+        name, reverse = self.sorted_by
+        self.sorted_by = (column, not reverse if column == name else COLUMNS[column][2])
+        self._draw()
+
+    def pick(self, rank: int) -> None:
+        """Apply the layout of the plan's ``rank`` (0: the best) to the scenario."""
+        if self.plan is None or self.stale:
             return
         # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's fields.
-        knobs = self.plan.layout(change["new"])
+        knobs = self.plan.layout(rank)
         self._apply(strategy="fsdp+tp", optimal_split=False, axis_roles=(), measured_step_time=None, **knobs)
+
+    def current(self) -> int | None:
+        """The rank of the row that is the scenario's layout now, if one is."""
+        s = self.scenario
+        if s.strategy != "fsdp+tp" or s.optimal_split:
+            return None
+        return next((row.rank for row in self.rows if all(getattr(s, k) == v for k, v in row.knobs.items())), None)
+
+    def _build(self) -> None:
+        """The cells of every row, made once per plan: sorting and marking only rearrange them."""
+        self._cells = {row.rank: [*(w.HTML() for _ in COLUMNS), self._use(row.rank)] for row in self.rows}
+        self._marked = None
+        for row in self.rows:
+            self._fill(row, current=False)
+
+    def _fill(self, row: Row, current: bool) -> None:
+        shape = self.plan.axis_orders[0]
+        alike = f" (+{len(row.alike)} alike)" if row.alike else ""
+        title = html.escape("; ".join(layout_text(self.plan.layout(r), shape) for r in row.alike), quote=True)
+        texts = [("● " if current else "") + str(row.rank + 1), layout_text(row.knobs, shape) + alike,
+                 seconds(row.step), f"{row.mfu:.1%}", nbytes(row.memory), f"{row.headroom:.0%}", row.binds]  # fmt: skip
+        weight = "bold" if current else "normal"
+        for cell, text in zip(self._cells[row.rank], texts):
+            cell.value = f'<span title="{title}" style="font-weight:{weight}">{html.escape(text)}</span>'
+
+    def _draw(self) -> None:
+        column, reverse = self.sorted_by
+        for name, button in self._headers.items():
+            button.description = COLUMNS[name][0] + ((" ▼" if reverse else " ▲") if name == column else "")
+        rows = sorted(self.rows, key=COLUMNS[column][1], reverse=reverse)
+        now = self.current()
+        if rows and now != self._marked:
+            by_rank = {row.rank: row for row in self.rows}
+            for rank, current in ((self._marked, False), (now, True)):
+                if rank is not None:
+                    self._fill(by_rank[rank], current)
+            self._marked = now
+        stale = self.stale
+        for cells in self._cells.values():
+            cells[-1].disabled = stale
+        header = [*self._headers.values(), w.HTML("")] if rows else []
+        children = tuple(header + [cell for row in rows for cell in self._cells[row.rank]])
+        if children != self._table.children:  # a slider move keeps the order: nothing to send
+            self._table.children = children
+
+    def _use(self, rank: int) -> w.Button:
+        button = w.Button(description="use", layout=w.Layout(width="auto"))
+        button.add_class("sw-plan-use")
+        button.on_click(lambda _: self.pick(rank))
+        return button

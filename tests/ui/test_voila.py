@@ -8,6 +8,21 @@ import pytest
 from .helpers import bar_heights, curve_paths, reading_problems, summary, wait_for_change, wait_for_panel
 from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
+# The plan table's rows as text: its cells in order, eight to a row, the header row left out.
+ROWS = """() => {
+  const cells = [...document.querySelectorAll('.sw-plan-table > *')].map(c => c.innerText.trim());
+  const rows = [];
+  for (let i = 8; i < cells.length; i += 8) rows.push(cells.slice(i, i + 8));
+  return rows;
+}"""
+
+
+def in_bytes(text: str) -> float:
+    """ "1.95 GB" -> 1.95e9, as the panel writes sizes."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+
+
 CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
             ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture",
             ".sw-step-breakdown", ".sw-pipeline-picture")  # fmt: skip
@@ -104,22 +119,28 @@ def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voil
     assert curve_paths(page) == paths
 
 
-def test_planning_and_picking_a_recommendation_redraws_the_panel(page, voila_demo):
+def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voila_demo):
     page.goto(voila_demo.url + "/")
     wait_for_panel(page)
     text = summary(page)
     page.click("text=Recommendations: the best layouts of this cluster")  # open the collapsed section
     page.click(".sw-recommendations button:has-text('Plan every layout')")
-    rows = page.locator(".sw-recommendation-rows .widget-radio-box label")  # one per layout
-    page.wait_for_function("document.querySelectorAll('.sw-recommendation-rows .widget-radio-box label').length == 10")
+    page.wait_for_function("document.querySelectorAll('.sw-plan-table .sw-plan-use').length == 10")
     assert "layouts evaluated" in page.inner_text(".sw-recommendations")
-    labels = rows.all_inner_texts()
-    other = next(i for i, label in enumerate(labels) if "X 1024 x Y 4 x Z 1," not in label)  # not the layout shown
-    step, memory = re.search(r": ([^:,]+), ([^,/]+)/chip;", labels[other]).groups()
-    rows.nth(other).click()
+    rows = lambda: page.evaluate(ROWS)  # noqa: E731 - the table as the reader sees it, row by row
+    page.click(".sw-plan-header:has-text('memory/chip')")
+    page.wait_for_function("document.querySelector('.sw-plan-table').innerText.includes('memory/chip ▲')")
+    memory = [in_bytes(row[4]) for row in rows()]
+    assert memory == sorted(memory)  # sorted by memory per chip, smallest first
+    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}  # the table reads too
+    other = next(i for i, row in enumerate(rows()) if not row[1].startswith("1024 x 4 x 1,"))  # not the layout shown
+    step, used = rows()[other][2], rows()[other][4]
+    page.locator(".sw-plan-table .sw-plan-use").nth(other).click()
     shown = wait_for_change(page, summary, text)
-    # The picked row's own numbers, read back from the summary: one path for both.
-    assert step in shown and f"= {memory} of 96 GB HBM" in shown, (labels[other], shown)
+    # The row's own numbers, read back from the summary: one path for both.
+    assert step in shown and f"= {used} of 96 GB HBM" in shown, (rows()[other], shown)
+    page.wait_for_function("document.querySelector('.sw-plan-table').innerText.includes('●')")
+    assert "●" in rows()[other][0]  # the row is marked as the scenario's own
     assert page.errors == []
 
 

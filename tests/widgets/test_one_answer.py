@@ -311,11 +311,11 @@ def test_a_picked_recommendation_shows_its_own_step_and_memory(fields, row):
     rec = panel.recommendations
     rec._on_run_click()
     if rec._message.text:  # no layout the planner tries runs here, or none fits: it says so
-        assert rec.plan is None and rec._rows.options == (), rec._message.text
+        assert rec.plan is None and rec.rows == [], rec._message.text
         event(f"planner refused: {rec._message.text.split(' ')[0]}")
         assume(False)
-    rank = min(row, len(rec._rows.options) - 1)  # the rows listed: the best ten, or all that fit
-    rec._rows.value = rank
+    rank = rec.rows[min(row, len(rec.rows) - 1)].rank  # the rows listed: the best ten groups, or all that fit
+    rec._cells[rank][-1].click()
     assert rec._message.text == "", rec._message.text  # the planner's row is a layout the scenario takes
     plan, s = rec.plan, panel.scenario
     index = plan.order[rank]
@@ -330,8 +330,8 @@ def test_a_picked_recommendation_shows_its_own_step_and_memory(fields, row):
     assert report.record(plan.estimate(rank)) == {k: v for k, v in exported.items() if k != "strategies"}
     assert_panel_shows(panel, exported)
     # The row's label and the summary write the same step and memory.
-    label = rec._rows.options[rank][0]
-    assert f": {seconds(step)}, {nbytes(memory)}/chip;" in label
+    cells = [cell.value for cell in rec._cells[rank][:-1]]
+    assert f">{seconds(step)}<" in cells[2] and f">{nbytes(memory)}<" in cells[4] and "●" in cells[0]
     assert seconds(step) in panel.summary.value and f"= {nbytes(memory)} of" in panel.summary.value
 
 

@@ -12,10 +12,11 @@ def test_recommendations_plan_and_apply_a_row():
     panel = sw.explore(**EXAMPLE_16)
     table = panel.recommendations
     table._run.click()
-    assert len(table._rows.options) == 10 and "layouts evaluated" in table._summary.value
+    assert len(table.rows) == 10 and "layouts evaluated" in table._summary.value
     memory = panel.memory_bar.data
-    table._rows.value = 2  # the third best
-    chosen = table.plan.layout(2)
+    third = table.rows[2].rank
+    table._cells[third][-1].click()  # its "use" button
+    chosen = table.plan.layout(third)
     s = panel.scenario
     assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (chosen["x"], chosen["y"], chosen["z"], chosen["zero"], False)
     assert panel.memory_bar.data is not memory and (int(panel.analysis.estimate.x), int(panel.analysis.estimate.y)) == (
@@ -27,7 +28,8 @@ def test_recommendations_plan_and_apply_a_row():
 def test_recommendations_say_what_an_impossible_cluster_would_need():
     table = Recommendations(Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5))
     table._run.click()
-    assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table._rows.options == ()
+    assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table.rows == []
+    assert table._table.children == ()
 
 
 def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
@@ -36,8 +38,8 @@ def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
     panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=256)
     table = panel.recommendations
     table._run.click()
-    assert "on 20x28x16" in table._rows.options[0][0]  # TP takes the 16 axis, the last in that order
-    table._rows.value = 0
+    assert "on 20x28x16" in table._cells[0][1].value  # TP takes the 16 axis, the last in that order
+    table.pick(0)
     assert panel.scenario.slice_shape == (20, 28, 16) and bool(panel.analysis.estimate.compute_bound)
 
 
@@ -45,13 +47,49 @@ def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
     panel = sw.explore(**EXAMPLE_16)
     table = panel.recommendations
     table._run.click()
-    table._rows.value = 1
+    table.pick(1)
     assert not table.stale  # picking a row changes the layout, not what was planned for
     before = panel.scenario.to_json()
     panel.scenario.update(batch=panel.scenario.batch * 2)
-    assert table.stale and table._rows.disabled and "plan again" in table._summary.value
+    assert table.stale and table._cells[0][-1].disabled and "plan again" in table._summary.value
     changed = panel.scenario.to_json()
-    table._rows.value = 0  # a stale row applies nothing
+    table.pick(0)  # a stale row applies nothing
     assert panel.scenario.to_json() == changed != before
     table._run.click()
-    assert not table.stale and not table._rows.disabled
+    assert not table.stale and not table._cells[0][-1].disabled
+
+
+def test_the_table_sorts_by_any_column_and_marks_the_scenarios_own_row():
+    panel = sw.explore(**EXAMPLE_16)
+    table = panel.recommendations
+    table._run.click()
+    shown = lambda: [table._table.children.index(table._cells[r.rank][0]) for r in table.rows]  # noqa: E731
+    assert shown() == sorted(shown())  # best first to start
+    table._headers["memory"].click()
+    on_show = lambda: sorted(table.rows, key=lambda r: table._table.children.index(table._cells[r.rank][0]))  # noqa: E731
+    memory = [r.memory for r in on_show()]
+    assert memory == sorted(memory) and table._headers["memory"].description == "memory/chip ▲"
+    table._headers["memory"].click()  # again: the other way
+    memory = [r.memory for r in on_show()]
+    assert memory == sorted(memory, reverse=True)
+    texts = "".join(cell.value for cells in table._cells.values() for cell in cells[:-1])
+    assert table.current() is None and "●" not in texts
+    row = table.rows[3]
+    table.pick(row.rank)
+    assert table.current() == row.rank and table._cells[row.rank][0].value.count("●") == 1
+    assert "font-weight:bold" in table._cells[row.rank][2].value
+
+
+def test_near_identical_layouts_share_one_row():
+    panel = sw.explore(**EXAMPLE_16)
+    table = panel.recommendations
+    table._run.click()
+    assert sum(len(row.alike) for row in table.rows) > 0 and "near-identical" in table._summary.value
+    split = lambda knobs: (knobs["x"], knobs["y"], knobs["z"], knobs["slice_shape"])  # noqa: E731
+    for row in table.rows:
+        for rank in row.alike:  # folded in: the same split, the same step to half a percent, a worse rank
+            e = table.plan.estimate(rank)
+            assert split(table.plan.layout(rank)) == split(row.knobs) and rank > row.rank
+            assert abs(float(e.step_time) / row.step - 1) <= 0.005
+    rows = [(split(r.knobs), round(r.step, 4)) for r in table.rows]
+    assert len(set(rows)) == len(rows)  # no two rows left that say the same
