@@ -79,7 +79,9 @@ class MeshPicker(Bound, w.VBox):
     _axes_pod = ()
 
     def _axis_box(self, i: int) -> w.IntText:
-        box = w.IntText(description=f"axis {i}", layout=w.Layout(width="130px"), style={"description_width": "45px"})
+        # The label as wide as its text ("GPUs/node" on a GPU); the box wide enough for 5 digits.
+        box = w.IntText(description=f"axis {i}", layout=w.Layout(width="auto"), style={"description_width": "initial"})
+        box.add_class("sw-axis-length")
         box.observe(self._on_axis_change, "value")
         return box
 
@@ -179,6 +181,7 @@ class _MeshPicture(bq.Figure):
             logs = np.column_stack([logs, [np.log2(mesh.pods), 0.0, 0.0]])
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = names, logs
+        self.fig_margin = {**self.fig_margin, "left": round(12 + 6.5 * max(map(len, names)))}  # room for the names
         top = max(1, math.ceil(math.log2(max(*mesh.slice_shape, mesh.pods))))
         self._x.max = float(top)
         self.axes[1].tick_values = list(range(top + 1))

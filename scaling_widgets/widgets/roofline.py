@@ -47,6 +47,8 @@ class RooflinePlot(bq.Figure):
             x=[], y=[], scales=scales, colors=[color("ink")], line_style="dashed", labels=["compute"],
             display_legend=True, tooltip=bq.Tooltip(**TIME_TOOLTIP),
         )  # fmt: skip
+        # DP's line is drawn first and wide: where FSDP's (the same time per layer, SPEC A.3) lies
+        # on it, DP shows as a band around it rather than vanishing underneath.
         self._lines = {
             name: bq.Lines(
                 x=[],
@@ -55,7 +57,7 @@ class RooflinePlot(bq.Figure):
                 colors=[color(COLORS[name])],
                 labels=[TOGGLE_NAMES[name]],
                 display_legend=True,
-                stroke_width=2,
+                stroke_width=6 if name == "dp" else 2,
                 tooltip=bq.Tooltip(**TIME_TOOLTIP),
             )  # fmt: skip
             for name in CURVES
@@ -71,7 +73,7 @@ class RooflinePlot(bq.Figure):
         )  # fmt: skip
         axes = [
             bq.Axis(scale=sx, label="global batch (tokens)", tick_format=".0s"),
-            vertical_axis(sy, label="time per layer (s)", tick_format=".0e"),
+            vertical_axis(sy, label="time per layer (s)", tick_format=".0e", label_offset="52px"),
         ]
         marks = [
             self._region,
@@ -84,7 +86,7 @@ class RooflinePlot(bq.Figure):
         ]
         super().__init__(
             marks=marks, axes=axes, legend_location="top-left", title="Per layer, per chip",
-            fig_margin=dict(top=40, bottom=50, left=70, right=30),
+            fig_margin=dict(top=40, bottom=50, left=76, right=30),
             layout=w.Layout(width="100%", min_width="320px", height="420px"),
         )  # fmt: skip
         self.add_class("sw-roofline")

@@ -67,6 +67,7 @@ body[data-jp-theme-light="false"] {{ {_variables(1)} }}
 .sw-panel .widget-toggle-button, .sw-panel .widget-toggle-buttons .widget-toggle-button {{ overflow: visible; }}
 .sw-panel .widget-html, .sw-panel .widget-html-content {{ color: var(--jp-ui-font-color1, {PALETTE["ink"][0]}); }}
 .sw-panel .widget-html-content {{ white-space: normal; overflow-wrap: anywhere; }}
+.sw-panel .sw-axis-length input {{ width: 70px; flex: 0 0 70px; }}
 .sw-panel .sw-plan-table .widget-html-content {{ line-height: 1.35; }}
 .sw-panel .sw-plan-table .widget-html {{ margin: 1px 0; }}
 /* Section titles in the page's own text colour (ipywidgets greys them below 4.5:1). */

@@ -65,8 +65,12 @@ def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme,
     side_by_side = abs(roofline["y"] - memory["y"]) < 5
     assert side_by_side == (width >= 1400)  # one column on a narrow window
     assert roofline["width"] >= (0.5 * width if width >= 1400 else 0.9 * (width - 60))  # the plots grow
-    assert page.errors == [] and page.warnings == [] and page.external == []
     page.screenshot(path=str(ARTIFACTS / f"voila-{theme}-{width}.png"))
+    text = summary(page)  # and a GPU cluster: nodes, GPUs per node, its own labels
+    page.select_option(".sw-mesh-picker select >> nth=0", label="H100")
+    wait_for_change(page, summary, text)
+    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
+    assert page.errors == [] and page.warnings == [] and page.external == []
 
 
 def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(page, voila_demo):
