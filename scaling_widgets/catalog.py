@@ -14,7 +14,8 @@ import reprlib
 import stat
 from pathlib import Path
 
-from .cost.inputs import Chip, Model, Precision
+from .cost.inputs import MLA, Chip, Model, MoE, Precision
+from .hf_config import looks_like_hf, model_from_hf
 from .presets import HARDWARE, MODELS, PRECISIONS
 
 LARGEST_FILE = 1_000_000  # bytes: a chip or model is under 2 kB, a Hugging Face config a few kB
@@ -36,13 +37,30 @@ def precision(policy: str | Precision) -> Precision:
 
 
 def model_from_json(source: str | Path | dict) -> Model:
-    """A ``Model`` from a JSON file, a JSON string or a dict.
+    """A ``Model`` from a JSON file, a JSON string or a dict: a Hugging Face ``config.json`` as
+    published (``hf_config``), or our own keys.
 
-    Keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
-    optionally name and causal (false for a model whose attention is not masked; SPEC C.4). Unknown and
-    missing keys are errors.
+    Our keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
+    optionally name, causal (false for a model whose attention is not masked; SPEC C.4), moe (the
+    keys of ``MoE``) and mla (those of ``MLA``). Unknown and missing keys are errors.
     """
-    return _from_json(Model, source, optional={"name": "custom model", "causal": True})
+    data = _read_json(source)
+    if looks_like_hf(data):
+        return model_from_hf(data)
+    parts = {key: _from_json(cls, _object(key, data[key]), optional=_defaults(cls))
+             for key, cls in (("moe", MoE), ("mla", MLA)) if data.get(key) is not None}  # fmt: skip
+    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None}
+    return _from_json(Model, {**data, **parts}, optional=optional)
+
+
+def _object(key: str, value) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"model key {key!r} must be an object of its own keys; got {_shown(value)}")
+    return value
+
+
+def _defaults(cls) -> dict:
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 
 def chip_from_json(source: str | Path | dict) -> Chip:

@@ -6,7 +6,7 @@ passed where a preset would go, or a JSON file (see ``scaling_widgets.catalog``)
 
 from __future__ import annotations
 
-from .cost.inputs import BOOK_PRECISION, Chip, Model, Precision
+from .cost.inputs import BOOK_PRECISION, MLA, Chip, Model, MoE, Precision
 
 # TPU numbers: SPEC A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
 # ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.
@@ -158,6 +158,71 @@ MODELS = {
         gated=False,
         tied_embeddings=True,
     ),
+    # Mixtures of experts (SPEC D.1), each from its config.json on the Hugging Face hub.
+    # mistralai/Mixtral-8x7B-v0.1: 8 experts of 14336, top 2; 46.7B in total, 12.9B active.
+    "mixtral-8x7b": Model(
+        "Mixtral 8x7B",
+        layers=32,
+        d_model=4096,
+        d_ff=14336,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        vocab=32000,
+        moe=MoE(experts=8, top_k=2, d_ff=14336),
+    ),  # fmt: skip
+    # mistralai/Mixtral-8x22B-v0.1: 8 experts of 16384, top 2; 141B in total, 39B active.
+    "mixtral-8x22b": Model(
+        "Mixtral 8x22B",
+        layers=56,
+        d_model=6144,
+        d_ff=16384,
+        heads=48,
+        kv_heads=8,
+        head_dim=128,
+        vocab=32000,
+        moe=MoE(experts=8, top_k=2, d_ff=16384),
+    ),  # fmt: skip
+    # Qwen/Qwen3-30B-A3B: 128 experts of 768, top 8, every layer MoE; 30.5B in total, 3.3B active.
+    "qwen3-30b-a3b": Model(
+        "Qwen3-30B-A3B",
+        layers=48,
+        d_model=2048,
+        d_ff=6144,
+        heads=32,
+        kv_heads=4,
+        head_dim=128,
+        vocab=151936,
+        moe=MoE(experts=128, top_k=8, d_ff=768),
+    ),  # fmt: skip
+    # Qwen/Qwen3-235B-A22B: 128 experts of 1536, top 8, every layer MoE; 235B in total, 22B active.
+    "qwen3-235b-a22b": Model(
+        "Qwen3-235B-A22B",
+        layers=94,
+        d_model=4096,
+        d_ff=12288,
+        heads=64,
+        kv_heads=4,
+        head_dim=128,
+        vocab=151936,
+        moe=MoE(experts=128, top_k=8, d_ff=1536),
+    ),  # fmt: skip
+    # deepseek-ai/DeepSeek-V3 (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sec. 4.2): 61 layers,
+    # the first 3 dense (18432), then 256 routed experts of 2048, top 8, and 1 shared; multi-head
+    # latent attention. 671B in total, 37B active (the hub's 685B adds the multi-token-prediction
+    # module, which we leave out). head_dim: the mean of the query-key (192) and value (128) widths.
+    "deepseek-v3": Model(
+        "DeepSeek-V3",
+        layers=61,
+        d_model=7168,
+        d_ff=18432,
+        heads=128,
+        kv_heads=128,
+        head_dim=160,
+        vocab=129280,
+        moe=MoE(experts=256, top_k=8, d_ff=2048, shared=1, dense_layers=3),
+        mla=MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
+    ),  # fmt: skip
 }
 """Models by name."""
 

@@ -106,13 +106,14 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     traffic = _scalar(np.where(np.asarray(layout.zero) == 3, SHARDED[layout.strategy], REPLICATED[layout.strategy]))
     span = placed.span
     on_mesh = dict(
-        strategy=traffic, d_model=model.d_model, d_ff=model.d_ff, x=X, y=Y, pods=P, mx=placed.mx, my=placed.my,
+        strategy=traffic, d_model=model.d_model, d_ff=model.active_width, d_ff_weights=model.largest_width, x=X, y=Y,
+        pods=P, mx=placed.mx, my=placed.my,
         exact=options.exact, wrap_x=span.wrap_x, wrap_y=span.wrap_y, flops=chip.flops, ici_bw=chip.ici_bw,
         dcn_bw=chip.dcn_bw,
     )  # fmt: skip
     layer = layer_times(batch=B, **on_mesh)
     params = param_count(**model.dims())
-    flops = _flops(workload, layout, options, params.total)
+    flops = _flops(workload, layout, options, params.active)  # a token's FLOPs: the experts it goes through
     v = layout.virtual_stages
     bubble = bubble_overhead(stages=Z, microbatches=m, virtual_stages=v)
     # Each chip of a stage sends its [B/(X·Y·P), D] share of the activations on (SPEC A.6, B.6).
@@ -120,18 +121,21 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         batch=B / (X * Y * P), d_model=model.d_model, stages=Z, microbatches=m, bandwidth=chip.ici_bw,
         virtual_stages=v,
     )  # fmt: skip
-    times = _step(workload, options, layer, flops, params.total, chips, chip.flops, bubble)
+    times = _step(workload, options, layer, flops, params.active, chips, chip.flops, bubble)
     spans = dict(mx=np.where(placed.mx > 0, placed.mx, 1), my=np.where(placed.my > 0, placed.my, 1))
     e = Estimate(
         cluster=cluster, workload=workload, layout=layout, options=options, x=X, y=Y, z=Z, mx=placed.mx,
         my=placed.my, wrap_x=span.wrap_x, wrap_y=span.wrap_y, microbatches=m, params=params, layer=layer,
         crossover_batch=crossover_batch(**on_mesh),
         critical_tokens_per_chip=critical_tokens_per_chip(
-            strategy=layout.strategy, flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.d_ff, stages=Z, **spans
+            strategy=layout.strategy, flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.active_width, stages=Z,
+            d_ff_weights=model.largest_width, **spans,
         ),
-        tp_limit=tp_limit(flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.d_ff, my=spans["my"]),
-        critical_tokens_per_pod=critical_tokens_per_pod(flops=chip.flops, dcn_bw=chip.dcn_bw),
-        x_opt=x_opt(batch=B / P, d_ff=model.d_ff, chips=math.prod(cluster.slice_shape) // Z, **spans),
+        tp_limit=tp_limit(flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.active_width, my=spans["my"]),
+        critical_tokens_per_pod=critical_tokens_per_pod(
+            flops=chip.flops, dcn_bw=chip.dcn_bw, weights_per_compute=model.largest_width / model.active_width
+        ),
+        x_opt=x_opt(batch=B / P, d_ff=model.largest_width, chips=math.prod(cluster.slice_shape) // Z, **spans),
         memory=_memory(workload, layout, options, placed, P, params.total),
         flops_per_token=flops["model"], hardware_flops_per_token=flops["hardware"], bubble=bubble,
         stage_traffic=stage_traffic, training_time=_training_time(workload, times["step_time"]), **times,
@@ -155,7 +159,8 @@ def _predicted(e: Estimate, profile) -> Estimate:
 
 
 def _flops(workload, layout, options, Psi) -> dict:
-    """Model FLOPs per token, and hardware FLOPs with the recompute (SPEC B.1)."""
+    """Model FLOPs per token, and hardware FLOPs with the recompute (SPEC B.1) and a MoE's padding
+    to its capacity factor (SPEC D.2): work done that trains nothing."""
     model = workload.model
     shape = dict(layers=model.layers, seq_len=workload.seq_len or 1, heads=model.heads, head_dim=model.head_dim)
     f = flops_per_token(params=Psi, attention=options.attention_flops, **shape)
@@ -163,7 +168,16 @@ def _flops(workload, layout, options, Psi) -> dict:
     def recompute(policy):
         return recompute_flops_per_token(params=Psi, remat=policy, attention=options.attention_flops, **shape)
 
-    return {"model": f, "hardware": f + per_choice(layout.remat, recompute)}
+    return {"model": f, "hardware": f + per_choice(layout.remat, recompute) + _padding_flops(model)}
+
+
+def _padding_flops(model) -> float:
+    """6·(CF − 1)·k/(k + S) of the experts' active parameters: the padded tokens' FLOPs per token."""
+    if model.moe is None:
+        return 0.0
+    moe, c = model.moe, 3 if model.gated else 2
+    experts = (moe.top_k + moe.shared) * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers)
+    return 6 * (model.padded_work - 1) * experts
 
 
 def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
@@ -201,7 +215,7 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
     model, precision = workload.model, workload.precision
     X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
     memory = memory_per_chip(
-        params=Psi, layers=model.layers, d_model=model.d_model, d_ff=model.d_ff, batch=workload.batch, x=X, y=Y,
+        params=Psi, layers=model.layers, d_model=model.d_model, d_ff=model.active_width, batch=workload.batch, x=X, y=Y,
         z=Z, pods=P, zero=layout.zero, gated=model.gated, weight_bytes=precision.weight_bytes,
         grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes,
         activation_bytes=precision.activation_bytes,

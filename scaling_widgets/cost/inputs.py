@@ -90,6 +90,51 @@ class Chip:
 
 
 @dataclass(frozen=True)
+class MoE:
+    """The mixture-of-experts MLP of a model's MoE layers (SPEC D.1).
+
+    ``experts`` routed experts of width ``d_ff`` each (F_e), ``top_k`` of them per token, plus
+    ``shared`` experts every token goes through; the first ``dense_layers`` layers are dense (the
+    model's own d_ff). ``capacity_factor``: tokens are padded to CF times their share (absent:
+    dropless routing, nothing padded).
+    """
+
+    experts: int  # E
+    top_k: int  # k
+    d_ff: int  # F_e
+    shared: int = 0  # S
+    dense_layers: int = 0  # L_dense
+    capacity_factor: float | None = None  # CF
+
+    def __post_init__(self):
+        _require(self, "experts", _is_whole(self.experts, 2**16), "a whole number from 1 to 2**16")
+        top_k_ok = _is_whole(self.top_k, self.experts)
+        _require(self, "top_k", top_k_ok, f"a whole number from 1 to experts ({self.experts})")
+        _require(self, "d_ff", _is_whole(self.d_ff, 2**31), "a whole number from 1 to 2**31")
+        _require(self, "shared", _is_whole(self.shared, 2**10, smallest=0), "a whole number from 0 to 2**10")
+        _require(self, "dense_layers", _is_whole(self.dense_layers, 2**20, smallest=0), "a whole number from 0")
+        cf = self.capacity_factor
+        _require(self, "capacity_factor", cf is None or (_is_number(cf) and 1 <= cf <= 64), "absent, or from 1 to 64")
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through
+    low-rank projections (SPEC D.1). ``q_lora_rank`` 0: queries projected directly."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int = 0
+
+    def __post_init__(self):
+        for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            _require(self, field, _is_whole(getattr(self, field), 2**20), "a whole number from 1 to 2**20")
+        _require(self, "q_lora_rank", _is_whole(self.q_lora_rank, 2**20, smallest=0), "a whole number from 0 to 2**20")
+
+
+@dataclass(frozen=True)
 class Model:
     """A LLaMA-style decoder's dimensions (SPEC A.1, A.5).
 
@@ -110,6 +155,8 @@ class Model:
     gated: bool = True
     tied_embeddings: bool = False
     causal: bool = True  # a decoder: causal masking halves the attention work (SPEC C.4)
+    moe: MoE | None = None  # its MoE layers (SPEC D.1); None: every layer dense
+    mla: MLA | None = None  # latent attention (SPEC D.1); None: N_h query and K key/value heads
 
     def __post_init__(self):
         _require(self, "name", isinstance(self.name, str), "a string")
@@ -119,6 +166,35 @@ class Model:
         _require(self, "kv_heads", self.kv_heads <= self.heads, f"at most heads ({self.heads})")
         for field in ("gated", "tied_embeddings", "causal"):
             _require(self, field, isinstance(getattr(self, field), bool), "true or false")
+        _require(self, "moe", self.moe is None or isinstance(self.moe, MoE), "absent or a MoE")
+        _require(self, "mla", self.mla is None or isinstance(self.mla, MLA), "absent or an MLA")
+        if self.moe is not None:
+            dense = self.moe.dense_layers
+            _require(self, "moe", dense < self.layers, f"a MoE with fewer dense_layers than layers ({self.layers})")
+            _require(self, "moe", self.largest_width < 2**40, "a MoE whose (experts + shared) x d_ff is below 2**40")
+
+    @property
+    def active_width(self) -> float:
+        """The MLP width a token goes through in a (MoE) layer: F, or (k + S)·F_e, its routed
+        part padded to the capacity factor (k·CF + S)·F_e (SPEC D.1, D.2)."""
+        if self.moe is None:
+            return self.d_ff
+        return (self.moe.top_k * self.padding + self.moe.shared) * self.moe.d_ff
+
+    @property
+    def padding(self) -> float:
+        """How much the routed experts' work grows by padding to the capacity factor (1: dropless)."""
+        return 1.0 if self.moe is None or self.moe.capacity_factor is None else float(self.moe.capacity_factor)
+
+    @property
+    def padded_work(self) -> float:
+        """A MoE layer's MLP work with the padding over without it, (k·CF + S)/(k + S); 1 if dense."""
+        return 1.0 if self.moe is None else self.active_width / ((self.moe.top_k + self.moe.shared) * self.moe.d_ff)
+
+    @property
+    def largest_width(self) -> int:
+        """The MLP width a (MoE) layer holds as weights: F, or (E + S)·F_e (SPEC D.1)."""
+        return self.d_ff if self.moe is None else (self.moe.experts + self.moe.shared) * self.moe.d_ff
 
     def dims(self) -> dict:
         """The dimensions as keyword arguments for the cost functions."""

@@ -148,7 +148,7 @@ class LayerTimes:
 
 def layer_times(
     *, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER,
-    wrap_x=True, wrap_y=True,
+    wrap_x=True, wrap_y=True, d_ff_weights=None,
 ):  # fmt: skip
     """Per-chip compute and communication times of one layer (SPEC A.3).
 
@@ -160,6 +160,9 @@ def layer_times(
     ----------
     strategy : one of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout)
     batch : global batch [tokens]; d_model, d_ff : D, F
+    d_ff_weights : the width the layer holds as weights, when it is not the width a token goes
+        through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (SPEC D.1). The weights'
+        traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
@@ -175,27 +178,30 @@ def layer_times(
     strategy = _checks.each_one_of("strategy", strategy, tuple(TRAFFIC))
     B = _checks.positive("batch", batch)
     D, F = _checks.positive("d_model", d_model), _checks.positive("d_ff", d_ff)
+    F_w = F if d_ff_weights is None else _checks.positive("d_ff_weights", d_ff_weights)
     X, Y, P = _checks.positive("x", x), _checks.positive("y", y), _checks.positive("pods", pods)
     C, W, W_dcn = (_checks.positive(n, v) for n, v in (("flops", flops), ("ici_bw", ici_bw), ("dcn_bw", dcn_bw)))
     M_X, M_Y = _checks.non_negative("mx", mx), _checks.non_negative("my", my)
     _checks.non_negative("latency", exact.latency)
-    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
+    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y, F_w)
 
 
 def _layer_times(
-    strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True
+    strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True, F_w=None
 ) -> LayerTimes:
     """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
+    F_w = F if F_w is None else F_w  # the width held as weights (a MoE layer's every expert)
     per_pod = B / P
     XY = X * Y
     flops_per_k = per_pod * (D * F / C) / XY  # one B·D·F/(X·Y·C); forward 4, backward 8
     math = (4 * flops_per_k, 8 * flops_per_k)
-    (x_fwd, x_bwd), (y_fwd, y_bwd) = per_choice(strategy, lambda s: TRAFFIC[s](per_pod, D, F, X, Y))
+    # The table's F in a weight's bytes is the width held; TP's bytes hold no F.
+    (x_fwd, x_bwd), (y_fwd, y_bwd) = per_choice(strategy, lambda s: TRAFFIC[s](per_pod, D, F_w, X, Y))
     # A group of one chip moves nothing (and spans no axis: M = 0); a group spanning M axes gets
     # M·W_ici (SPEC A.2). On GPUs M is a fraction of the NVLink bandwidth (SPEC B.5).
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
     per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
-    dcn_bwd = (P > 1) * (8 * D * F / W_dcn) / XY
+    dcn_bwd = (P > 1) * (8 * D * F_w / W_dcn) / XY
     x, y, dcn = (x_fwd * per_x_byte, x_bwd * per_x_byte), (y_fwd * per_y_byte, y_bwd * per_y_byte), (0.0, dcn_bwd)
     if exact != CHAPTER:
         x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
@@ -231,7 +237,7 @@ def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
 
 def crossover_batch(
     *, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER, wrap_x=True,
-    wrap_y=True,
+    wrap_y=True, d_ff_weights=None,
 ):  # fmt: skip
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
@@ -244,15 +250,19 @@ def crossover_batch(
     ...                 flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9, mx=[3, 2], my=1).round()
     array([435200.,     inf])
     """
-    args = dict(strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods)
+    args = dict(
+        strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods, d_ff_weights=d_ff_weights
+    )
     corrections = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y)
     layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, **corrections)  # checks only
     strategy = _checks.each_one_of("strategy", strategy, tuple(TRAFFIC))
     hw = [np.asarray(v, dtype=float) for v in (x, y, pods, flops, ici_bw, dcn_bw, mx, my)]
     X, Y, P, C, W, W_dcn, M_X, M_Y = hw
     D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)
-    at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
-    at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y)
+    F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)
+    widths = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y, F_w=F_w)
+    at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
+    at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
     needed = []
     for p in (0, 1):
         m = at_one.math[p]

@@ -94,7 +94,8 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     max_x = workload.batch / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
     split = dict(
         exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
-        d_model=model.d_model, d_ff=model.d_ff, slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
+        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=model.largest_width,
+        slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
         mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
         heads=model.heads, kv_heads=model.kv_heads,
     )  # fmt: skip

@@ -115,13 +115,21 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = L / Z  # noqa: E741 - the layers of one stage
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
-    psi_layer = (e.params.mlp + e.params.attention) / L
     causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
-    forward = 2 * b * psi_layer / Y + attention
-    recomputed = remat_forward * forward + attention_forward * attention
+    # A layer's matmuls: the MLP a token goes through (a MoE layer's k + S experts, SPEC D.1), and
+    # the rest. Current MoE kernels (grouped GEMMs: MegaBlocks, megablox) run the routed experts
+    # as one GEMM of b·k tokens by F_e, not E small ones: its size sets their efficiency.
+    forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
+    forward_rest = 2 * b * e.params.attention / L / Y + attention
     e_mm = matmul_efficiency(gemm_flops=2 * b * D * F / Y, e_max=profile.e_max, g_half=profile.g_half)
-    layer_matmul = (3 * forward + recomputed) / (chip.flops * e_mm)
+    e_mlp = e_mm if model.moe is None else matmul_efficiency(
+        gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y, e_max=profile.e_max,
+        g_half=profile.g_half,
+    )  # fmt: skip
+    recomputed_rest = remat_forward * forward_rest + attention_forward * attention
+    layer_matmul = ((3 * forward_rest + recomputed_rest) / e_mm
+                    + (3 + remat_forward) * forward_mlp / e_mlp) / chip.flops  # fmt: skip
     head_matmul = 6 * b * D * V / Y / (chip.flops * e_mm)  # the output layer, on the last stage
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
@@ -133,7 +141,8 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
-    backward_last = l * 2 * forward / (chip.flops * e_mm)  # the pass the reductions hide under
+    backward_last = l * 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops  # the reductions hide under it
+    psi_layer = (e.params.mlp + e.params.attention) / L  # the weights a layer holds: what FSDP gathers
     data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last)
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),

@@ -8,12 +8,15 @@ from . import _checks
 from .layer import STRATEGIES
 
 
-def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1):
+def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1, d_ff_weights=None):
     """Tokens per chip above which a strategy is compute-bound (SPEC A.3, A.10).
 
     DP and FSDP: α / M_X; FSDP + TP at the optimal split: α² / (M_X·M_Y·F); pure TP has no
     batch threshold (NaN; see ``tp_limit``). α = C / W_ici. With Z pipeline stages, a chip
     sees 1/Z of the tokens of a stage's layer, so the per-chip threshold is divided by Z.
+    A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (SPEC D.1,
+    D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
+    (r·α/M_X, the "(E/k)·C/W" of data parallelism over experts); FSDP + TP's is α²·r/(M_X·M_Y·F).
 
     Examples
     --------
@@ -23,12 +26,13 @@ def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stage
     _checks.one_of("strategy", strategy, STRATEGIES)
     alpha = _checks.positive("flops", flops) / _checks.positive("ici_bw", ici_bw)
     F = _checks.positive("d_ff", d_ff)
+    r = 1.0 if d_ff_weights is None else _checks.positive("d_ff_weights", d_ff_weights) / F
     M_X, M_Y = _checks.positive("mx", mx), _checks.positive("my", my)
     Z = _checks.positive("stages", stages)
     if strategy in ("dp", "fsdp"):
-        return alpha / M_X / Z * np.ones_like(F)
+        return alpha * r / M_X / Z * np.ones_like(F)
     if strategy == "fsdp+tp":
-        return alpha**2 / (M_X * M_Y * F) / Z
+        return alpha**2 * r / (M_X * M_Y * F) / Z
     return np.full(np.broadcast(alpha, F, M_X, M_Y, Z).shape, np.nan)
 
 
@@ -44,22 +48,25 @@ def tp_limit(*, flops, ici_bw, d_ff, my=1):
     return _checks.positive("my", my) * _checks.positive("d_ff", d_ff) / alpha
 
 
-def critical_tokens_per_pod(*, flops, dcn_bw):
-    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (SPEC A.3).
+def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
+    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (SPEC A.3),
+    times F_w/F for a MoE model (``weights_per_compute``, SPEC D.2): its gradients per FLOP.
 
     Examples
     --------
     >>> critical_tokens_per_pod(flops=[4.59e14, 1.97e14], dcn_bw=[6.25e9, 3.125e9]).round()
     array([73440., 63040.])
     """
-    return _checks.positive("flops", flops) / _checks.positive("dcn_bw", dcn_bw)
+    r = _checks.positive("weights_per_compute", weights_per_compute)
+    return r * _checks.positive("flops", flops) / _checks.positive("dcn_bw", dcn_bw)
 
 
 def x_opt(*, batch, d_ff, chips, mx=1, my=1):
     """The continuous FSDP degree that balances FSDP and TP traffic (SPEC A.3).
 
     X_opt = sqrt( (B/F) · (M_X/M_Y) · N ), with B the batch of one pod and N its chips per
-    stage. (The translated chapter drops the square root: SPEC A.9.)
+    stage. (The translated chapter drops the square root: SPEC A.9.) FSDP moves weights, so for
+    a MoE layer F is the width it holds, (E + S)·F_e (SPEC D.1).
 
     Examples
     --------

@@ -15,25 +15,42 @@ from . import _checks
 
 @dataclass(frozen=True, eq=False)
 class ParamCount:
-    """Parameters of a LLaMA-style model by part."""
+    """Parameters of a LLaMA-style model by part; ``mlp_active`` is the MLP a token goes through
+    (a MoE model's top-k and shared experts and its routers, SPEC D.1; the whole MLP if dense)."""
 
     mlp: np.ndarray
     attention: np.ndarray
     embeddings: np.ndarray
+    mlp_active: np.ndarray | None = None
 
     def __repr__(self):
-        return f"ParamCount(total={np.asarray(self.total)!r})"
+        return f"ParamCount(total={np.asarray(self.total)!r}, active={np.asarray(self.active)!r})"
 
     @property
     def total(self):
         return self.mlp + self.attention + self.embeddings
 
+    @property
+    def mlp_used(self):
+        """The MLP parameters a token goes through."""
+        return self.mlp if self.mlp_active is None else self.mlp_active
 
-def param_count(*, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated=True, tied_embeddings=False):
-    """Parameters of a LLaMA-style decoder (SPEC A.5).
+    @property
+    def active(self):
+        """The parameters each token uses: what the training FLOPs count (SPEC D.1)."""
+        return self.mlp_used + self.attention + self.embeddings
+
+
+def param_count(
+    *, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated=True, tied_embeddings=False, moe=None, mla=None
+):  # fmt: skip
+    """Parameters of a LLaMA-style decoder (SPEC A.5), with MoE layers and latent attention (D.1).
 
     MLP 3·L·D·F (gated; 2·L·D·F ungated); attention 2·D·(N_h + K)·H·L (Q and O are D x N_h·H,
     K and V are D x K·H); embeddings 2·V·D (V·D when tied). Norms and biases are ignored.
+    With ``moe`` (a ``MoE``) the layers after its first ``dense_layers`` hold (E + S) experts of
+    c·D·F_e and a router D·E each, of which a token uses k + S; with ``mla`` (an ``MLA``) the
+    attention is counted projection by projection (``mla_attention``).
 
     Examples
     --------
@@ -45,11 +62,37 @@ def param_count(*, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gate
     L, D, F = (_positive(n, v) for n, v in (("layers", layers), ("d_model", d_model), ("d_ff", d_ff)))
     N_h, K, H = (_positive(n, v) for n, v in (("heads", heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
     V = _positive("vocab", vocab)
+    c = np.where(gated, 3.0, 2.0)  # matrices per MLP: in, out, and the gate
+    attention = (2 * D * (N_h + K) * H if mla is None else mla_attention(D, N_h, mla)) * L
+    embeddings = np.where(tied_embeddings, 1.0, 2.0) * V * D
+    if moe is None:
+        return ParamCount(mlp=c * L * D * F, attention=attention, embeddings=embeddings)
+    dense, moe_layers = c * moe.dense_layers * D * F, L - moe.dense_layers
+    router = moe_layers * moe.experts * D
+    experts = moe_layers * c * D * moe.d_ff  # per expert, over the MoE layers
     return ParamCount(
-        mlp=np.where(gated, 3.0, 2.0) * L * D * F,
-        attention=2 * D * (N_h + K) * H * L,
-        embeddings=np.where(tied_embeddings, 1.0, 2.0) * V * D,
-    )
+        mlp=dense + (moe.experts + moe.shared) * experts + router, attention=attention, embeddings=embeddings,
+        mlp_active=dense + (moe.top_k + moe.shared) * experts + router,
+    )  # fmt: skip
+
+
+def mla_attention(D, N_h, mla):
+    """Parameters of one layer of multi-head latent attention (SPEC D.1): the query's down and up
+    projections (or one D x N_h·(d_nope + d_rope) without a query rank), the key/value down
+    projection D x (r_kv + d_rope) and up projection r_kv x N_h·(d_nope + d_v), and the output
+    N_h·d_v x D.
+
+    >>> from scaling_widgets.cost.inputs import MLA
+    >>> v3 = MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536)
+    >>> round(float(mla_attention(7168.0, 128.0, v3)) / 1e6, 1)  # DeepSeek-V3, per layer
+    187.1
+    """
+    qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    r_q = mla.q_lora_rank
+    query = D * r_q + r_q * N_h * qk if r_q else D * N_h * qk
+    r_kv = mla.kv_lora_rank
+    key_value = D * (r_kv + mla.qk_rope_head_dim) + r_kv * N_h * (mla.qk_nope_head_dim + mla.v_head_dim)
+    return query + key_value + N_h * mla.v_head_dim * D
 
 
 def training_flops(*, params, tokens):

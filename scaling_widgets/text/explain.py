@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.profiles import profile_for
+from ..cost.training import param_count
 from . import units
 from .lines import Line, Math, plain, tex_sci, tex_text
 
@@ -98,12 +99,15 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     ratio = f"{units.sci(chip.flops)}/{units.sci(chip.ici_bw)} = {alpha:,.0f}"
     tex_ratio = rf"{tex_sci(chip.flops)}/{tex_sci(chip.ici_bw)} = {alpha:,.0f}"
     out = [Line.of("threshold", Math(f"α = C/W_ici = {ratio}", rf"\alpha = C/W_{{ici}} = {tex_ratio}"))]
+    if e.model.moe is not None:
+        out.append(_moe_widths(e.model))
+    r, rs = _weights_per_compute(e.model)
     need = float(e.critical_tokens_per_chip)
     if e.strategy in ("dp", "fsdp"):
         out.append(Line.of(
             "threshold", f"{e.strategy.upper()} needs tokens per chip above ",
-            Math(f"α/M_X{zs} = {alpha:,.0f}/{mx:g}{zs} = {need:,.0f}",
-                 rf"\alpha/M_X{zt} = {alpha:,.0f}/{mx:g}{zt} = {need:,.0f}"),
+            Math(f"α{rs[0]}/M_X{zs} = {alpha:,.0f}{rs[1]}/{mx:g}{zs} = {need:,.0f}",
+                 rf"\alpha{rs[0]}/M_X{zt} = {alpha:,.0f}{rs[1]}/{mx:g}{zt} = {need:,.0f}"),
             "; it has ", per_chip,
         ))  # fmt: skip
     if e.strategy == "fsdp+tp":
@@ -129,15 +133,17 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
 def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: Estimate | None) -> list[Line]:
     """FSDP + TP: its threshold at the best split, the chapter's M_X·M_Y = 2 where it differs, X_opt."""
     (mx, my), (zs, zt) = spans, per_stage
-    F, B, z, need = e.model.d_ff, float(e.batch), int(e.z), float(e.critical_tokens_per_chip)
+    F, B, z, need = _width(e.model.active_width), float(e.batch), int(e.z), float(e.critical_tokens_per_chip)
+    r, (r_sym, r_num) = _weights_per_compute(e.model)
     out = [Line.of(
         "threshold", "FSDP + TP at its best split needs tokens per chip above ",
-        Math(f"α²/(M_X·M_Y·F){zs} = {alpha:,.0f}²/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
-             rf"\alpha^2/(M_X M_Y F){zt} = {alpha:,.0f}^2/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt} = {need:,.0f}"),
+        Math(f"α²{r_sym}/(M_X·M_Y·F){zs} = {alpha:,.0f}²{r_num}/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
+             rf"\alpha^2{r_sym}/(M_X M_Y F){zt} = {alpha:,.0f}^2{r_num}/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt}"
+             rf" = {need:,.0f}"),
         "; it has ", per_chip,
     )]  # fmt: skip
     if len(e.slice_shape) == 3 and mx * my != 2 and not e.chip.is_gpu:  # the chapter's "typical 3D" M_X·M_Y = 2
-        chapter = alpha**2 / (2 * F) / z
+        chapter = alpha**2 * r / (2 * e.model.active_width) / z
         out.append(Line.of("note", f"(the chapter assumes M_X·M_Y = 2 on a 3D mesh, which gives {chapter:,.0f};"
                            f" this slice's split spans {mx:g} and {my:g} axes)"))  # fmt: skip
     pod = units.tokens(B / float(e.pods))
@@ -145,10 +151,13 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
     split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
     if e.chip.is_gpu:
         split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
+    held = "F" if e.model.moe is None else "F_w"  # FSDP moves the weights: a MoE layer's every expert
+    F_w = _width(e.model.largest_width)
     out.append(Line.of(
         "threshold", "X_opt = ",
-        Math(f"sqrt((B/F)·(M_X/M_Y)·N) = sqrt(({pod}/{F})·({mx:.3g}/{my:.3g})·{stage:,}) = {float(e.x_opt):,.0f}",
-             rf"\sqrt{{(B/F)(M_X/M_Y)N}} = \sqrt{{({tex_text(pod)}/{F})({mx:.3g}/{my:.3g})\cdot {stage:,}}}"
+        Math(f"sqrt((B/{held})·(M_X/M_Y)·N) = sqrt(({pod}/{F_w})·({mx:.3g}/{my:.3g})·{stage:,})"
+             f" = {float(e.x_opt):,.0f}",
+             rf"\sqrt{{(B/{held})(M_X/M_Y)N}} = \sqrt{{({tex_text(pod)}/{F_w})({mx:.3g}/{my:.3g})\cdot {stage:,}}}"
              rf" \approx {float(e.x_opt):,.0f}"),
         f"{split}; in use: X={int(e.x)}, Y={int(e.y)}",
     ))  # fmt: skip
@@ -156,8 +165,8 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
 
 
 def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
-    """TP's limit on Y, independent of the batch (SPEC A.3)."""
-    F = e.model.d_ff
+    """TP's limit on Y, independent of the batch (SPEC A.3); F the width a token goes through."""
+    F = _width(e.model.active_width)
     limit = float(e.tp_limit)
     ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
     return Line.of(
@@ -168,12 +177,58 @@ def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
     )  # fmt: skip
 
 
+def _moe_widths(model) -> Line:
+    """A MoE layer's two widths, and what their ratio does to the weights' traffic (SPEC D.1, D.2)."""
+    moe, r = model.moe, _weights_per_compute(model)[0]
+    pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
+    return Line.of("note", f"MoE: a layer holds F_w = (E + S)·F_e = {moe.experts + moe.shared}·{moe.d_ff}"
+                   f" = {model.largest_width} of MLP width, and a token goes through F = (k{pad} + S)·F_e ="
+                   f" {_width(model.active_width)}: its weights move r = F_w/F = {r:.3g}x as many bytes per FLOP as"
+                   " a dense layer's, so DP and FSDP need r times the tokens (SPEC D.2)")  # fmt: skip
+
+
+def params(e: Estimate) -> str:
+    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts (SPEC D.1)."""
+    total = f"{units.count(float(e.params.total))} params"
+    return total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
+
+
+def model_summary(model) -> str:
+    """A model in one line: its parameters, and its experts and attention when they are not dense."""
+    p = param_count(**model.dims())
+    text = f"{units.count(float(p.total))} params"
+    if model.moe is not None:
+        moe = model.moe
+        shared = f" + {moe.shared} shared" if moe.shared else ""
+        dense = f"; the first {moe.dense_layers} layers dense" if moe.dense_layers else ""
+        text += (f", {units.count(float(p.active))} active: {moe.experts} experts of {moe.d_ff}, top {moe.top_k}"
+                 f"{shared}{dense}")  # fmt: skip
+    if model.mla is not None:
+        text += "; multi-head latent attention"
+    return text
+
+
+def _weights_per_compute(model) -> tuple[float, tuple[str, str]]:
+    """r = F_w/F, and how a formula writes it: ("·r", "·28.6"), or nothing for a dense model."""
+    if model.moe is None:
+        return 1.0, ("", "")
+    r = model.largest_width / model.active_width
+    return r, ("·r", f"·{r:.3g}")
+
+
+def _width(width: float) -> str:
+    """A width as the formulas write it: 13824, or 1.5-padded 16896.5."""
+    return f"{width:.0f}" if width == round(width) else f"{width:.1f}"
+
+
 def _dcn(e: Estimate) -> Line:
     pod, need = units.tokens(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
     chip = e.chip
-    formula = Math(f"B/P = {pod} vs C/W_dcn = {units.sci(chip.flops)}/{units.sci(chip.dcn_bw)} = {need:,.0f}",
-                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C/W_{{dcn}} = {tex_sci(chip.flops)}/{tex_sci(chip.dcn_bw)}"
-                   rf" = {need:,.0f}")  # fmt: skip
+    r_sym, r_num = _weights_per_compute(e.model)[1]
+    formula = Math(f"B/P = {pod} vs C{r_sym}/W_dcn = {units.sci(chip.flops)}{r_num}/{units.sci(chip.dcn_bw)}"
+                   f" = {need:,.0f}",
+                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{r_sym}/W_{{dcn}} = {tex_sci(chip.flops)}{r_num}/"
+                   rf"{tex_sci(chip.dcn_bw)} = {need:,.0f}")  # fmt: skip
     if e.pods == 1:
         return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")
     bound = "enough" if float(e.batch) / float(e.pods) > need else "too small: DCN-bound"

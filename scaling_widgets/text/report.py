@@ -32,6 +32,7 @@ def record(e: Estimate, others=None) -> dict:
         "zero_stage": _num(e.zero),
         "precision": e.precision.name,
         "params": _num(e.params.total),
+        "params_active": _num(e.params.active),  # what a token goes through: all of them unless MoE
         "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
         "chips": _num(e.chips),
         "batch_tokens": _num(e.batch),
@@ -119,7 +120,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     seqs = "" if e.seq_len is None else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
     lines = explain.explain(e, best)
     head = [
-        f"{m.name} ({units.count(float(e.params.total))} params) on {chip.name} {units.mesh(e.slice_shape)}"
+        f"{m.name} ({explain.params(e)}) on {chip.name} {units.mesh(e.slice_shape)}"
         f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",

@@ -96,5 +96,5 @@ def _scaled(n: float, steps, unit: str = "", digits: str = ".3g") -> str:
         return sci(n) + unit
     for scale, suffix in steps:
         if abs(n) >= scale:
-            return f"{n / scale:{digits}}{suffix}"
+            return f"{n / scale:{digits}}".removesuffix(".") + suffix  # "#.3g" keeps 13.0 and writes 671.
     return f"{n:.3g}{unit}"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as w
 
 from ..cost import Model
 from ..presets import MODELS
+from ..text.explain import model_summary
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
@@ -27,8 +30,10 @@ class ModelPicker(Bound, w.VBox):
         self._custom = w.GridBox(
             [*self._dims.values(), self._gated, self._tied], layout=w.Layout(grid_template_columns="repeat(3, 180px)")
         )
+        self._about = w.HTML()  # its parameters, total and active, and its experts
+        self._about.add_class("sw-model-about")
         self._message = Message()
-        super().__init__([self._preset, self._custom, self._message], **kwargs)
+        super().__init__([self._preset, self._about, self._custom, self._message], **kwargs)
         self.add_class("sw-model-picker")
         self._preset.observe(self._on_preset_change, "value")
         for box in (*self._dims.values(), self._gated, self._tied):
@@ -43,6 +48,7 @@ class ModelPicker(Bound, w.VBox):
         for d, box in self._dims.items():
             box.value = getattr(m, d)
         self._gated.value, self._tied.value = m.gated, m.tied_embeddings
+        self._about.value = html.escape(model_summary(m))
         self._custom.layout.display = "" if key == "custom" else "none"
 
     def _on_preset_change(self, change) -> None:
@@ -56,7 +62,10 @@ class ModelPicker(Bound, w.VBox):
             return
         dims = {d: box.value for d, box in self._dims.items()}
         try:
-            model = Model("custom model", **dims, gated=self._gated.value, tied_embeddings=self._tied.value)
+            # A MoE model's experts and latent attention stay as they were: the fields are its dense dims.
+            now = self.scenario.model
+            model = Model("custom model", **dims, gated=self._gated.value, tied_embeddings=self._tied.value,
+                          moe=now.moe, mla=now.mla)  # fmt: skip
         except ValueError as err:
             self._message.show(str(err))
             return

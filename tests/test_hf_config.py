@@ -1,0 +1,64 @@
+"""A Hugging Face config.json as published (tests/data/hf holds the hub's files, unchanged but for
+fields none of ours reads): each family reads into the model it describes (SPEC D.4)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scaling_widgets.catalog import model_from_json
+from scaling_widgets.cli import main
+from scaling_widgets.cost.training import param_count
+from scaling_widgets.presets import MODELS
+
+HF = Path(__file__).with_name("data") / "hf"
+SAME_AS_PRESET = {"llama-3-8b": "llama-3-8b", "mixtral-8x7b": "mixtral-8x7b", "qwen3-30b-a3b": "qwen3-30b-a3b",
+                  "deepseek-v3": "deepseek-v3", "gemma-7b": "gemma-7b"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SAME_AS_PRESET)
+def test_a_config_reads_into_the_model_of_its_preset(name):
+    model = model_from_json(HF / f"{name}.json")
+    preset = MODELS[SAME_AS_PRESET[name]]
+    fields = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab", "gated", "tied_embeddings",
+              "moe", "mla")  # fmt: skip
+    assert {f: getattr(model, f) for f in fields} == {f: getattr(preset, f) for f in fields}
+    assert model.name.endswith("from config.json")
+
+
+@pytest.mark.parametrize(("name", "billions"), [("mistral-7b", 7.24), ("qwen2-7b", 7.62)])
+def test_dense_families_count_their_published_parameters(name, billions):
+    # Qwen2's q/k/v biases (0.5M) are not counted: within a per mille.
+    total = float(param_count(**model_from_json(HF / f"{name}.json").dims()).total)
+    assert total / 1e9 == pytest.approx(billions, rel=0.002)
+
+
+def test_qwen2_moe_counts_its_wide_shared_expert_in_expert_widths():
+    config = json.loads((HF / "qwen3-30b-a3b.json").read_text())
+    config.update(model_type="qwen2_moe", num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+                  shared_expert_intermediate_size=5632)  # Qwen1.5-MoE-A2.7B's experts  # fmt: skip
+    assert model_from_json(config).moe.shared == 4
+    config["shared_expert_intermediate_size"] = 5000
+    with pytest.raises(ValueError, match="shared_expert_intermediate_size 5000 is not a whole number of expert"):
+        model_from_json(config)
+
+
+def test_another_architecture_gets_one_line_naming_what_is_missing(capsys):
+    with pytest.raises(ValueError, match="model_type 'gpt2'\\) lacks num_hidden_layers, hidden_size, intermediate_size"
+                       ", num_attention_heads: the field names of LLaMA"):  # fmt: skip
+        model_from_json(HF / "gpt2.json")
+    with pytest.raises(SystemExit) as exit:
+        main(["estimate", "--model-file", str(HF / "gpt2.json"), "--hardware", "tpu-v5p", "--batch", "4M"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and err.count("\n") == 1 and "lacks num_hidden_layers" in err and "Traceback" not in err
+
+
+def test_the_cli_reads_a_config_and_reports_total_and_active_parameters(capsys):
+    args = ["estimate", "--model-file", str(HF / "deepseek-v3.json"), "--hardware", "h100", "--batch", "16M"]
+    code = main([*args, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["params"] / 1e9 == pytest.approx(671, rel=0.001)
+    assert data["params_active"] / 1e9 == pytest.approx(37.55, rel=0.001)
+    main(args)
+    assert "(671B params, 37.6B active)" in capsys.readouterr().out
