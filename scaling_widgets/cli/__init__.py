@@ -130,7 +130,7 @@ def _values(args):
         Layout(
             strategy=args.strategy, x=args.fsdp, y=args.tp, z=args.pp, zero=args.zero, microbatches=args.microbatches,
             microbatch_seqs=args.microbatch_seqs, schedule=args.schedule, virtual_stages=args.virtual_stages,
-            remat=args.remat, sequence_parallel=args.sequence_parallel, mx=args.mx, my=args.my,
+            remat=args.remat, sequence_parallel=args.sequence_parallel, mx=args.mx, my=args.my, ep=args.ep,
         ),
         Options(
             mfu=args.mfu, measured_step_time=args.measured_step_time, attention_flops=args.attention_flops,

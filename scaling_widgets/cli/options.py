@@ -80,6 +80,10 @@ def _layout_options(est) -> None:
     est.add_argument(
         "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis (dp: 0; fsdp, fsdp+tp: 3 unless told)"
     )
+    est.add_argument(
+        "--ep", type=_typed(units.parse_whole, "--ep"), default=1, metavar="EP",
+        help="expert parallelism: EP chips of the data axis split a MoE model's experts (default 1)",
+    )  # fmt: skip
     est.add_argument("--schedule", choices=SCHEDULES, default="1f1b", help="pipeline schedule (default 1f1b)")
     est.add_argument(
         "--virtual-stages",

@@ -30,7 +30,7 @@ STRATEGY_ZERO = {"dp": 0, "tp": 0, "fsdp": 3, "fsdp+tp": 3}  # each strategy's o
 # The fields that may be arrays, one value per layout: together they broadcast to the layouts' shape.
 PER_LAYOUT = ("batch", "tokens", "pods", "x", "y", "z", "zero", "microbatches", "microbatch_seqs", "schedule",
               "virtual_stages", "remat", "mx", "my", "mfu", "measured_step_time", "overhead_bytes",
-              "fits_below")  # fmt: skip
+              "fits_below", "ep")  # fmt: skip
 
 
 def inputs(cluster: Cluster, workload: Workload, layout: Layout, options: Options):
@@ -124,12 +124,13 @@ def _layout(k: Layout, seq_len) -> Layout:
     for name in ("x", "y", "z", "microbatches"):
         if getattr(k, name) is not None:
             _checks.whole(name, getattr(k, name))
+    ep = _scalar(_checks.whole("ep", k.ep))
     for name in ("mx", "my"):
         if getattr(k, name) is not None:
             _checks.positive(name, getattr(k, name))
     if k.wraparound is not None and not isinstance(k.wraparound, (bool, np.bool_)):
         raise refuse("wraparound", "true, false or None (the chip's rule)", k.wraparound)
-    return dataclasses.replace(k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v)
+    return dataclasses.replace(k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v, ep=ep)
 
 
 def _options(o: Options) -> Options:
@@ -149,31 +150,36 @@ def _options(o: Options) -> Options:
     return dataclasses.replace(o, fits_below=_scalar(fits_below))  # an array, if a list was given
 
 
-def runs(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches) -> dict:
+def runs(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep=1) -> dict:
     """Which layouts can run, rule by rule: name -> boolean array (SPEC A.3, A.6).
 
     - "sequences": a data replica gets at least one whole sequence (one token without
       ``seq_len``) per microbatch: B / (T·X·P·m) >= 1;
     - "heads": TP divides the attention heads, and the KV heads divide it or it divides them
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
-    - "stages": the layers split evenly over Z·v (virtual) stages (uneven stages are not modelled).
+    - "stages": the layers split evenly over Z·v (virtual) stages (uneven stages are not modelled);
+    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; SPEC D.2).
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
+    E, EP = (1 if model.moe is None else model.moe.experts), np.asarray(ep)
     return {
         "sequences": np.asarray(batch) / (T * np.asarray(x) * pods) >= microbatches,
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": model.layers % (np.asarray(z) * virtual_stages) == 0,
+        "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
     }
 
 
-def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout) -> None:
+def possible(
+    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout, ep=1
+) -> None:  # fmt: skip
     """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that cannot."""
-    batch, pods, x, y, z, virtual_stages, microbatches = np.broadcast_arrays(
-        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches))
+    batch, pods, x, y, z, virtual_stages, microbatches, ep = np.broadcast_arrays(
+        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep))
     )
     ok = runs(model=model, seq_len=seq_len, batch=batch, pods=pods, x=x, y=y, z=z, virtual_stages=virtual_stages,
-              microbatches=microbatches)  # fmt: skip
+              microbatches=microbatches, ep=ep)  # fmt: skip
     T = 1 if seq_len is None else seq_len
     unit = "token" if seq_len is None else f"sequence of {seq_len}"
     if not ok["sequences"].all():
@@ -192,6 +198,13 @@ def possible(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, mic
         raise refuse("y", f"a TP degree dividing the model's {model.heads} attention heads, that its"
                      f" {model.kv_heads} KV heads divide or that divides them", Y)  # fmt: skip
     stages(model=model, z=z, virtual_stages=virtual_stages)
+    if not ok["experts"].all():
+        i = _first(~ok["experts"])
+        EP, X = int(ep[i]), int(x[i])
+        if model.moe is None:
+            raise refuse("ep", "1 for a dense model: it has no experts to split", EP)
+        raise refuse("ep", f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
+                     f" X = {X} it is taken from", EP)  # fmt: skip
 
 
 def stages(*, model: Model, z, virtual_stages) -> None:

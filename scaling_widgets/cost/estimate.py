@@ -17,6 +17,7 @@ from . import _checks, check
 from ._checks import refuse
 from ._choices import per_choice
 from .activations import activation_bytes_per_layer, in_flight_microbatches
+from .experts import all_to_all, held_width, routed_params
 from .layer import STRATEGIES, crossover_batch, layer_times
 from .memory import memory_per_chip
 from .pipeline import bubble_overhead, stage_traffic_time
@@ -105,11 +106,13 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     chips = math.prod(cluster.slice_shape) * P
     traffic = _scalar(np.where(np.asarray(layout.zero) == 3, SHARDED[layout.strategy], REPLICATED[layout.strategy]))
     span = placed.span
+    # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).
+    held = held_width(model, layout.ep)
+    a2a = 0.0 if model.moe is None else all_to_all(chip, model, layout.ep)(X, Y, placed.mx)
     on_mesh = dict(
-        strategy=traffic, d_model=model.d_model, d_ff=model.active_width, d_ff_weights=model.largest_width, x=X, y=Y,
-        pods=P, mx=placed.mx, my=placed.my,
-        exact=options.exact, wrap_x=span.wrap_x, wrap_y=span.wrap_y, flops=chip.flops, ici_bw=chip.ici_bw,
-        dcn_bw=chip.dcn_bw,
+        strategy=traffic, d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held, x=X, y=Y,
+        pods=P, mx=placed.mx, my=placed.my, exact=options.exact, wrap_x=span.wrap_x, wrap_y=span.wrap_y,
+        flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw, ep_seconds=a2a,
     )  # fmt: skip
     layer = layer_times(batch=B, **on_mesh)
     params = param_count(**model.dims())
@@ -129,13 +132,13 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         crossover_batch=crossover_batch(**on_mesh),
         critical_tokens_per_chip=critical_tokens_per_chip(
             strategy=layout.strategy, flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.active_width, stages=Z,
-            d_ff_weights=model.largest_width, **spans,
+            d_ff_weights=held, **spans,
         ),
         tp_limit=tp_limit(flops=chip.flops, ici_bw=chip.ici_bw, d_ff=model.active_width, my=spans["my"]),
         critical_tokens_per_pod=critical_tokens_per_pod(
-            flops=chip.flops, dcn_bw=chip.dcn_bw, weights_per_compute=model.largest_width / model.active_width
+            flops=chip.flops, dcn_bw=chip.dcn_bw, weights_per_compute=held / model.active_width
         ),
-        x_opt=x_opt(batch=B / P, d_ff=model.largest_width, chips=math.prod(cluster.slice_shape) // Z, **spans),
+        x_opt=x_opt(batch=B / P, d_ff=held, chips=math.prod(cluster.slice_shape) // Z, **spans),
         memory=_memory(workload, layout, options, placed, P, params.total),
         flops_per_token=flops["model"], hardware_flops_per_token=flops["hardware"], bubble=bubble,
         stage_traffic=stage_traffic, training_time=_training_time(workload, times["step_time"]), **times,
@@ -211,15 +214,25 @@ def _step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
 
 
 def _memory(workload, layout, options, placed: Placement, P, Psi):
-    """Memory per chip (SPEC A.4, B.3, B.4, B.8), the activations of the microbatches in flight."""
+    """Memory per chip (SPEC A.4, B.3, B.4, B.8, D.2), the activations of the microbatches in flight.
+
+    A MoE model's routed experts are split over EP chips of the data axis, and what ZeRO shards of
+    them is sharded over the X/EP chips that hold the same experts.
+    """
     model, precision = workload.model, workload.precision
-    X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
-    memory = memory_per_chip(
-        params=Psi, layers=model.layers, d_model=model.d_model, d_ff=model.active_width, batch=workload.batch, x=X, y=Y,
-        z=Z, pods=P, zero=layout.zero, gated=model.gated, weight_bytes=precision.weight_bytes,
-        grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes,
-        activation_bytes=precision.activation_bytes,
-    )  # fmt: skip
+    X, Y, Z, m, v, EP = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages, layout.ep
+    routed = routed_params(model)
+    shape = dict(layers=model.layers, d_model=model.d_model, d_ff=model.active_width, batch=workload.batch, z=Z,
+                 pods=P, zero=layout.zero, gated=model.gated, weight_bytes=precision.weight_bytes,
+                 grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes,
+                 activation_bytes=precision.activation_bytes)  # fmt: skip
+    memory = memory_per_chip(params=Psi - routed, x=X, y=Y, **shape)
+    if routed:
+        experts = memory_per_chip(params=routed, x=X / EP, y=Y * EP, **shape)
+        memory = dataclasses.replace(
+            memory, params=memory.params + experts.params, grads=memory.grads + experts.grads,
+            optimizer=memory.optimizer + experts.optimizer,
+        )  # fmt: skip
 
     def held(schedule):  # microbatches whose activations a stage holds at once (SPEC B.4, B.6)
         return in_flight_microbatches(schedule=schedule, stages=Z, microbatches=m, virtual_stages=v)
@@ -235,8 +248,20 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
         )  # fmt: skip
         return per_layer * model.layers / Z * in_flight
 
-    activations = per_choice(layout.remat, kept)
+    activations = per_choice(layout.remat, kept) + _dispatch_buffers(workload, placed, P, in_flight)
     return dataclasses.replace(memory, activations=activations, overhead=np.asarray(options.overhead_bytes, float))
+
+
+def _dispatch_buffers(workload, placed: Placement, P, in_flight):
+    """Each MoE layer keeps its tokens' k copies, sorted by expert, for the backward pass: about
+    k·D bytes a token per MoE layer (SPEC D.2), on the stage's MoE layers, per microbatch in flight."""
+    model = workload.model
+    if model.moe is None:
+        return 0.0
+    tokens = workload.batch / (placed.x * placed.y * P * placed.microbatches)  # a chip's, one microbatch
+    moe_layers = (model.layers - model.moe.dense_layers) / placed.z
+    copies = model.moe.top_k * model.padding
+    return copies * model.d_model * workload.precision.activation_bytes * tokens * moe_layers * in_flight
 
 
 def _training_time(workload, step):

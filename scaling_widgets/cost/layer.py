@@ -11,7 +11,7 @@ from . import _checks
 from ._choices import per_choice
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp+tp")
-AXES = ("x", "y", "dcn")
+AXES = ("x", "y", "dcn", "ep")
 DATA_PARALLEL = ("dp", "dp+tp")  # the strategies whose X axis holds whole weights (its role is "dp")
 
 
@@ -79,6 +79,7 @@ class LayerTimes:
     y: tuple[np.ndarray, np.ndarray]
     dcn: tuple[np.ndarray, np.ndarray]
     x_role: str | np.ndarray = "fsdp"
+    ep: tuple = (0.0, 0.0)  # a MoE layer's all-to-alls, dispatch and combine (SPEC D.2)
 
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
@@ -100,9 +101,13 @@ class LayerTimes:
         return self.dcn[0] + self.dcn[1]
 
     @cached_property
+    def t_comms_ep(self):
+        return self.ep[0] + self.ep[1]
+
+    @cached_property
     def _comms(self):
         """Per pass, the slowest axis [s]."""
-        return tuple(np.maximum(np.maximum(self.x[p], self.y[p]), self.dcn[p]) for p in (0, 1))
+        return tuple(np.maximum.reduce(np.broadcast_arrays(*(getattr(self, a)[p] for a in AXES))) for p in (0, 1))
 
     @cached_property
     def t_comms(self):
@@ -127,7 +132,7 @@ class LayerTimes:
     @cached_property
     def worst_ratio(self):
         """The largest communication-to-compute ratio of any axis and pass (> 1: comm-bound)."""
-        return np.maximum(np.maximum(self.comm_ratio("x"), self.comm_ratio("y")), self.comm_ratio("dcn"))
+        return np.maximum.reduce(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES)))
 
     @cached_property
     def compute_bound(self):
@@ -136,9 +141,9 @@ class LayerTimes:
 
     @cached_property
     def worst_axis(self):
-        """The axis ('dp'|'fsdp', 'tp', 'dcn') with the largest ratio, bound or not."""
+        """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
-        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn"])[worst])[()]  # one layout: a np.str_
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep"])[worst])[()]  # one layout: a np.str_
 
     @cached_property
     def bottleneck(self):
@@ -148,7 +153,7 @@ class LayerTimes:
 
 def layer_times(
     *, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER,
-    wrap_x=True, wrap_y=True, d_ff_weights=None,
+    wrap_x=True, wrap_y=True, d_ff_weights=None, ep_seconds=0.0,
 ):  # fmt: skip
     """Per-chip compute and communication times of one layer (SPEC A.3).
 
@@ -163,6 +168,8 @@ def layer_times(
     d_ff_weights : the width the layer holds as weights, when it is not the width a token goes
         through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (SPEC D.1). The weights'
         traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
+    ep_seconds : a MoE layer's all-to-all, seconds per token a chip sends (``experts``): two
+        a pass, over the B/(P·X·Y) tokens of each chip (SPEC D.2); 0 without expert parallelism.
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
@@ -183,12 +190,14 @@ def layer_times(
     C, W, W_dcn = (_checks.positive(n, v) for n, v in (("flops", flops), ("ici_bw", ici_bw), ("dcn_bw", dcn_bw)))
     M_X, M_Y = _checks.non_negative("mx", mx), _checks.non_negative("my", my)
     _checks.non_negative("latency", exact.latency)
-    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y, F_w)
+    A2A = _checks.non_negative("ep_seconds", ep_seconds)
+    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y, F_w, A2A)
 
 
 def _layer_times(
-    strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True, F_w=None
-) -> LayerTimes:
+    strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True, F_w=None,
+    A2A=0.0,
+) -> LayerTimes:  # fmt: skip
     """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
     F_w = F if F_w is None else F_w  # the width held as weights (a MoE layer's every expert)
     per_pod = B / P
@@ -205,12 +214,14 @@ def _layer_times(
     x, y, dcn = (x_fwd * per_x_byte, x_bwd * per_x_byte), (y_fwd * per_y_byte, y_bwd * per_y_byte), (0.0, dcn_bwd)
     if exact != CHAPTER:
         x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
+    all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
     return LayerTimes(
         math=math,
         x=x,
         y=y,
         dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
         x_role=_x_role(strategy),
+        ep=(all_to_all, all_to_all),
     )
 
 
@@ -232,12 +243,13 @@ def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
     counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
     groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
     times = {"x": x, "y": y, "dcn": dcn}
-    return tuple(tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a])) for a in AXES)
+    return tuple(tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a]))
+                 for a in ("x", "y", "dcn"))  # fmt: skip
 
 
 def crossover_batch(
     *, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER, wrap_x=True,
-    wrap_y=True, d_ff_weights=None,
+    wrap_y=True, d_ff_weights=None, ep_seconds=0.0,
 ):  # fmt: skip
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
@@ -251,7 +263,15 @@ def crossover_batch(
     array([435200.,     inf])
     """
     args = dict(
-        strategy=strategy, batch=1.0, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods, d_ff_weights=d_ff_weights
+        strategy=strategy,
+        batch=1.0,
+        d_model=d_model,
+        d_ff=d_ff,
+        x=x,
+        y=y,
+        pods=pods,
+        d_ff_weights=d_ff_weights,
+        ep_seconds=ep_seconds,
     )
     corrections = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y)
     layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, **corrections)  # checks only
@@ -260,7 +280,7 @@ def crossover_batch(
     X, Y, P, C, W, W_dcn, M_X, M_Y = hw
     D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)
     F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)
-    widths = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y, F_w=F_w)
+    widths = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y, F_w=F_w, A2A=np.asarray(ep_seconds, dtype=float))
     at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
     at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
     needed = []

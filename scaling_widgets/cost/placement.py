@@ -16,6 +16,7 @@ import numpy as np
 from . import _checks
 from ._checks import refuse
 from .check import possible, stages
+from .experts import all_to_all, held_width
 from .layer import Exactness
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
 from .nodes import node_spans
@@ -70,7 +71,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
     possible(
         model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=P, x=X, y=Y, z=Z,
-        virtual_stages=layout.virtual_stages, microbatches=m, given=layout,
+        virtual_stages=layout.virtual_stages, microbatches=m, given=layout, ep=layout.ep,
     )  # fmt: skip
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
@@ -94,7 +95,8 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     max_x = workload.batch / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
     split = dict(
         exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
-        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=model.largest_width,
+        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held_width(model, layout.ep), ep=layout.ep,
+        all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
         slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
         mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
         heads=model.heads, kv_heads=model.kv_heads,

@@ -22,7 +22,8 @@ def split_candidates(chips: int):
 
 def best_split(
     *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
-    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None,
+    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None, ep=1,
+    all_to_all=None,
 ):  # fmt: skip
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
@@ -35,7 +36,9 @@ def best_split(
     inside a node (a split by hand may take it across). With ``heads`` (and
     ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
     axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
-    left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``).
+    left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
+    with expert parallelism ``ep`` only data axes it divides are offered, and ``all_to_all(X, Y, M_X)``
+    gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
@@ -65,6 +68,7 @@ def best_split(
     layout = dict(
         strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact,
         wrap_x=span.wrap_x, wrap_y=span.wrap_y, d_ff_weights=F_w,
+        ep_seconds=0.0 if all_to_all is None else all_to_all(X, Y, M_X),
     )  # fmt: skip
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
@@ -76,6 +80,7 @@ def best_split(
         legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
     if max_x is not None:
         legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
+    legal = legal & (X % np.asarray(ep)[..., None] == 0)  # EP's chips come out of the data axis
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B

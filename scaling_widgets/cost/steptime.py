@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .experts import all_to_all, routed_params
 from .inputs import Chip
 
 TERMS = (
     "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
-    "optimizer", "stragglers",
+    "ep_exposed", "optimizer", "stragglers",
 )  # fmt: skip
 
 
@@ -142,8 +143,9 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
     backward_last = l * 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops  # the reductions hide under it
-    psi_layer = (e.params.mlp + e.params.attention) / L  # the weights a layer holds: what FSDP gathers
-    data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last)
+    elsewhere = routed_params(model) * (1 - 1 / np.asarray(layout.ep))  # experts that live on other EP chips
+    psi_layer = (e.params.mlp - elsewhere + e.params.attention) / L  # the weights a chip's layer holds: FSDP's
+    data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last, elsewhere)
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
         "memory_bound": m * l * layer_memory,
@@ -151,18 +153,36 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         "stage_to_stage": m * stage_to_stage,
         "bubble": (Z - 1) / v * t_mb,
         **data,
+        "ep_exposed": m * _all_to_alls(e, profile, b, l, remat_forward),
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
     return {k: np.broadcast_to(np.asarray(t, dtype=float), np.shape(e.step_time)) for k, t in terms.items()}
 
 
-def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last) -> dict:
+def _all_to_alls(e, profile, b, stage_layers, remat_forward):
+    """One microbatch's expert all-to-alls on a stage (SPEC D.2): dispatch and combine each pass
+    (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden."""
+    model, chip, EP = e.model, e.chip, np.asarray(e.layout.ep)
+    if model.moe is None:
+        return 0.0
+    seconds = all_to_all(chip, model, EP)(e.x, e.y, e.mx)
+    if chip.is_gpu:  # the group's own tier: NVLink while it fits in a node, else the NIC
+        crosses = EP > np.maximum(chip.node_size // e.y, 1)
+        seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
+    else:
+        seconds = seconds / profile.link_ici
+    moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
+    latency = (EP > 1) * profile.latency * np.log2(np.maximum(EP, 1))
+    return moe_layers * (4 + 2 * remat_forward) * (seconds * b / e.y + latency)
+
+
+def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, Z, P = e.chip, e.x, e.y, e.z, e.pods
     W_x = group_bandwidth(chip, e.mx)
     link_x = link_efficiency(chip, profile, e.mx)
-    shard = e.params.total / (Y * Z) * 2  # a replica's bf16 gradients on one chip [bytes]
+    shard = (e.params.total - elsewhere) / (Y * Z) * 2  # a replica's bf16 gradients on one chip [bytes]
     sharded = np.asarray(e.zero) == 3
     reduce = collective_time(nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency)
     dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))

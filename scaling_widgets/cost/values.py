@@ -50,7 +50,8 @@ class Layout:
     whole axes to the groups instead. ``zero`` None is the strategy's own stage (DP and TP 0,
     FSDP 3). ``microbatches`` None is 4·Z under pipelining and 1 without, or follows from
     ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override how the groups sit on the
-    slice (axes spanned, rings).
+    slice (axes spanned, rings). ``ep``: expert parallelism, EP chips of the data axis X that
+    split each MoE layer's experts (SPEC D.2); 1 without.
     """
 
     strategy: str = "fsdp+tp"
@@ -68,6 +69,7 @@ class Layout:
     mx: float | None = None
     my: float | None = None
     wraparound: bool | None = None
+    ep: object = 1
 
 
 @dataclass(frozen=True, eq=False)

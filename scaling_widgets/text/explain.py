@@ -12,17 +12,18 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.profiles import profile_for
-from ..cost.training import param_count
-from . import units
+from . import experts, units
 from .lines import Line, Math, plain, tex_sci, tex_text
 
-AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN"}
+AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN",
+              "ep": "expert-parallel (EP)"}  # fmt: skip
 # What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
 COLLECTIVES = {
     "dp": "DP AllReduce of the gradients (X)",
     "fsdp": "FSDP AllGather and ReduceScatter (X)",
     "tp": "TP AllGather and ReduceScatter (Y)",
     "dcn": "AllReduce across pods (DCN)",
+    "ep": "expert all-to-all (EP)",
 }
 
 
@@ -38,7 +39,9 @@ def layout_name(e: Estimate) -> str:
     """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP."""
     x, y, z = int(e.x), int(e.y), int(e.z)
     data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
-    groups = [f"{data} X={x}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
+    ep = int(e.layout.ep)
+    experts = f" with EP {ep}" if ep > 1 else ""  # the experts split over EP of the X chips
+    groups = [f"{data} X={x}{experts}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
     extra = [f"ZeRO-{e.zero}"] if x > 1 else []
     if z > 1:
         virtual = f" x {e.virtual_stages} virtual" if e.schedule == "interleaved" else ""
@@ -100,8 +103,8 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     tex_ratio = rf"{tex_sci(chip.flops)}/{tex_sci(chip.ici_bw)} = {alpha:,.0f}"
     out = [Line.of("threshold", Math(f"α = C/W_ici = {ratio}", rf"\alpha = C/W_{{ici}} = {tex_ratio}"))]
     if e.model.moe is not None:
-        out.append(_moe_widths(e.model))
-    r, rs = _weights_per_compute(e.model)
+        out += experts.thresholds(e)
+    r, rs = experts.weights_per_compute(e)
     need = float(e.critical_tokens_per_chip)
     if e.strategy in ("dp", "fsdp"):
         out.append(Line.of(
@@ -133,8 +136,8 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
 def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: Estimate | None) -> list[Line]:
     """FSDP + TP: its threshold at the best split, the chapter's M_X·M_Y = 2 where it differs, X_opt."""
     (mx, my), (zs, zt) = spans, per_stage
-    F, B, z, need = _width(e.model.active_width), float(e.batch), int(e.z), float(e.critical_tokens_per_chip)
-    r, (r_sym, r_num) = _weights_per_compute(e.model)
+    F, B, z, need = experts.width(e.model.active_width), float(e.batch), int(e.z), float(e.critical_tokens_per_chip)
+    r, (r_sym, r_num) = experts.weights_per_compute(e)
     out = [Line.of(
         "threshold", "FSDP + TP at its best split needs tokens per chip above ",
         Math(f"α²{r_sym}/(M_X·M_Y·F){zs} = {alpha:,.0f}²{r_num}/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
@@ -151,8 +154,8 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
     split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
     if e.chip.is_gpu:
         split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
-    held = "F" if e.model.moe is None else "F_w"  # FSDP moves the weights: a MoE layer's every expert
-    F_w = _width(e.model.largest_width)
+    held = "F" if e.model.moe is None else "F_w"  # FSDP moves the weights a chip holds: a MoE layer's experts
+    F_w = experts.width(experts.held(e))
     out.append(Line.of(
         "threshold", "X_opt = ",
         Math(f"sqrt((B/{held})·(M_X/M_Y)·N) = sqrt(({pod}/{F_w})·({mx:.3g}/{my:.3g})·{stage:,})"
@@ -166,7 +169,7 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
 
 def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
     """TP's limit on Y, independent of the batch (SPEC A.3); F the width a token goes through."""
-    F = _width(e.model.active_width)
+    F = experts.width(e.model.active_width)
     limit = float(e.tp_limit)
     ok = "ok" if e.y < limit else "exceeds it: never compute-bound at any batch (as the chapter's FSDP 256 x TP 16)"
     return Line.of(
@@ -177,54 +180,10 @@ def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
     )  # fmt: skip
 
 
-def _moe_widths(model) -> Line:
-    """A MoE layer's two widths, and what their ratio does to the weights' traffic (SPEC D.1, D.2)."""
-    moe, r = model.moe, _weights_per_compute(model)[0]
-    pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
-    return Line.of("note", f"MoE: a layer holds F_w = (E + S)·F_e = {moe.experts + moe.shared}·{moe.d_ff}"
-                   f" = {model.largest_width} of MLP width, and a token goes through F = (k{pad} + S)·F_e ="
-                   f" {_width(model.active_width)}: its weights move r = F_w/F = {r:.3g}x as many bytes per FLOP as"
-                   " a dense layer's, so DP and FSDP need r times the tokens (SPEC D.2)")  # fmt: skip
-
-
-def params(e: Estimate) -> str:
-    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts (SPEC D.1)."""
-    total = f"{units.count(float(e.params.total))} params"
-    return total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
-
-
-def model_summary(model) -> str:
-    """A model in one line: its parameters, and its experts and attention when they are not dense."""
-    p = param_count(**model.dims())
-    text = f"{units.count(float(p.total))} params"
-    if model.moe is not None:
-        moe = model.moe
-        shared = f" + {moe.shared} shared" if moe.shared else ""
-        dense = f"; the first {moe.dense_layers} layers dense" if moe.dense_layers else ""
-        text += (f", {units.count(float(p.active))} active: {moe.experts} experts of {moe.d_ff}, top {moe.top_k}"
-                 f"{shared}{dense}")  # fmt: skip
-    if model.mla is not None:
-        text += "; multi-head latent attention"
-    return text
-
-
-def _weights_per_compute(model) -> tuple[float, tuple[str, str]]:
-    """r = F_w/F, and how a formula writes it: ("·r", "·28.6"), or nothing for a dense model."""
-    if model.moe is None:
-        return 1.0, ("", "")
-    r = model.largest_width / model.active_width
-    return r, ("·r", f"·{r:.3g}")
-
-
-def _width(width: float) -> str:
-    """A width as the formulas write it: 13824, or 1.5-padded 16896.5."""
-    return f"{width:.0f}" if width == round(width) else f"{width:.1f}"
-
-
 def _dcn(e: Estimate) -> Line:
     pod, need = units.tokens(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
     chip = e.chip
-    r_sym, r_num = _weights_per_compute(e.model)[1]
+    r_sym, r_num = experts.weights_per_compute(e)[1]
     formula = Math(f"B/P = {pod} vs C{r_sym}/W_dcn = {units.sci(chip.flops)}{r_num}/{units.sci(chip.dcn_bw)}"
                    f" = {need:,.0f}",
                    rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{r_sym}/W_{{dcn}} = {tex_sci(chip.flops)}{r_num}/"
@@ -256,7 +215,7 @@ MFU_CONVENTION = (
 TERM_NAMES = {
     "matmul": "matmuls", "memory_bound": "memory-bound work", "tp_exposed": "TP collectives",
     "stage_to_stage": "stage-to-stage", "bubble": "bubble", "dp_exposed": "DP reduction",
-    "fsdp_exposed": "ZeRO-3 traffic",
+    "fsdp_exposed": "ZeRO-3 traffic", "ep_exposed": "expert all-to-all",
     "dcn_exposed": "DCN reduction", "optimizer": "optimizer", "stragglers": "stragglers",
 }  # fmt: skip
 

@@ -22,7 +22,8 @@ from .theme import color
 
 # One color per term, in TERMS' order; stacked bars need explicit colors.
 TERM_COLORS = [
-    color(name) for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "brown", "grey")
+    color(name)
+    for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "indigo", "brown", "grey")
 ]
 
 

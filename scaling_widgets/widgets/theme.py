@@ -25,6 +25,7 @@ PALETTE = {
     "grey": ("#727272", "#8c8c8c"),
     "olive": ("#737415", "#bcbd22"),
     "cyan": ("#0f7f8a", "#17becf"),
+    "indigo": ("#3949ab", "#8c9eff"),
     "error": ("#b00020", "#ff7a7a"),
 }
 PAGES = {"light": "#ffffff", "dark": "#212121"}  # the lighter of JupyterLab Dark's two backgrounds

@@ -1,0 +1,91 @@
+"""A mixture of experts in words (SPEC D.1, D.2): its parameters, its two widths, and where
+expert parallelism stays compute-bound, with the numbers substituted."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cost import Estimate
+from ..cost.experts import held_width
+from ..cost.training import param_count
+from . import units
+from .lines import Line, Math
+
+
+def params(e: Estimate) -> str:
+    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts."""
+    total = f"{units.count(float(e.params.total))} params"
+    return total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
+
+
+def model_summary(model) -> str:
+    """A model in one line: its parameters, and its experts and attention when they are not dense."""
+    p = param_count(**model.dims())
+    text = f"{units.count(float(p.total))} params"
+    if model.moe is not None:
+        moe = model.moe
+        shared = f" + {moe.shared} shared" if moe.shared else ""
+        dense = f"; the first {moe.dense_layers} layers dense" if moe.dense_layers else ""
+        text += (f", {units.count(float(p.active))} active: {moe.experts} experts of {moe.d_ff}, top {moe.top_k}"
+                 f"{shared}{dense}")  # fmt: skip
+    if model.mla is not None:
+        text += "; multi-head latent attention"
+    return text
+
+
+def held(e: Estimate) -> float:
+    """The MLP width a chip holds of a layer: (E/EP + S)·F_e, F for a dense model."""
+    return float(held_width(e.model, e.layout.ep))
+
+
+def weights_per_compute(e: Estimate) -> tuple[float, tuple[str, str]]:
+    """r = F_w/F, and how a formula writes it: ("·r", "·28.6"), or nothing for a dense model."""
+    if e.model.moe is None:
+        return 1.0, ("", "")
+    r = held(e) / e.model.active_width
+    return r, ("·r", f"·{r:.3g}")
+
+
+def width(value: float) -> str:
+    """A width as the formulas write it: 13824, or 16896.5 with a capacity factor's padding."""
+    return f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+
+
+def thresholds(e: Estimate) -> list[Line]:
+    """The two widths and what their ratio does to DP and FSDP; with EP, its own limit."""
+    moe, model, r = e.model.moe, e.model, weights_per_compute(e)[0]
+    ep = int(e.layout.ep)
+    pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
+    held_by = f"(E/EP + S)·F_e = ({moe.experts}/{ep} + {moe.shared})" if ep > 1 else f"(E + S)·F_e = ({moe.experts}"
+    held_by += f" + {moe.shared})" if ep == 1 else ""
+    out = [Line.of("note", f"MoE: a chip holds F_w = {held_by}·{moe.d_ff} = {width(held(e))} of each MoE layer's MLP,"
+                   f" and a token goes through F = (k{pad} + S)·F_e = {width(model.active_width)}: the weights move"
+                   f" r = F_w/F = {r:.3g}x the bytes per FLOP of a dense layer, so DP and FSDP need r times the tokens"
+                   " (SPEC D.2)")]  # fmt: skip
+    if ep > 1:
+        out.append(_expert_parallel(e))
+    return out
+
+
+def _expert_parallel(e: Estimate) -> Line:
+    """EP's all-to-alls against the MoE layer's compute: both grow with the batch, so EP has no
+    critical batch; its limit is on F_e (the GPU chapter's rule on GPUs)."""
+    ratio = float(np.max(e.layer.comm_ratio("ep")))
+    verdict = "compute-bound" if ratio <= 1 else "communication-bound at any batch"
+    out = [f"EP {int(e.layout.ep)}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
+           " (both grow with the batch: EP's limit is on F_e, not on B)"]  # fmt: skip
+    chip, moe = e.chip, e.model.moe
+    if chip.is_gpu and int(e.layout.ep) * int(e.y) <= chip.node_size:
+        return Line.of("threshold", out[0] + "; the group stays inside an NVLink node")
+    if chip.is_gpu:
+        node = chip.node_size
+        alpha = chip.flops / (chip.scaleout_bw * node)  # C over a node's egress, as the GPU chapter counts
+        ep = int(e.layout.ep)
+        rule = Math(f"F_e > α_node·(EP − {node})/k = {alpha:,.0f}·{ep - node}/{moe.top_k} = "
+                    f"{alpha * max(ep - node, 0) / moe.top_k:,.0f} (k > EP/{node}), or F_e > {node}α_node ="
+                    f" {node * alpha:,.0f} (EP ≫ k); F_e = {moe.d_ff}",
+                    rf"F_e > \alpha_{{node}}(EP - {node})/k = {alpha:,.0f}\cdot {ep - node}/{moe.top_k} ="
+                    rf" {alpha * max(ep - node, 0) / moe.top_k:,.0f}\ (k > EP/{node}),\ \text{{or}}\ F_e > {node}"
+                    rf"\alpha_{{node}} = {node * alpha:,.0f}\ (EP \gg k);\ F_e = {moe.d_ff}")  # fmt: skip
+        return Line.of("threshold", out[0] + ". Across nodes the GPU chapter asks ", rule)
+    return Line.of("threshold", out[0])
