@@ -26,7 +26,7 @@ FLAGS = {
     "x": "--fsdp", "y": "--tp", "z": "--pp", "slice_shape": "--mesh", "seq_len": "--seq-len",
     "virtual_stages": "--virtual-stages", "microbatch_seqs": "--microbatch-seqs",
     "measured_step_time": "--measured-step-time", "overhead_bytes": "--overhead-gb", "fits_below": "--fits-below",
-    "sequence_parallel": "--sequence-parallel", "attention_flops": "--attention-flops",
+    "sequence_parallel": "--sequence-parallel", "attention_flops": "--attention-flops", "cp_kind": "--cp-kind",
 }  # fmt: skip
 
 
@@ -131,6 +131,7 @@ def _values(args):
             strategy=args.strategy, x=args.fsdp, y=args.tp, z=args.pp, zero=args.zero, microbatches=args.microbatches,
             microbatch_seqs=args.microbatch_seqs, schedule=args.schedule, virtual_stages=args.virtual_stages,
             remat=args.remat, sequence_parallel=args.sequence_parallel, mx=args.mx, my=args.my, ep=args.ep,
+            cp=args.cp, cp_kind=args.cp_kind,
         ),
         Options(
             mfu=args.mfu, measured_step_time=args.measured_step_time, attention_flops=args.attention_flops,

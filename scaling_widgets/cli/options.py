@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..cost import REMAT_POLICIES, SCHEDULES, STRATEGIES
+from ..cost.context import CP_KINDS
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 
@@ -84,6 +85,11 @@ def _layout_options(est) -> None:
         "--ep", type=_typed(units.parse_whole, "--ep"), default=1, metavar="EP",
         help="expert parallelism: EP chips of the data axis split a MoE model's experts (default 1)",
     )  # fmt: skip
+    est.add_argument(
+        "--cp", type=_typed(units.parse_whole, "--cp"), default=1, metavar="CP",
+        help="context parallelism: CP chips of the data axis split each sequence (default 1)",
+    )  # fmt: skip
+    est.add_argument("--cp-kind", choices=CP_KINDS, default="ring", help="how CP passes keys and values (default ring)")
     est.add_argument("--schedule", choices=SCHEDULES, default="1f1b", help="pipeline schedule (default 1f1b)")
     est.add_argument(
         "--virtual-stages",

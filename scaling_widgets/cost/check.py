@@ -17,6 +17,7 @@ import numpy as np
 from . import _checks
 from ._checks import refuse
 from .activations import SCHEDULES
+from .context import CP_KINDS
 from .inputs import Chip, Model, Precision
 from .layer import STRATEGIES, Exactness
 from .mesh import ROLES, check_fits_pod
@@ -30,7 +31,7 @@ STRATEGY_ZERO = {"dp": 0, "tp": 0, "fsdp": 3, "fsdp+tp": 3}  # each strategy's o
 # The fields that may be arrays, one value per layout: together they broadcast to the layouts' shape.
 PER_LAYOUT = ("batch", "tokens", "pods", "x", "y", "z", "zero", "microbatches", "microbatch_seqs", "schedule",
               "virtual_stages", "remat", "mx", "my", "mfu", "measured_step_time", "overhead_bytes",
-              "fits_below", "ep")  # fmt: skip
+              "fits_below", "ep", "cp")  # fmt: skip
 
 
 def inputs(cluster: Cluster, workload: Workload, layout: Layout, options: Options):
@@ -124,13 +125,18 @@ def _layout(k: Layout, seq_len) -> Layout:
     for name in ("x", "y", "z", "microbatches"):
         if getattr(k, name) is not None:
             _checks.whole(name, getattr(k, name))
-    ep = _scalar(_checks.whole("ep", k.ep))
+    ep, cp = _scalar(_checks.whole("ep", k.ep)), _scalar(_checks.whole("cp", k.cp))
+    _checks.one_of("cp_kind", k.cp_kind, CP_KINDS)
+    if np.any(np.asarray(cp) > 1) and seq_len is None:
+        raise refuse("seq_len", "given to split sequences over chips (context parallelism)", None)
     for name in ("mx", "my"):
         if getattr(k, name) is not None:
             _checks.positive(name, getattr(k, name))
     if k.wraparound is not None and not isinstance(k.wraparound, (bool, np.bool_)):
         raise refuse("wraparound", "true, false or None (the chip's rule)", k.wraparound)
-    return dataclasses.replace(k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v, ep=ep)
+    return dataclasses.replace(
+        k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v, ep=ep, cp=cp
+    )
 
 
 def _options(o: Options) -> Options:
@@ -150,48 +156,59 @@ def _options(o: Options) -> Options:
     return dataclasses.replace(o, fits_below=_scalar(fits_below))  # an array, if a list was given
 
 
-def runs(*, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep=1) -> dict:
+def runs(
+    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep=1, cp=1, cp_kind="ring"
+) -> dict:  # fmt: skip
     """Which layouts can run, rule by rule: name -> boolean array (SPEC A.3, A.6).
 
     - "sequences": a data replica gets at least one whole sequence (one token without
-      ``seq_len``) per microbatch: B / (T·X·P·m) >= 1;
+      ``seq_len``) per microbatch: B / (T·X·P·m) >= 1, its CP chips sharing each sequence:
+      B·CP / (T·X·P·m) >= 1;
     - "heads": TP divides the attention heads, and the KV heads divide it or it divides them
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
-    - "stages": the layers split evenly over Z·v (virtual) stages (uneven stages are not modelled);
-    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; SPEC D.2).
+    - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
+      busiest, ``pipeline.busiest_stage_layers``);
+    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; SPEC D.2);
+    - "context": CP divides the data axis and the sequence, and under Ulysses the KV heads of
+      each TP shard (SPEC D.3).
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
-    E, EP = (1 if model.moe is None else model.moe.experts), np.asarray(ep)
+    E, EP, CP = (1 if model.moe is None else model.moe.experts), np.asarray(ep), np.asarray(cp)
+    heads_per_shard = np.maximum(K // np.asarray(y), 1)
     return {
-        "sequences": np.asarray(batch) / (T * np.asarray(x) * pods) >= microbatches,
+        "sequences": np.asarray(batch) * CP / (T * np.asarray(x) * pods) >= microbatches,
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
-        "stages": model.layers % (np.asarray(z) * virtual_stages) == 0,
+        "stages": np.asarray(z) * virtual_stages <= model.layers,
         "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
+        "context": (np.asarray(x) % CP == 0) & (T % CP == 0) & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
     }
 
 
 def possible(
-    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout, ep=1
+    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout, ep=1, cp=1,
+    cp_kind="ring",
 ) -> None:  # fmt: skip
     """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that cannot."""
-    batch, pods, x, y, z, virtual_stages, microbatches, ep = np.broadcast_arrays(
-        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep))
+    batch, pods, x, y, z, virtual_stages, microbatches, ep, cp = np.broadcast_arrays(
+        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep, cp))
     )
     ok = runs(model=model, seq_len=seq_len, batch=batch, pods=pods, x=x, y=y, z=z, virtual_stages=virtual_stages,
-              microbatches=microbatches, ep=ep)  # fmt: skip
+              microbatches=microbatches, ep=ep, cp=cp, cp_kind=cp_kind)  # fmt: skip
     T = 1 if seq_len is None else seq_len
     unit = "token" if seq_len is None else f"sequence of {seq_len}"
     if not ok["sequences"].all():
         i = _first(~ok["sequences"])
-        m, X, P = int(microbatches[i]), int(x[i]), int(pods[i])
+        m, X, P, CP = int(microbatches[i]), int(x[i]) // int(cp[i]), int(pods[i]), int(cp[i])
         got = batch[i].item() / (T * X * P)
         if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
             units = "tokens" if seq_len is None else f"sequences of {seq_len}"
             raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
         replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
         need = X * P * m * T
-        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}",
+        suggest_cp = seq_len is not None and CP == 1
+        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}"
+                     + (" (or split each sequence over chips: context parallelism, --cp)" if suggest_cp else ""),
                      f"{batch[i].item():,.6g} ({got:.3g} per replica)")  # fmt: skip
     if not ok["heads"].all():
         Y = int(y[_first(~ok["heads"])])
@@ -205,18 +222,25 @@ def possible(
             raise refuse("ep", "1 for a dense model: it has no experts to split", EP)
         raise refuse("ep", f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
                      f" X = {X} it is taken from", EP)  # fmt: skip
+    if not ok["context"].all():
+        i = _first(~ok["context"])
+        CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
+        shard_heads = max(model.kv_heads // Y, 1)
+        raise refuse("cp", f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of {T}"
+                     + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if cp_kind == "ulysses" else ""),
+                     CP)  # fmt: skip
 
 
 def stages(*, model: Model, z, virtual_stages) -> None:
-    """Refuse pipeline stages that do not split the layers evenly (see ``runs``)."""
+    """Refuse more (virtual) pipeline stages than layers (see ``runs``)."""
     z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(virtual_stages))
-    uneven = model.layers % (z * virtual_stages) != 0
-    if uneven.any():
-        i = _first(uneven)
+    empty = z * virtual_stages > model.layers
+    if empty.any():
+        i = _first(empty)
         Z, v = int(z[i]), int(virtual_stages[i])
         field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
-        raise refuse(field, f"such that Z·v divides the model's {model.layers} layers (uneven stages are not"
-                     " modelled)", got)  # fmt: skip
+        raise refuse(field, f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
+                     got)  # fmt: skip
 
 
 def _first(mask) -> int | tuple:

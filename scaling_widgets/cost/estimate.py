@@ -17,10 +17,11 @@ from . import _checks, check
 from ._checks import refuse
 from ._choices import per_choice
 from .activations import activation_bytes_per_layer, in_flight_microbatches
+from .context import cp_seconds_per_token
 from .experts import all_to_all, held_width, routed_params
 from .layer import STRATEGIES, crossover_batch, layer_times
 from .memory import memory_per_chip
-from .pipeline import bubble_overhead, stage_traffic_time
+from .pipeline import bubble_overhead, stage_share, stage_traffic_time
 from .placement import Placement, place
 from .profiles import profile_for
 from .result import Estimate
@@ -109,10 +110,12 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).
     held = held_width(model, layout.ep)
     a2a = 0.0 if model.moe is None else all_to_all(chip, model, layout.ep)(X, Y, placed.mx)
+    kv = cp_seconds_per_token(chip=chip, model=model, cp=layout.cp, kind=layout.cp_kind, seq_len=workload.seq_len or 1,
+                              x=X, y=Y, mx=placed.mx)  # fmt: skip
     on_mesh = dict(
         strategy=traffic, d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held, x=X, y=Y,
         pods=P, mx=placed.mx, my=placed.my, exact=options.exact, wrap_x=span.wrap_x, wrap_y=span.wrap_y,
-        flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw, ep_seconds=a2a,
+        flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw, ep_seconds=a2a, cp_seconds=kv,
     )  # fmt: skip
     layer = layer_times(batch=B, **on_mesh)
     params = param_count(**model.dims())
@@ -222,7 +225,9 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
     model, precision = workload.model, workload.precision
     X, Y, Z, m, v, EP = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages, layout.ep
     routed = routed_params(model)
-    shape = dict(layers=model.layers, d_model=model.d_model, d_ff=model.active_width, batch=workload.batch, z=Z,
+    # The busiest stage holds v·ceil(L/(Z·v)) layers: it counts as L over that many stages.
+    Z_busiest = stage_share(layers=model.layers, stages=Z, virtual_stages=v)
+    shape = dict(layers=model.layers, d_model=model.d_model, d_ff=model.active_width, batch=workload.batch, z=Z_busiest,
                  pods=P, zero=layout.zero, gated=model.gated, weight_bytes=precision.weight_bytes,
                  grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes,
                  activation_bytes=precision.activation_bytes)  # fmt: skip
@@ -242,24 +247,25 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
     def kept(policy):  # the chapter's checkpoints of one microbatch, or Korthikanti et al.'s bytes
         if policy == "checkpoints":
             return memory.activations / m * in_flight
-        per_layer = activation_bytes_per_layer(
-            seq_len=workload.seq_len, microbatch_seqs=workload.batch / workload.seq_len / (X * P * m),
+        per_layer = activation_bytes_per_layer(  # a chip's s/CP tokens of each of its sequences (SPEC D.3)
+            seq_len=workload.seq_len / layout.cp,
+            microbatch_seqs=workload.batch / workload.seq_len / (X / layout.cp * P * m),
             d_model=model.d_model, heads=model.heads, tp=Y, remat=policy, sequence_parallel=layout.sequence_parallel,
         )  # fmt: skip
-        return per_layer * model.layers / Z * in_flight
+        return per_layer * model.layers / Z_busiest * in_flight
 
-    activations = per_choice(layout.remat, kept) + _dispatch_buffers(workload, placed, P, in_flight)
+    activations = per_choice(layout.remat, kept) + _dispatch_buffers(workload, placed, P, in_flight, Z_busiest)
     return dataclasses.replace(memory, activations=activations, overhead=np.asarray(options.overhead_bytes, float))
 
 
-def _dispatch_buffers(workload, placed: Placement, P, in_flight):
+def _dispatch_buffers(workload, placed: Placement, P, in_flight, Z_busiest):
     """Each MoE layer keeps its tokens' k copies, sorted by expert, for the backward pass: about
     k·D bytes a token per MoE layer (SPEC D.2), on the stage's MoE layers, per microbatch in flight."""
     model = workload.model
     if model.moe is None:
         return 0.0
     tokens = workload.batch / (placed.x * placed.y * P * placed.microbatches)  # a chip's, one microbatch
-    moe_layers = (model.layers - model.moe.dense_layers) / placed.z
+    moe_layers = (model.layers - model.moe.dense_layers) / Z_busiest
     copies = model.moe.top_k * model.padding
     return copies * model.d_model * workload.precision.activation_bytes * tokens * moe_layers * in_flight
 

@@ -11,7 +11,7 @@ from . import _checks
 from ._choices import per_choice
 
 STRATEGIES = ("dp", "fsdp", "tp", "fsdp+tp")
-AXES = ("x", "y", "dcn", "ep")
+AXES = ("x", "y", "dcn", "ep", "cp")
 DATA_PARALLEL = ("dp", "dp+tp")  # the strategies whose X axis holds whole weights (its role is "dp")
 
 
@@ -80,6 +80,7 @@ class LayerTimes:
     dcn: tuple[np.ndarray, np.ndarray]
     x_role: str | np.ndarray = "fsdp"
     ep: tuple = (0.0, 0.0)  # a MoE layer's all-to-alls, dispatch and combine (SPEC D.2)
+    cp: tuple = (0.0, 0.0)  # context parallelism's keys and values, beyond what hides (SPEC D.3)
 
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
@@ -103,6 +104,10 @@ class LayerTimes:
     @cached_property
     def t_comms_ep(self):
         return self.ep[0] + self.ep[1]
+
+    @cached_property
+    def t_comms_cp(self):
+        return self.cp[0] + self.cp[1]
 
     @cached_property
     def _comms(self):
@@ -143,7 +148,7 @@ class LayerTimes:
     def worst_axis(self):
         """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
-        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep"])[worst])[()]  # one layout: a np.str_
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep", "cp"])[worst])[()]  # one: a np.str_
 
     @cached_property
     def bottleneck(self):
@@ -153,7 +158,7 @@ class LayerTimes:
 
 def layer_times(
     *, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER,
-    wrap_x=True, wrap_y=True, d_ff_weights=None, ep_seconds=0.0,
+    wrap_x=True, wrap_y=True, d_ff_weights=None, ep_seconds=0.0, cp_seconds=0.0,
 ):  # fmt: skip
     """Per-chip compute and communication times of one layer (SPEC A.3).
 
@@ -170,6 +175,8 @@ def layer_times(
         traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
     ep_seconds : a MoE layer's all-to-all, seconds per token a chip sends (``experts``): two
         a pass, over the B/(P·X·Y) tokens of each chip (SPEC D.2); 0 without expert parallelism.
+    cp_seconds : context parallelism's exposed traffic, seconds per token a chip holds, forward
+        (``context``), over its B/(P·X) tokens; twice that backward (SPEC D.3).
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
@@ -190,13 +197,13 @@ def layer_times(
     C, W, W_dcn = (_checks.positive(n, v) for n, v in (("flops", flops), ("ici_bw", ici_bw), ("dcn_bw", dcn_bw)))
     M_X, M_Y = _checks.non_negative("mx", mx), _checks.non_negative("my", my)
     _checks.non_negative("latency", exact.latency)
-    A2A = _checks.non_negative("ep_seconds", ep_seconds)
-    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y, F_w, A2A)
+    A2A, KV = _checks.non_negative("ep_seconds", ep_seconds), _checks.non_negative("cp_seconds", cp_seconds)
+    return _layer_times(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact, wrap_x, wrap_y, F_w, A2A, KV)
 
 
 def _layer_times(
     strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, exact: Exactness = CHAPTER, wrap_x=True, wrap_y=True, F_w=None,
-    A2A=0.0,
+    A2A=0.0, KV=0.0,
 ) -> LayerTimes:  # fmt: skip
     """``layer_times`` without the argument checks; B may be 0 (used for crossovers)."""
     F_w = F if F_w is None else F_w  # the width held as weights (a MoE layer's every expert)
@@ -215,6 +222,7 @@ def _layer_times(
     if exact != CHAPTER:
         x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
     all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
+    context = KV * per_pod / X  # the keys and values CP passes, forward; about twice that backward
     return LayerTimes(
         math=math,
         x=x,
@@ -222,6 +230,7 @@ def _layer_times(
         dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
         x_role=_x_role(strategy),
         ep=(all_to_all, all_to_all),
+        cp=(context, 2 * context),
     )
 
 
@@ -249,7 +258,7 @@ def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
 
 def crossover_batch(
     *, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER, wrap_x=True,
-    wrap_y=True, d_ff_weights=None, ep_seconds=0.0,
+    wrap_y=True, d_ff_weights=None, ep_seconds=0.0, cp_seconds=0.0,
 ):  # fmt: skip
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
@@ -272,6 +281,7 @@ def crossover_batch(
         pods=pods,
         d_ff_weights=d_ff_weights,
         ep_seconds=ep_seconds,
+        cp_seconds=cp_seconds,
     )
     corrections = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y)
     layer_times(**args, flops=flops, ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, **corrections)  # checks only
@@ -280,7 +290,8 @@ def crossover_batch(
     X, Y, P, C, W, W_dcn, M_X, M_Y = hw
     D, F = np.asarray(d_model, dtype=float), np.asarray(d_ff, dtype=float)
     F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)
-    widths = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y, F_w=F_w, A2A=np.asarray(ep_seconds, dtype=float))
+    widths = dict(exact=exact, wrap_x=wrap_x, wrap_y=wrap_y, F_w=F_w, A2A=np.asarray(ep_seconds, dtype=float),
+                  KV=np.asarray(cp_seconds, dtype=float))  # fmt: skip
     at_zero = _layer_times(strategy, np.float64(0.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
     at_one = _layer_times(strategy, np.float64(1.0), D, F, X, Y, P, C, W, W_dcn, M_X, M_Y, **widths)
     needed = []

@@ -48,3 +48,22 @@ def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth, virtu
     W = _checks.positive("bandwidth", bandwidth)
     v = _checks.whole("virtual_stages", virtual_stages)
     return (Z > 1) * v * 2 * B * D / (W * m) * (m + Z - 2)
+
+
+def busiest_stage_layers(*, layers, stages, virtual_stages=1):
+    """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
+    405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
+
+    >>> busiest_stage_layers(layers=126, stages=[16, 14], virtual_stages=1).tolist()
+    [8, 9]
+    """
+    L, Z, v = (_checks.positive(n, x) for n, x in (("layers", layers), ("stages", stages),
+                                                  ("virtual_stages", virtual_stages)))  # fmt: skip
+    return v * -(-L // (Z * v))
+
+
+def stage_share(*, layers, stages, virtual_stages=1):
+    """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly."""
+    return _checks.positive("layers", layers) / busiest_stage_layers(
+        layers=layers, stages=stages, virtual_stages=virtual_stages
+    )

@@ -63,7 +63,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
     if layout.microbatch_seqs is not None:  # as many microbatches of at least that size as each replica gets
-        per_replica = workload.batch / workload.seq_len / (X * P)
+        per_replica = workload.batch / workload.seq_len / (X * P) * layout.cp  # CP chips share sequences
         m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
     if span is None and chip.is_gpu:
         span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
@@ -71,7 +71,8 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
     possible(
         model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=P, x=X, y=Y, z=Z,
-        virtual_stages=layout.virtual_stages, microbatches=m, given=layout, ep=layout.ep,
+        virtual_stages=layout.virtual_stages, microbatches=m, given=layout, ep=layout.ep, cp=layout.cp,
+        cp_kind=layout.cp_kind,
     )  # fmt: skip
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
@@ -92,10 +93,11 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     chip, model, P = cluster.chip, workload.model, cluster.pods
     T = workload.seq_len or 1
     per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
-    max_x = workload.batch / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
+    max_x = workload.batch * layout.cp / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
     split = dict(
         exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
-        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held_width(model, layout.ep), ep=layout.ep,
+        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held_width(model, layout.ep),
+        x_multiple_of=np.lcm(layout.ep, layout.cp),
         all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
         slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
         mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
@@ -123,7 +125,8 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch) -> 
     need = smallest * int(np.max(P)) * T * float(per_microbatch)
     return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
                   f" {smallest:,} replicas per pod, each needing a whole {unit} per microbatch (or use pipeline"
-                  " stages, or another order of the slice's axes)", got)  # fmt: skip
+                  " stages, context parallelism to split each sequence (--cp), or another order of the slice's axes)",
+                  got)  # fmt: skip
 
 
 def _strategy_split(strategy: str, stage_chips: int, x, y):

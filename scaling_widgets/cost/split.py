@@ -22,8 +22,8 @@ def split_candidates(chips: int):
 
 def best_split(
     *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
-    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None, ep=1,
-    all_to_all=None,
+    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None,
+    x_multiple_of=1, all_to_all=None,
 ):  # fmt: skip
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
@@ -37,7 +37,8 @@ def best_split(
     ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
     axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
     left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
-    with expert parallelism ``ep`` only data axes it divides are offered, and ``all_to_all(X, Y, M_X)``
+    only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come out of
+    them), and ``all_to_all(X, Y, M_X)``
     gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
@@ -80,7 +81,7 @@ def best_split(
         legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
     if max_x is not None:
         legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
-    legal = legal & (X % np.asarray(ep)[..., None] == 0)  # EP's chips come out of the data axis
+    legal = legal & (X % np.asarray(x_multiple_of)[..., None] == 0)  # EP's and CP's chips come out of it
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B

@@ -28,12 +28,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .context import cp_seconds_per_token
 from .experts import all_to_all, routed_params
 from .inputs import Chip
+from .pipeline import busiest_stage_layers
 
 TERMS = (
     "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
-    "ep_exposed", "optimizer", "stragglers",
+    "ep_exposed", "cp_exposed", "optimizer", "stragglers",
 )  # fmt: skip
 
 
@@ -114,7 +116,7 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     D, F, V, L = model.d_model, model.d_ff, model.vocab, model.layers
     s = e.seq_len or 1
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
-    l = L / Z  # noqa: E741 - the layers of one stage
+    l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
     causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
@@ -154,6 +156,7 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         "bubble": (Z - 1) / v * t_mb,
         **data,
         "ep_exposed": m * _all_to_alls(e, profile, b, l, remat_forward),
+        "cp_exposed": m * _context(e, profile, b, l, remat_forward),
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
@@ -177,12 +180,24 @@ def _all_to_alls(e, profile, b, stage_layers, remat_forward):
     return moe_layers * (4 + 2 * remat_forward) * (seconds * b / e.y + latency)
 
 
+def _context(e, profile, b, stage_layers, remat_forward):
+    """One microbatch's context-parallel traffic on a stage (SPEC D.3): what the ring does not hide
+    under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
+    again under full recompute."""
+    if np.all(np.asarray(e.layout.cp) == 1):
+        return 0.0
+    efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
+    seconds = cp_seconds_per_token(chip=e.chip, model=e.model, cp=e.layout.cp, kind=e.layout.cp_kind,
+                                   seq_len=e.seq_len or 1, x=e.x, y=e.y, mx=e.mx)  # fmt: skip
+    return stage_layers * (3 + remat_forward) * seconds * b / efficiency
+
+
 def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
-    chip, X, Y, Z, P = e.chip, e.x, e.y, e.z, e.pods
+    chip, X, Y, P = e.chip, e.x, e.y, e.pods
     W_x = group_bandwidth(chip, e.mx)
     link_x = link_efficiency(chip, profile, e.mx)
-    shard = (e.params.total - elsewhere) / (Y * Z) * 2  # a replica's bf16 gradients on one chip [bytes]
+    shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2  # a replica's bf16 gradients
     sharded = np.asarray(e.zero) == 3
     reduce = collective_time(nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency)
     dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))

@@ -51,7 +51,9 @@ class Layout:
     FSDP 3). ``microbatches`` None is 4·Z under pipelining and 1 without, or follows from
     ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override how the groups sit on the
     slice (axes spanned, rings). ``ep``: expert parallelism, EP chips of the data axis X that
-    split each MoE layer's experts (SPEC D.2); 1 without.
+    split each MoE layer's experts (SPEC D.2); 1 without. ``cp``: context parallelism, CP chips of
+    the data axis that split each sequence, passing keys and values as ``cp_kind`` says: "ring",
+    "all-gather" or "ulysses" (SPEC D.3); 1 without.
     """
 
     strategy: str = "fsdp+tp"
@@ -70,6 +72,8 @@ class Layout:
     my: float | None = None
     wraparound: bool | None = None
     ep: object = 1
+    cp: object = 1
+    cp_kind: str = "ring"
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,11 +12,12 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.profiles import profile_for
-from . import experts, units
+from . import moe_and_context as experts
+from . import units
 from .lines import Line, Math, plain, tex_sci, tex_text
 
 AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN",
-              "ep": "expert-parallel (EP)"}  # fmt: skip
+              "ep": "expert-parallel (EP)", "cp": "context-parallel (CP)"}  # fmt: skip
 # What moves on the axis that binds (SPEC A.3, B.3), by LayerTimes.worst_axis.
 COLLECTIVES = {
     "dp": "DP AllReduce of the gradients (X)",
@@ -24,6 +25,7 @@ COLLECTIVES = {
     "tp": "TP AllGather and ReduceScatter (Y)",
     "dcn": "AllReduce across pods (DCN)",
     "ep": "expert all-to-all (EP)",
+    "cp": "context-parallel keys and values (CP)",
 }
 
 
@@ -40,7 +42,9 @@ def layout_name(e: Estimate) -> str:
     x, y, z = int(e.x), int(e.y), int(e.z)
     data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
     ep = int(e.layout.ep)
+    cp = int(e.layout.cp)
     experts = f" with EP {ep}" if ep > 1 else ""  # the experts split over EP of the X chips
+    experts += f" with CP {cp} ({e.layout.cp_kind})" if cp > 1 else ""  # the sequences split over CP of them
     groups = [f"{data} X={x}{experts}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
     extra = [f"ZeRO-{e.zero}"] if x > 1 else []
     if z > 1:
@@ -104,6 +108,8 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     out = [Line.of("threshold", Math(f"α = C/W_ici = {ratio}", rf"\alpha = C/W_{{ici}} = {tex_ratio}"))]
     if e.model.moe is not None:
         out += experts.thresholds(e)
+    if int(e.layout.cp) > 1:
+        out.append(experts.context(e))
     r, rs = experts.weights_per_compute(e)
     need = float(e.critical_tokens_per_chip)
     if e.strategy in ("dp", "fsdp"):
@@ -215,7 +221,7 @@ MFU_CONVENTION = (
 TERM_NAMES = {
     "matmul": "matmuls", "memory_bound": "memory-bound work", "tp_exposed": "TP collectives",
     "stage_to_stage": "stage-to-stage", "bubble": "bubble", "dp_exposed": "DP reduction",
-    "fsdp_exposed": "ZeRO-3 traffic", "ep_exposed": "expert all-to-all",
+    "fsdp_exposed": "ZeRO-3 traffic", "ep_exposed": "expert all-to-all", "cp_exposed": "context-parallel K/V",
     "dcn_exposed": "DCN reduction", "optimizer": "optimizer", "stragglers": "stragglers",
 }  # fmt: skip
 

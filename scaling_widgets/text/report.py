@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
-from . import experts, explain, units
+from . import explain, moe_and_context, units
 from .lines import plain
 
 
@@ -89,12 +89,15 @@ def _placement(e: Estimate) -> dict:
         "wrap_y": _num(e.wrap_y),
         "microbatches": _num(e.microbatches),
         "EP": _num(e.layout.ep),
+        "CP": _num(e.layout.cp),
+        "cp_kind": e.layout.cp_kind,
     }
 
 
 def _per_layer(layer) -> dict:
     """One layer's times per chip (SPEC A.3, A.10)."""
-    times = ("t_math", "t_comms", "t_comms_x", "t_comms_y", "t_comms_dcn", "t_comms_ep", "lower_bound", "upper_bound")
+    times = ("t_math", "t_comms", "t_comms_x", "t_comms_y", "t_comms_dcn", "t_comms_ep", "t_comms_cp", "lower_bound",
+             "upper_bound")  # fmt: skip
     return {f"{name}_s": _num(getattr(layer, name)) for name in times}
 
 
@@ -121,7 +124,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     seqs = "" if e.seq_len is None else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
     lines = explain.explain(e, best)
     head = [
-        f"{m.name} ({experts.params(e)}) on {chip.name} {units.mesh(e.slice_shape)}"
+        f"{m.name} ({moe_and_context.params(e)}) on {chip.name} {units.mesh(e.slice_shape)}"
         f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",

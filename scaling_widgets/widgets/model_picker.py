@@ -8,7 +8,7 @@ import ipywidgets as w
 
 from ..cost import Model
 from ..presets import MODELS
-from ..text.experts import model_summary
+from ..text.moe_and_context import model_summary
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 

@@ -23,7 +23,7 @@ from .theme import color
 # One color per term, in TERMS' order; stacked bars need explicit colors.
 TERM_COLORS = [
     color(name)
-    for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "indigo", "brown", "grey")
+    for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "indigo", "teal", "brown", "grey")
 ]
 
 

@@ -131,7 +131,7 @@ def test_two_pods_over_dcn(capsys):
         (["--strategy", "tp", "--tp", "16"], "--tp must be the 4096 chips of a stage for strategy 'tp'; got 16"),
         (["--mesh", "²x16"], "argument --mesh: --mesh must be axis lengths"),
         (["--pp", "0"], "argument --pp: --pp must be a whole number from 1"),
-        (["--pp", "4096"], "--pp must be such that Z·v divides the model's 40 layers"),
+        (["--pp", "4096"], "--pp must be such that Z·v is at most the model's 40 layers"),
         (["--pp", "5"], "--pp must be a number of pipeline stages dividing the slice's 4096 chips; got 5"),
         # 3M tokens of 32K sequences: 91.6, too few for the 512 data replicas TP 8 (40 heads) leaves.
         (["--seq-len", "32768"], "--batch must be at least 16,777,216 tokens"),

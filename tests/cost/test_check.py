@@ -29,15 +29,16 @@ CUBE = (16, 16, 16)
         # 976 sequences over 128 replicas are 7.6 each: at most 7 microbatches, not 1000.
         (dict(model=L70, batch=4e6, seq_len=4096, slice_shape=CUBE, x=128, y=8, z=4, microbatches=1000),
          "microbatches", r"microbatches must be at most the 7.63 sequences of 4096 each data replica gets"),
-        # 3 virtual stages x 4 stages = 12 chunks of 80 layers: uneven.
+        # 32 virtual stages x 4 stages = 128 chunks of 80 layers: 48 empty.
         (dict(model=L70, batch=16e6, seq_len=4096, slice_shape=CUBE, x=128, y=8, z=4, schedule="interleaved",
-              virtual_stages=3), "virtual_stages", r"such that Z·v divides the model's 80 layers.*; got 3 x 4 stages"),
+              virtual_stages=32, microbatches=8), "virtual_stages",
+         r"such that Z·v is at most the model's 80 layers.*; got 32 x 4 stages"),
         # TP 32 cannot split 40 attention heads.
         (dict(model=L13, batch=4e6, slice_shape=CUBE, x=128, y=32), "y",
          "y must be a TP degree dividing the model's 40 attention heads"),
         # 64 stages of a 32-layer model.
         (dict(model=L7, batch=4e6, slice_shape=CUBE, x=64, y=1, z=64), "z",
-         "z must be such that Z·v divides the model's 32 layers"),
+         "z must be such that Z·v is at most the model's 32 layers: every stage needs one"),
         # A million pods: far beyond the chips of any cluster.
         (dict(model=L13, batch=4e6, pods=10**6), "pods", "pods must be a whole number from 1 to"),
         # A step a billion times faster than the chips' peak.

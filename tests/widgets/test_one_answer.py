@@ -396,13 +396,13 @@ def _batch_below_a_sequence_per_replica(panel, data):
     return training, lambda: setattr(training._batch_text, "value", str(batch)), {"batch": str(batch)}, {"batch"}
 
 
-def _virtual_stages_not_dividing_layers(panel, data):
+def _more_virtual_stages_than_layers(panel, data):
     s, selector = panel.scenario, panel.strategy_selector
     if s.schedule != "interleaved":
         selector._schedule.value = "interleaved"
         assume(selector._message.text == "")
     z = s.z if not s.axis_roles else panel.analysis.mesh.z
-    v = data.draw(st.sampled_from([v for v in range(2, 17) if s.model.layers % (z * v) != 0]), label="v")
+    v = data.draw(st.integers(max(2, s.model.layers // z + 1), s.model.layers // z + 64), label="v")
     flags = {"schedule": "interleaved", "virtual_stages": str(v)}
     return selector, lambda: setattr(selector._virtual, "value", v), flags, {"virtual_stages"}
 
@@ -426,7 +426,7 @@ IMPOSSIBLE = {
     "more stages than layers": _more_stages_than_layers,
     "more microbatches than sequences per replica": _too_many_microbatches,
     "batch below a sequence per replica": _batch_below_a_sequence_per_replica,
-    "virtual stages not dividing the layers": _virtual_stages_not_dividing_layers,
+    "more virtual stages than layers": _more_virtual_stages_than_layers,
     "an axis longer than the pod's": _bad_axis_length,
 }
 

@@ -1,11 +1,13 @@
-"""A mixture of experts in words (SPEC D.1, D.2): its parameters, its two widths, and where
-expert parallelism stays compute-bound, with the numbers substituted."""
+"""Mixtures of experts and long sequences in words (SPEC D): a model's parameters, a MoE layer's
+two widths, where expert parallelism stays compute-bound, and whether context parallelism's keys
+and values hide, with the numbers substituted."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.context import ring_hides
 from ..cost.experts import held_width
 from ..cost.training import param_count
 from . import units
@@ -89,3 +91,23 @@ def _expert_parallel(e: Estimate) -> Line:
                     rf"\alpha_{{node}} = {node * alpha:,.0f}\ (EP \gg k);\ F_e = {moe.d_ff}")  # fmt: skip
         return Line.of("threshold", out[0] + ". Across nodes the GPU chapter asks ", rule)
     return Line.of("threshold", out[0])
+
+
+def context(e: Estimate) -> Line:
+    """CP: the ring hides under the attention when s/CP ≥ (K/N_h)·C/W, doubled under causal
+    masking; the all-gather and Ulysses never hide (SPEC D.3)."""
+    cp, kind, ratio = int(e.layout.cp), e.layout.cp_kind, float(np.max(e.layer.comm_ratio("cp")))
+    head = f"CP {cp} ({kind}): each sequence of {e.seq_len} split over {cp} chips"
+    if kind != "ring":
+        return Line.of("threshold", f"{head}; its keys and values are not overlapped: {ratio:.2f}x the layer's"
+                       " compute")  # fmt: skip
+    need, have = (float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp))
+    causal, tex_causal = ("2·", r"2\cdot ") if e.model.causal else ("", "")
+    K, N_h, alpha = e.model.kv_heads, e.model.heads, e.chip.flops / e.chip.ici_bw
+    rule = Math(
+        f"s/CP ≥ {causal}(K/N_h)·C/W = {causal}({K}/{N_h})·{alpha:,.0f} = {need:,.0f}",
+        rf"s/CP \ge {tex_causal}(K/N_h)\,C/W = {tex_causal}({K}/{N_h})\cdot {alpha:,.0f} = {need:,.0f}",
+    )
+    verdict = "hidden" if have >= need else f"not hidden: {ratio:.2f}x the layer's compute shows"
+    return Line.of("threshold", f"{head}; the ring's K/V passes hide under the attention when ", rule,
+                   f"; s/CP = {have:,.0f}: {verdict}")  # fmt: skip
