@@ -126,7 +126,7 @@ def _layout(k: Layout, seq_len) -> Layout:
         if getattr(k, name) is not None:
             _checks.whole(name, getattr(k, name))
     ep, cp = _scalar(_checks.whole("ep", k.ep)), _scalar(_checks.whole("cp", k.cp))
-    _checks.one_of("cp_kind", k.cp_kind, CP_KINDS)
+    cp_kind = _scalar(_checks.each_one_of("cp_kind", k.cp_kind, CP_KINDS))
     if np.any(np.asarray(cp) > 1) and seq_len is None:
         raise refuse("seq_len", "given to split sequences over chips (context parallelism)", None)
     for name in ("mx", "my"):
@@ -135,7 +135,7 @@ def _layout(k: Layout, seq_len) -> Layout:
     if k.wraparound is not None and not isinstance(k.wraparound, (bool, np.bool_)):
         raise refuse("wraparound", "true, false or None (the chip's rule)", k.wraparound)
     return dataclasses.replace(
-        k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v, ep=ep, cp=cp
+        k, zero=zero, remat=_scalar(remat), schedule=_scalar(schedule), virtual_stages=v, ep=ep, cp=cp, cp_kind=cp_kind
     )
 
 

@@ -110,8 +110,9 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).
     held = held_width(model, layout.ep)
     a2a = 0.0 if model.moe is None else all_to_all(chip, model, layout.ep)(X, Y, placed.mx)
-    kv = cp_seconds_per_token(chip=chip, model=model, cp=layout.cp, kind=layout.cp_kind, seq_len=workload.seq_len or 1,
-                              x=X, y=Y, mx=placed.mx)  # fmt: skip
+    kv = per_choice(layout.cp_kind, lambda kind: cp_seconds_per_token(
+        chip=chip, model=model, cp=layout.cp, kind=kind, seq_len=workload.seq_len or 1, x=X, y=Y, mx=placed.mx
+    ))  # fmt: skip
     on_mesh = dict(
         strategy=traffic, d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held, x=X, y=Y,
         pods=P, mx=placed.mx, my=placed.my, exact=options.exact, wrap_x=span.wrap_x, wrap_y=span.wrap_y,

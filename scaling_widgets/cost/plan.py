@@ -9,7 +9,12 @@ A layout is
   TP inside a node first (``node_spans``);
 - a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of SPEC
   B.4), a pipeline schedule (GPipe, 1F1B, interleaved with 2 or 4 virtual stages) and a number
-  of microbatches (1 to 32 per stage).
+  of microbatches (1 to 32 per stage);
+- for a mixture of experts, expert parallelism: 1 and every power of two that divides both the
+  experts and X (SPEC D.2);
+- context parallelism where a data replica would otherwise get less than a sequence a
+  microbatch: the smallest power of two CP that gives it one, as a ring (SPEC D.3). More CP
+  only adds traffic, and the ring moves what the all-gather moves but hides it.
 
 The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
 (one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
@@ -42,7 +47,7 @@ MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipe
 OPTIONS = (
     "attention_flops", "sequence_parallel", "exact", "overhead_bytes", "fits_below", "wraparound", "tokens", "profile",
 )  # fmt: skip
-KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
+KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches", "ep", "cp", "cp_kind")
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +104,7 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=2048,
-    ...          slice_shape=(16, 16, 16))
+    ...          slice_shape=(16, 16, 16), mfu=0.4)
     >>> best = p.layout(0)
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
@@ -152,12 +157,13 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
 
 
 def _ranking(merged: dict) -> np.ndarray:
-    """The layouts that fit, best first: the shortest step; then compute-bound down to the
-    smallest batch (best_split's rule), the least communication per compute; then less tensor
-    parallelism, fewer stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
+    """The layouts that fit, best first: the shortest step; then whole sequences on each chip
+    (context parallelism only where it is faster); then compute-bound down to the smallest batch
+    (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
+    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
     keys = (
         merged["zero"], merged["memory"], _rank_of(merged["remat"], REMAT_POLICIES), merged["microbatches"],
-        merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["step_time"],
+        merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["cp"], merged["step_time"],
     )  # fmt: skip
     order = np.lexsort(keys)
     return order[merged["fits"][order]]
@@ -226,15 +232,19 @@ def _only(table: dict, keep) -> dict:
 def _evaluate(cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict) -> dict:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``."""
-    c = _product(placed, _knobs())
+    c = _product(placed, _knobs(), _expert_degrees(workload.model))
     c["microbatches"] = c.pop("per_stage") * c["z"]
+    c["cp"] = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
+    c["cp_kind"] = np.full(len(c["x"]), "ring")
     ok = check.runs(
         model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=cluster.pods, x=c["x"],
-        y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"],
+        y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"], ep=c["ep"],
+        cp=c["cp"],
     )  # fmt: skip
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
     # again for every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
-    legal = ok["sequences"] & ok["heads"] & ok["stages"] & ((c["z"] > 1) | (c["schedule"] == "1f1b"))
+    legal = (ok["sequences"] & ok["heads"] & ok["stages"] & ok["experts"] & ok["context"]
+             & ((c["z"] > 1) | (c["schedule"] == "1f1b")))  # fmt: skip
     c = _only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
@@ -243,6 +253,20 @@ def _evaluate(cluster: Cluster, workload: Workload, base: Layout, options: Optio
         **c, "step_time": e.step_time, "fits": e.fits, "memory": e.memory.total,
         "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
     }  # fmt: skip
+
+
+def _expert_degrees(model) -> dict:
+    """EP 1, and for a mixture of experts every power of two that divides its experts."""
+    E = 1 if model.moe is None else model.moe.experts
+    return {"ep": np.array([2**k for k in range(int(math.log2(E & -E)) + 1)])}
+
+
+def _context_degrees(workload: Workload, pods, x, microbatches) -> np.ndarray:
+    """The smallest power of two CP that gives each data replica a whole sequence a microbatch
+    (1 where it has one already): B·CP/(T·X·P) ≥ m."""
+    T = workload.seq_len or 1
+    short = microbatches * T * x * pods / workload.batch  # replicas per sequence: > 1 needs CP
+    return np.where(short > 1, 2 ** np.ceil(np.log2(np.maximum(short, 1))), 1).astype(np.int64)
 
 
 def _rank_of(values: np.ndarray, names) -> np.ndarray:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._choices import per_choice
 from .context import cp_seconds_per_token
 from .experts import all_to_all, routed_params
 from .inputs import Chip
@@ -187,8 +188,9 @@ def _context(e, profile, b, stage_layers, remat_forward):
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
-    seconds = cp_seconds_per_token(chip=e.chip, model=e.model, cp=e.layout.cp, kind=e.layout.cp_kind,
-                                   seq_len=e.seq_len or 1, x=e.x, y=e.y, mx=e.mx)  # fmt: skip
+    seconds = per_choice(e.layout.cp_kind, lambda kind: cp_seconds_per_token(
+        chip=e.chip, model=e.model, cp=e.layout.cp, kind=kind, seq_len=e.seq_len or 1, x=e.x, y=e.y, mx=e.mx
+    ))  # fmt: skip
     return stage_layers * (3 + remat_forward) * seconds * b / efficiency
 
 

@@ -32,13 +32,15 @@ from ..cost import (
     evaluate,
 )  # fmt: skip
 from ..cost.estimate import validate as validate_layout
+from ..cost.context import CP_KINDS
 from ..cost.mesh import ROLES
 from ..cost.steptime import Profile
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from . import fields as f
 
-VERSION = 1
+VERSION = 2  # 2 added ep, cp and cp_kind (SPEC D); a file of version 1 loads with them at 1, 1, "ring"
+READABLE = (1, 2)
 # name -> (default, how a value is checked); the order is the JSON's.
 FIELDS = {
     "model": ("llama-2-13b", f.preset(catalog.model)),
@@ -70,8 +72,11 @@ FIELDS = {
     "virtual_stages": (1, f.whole(1, 2**10)),
     "sequence_parallel": (False, f.boolean),
     "profile": (None, f.optional(f.profile)),  # None: the chip's; a measured step calibrates one
+    "ep": (1, f.whole(1, 2**16)),  # expert parallelism, of the data axis (SPEC D.2)
+    "cp": (1, f.whole(1, 2**20)),  # context parallelism, of the data axis (SPEC D.3)
+    "cp_kind": ("ring", f.one_of(CP_KINDS)),
 }
-OPTIONAL_KEYS = ("slice_shape", "profile")  # files saved before these existed still load
+OPTIONAL_KEYS = ("slice_shape", "profile", "ep", "cp", "cp_kind")  # files saved before these existed still load
 
 
 class ScenarioError(TraitError, ValueError):
@@ -193,9 +198,9 @@ class Scenario(HasTraits):
             data = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as err:
             raise ScenarioError(f"scenario is not valid JSON: {err}") from None
-        if not isinstance(data, dict) or data.get("version") != VERSION:
+        if not isinstance(data, dict) or data.get("version") not in READABLE:
             got = data.get("version") if isinstance(data, dict) else type(data).__name__
-            raise ScenarioError(f"scenario version must be {VERSION}; got {got!r}")
+            raise ScenarioError(f"scenario version must be one of {READABLE}; got {got!r}")
         fields = {k: v for k, v in data.items() if k != "version"}
         unknown = sorted(set(fields) - set(FIELDS))
         missing = [name for name in FIELDS if name not in fields and name not in OPTIONAL_KEYS]
@@ -240,7 +245,7 @@ def _values(s: dict) -> tuple[Cluster, Workload, Layout, Options]:
             strategy=s["strategy"], x=s["x"] if manual else None, y=s["y"] if manual else None,
             z=None if roles else s["z"], zero=s["zero"], microbatches=s["microbatches"], schedule=s["schedule"],
             virtual_stages=s["virtual_stages"], remat=s["remat"], sequence_parallel=s["sequence_parallel"],
-            axis_roles=roles,
+            axis_roles=roles, ep=s["ep"], cp=s["cp"], cp_kind=s["cp_kind"],
         ),
         Options(
             mfu=s["mfu"], measured_step_time=s["measured_step_time"], attention_flops=s["attention_flops"],

@@ -31,12 +31,18 @@ def test_example_16_picks_a_compute_bound_fsdp_plus_tp_layout():
 
 def test_the_best_single_pod_split_is_within_a_power_of_two_of_x_opt():
     ranked = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(16, 16, 16))
-    best = ranked.estimate(0)
+    # The chapter's world: whole sequences on each replica (the planner may also split them, SPEC D.3).
+    rank = next(r for r in range(len(ranked)) if ranked.layout(r)["cp"] == 1)
+    best = ranked.estimate(rank)
     optimum = float(x_opt(batch=3e6, d_ff=L13.d_ff, chips=4096, mx=best.mx, my=best.my))
-    assert abs(math.log2(ranked.layout(0)["x"] / optimum)) <= 1
+    assert abs(math.log2(ranked.layout(rank)["x"] / optimum)) <= 1
+    # CP only where replicas outnumber the 1,464 sequences, and just enough of it for one each.
+    for r in range(len(ranked)):
+        k = ranked.layout(r)
+        assert (k["cp"] > 1) == (k["x"] * k["microbatches"] > 1464) and k["x"] * k["microbatches"] <= 1464 * k["cp"]
 
 
-def _every_layout(shape, chip, model, sequences):
+def _every_layout(shape, chip, model, sequences, seq_len):
     """The planner's rules written out as plain loops: one dict per layout, every axis order."""
     chips = math.prod(shape)
     orders = [shape] if chip.is_gpu else sorted(set(itertools.permutations(shape)))
@@ -48,13 +54,17 @@ def _every_layout(shape, chip, model, sequences):
             continue
         for zero, remat, (schedule, v), k in itertools.product(range(4), REMAT_POLICIES, SCHEDULES_TRIED, PER_STAGE):
             m = k * z
-            # Stages split the layers evenly; each replica gets a whole sequence per microbatch.
-            if (z == 1 and schedule != "1f1b") or model.layers % (z * v) or m > sequences / x:
+            # Every stage gets a layer; a replica short of a sequence a microbatch shares its
+            # sequences with the fewest chips that give it one (CP, a power of two dividing X and T).
+            cp = 1
+            while m * x > sequences * cp:
+                cp *= 2
+            if (z == 1 and schedule != "1f1b") or z * v > model.layers or x % cp or seq_len % cp:
                 continue
             if zero == 3 and m > 1:  # ZeRO-3's re-gather per microbatch is not priced
                 continue
             yield dict(slice_shape=order, x=x, y=y, z=z, zero=zero, remat=remat, schedule=schedule,
-                       virtual_stages=v, microbatches=m)  # fmt: skip
+                       virtual_stages=v, microbatches=m, ep=1, cp=cp, cp_kind="ring")  # fmt: skip
 
 
 SMALL_CLUSTERS = [("tpu-v5p", (2, 2, 4)), ("tpu-v5p", (2, 4)), ("tpu-v5e", (4, 4)), ("h100", (2, 8)), ("h100", (1, 4))]
@@ -71,7 +81,7 @@ def test_on_small_clusters_the_planner_agrees_with_brute_force(cluster, model, s
     chip, shape = HARDWARE[cluster[0]], cluster[1]
     inputs = dict(model=MODELS[model], chip=chip, batch=sequences * seq_len, seq_len=seq_len)
     steps, runs = {}, False  # every layout that fits, one scalar estimate at a time
-    for knobs in _every_layout(shape, chip, MODELS[model], sequences):
+    for knobs in _every_layout(shape, chip, MODELS[model], sequences, seq_len):
         e = estimate(strategy="fsdp+tp", **knobs, **inputs)
         runs = True
         if e.fits:
@@ -97,10 +107,14 @@ def test_the_planner_gives_tp_the_axis_that_keeps_it_compute_bound():
     # sequences, 122, could not fill them).
     kw = dict(model=MODELS["llama-3-70b"], chip=V5P, batch=1e6, seq_len=512, slice_shape=(16, 20, 28))
     ranked = plan(**kw)
-    best = ranked.layout(0)
-    assert (best["slice_shape"], best["x"], best["y"]) == ((20, 28, 16), 1120, 8) and ranked.estimate(0).compute_bound
-    as_given = [r for r in range(len(ranked)) if ranked.layout(r)["slice_shape"] == (16, 20, 28)]
-    assert as_given and min(ranked.step_time[ranked.order[r]] for r in as_given) > ranked.step_time[ranked.order[0]]
+    # The chapter's world: whole sequences on each replica (the planner may also split them, SPEC D.3).
+    whole = [r for r in range(len(ranked)) if ranked.layout(r)["cp"] == 1]
+    best = ranked.layout(whole[0])
+    assert (best["slice_shape"], best["x"], best["y"]) == ((20, 28, 16), 1120, 8)
+    assert ranked.estimate(whole[0]).compute_bound
+    as_given = [r for r in whole if ranked.layout(r)["slice_shape"] == (16, 20, 28)]
+    fastest = ranked.step_time[ranked.order[whole[0]]]
+    assert as_given and min(ranked.step_time[ranked.order[r]] for r in as_given) > fastest
     # In the order given, only pipelined layouts are compute-bound, and they pay the bubble.
     bound = {ranked.layout(r)["z"] for r in as_given if ranked.estimate(r).compute_bound}
     assert 1 not in bound
@@ -166,3 +180,15 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     steps = [layout["step_time_s"] for layout in data["layouts"]]
     assert steps == sorted(steps) and data["layouts"][0]["compute_bound"]
     assert {"layout", "per_layer", "memory_per_chip_bytes", "binds"} <= set(data["layouts"][0])
+
+
+def test_for_a_mixture_of_experts_the_planner_searches_expert_parallelism():
+    v3 = MODELS["deepseek-v3"]
+    ranked = plan(model=v3, chip=HARDWARE["h100"], batch=16e6, seq_len=4096, chips=2048)
+    eps = set(ranked.layouts["ep"].tolist())
+    assert eps <= {1, 2, 4, 8, 16, 32, 64, 128, 256}  # powers of two dividing the 256 experts (and X)
+    assert max(eps) > 8 and ranked.layout(0)["ep"] > 1  # without EP every chip would hold all 256 experts
+    e = ranked.estimate(0)
+    assert e.fits and float(e.step_time) == float(ranked.step_time[ranked.order[0]])
+    dense = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(8, 8, 8))
+    assert set(dense.layouts["ep"].tolist()) == {1}

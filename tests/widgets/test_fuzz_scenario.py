@@ -52,6 +52,9 @@ PLAUSIBLE = {
     "virtual_stages": [1, 2],
     "sequence_parallel": [False, True],
     "profile": [None, {"name": "mine", "e_max": 0.5}],  # an efficiency profile's fields, as saved in JSON
+    "ep": [1, 2, 8],  # expert parallelism: a dense model refuses anything but 1
+    "cp": [1, 2, 4],
+    "cp_kind": ["ring", "all-gather", "ulysses"],
 }
 assert set(PLAUSIBLE) == set(FIELDS)
 
