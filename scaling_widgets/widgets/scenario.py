@@ -31,8 +31,8 @@ from ..cost import (
     Workload,
     evaluate,
 )  # fmt: skip
-from ..cost.estimate import validate as validate_layout
 from ..cost.context import CP_KINDS
+from ..cost.estimate import validate as validate_layout
 from ..cost.mesh import ROLES
 from ..cost.steptime import Profile
 from ..presets import HARDWARE, MODELS, PRECISIONS
