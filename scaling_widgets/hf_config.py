@@ -91,6 +91,9 @@ def _moe(config: dict, kind: str) -> MoE | None:
     return MoE(
         experts=experts, top_k=top_k, d_ff=width, shared=_shared(config, width, kind),
         dense_layers=config.get("first_k_dense_replace") or 0,
+        # DeepSeek's group-limited routing: a token's experts in at most topk_group of n_group groups,
+        # each a node in its training (DeepSeek-V3 report, sec. 3.2.2).
+        routed_nodes=config.get("topk_group") if (config.get("n_group") or 1) > 1 else None,
     )  # fmt: skip
 
 

@@ -211,6 +211,7 @@ MODELS = {
     # the first 3 dense (18432), then 256 routed experts of 2048, top 8, and 1 shared; multi-head
     # latent attention. 671B in total, 37B active (the hub's 685B adds the multi-token-prediction
     # module, which we leave out). head_dim: the mean of the query-key (192) and value (128) widths.
+    # Node-limited routing: a token's experts on at most 4 nodes (sec. 3.2.2).
     "deepseek-v3": Model(
         "DeepSeek-V3",
         layers=61,
@@ -220,7 +221,7 @@ MODELS = {
         kv_heads=128,
         head_dim=160,
         vocab=129280,
-        moe=MoE(experts=256, top_k=8, d_ff=2048, shared=1, dense_layers=3),
+        moe=MoE(experts=256, top_k=8, d_ff=2048, shared=1, dense_layers=3, routed_nodes=4),
         mla=MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
     ),  # fmt: skip
 }

@@ -56,7 +56,8 @@ def all_to_all_seconds(*, chip: Chip, model: Model, ep, y=1, mx=1, bytes_per_ele
       of the same array, k·D·bytes·(EP − 1)/(4·W_ici·M), with M the axes the group spans.
     - GPU cluster: of the group, n = min(EP, node/Y) chips share a node. (n − 1)/EP of the copies
       cross NVLink; the rest cross the NIC, where a token goes once to each node that holds one of
-      its experts, min(k·(EP − n)/EP, (EP − n)/n) copies. The two links run at once. Across nodes,
+      its experts, min(k·(EP − n)/EP, (EP − n)/n) copies, and at most the nodes node-limited
+      routing allows (``MoE.routed_nodes``). The two links run at once. Across nodes,
       with Y = 1 and n = 8, this is the GPU chapter's T = 2·B·D·(Z − 8)/Z·min(8k/Z, 1)/W_node.
     """
     EP = np.asarray(ep, dtype=float)
@@ -70,5 +71,8 @@ def all_to_all_seconds(*, chip: Chip, model: Model, ep, y=1, mx=1, bytes_per_ele
     in_node = np.minimum(EP, np.maximum(chip.node_size // np.asarray(y), 1))
     nvlink = k * copy * (in_node - 1) / EP / chip.ici_bw
     remote = EP - in_node
-    nic = copy * np.minimum(k * remote / EP, remote / in_node) / chip.scaleout_bw
+    copies = np.minimum(k * remote / EP, remote / in_node)
+    if model.moe.routed_nodes is not None:
+        copies = np.minimum(copies, model.moe.routed_nodes)
+    nic = copy * copies / chip.scaleout_bw
     return np.maximum(nvlink, nic)

@@ -96,7 +96,8 @@ class MoE:
     ``experts`` routed experts of width ``d_ff`` each (F_e), ``top_k`` of them per token, plus
     ``shared`` experts every token goes through; the first ``dense_layers`` layers are dense (the
     model's own d_ff). ``capacity_factor``: tokens are padded to CF times their share (absent:
-    dropless routing, nothing padded).
+    dropless routing, nothing padded). ``routed_nodes``: node-limited routing, a token's experts on
+    at most this many nodes (DeepSeek-V3: 4), which caps its copies across nodes (SPEC D.2).
     """
 
     experts: int  # E
@@ -105,6 +106,7 @@ class MoE:
     shared: int = 0  # S
     dense_layers: int = 0  # L_dense
     capacity_factor: float | None = None  # CF
+    routed_nodes: int | None = None
 
     def __post_init__(self):
         _require(self, "experts", _is_whole(self.experts, 2**16), "a whole number from 1 to 2**16")
@@ -115,6 +117,8 @@ class MoE:
         _require(self, "dense_layers", _is_whole(self.dense_layers, 2**20, smallest=0), "a whole number from 0")
         cf = self.capacity_factor
         _require(self, "capacity_factor", cf is None or (_is_number(cf) and 1 <= cf <= 64), "absent, or from 1 to 64")
+        nodes = self.routed_nodes
+        _require(self, "routed_nodes", nodes is None or _is_whole(nodes, 2**20), "absent, or a whole number from 1")
 
 
 @dataclass(frozen=True)

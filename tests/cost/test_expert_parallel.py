@@ -29,11 +29,12 @@ def test_ep_splits_the_routed_experts_and_nothing_else():
 
 def test_the_all_to_all_across_nodes_is_the_gpu_chapters():
     # T = 2·B·D·(Z − 8)/Z·min(8k/Z, 1)/W_node for B tokens over Z GPUs (one all-to-all), with Y = 1.
+    free = dataclasses.replace(V3, moe=dataclasses.replace(V3.moe, routed_nodes=None))  # the chapter's routing
     D, k, W_node = V3.d_model, V3.moe.top_k, 8 * H100.scaleout_bw
     for Z in (16, 64, 256):
         B = 1e6 * Z  # a million tokens a GPU
         chapter = 2 * B * D * (Z - 8) / Z * min(8 * k / Z, 1) / W_node
-        ours = all_to_all_seconds(chip=H100, model=V3, ep=Z, y=1) * B / Z
+        ours = all_to_all_seconds(chip=H100, model=free, ep=Z, y=1) * B / Z
         assert float(ours) == pytest.approx(chapter)
 
 
@@ -68,3 +69,12 @@ def test_ep_never_changes_the_flops_and_never_adds_weights(ep, y):
     assert float(e.flops_per_token) == float(base.flops_per_token)
     assert float(e.memory.params) <= float(base.memory.params)
     assert np.isfinite(float(e.step_time)) and float(e.step_time) > 0
+
+
+def test_node_limited_routing_caps_the_copies_across_nodes():
+    unlimited = dataclasses.replace(V3, moe=dataclasses.replace(V3.moe, routed_nodes=None))
+    capped = all_to_all_seconds(chip=H100, model=V3, ep=256, y=1)  # DeepSeek-V3: at most 4 nodes a token
+    free = all_to_all_seconds(chip=H100, model=unlimited, ep=256, y=1)  # its 8 experts on up to 8 nodes
+    per_copy = V3.d_model * 2 / H100.scaleout_bw
+    assert float(free) == pytest.approx(per_copy * min(8 * 248 / 256, 248 / 8))
+    assert float(capped) == pytest.approx(per_copy * 4)
