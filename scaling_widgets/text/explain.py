@@ -116,7 +116,7 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         out.append(Line.of(
             "threshold", f"{e.strategy.upper()} needs tokens per chip above ",
             Math(f"α{rs[0]}/M_X{zs} = {alpha:,.0f}{rs[1]}/{mx:g}{zs} = {need:,.0f}",
-                 rf"\alpha{rs[0]}/M_X{zt} = {alpha:,.0f}{rs[1]}/{mx:g}{zt} = {need:,.0f}"),
+                 rf"\alpha{_cdot(rs[0])}/M_X{zt} = {alpha:,.0f}{_cdot(rs[1])}/{mx:g}{zt} = {need:,.0f}"),
             "; it has ", per_chip,
         ))  # fmt: skip
     if e.strategy == "fsdp+tp":
@@ -147,7 +147,7 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
     out = [Line.of(
         "threshold", "FSDP + TP at its best split needs tokens per chip above ",
         Math(f"α²{r_sym}/(M_X·M_Y·F){zs} = {alpha:,.0f}²{r_num}/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
-             rf"\alpha^2{r_sym}/(M_X M_Y F){zt} = {alpha:,.0f}^2{r_num}/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt}"
+             rf"\alpha^2{_cdot(r_sym)}/(M_X M_Y F){zt} = {alpha:,.0f}^2{_cdot(r_num)}/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt}"
              rf" = {need:,.0f}"),
         "; it has ", per_chip,
     )]  # fmt: skip
@@ -186,13 +186,18 @@ def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
     )  # fmt: skip
 
 
+def _cdot(text: str) -> str:
+    """A plain formula's "·" as TeX writes it."""
+    return text.replace("·", r"\cdot ")
+
+
 def _dcn(e: Estimate) -> Line:
     pod, need = units.tokens(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
     chip = e.chip
     r_sym, r_num = experts.weights_per_compute(e)[1]
     formula = Math(f"B/P = {pod} vs C{r_sym}/W_dcn = {units.sci(chip.flops)}{r_num}/{units.sci(chip.dcn_bw)}"
                    f" = {need:,.0f}",
-                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{r_sym}/W_{{dcn}} = {tex_sci(chip.flops)}{r_num}/"
+                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{_cdot(r_sym)}/W_{{dcn}} = {tex_sci(chip.flops)}{_cdot(r_num)}/"
                    rf"{tex_sci(chip.dcn_bw)} = {need:,.0f}")  # fmt: skip
     if e.pods == 1:
         return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")

@@ -134,7 +134,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     if mesh.gpu:
         nodes, per_node = mesh.slice_shape
         where = "; ".join(mesh.places) or "one GPU"
-        return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {where}; Z = {mesh.z}."
+        return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {where}; Z = {mesh.z}.{_groups_of_x(mesh, s)}"
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
@@ -147,7 +147,18 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
         f"{key}<br><b>{mesh.chips:,} chips</b> ({shape}{pods}). "
         f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
         f"Y = {mesh.y} spans M<sub>Y</sub> = {mesh.my:g}{ring(mesh.wrap_y, mesh.y)}; Z = {mesh.z}."
+        + _groups_of_x(mesh, s)
     )
+
+
+def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
+    """The groups the data axis holds beside its replicas: EP splits the experts, CP the sequences."""
+    parts = [f"EP {s.ep} of them split the experts"] * (s.ep > 1) + [
+        f"CP {s.cp} split each sequence ({s.cp_kind})"
+    ] * (s.cp > 1)  # fmt: skip
+    if not parts:
+        return ""
+    return f" Of X's {mesh.x} chips, {' and '.join(parts)}: {mesh.x // (s.cp if s.cp > 1 else 1):,} replicas."
 
 
 class _MeshPicture(bq.Figure):

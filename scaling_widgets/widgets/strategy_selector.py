@@ -1,4 +1,5 @@
-"""StrategySelector: DP, FSDP, TP or FSDP + TP; the split; pipeline stages and microbatches."""
+"""StrategySelector: DP, FSDP, TP or FSDP + TP; the split; pipeline stages and microbatches;
+expert and context parallelism out of the data axis (SPEC D)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ class StrategySelector(Bound, w.VBox):
         )
         self._virtual = w.IntText(description="virtual stages", layout=w.Layout(width="190px"), style=wide)
         self._sequence_parallel = w.Checkbox(description="sequence parallel", indent=False)
+        # Expert and context parallelism: groups out of the data axis X (SPEC D.2, D.3).
+        self._ep = w.IntText(description="EP (experts)", layout=w.Layout(width="190px"), style=wide)
+        self._cp = w.IntText(description="CP (sequence)", layout=w.Layout(width="190px"), style=wide)
+        self._cp_kind = w.Dropdown(
+            description="CP passes", options=[("a ring", "ring"), ("an all-gather", "all-gather"),
+                                             ("Ulysses all-to-all", "ulysses")],
+            layout=w.Layout(width="230px"),
+        )  # fmt: skip
         self._implied = w.HTML()
         self._message = Message()
         split_row = w.HBox([self._optimal, self._split])
@@ -54,6 +63,7 @@ class StrategySelector(Bound, w.VBox):
             [
                 w.HBox([self._stages, self._microbatches]),
                 w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
+                w.HBox([self._ep, self._cp, self._cp_kind]),
             ]
         )
         super().__init__([self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied], **kwargs)
@@ -68,6 +78,9 @@ class StrategySelector(Bound, w.VBox):
         self._schedule.observe(self._on_schedule_change, "value")
         self._bind(self._virtual, "virtual_stages")
         self._bind(self._sequence_parallel, "sequence_parallel")
+        self._bind(self._ep, "ep")
+        self._bind(self._cp, "cp")
+        self._bind(self._cp_kind, "cp_kind")
         self.analysis.observe(self._sync, "estimate")  # recomputed after every change of the scenario
         self._sync()
 
@@ -87,10 +100,12 @@ class StrategySelector(Bound, w.VBox):
         self._microbatches.value = int(e.microbatches)
         self._schedule.value = s.schedule
         self._virtual.disabled = s.schedule != "interleaved"
+        self._ep.disabled = s.model.moe is None and s.ep == 1  # a dense model has no experts to split
+        self._cp_kind.disabled = s.cp == 1
         self.set_trait(
             "value",
             {"strategy": s.strategy, "zero": int(e.zero), "optimal_split": s.optimal_split, "x": mesh.x,
-             "y": mesh.y, "z": mesh.z, "microbatches": int(e.microbatches)},
+             "y": mesh.y, "z": mesh.z, "microbatches": int(e.microbatches), "ep": s.ep, "cp": s.cp},
         )  # fmt: skip
         self._implied.value = _implied(s, e, mesh)
 
