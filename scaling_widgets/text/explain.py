@@ -147,8 +147,8 @@ def _fsdp_tp(e: Estimate, alpha: float, spans, per_chip: Math, per_stage, best: 
     out = [Line.of(
         "threshold", "FSDP + TP at its best split needs tokens per chip above ",
         Math(f"α²{r_sym}/(M_X·M_Y·F){zs} = {alpha:,.0f}²{r_num}/({mx:.3g}·{my:.3g}·{F}){zs} = {need:,.0f}",
-             rf"\alpha^2{_cdot(r_sym)}/(M_X M_Y F){zt} = {alpha:,.0f}^2{_cdot(r_num)}/({mx:.3g}\cdot {my:.3g}\cdot {F}){zt}"
-             rf" = {need:,.0f}"),
+             rf"\alpha^2{_cdot(r_sym)}/(M_X M_Y F){zt} = {alpha:,.0f}^2{_cdot(r_num)}/"
+             rf"({mx:.3g}\cdot {my:.3g}\cdot {F}){zt} = {need:,.0f}"),
         "; it has ", per_chip,
     )]  # fmt: skip
     if len(e.slice_shape) == 3 and mx * my != 2 and not e.chip.is_gpu:  # the chapter's "typical 3D" M_X·M_Y = 2
@@ -197,8 +197,8 @@ def _dcn(e: Estimate) -> Line:
     r_sym, r_num = experts.weights_per_compute(e)[1]
     formula = Math(f"B/P = {pod} vs C{r_sym}/W_dcn = {units.sci(chip.flops)}{r_num}/{units.sci(chip.dcn_bw)}"
                    f" = {need:,.0f}",
-                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{_cdot(r_sym)}/W_{{dcn}} = {tex_sci(chip.flops)}{_cdot(r_num)}/"
-                   rf"{tex_sci(chip.dcn_bw)} = {need:,.0f}")  # fmt: skip
+                   rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{_cdot(r_sym)}/W_{{dcn}} ="
+                   rf" {tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}")  # fmt: skip
     if e.pods == 1:
         return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")
     bound = "enough" if float(e.batch) / float(e.pods) > need else "too small: DCN-bound"
