@@ -255,7 +255,9 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
         )  # fmt: skip
         return per_layer * model.layers / Z_busiest * in_flight
 
-    activations = per_choice(layout.remat, kept) + _dispatch_buffers(workload, placed, P, in_flight, Z_busiest)
+    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt in the backward pass.
+    dispatch = _dispatch_buffers(workload, placed, P, in_flight, Z_busiest) * (np.asarray(layout.remat) != "full")
+    activations = per_choice(layout.remat, kept) + dispatch
     return dataclasses.replace(memory, activations=activations, overhead=np.asarray(options.overhead_bytes, float))
 
 

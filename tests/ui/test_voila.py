@@ -194,3 +194,26 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
             page.context.close()
     finally:
         assert server.stop() == 0
+
+
+def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_demo):
+    """DeepSeek-V3 on H100s: the model picker gives total and active parameters, and EP 8 (one
+    node) is taken from the data axis and named in the layout, the mesh and the summary."""
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    text = summary(page)
+    page.select_option(".sw-mesh-picker select >> nth=0", label="H100")
+    text = wait_for_change(page, summary, text)
+    page.select_option(".sw-model-picker select >> nth=0", label="DeepSeek-V3")
+    text = wait_for_change(page, summary, text)
+    page.wait_for_function("document.querySelector('.sw-model-picker').innerText.includes('37.6B active')")
+    assert "MoE: a chip holds" in text
+    ep = page.locator(".sw-strategy-selector input[type=number]").nth(3)  # Z, microbatches, virtual, EP
+    ep.fill("8")
+    ep.press("Enter")
+    text = wait_for_change(page, summary, text)
+    assert "EP 8: its all-to-alls take" in text and "inside an NVLink node" in text
+    page.wait_for_function("document.querySelector('.sw-strategy-selector').innerText.includes('with EP 8')")
+    assert "EP 8 of them split the experts" in page.inner_text(".sw-mesh-picker")
+    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
+    assert page.errors == [] and page.external == []
