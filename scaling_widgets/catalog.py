@@ -26,8 +26,11 @@ def hardware(chip: str | Chip) -> Chip:
     return chip if isinstance(chip, Chip) else _lookup("hardware", chip, HARDWARE)
 
 
-def model(model: str | Model) -> Model:
-    """A model preset by name, or the ``Model`` given."""
+def model(model: str | dict | Model) -> Model:
+    """A model preset by name, the ``Model`` given, or one read from JSON: a dict, or the path of a
+    ``.json`` file (a Hugging Face ``config.json`` as published, or our own keys)."""
+    if isinstance(model, dict) or (isinstance(model, (str, os.PathLike)) and str(model).endswith(".json")):
+        return model_from_json(model)
     return model if isinstance(model, Model) else _lookup("model", model, MODELS)
 
 

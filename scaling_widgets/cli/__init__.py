@@ -148,6 +148,7 @@ def _plan(args, parser) -> int:
     ranked = plan(
         model=model, chip=chip, batch=args.batch, seq_len=args.seq_len, slice_shape=args.mesh, chips=args.chips,
         pods=args.pods, mfu=args.mfu, precision=catalog.precision(args.precision), profile=_profile(args),
+        ep=args.ep, cp=args.cp, cp_kind=args.cp_kind,
     )  # fmt: skip
     top = range(min(args.top, len(ranked)))
     if args.json:

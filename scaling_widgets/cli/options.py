@@ -171,6 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _profile_options(planner)
     planner.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
+    planner.add_argument("--ep", type=_typed(units.parse_whole, "--ep"), help="only this EP (default: searched)")
+    planner.add_argument(
+        "--cp", type=_typed(units.parse_whole, "--cp"), help="only this CP (default: the least a replica needs)"
+    )
+    planner.add_argument("--cp-kind", choices=CP_KINDS, help="how CP passes keys and values (default ring)")
     top = _typed(units.parse_whole, "--top")
     planner.add_argument("--top", type=top, default=10, help="layouts to show (default 10)")
     planner.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")

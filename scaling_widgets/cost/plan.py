@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _checks, check
 from ._checks import refuse
+from .context import CP_KINDS
 from .estimate import evaluate, split_keywords
 from .mesh import axis_rings, span_axes
 from .nodes import gpu_slice
@@ -95,11 +96,16 @@ class Plan:
         return evaluate(*self.values(rank))
 
 
-def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=None, precision=None, **options):
+def plan(
+    *, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=None, precision=None, ep=None, cp=None,
+    cp_kind=None, **options,
+):  # fmt: skip
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
     ``options`` pass on to ``estimate``: any of ``OPTIONS`` (the knobs of a layout are searched).
+    ``ep`` and ``cp`` fix those degrees instead of searching them, ``cp_kind`` how CP passes keys
+    and values (default "ring").
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
@@ -115,9 +121,10 @@ def plan(*, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, m
     # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
     orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
     placed = _placements(orders, _splits(math.prod(shape), workload.model), chip)
+    fixed = _fixed_degrees(ep, cp, cp_kind)
     evaluated = [
         _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
-                  _only(placed, placed["axis_order"] == i))
+                  _only(placed, placed["axis_order"] == i), **fixed)
         for i, order in enumerate(orders)
     ]  # fmt: skip
     evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
@@ -229,13 +236,18 @@ def _only(table: dict, keep) -> dict:
     return {k: v[keep] for k, v in table.items()}
 
 
-def _evaluate(cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict) -> dict:
+def _evaluate(
+    cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict, ep=None, cp=None,
+    cp_kind="ring",
+) -> dict:  # fmt: skip
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``."""
-    c = _product(placed, _knobs(), _expert_degrees(workload.model))
+    degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
+    c = _product(placed, _knobs(), degrees)
     c["microbatches"] = c.pop("per_stage") * c["z"]
-    c["cp"] = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
-    c["cp_kind"] = np.full(len(c["x"]), "ring")
+    minimal = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
+    c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
+    c["cp_kind"] = np.full(len(c["x"]), cp_kind)
     ok = check.runs(
         model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=cluster.pods, x=c["x"],
         y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"], ep=c["ep"],
@@ -253,6 +265,14 @@ def _evaluate(cluster: Cluster, workload: Workload, base: Layout, options: Optio
         **c, "step_time": e.step_time, "fits": e.fits, "memory": e.memory.total,
         "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
     }  # fmt: skip
+
+
+def _fixed_degrees(ep, cp, cp_kind) -> dict:
+    """The EP, CP and CP kind a plan is held to, checked (None: searched)."""
+    fixed = {"cp_kind": _checks.one_of("cp_kind", cp_kind or "ring", CP_KINDS)}
+    for name, value in (("ep", ep), ("cp", cp)):
+        fixed[name] = None if value is None else _one(name, value, _checks.whole)
+    return fixed
 
 
 def _expert_degrees(model) -> dict:

@@ -171,6 +171,7 @@ def plan_table(ranked, ranks) -> str:
         k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
         layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
+        layout += f" EP{k['ep']}" * (k["ep"] > 1) + f" CP{k['cp']}" * (k["cp"] > 1)  # groups of X (SPEC D)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"

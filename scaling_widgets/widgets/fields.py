@@ -99,7 +99,7 @@ def preset(find):
     """A preset's name or the preset itself (a ``Model``, ``Chip`` or ``Precision``)."""
 
     def check(name, value):
-        if not isinstance(value, str) and not hasattr(value, "__dataclass_fields__"):
+        if not isinstance(value, (str, dict)) and not hasattr(value, "__dataclass_fields__"):
             raise _refuse(name, "a preset's name or a preset", value)
         return find(value)
 

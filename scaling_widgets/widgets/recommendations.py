@@ -73,8 +73,9 @@ def layout_text(knobs: dict, shape_given) -> str:
     schedule = (f", {knobs['schedule']} v={knobs['virtual_stages']}" if knobs["schedule"] == "interleaved"
                 else f", {knobs['schedule']}" if knobs["z"] > 1 else "")  # fmt: skip
     axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
-    return (f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}, ZeRO-{knobs['zero']}, {knobs['remat']}{schedule},"
-            f" m={knobs['microbatches']}")  # fmt: skip
+    groups = f", EP {knobs['ep']}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (knobs["cp"] > 1)
+    return (f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, {knobs['remat']}"
+            f"{schedule}, m={knobs['microbatches']}")  # fmt: skip
 
 
 def grouped(p) -> list[Row]:

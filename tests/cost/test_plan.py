@@ -192,3 +192,13 @@ def test_for_a_mixture_of_experts_the_planner_searches_expert_parallelism():
     assert e.fits and float(e.step_time) == float(ranked.step_time[ranked.order[0]])
     dense = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(8, 8, 8))
     assert set(dense.layouts["ep"].tolist()) == {1}
+
+
+def test_a_plan_held_to_an_ep_and_a_cp_keeps_them_in_every_row():
+    ranked = plan(model=MODELS["llama-3-405b"], chip=HARDWARE["h100"], batch=16e6, seq_len=131072, chips=16384,
+                  cp=16, cp_kind="all-gather")  # Llama 3 at 128K  # fmt: skip
+    assert set(ranked.layouts["cp"].tolist()) == {16} and set(ranked.layouts["cp_kind"].tolist()) == {"all-gather"}
+    held = plan(model=MODELS["deepseek-v3"], chip=HARDWARE["h100"], batch=16e6, seq_len=4096, chips=2048, ep=64)
+    assert set(held.layouts["ep"].tolist()) == {64} and held.estimate(0).layout.ep == 64
+    with pytest.raises(InputError, match="cp_kind must be one of 'ring', 'all-gather', 'ulysses'"):
+        plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(8, 8, 8), cp_kind="tree")
