@@ -18,6 +18,8 @@ from .theme import color, css_color
 
 ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]
 GROUPS = ("x", "y", "z")
+# The groups the data axis may hold (SPEC D): drawn as one more bar when they are in use.
+SUBGROUPS = (("EP: experts", "indigo"), ("CP: sequence", "teal"))
 
 
 class MeshPicker(Bound, w.VBox):
@@ -117,7 +119,7 @@ class MeshPicker(Bound, w.VBox):
             return
         self._sync()
         self._info.value = _describe(mesh, self.scenario)
-        self._picture.show(mesh)
+        self._picture.show(mesh, self.scenario.ep, self.scenario.cp)
         s = self.scenario
         self.set_trait(
             "value",
@@ -140,9 +142,9 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
 
-    key = " ".join(
-        f'<span style="color:{css_color(ROLE_COLORS[g])}">&#9632;</span> {label}' for (label, g) in ROLE_OPTIONS
-    )
+    used = [(label, ROLE_COLORS[g]) for label, g in ROLE_OPTIONS]
+    used += [SUBGROUPS[0]] * (s.ep > 1) + [SUBGROUPS[1]] * (s.cp > 1)
+    key = " ".join(f'<span style="color:{css_color(c)}">&#9632;</span> {label}' for label, c in used)
     return (
         f"{key}<br><b>{mesh.chips:,} chips</b> ({shape}{pods}). "
         f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
@@ -162,14 +164,16 @@ def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
 
 
 class _MeshPicture(bq.Figure):
-    """Each slice axis as a bar, split into the factors the X, Y and Z groups take of it."""
+    """Each slice axis as a bar, split into the factors the X, Y and Z groups take of it; with
+    expert or context parallelism, one more bar: the data axis X split into its EP and CP groups."""
 
     def __init__(self):
         self._x = bq.LinearScale(min=0)
         self._y = bq.OrdinalScale()
         self._bars = bq.Bars(
-            x=["axis 0"], y=np.zeros((3, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
-            type="stacked", colors=[color(ROLE_COLORS[g]) for g in GROUPS], labels=[label for label, _ in ROLE_OPTIONS],
+            x=["axis 0"], y=np.zeros((5, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
+            type="stacked", colors=[color(ROLE_COLORS[g]) for g in GROUPS] + [color(c) for _, c in SUBGROUPS],
+            labels=[label for label, _ in ROLE_OPTIONS] + [label for label, _ in SUBGROUPS],
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]),
         )  # fmt: skip
         axes = [
@@ -183,13 +187,18 @@ class _MeshPicture(bq.Figure):
         )  # fmt: skip
         self.add_class("sw-mesh-picture")
 
-    def show(self, mesh: MeshData) -> None:
+    def show(self, mesh: MeshData, ep: int = 1, cp: int = 1) -> None:
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
         logs = np.log2(np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float))
+        logs = np.vstack([logs, np.zeros((2, logs.shape[1]))])
         if mesh.pods > 1:  # the pods over DCN: one more axis, all data parallel
             names.append(f"pods over DCN ({mesh.pods})")
-            logs = np.column_stack([logs, [np.log2(mesh.pods), 0.0, 0.0]])
+            logs = np.column_stack([logs, [np.log2(mesh.pods), 0.0, 0.0, 0.0, 0.0]])
+        if ep > 1 or cp > 1:  # X's own groups: the rest of X holds whole replicas
+            names.append(f"X = {mesh.x}: EP {ep}, CP {cp}")
+            rest = max(np.log2(mesh.x) - np.log2(ep) - np.log2(cp), 0.0)
+            logs = np.column_stack([logs, [rest, 0.0, 0.0, np.log2(ep), np.log2(cp)]])
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = names, logs
         self.fig_margin = {**self.fig_margin, "left": round(12 + 6.5 * max(map(len, names)))}  # room for the names

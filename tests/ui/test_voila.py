@@ -215,5 +215,6 @@ def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_d
     assert "EP 8: its all-to-alls take" in text and "inside an NVLink node" in text
     page.wait_for_function("document.querySelector('.sw-strategy-selector').innerText.includes('with EP 8')")
     assert "EP 8 of them split the experts" in page.inner_text(".sw-mesh-picker")
+    page.wait_for_function("document.querySelector('.sw-mesh-picture').textContent.includes('EP 8, CP 1')")  # drawn
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
     assert page.errors == [] and page.external == []
