@@ -105,28 +105,30 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     )  # fmt: skip
     x, y = best_split(**split, max_x=max_x)
     if np.any(x == 0):
-        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch))
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), int(np.max(layout.cp)))
     return x, y
 
 
-def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch) -> Exception:
+def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp: int) -> Exception:
     """The refusal of a batch too small for any split: the smallest data axis a legal split of
-    this slice has (TP dividing the heads, X and Y sharing at most one axis) sets what is needed."""
+    this slice has (TP dividing the heads, X and Y sharing at most one axis, CP dividing it) sets
+    what is needed: a whole sequence for each replica of CP chips."""
     smallest = next(
         (X for X in sorted(set(split_candidates(stage_chips)[0].tolist())) if np.all(best_split(**split, max_x=X)[0])),
         None,
     )
+    replicas = None if smallest is None else smallest // cp
     unit = "token" if workload.seq_len is None else f"sequence of {T}"
     got = f"{float(np.min(workload.batch)):,.6g}"
     if smallest is None:
         heads = workload.model.heads
         return refuse("batch", f"split by a TP degree the model's {heads} heads allow on this slice: none"
                       " does (use pipeline stages or another slice)", got)  # fmt: skip
-    need = smallest * int(np.max(P)) * T * float(per_microbatch)
+    need = replicas * int(np.max(P)) * T * float(per_microbatch)
     return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
-                  f" {smallest:,} replicas per pod, each needing a whole {unit} per microbatch (or use pipeline"
-                  " stages, context parallelism to split each sequence (--cp), or another order of the slice's axes)",
-                  got)  # fmt: skip
+                  f" {smallest:,} chips, {replicas:,} replicas per pod" + (f" of {cp} CP chips" if cp > 1 else "")
+                  + f", each needing a whole {unit} per microbatch (or use pipeline stages, context parallelism to"
+                  " split each sequence (--cp), or another order of the slice's axes)", got)  # fmt: skip
 
 
 def _strategy_split(strategy: str, stage_chips: int, x, y):
