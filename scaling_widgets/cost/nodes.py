@@ -8,8 +8,12 @@ given as a multiple of the NVLink egress W (the M_X, M_Y of the TPU formulas):
 - an X (data/FSDP) group across nodes, k·W_nic/W where k is how many of its GPUs share a node:
   the collective is hierarchical, so each of those GPUs sends its own slice through its own NIC
   (H100: 8 x 50 GB/s = 400 GB/s, so FSDP needs C/400 GB/s = 2475 tokens per GPU, not 2200);
-- a Y (tensor) group across nodes, W_nic/W: its ring crosses a node through one NIC, and that
-  hop sets the pace. TP that leaves the node is penalised ninefold on an H100.
+- a Y (tensor) group across nodes is hierarchical too (SPEC B.5): each of its g GPUs in a node
+  sends its own slice through its own NIC, and only the (Y − g)/Y of the array held in other
+  nodes crosses them, so its time is that share at the node's egress g·W_nic, Y·g·W_nic/((Y − g)·W)
+  in units of NVLink. This is the GPU chapter's rule F > (C/W_node)·(Y − 8): TP 16 over exactly
+  two H100 nodes runs at 1.78x NVLink and stays compute-bound for F > 19,800; wider, it tends to
+  g·W_nic/W, 0.889.
 """
 
 from __future__ import annotations
@@ -51,13 +55,15 @@ def node_spans(*, slice_shape, x, y=1, z=1, nvlink_bw, nic_bw) -> MeshSpan:
     --------
     >>> s = node_spans(slice_shape=(512, 8), x=[4096, 512, 256], y=[1, 8, 16], nvlink_bw=4.5e11, nic_bw=5e10)
     >>> s.mx.round(3).tolist(), s.my.round(3).tolist()
-    ([0.889, 0.111, 0.111], [1.0, 1.0, 0.111])
+    ([0.889, 0.111, 0.111], [1.0, 1.0, 1.778])
     """
     placed = span_axes(slice_shape=slice_shape, x=x, y=y, z=z)
     nodes_axis, gpus_axis = placed.shares  # outermost first: (X, Y, Z) shares of each axis
-    x_per_node = gpus_axis[0]
+    x_per_node, y_per_node = gpus_axis[0], gpus_axis[1]
     x_across, y_across = nodes_axis[0] > 1, nodes_axis[1] > 1
     mx = np.where(x_across, x_per_node * nic_bw / nvlink_bw, 1.0)
-    my = np.where(y_across, nic_bw / nvlink_bw, 1.0)
+    Y = np.asarray(y, dtype=float)
+    crossing = np.where(y_across, (Y - y_per_node) / Y, 1.0)  # the share of the array in other nodes
+    my = np.where(y_across, y_per_node * nic_bw / (crossing * nvlink_bw), 1.0)
     inside = np.ones(np.shape(mx), dtype=bool)
     return MeshSpan(mx=mx, my=my, mz=placed.mz, wrap_x=inside, wrap_y=inside, shares=placed.shares, shared_axes=0)

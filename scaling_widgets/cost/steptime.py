@@ -88,22 +88,27 @@ def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-
     return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
 
 
-def group_bandwidth(chip: Chip, span):
+def group_bandwidth(chip: Chip, span, crosses=False):
     """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
-    NVLink inside a node, and across nodes one NIC per GPU, what a collective library achieves
-    there (SPEC C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of a node's
-    every NIC working for one group)."""
+    NVLink inside a node, and across nodes (``crosses``) one NIC per GPU, what a collective library
+    achieves there (SPEC C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of a
+    node's every NIC working for one group)."""
     if not chip.is_gpu:
         return np.asarray(span, dtype=float) * chip.ici_bw
-    return np.where(np.asarray(span) >= 1, chip.ici_bw, chip.scaleout_bw)
+    return np.where(crosses, chip.scaleout_bw, chip.ici_bw)
 
 
-def link_efficiency(chip: Chip, profile: Profile, span):
+def crosses_nodes(chip: Chip, *inner_groups):
+    """Whether a group leaves its NVLink node: the groups inside it (TP first) outgrow the node."""
+    return np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0) > chip.node_size
+
+
+def link_efficiency(chip: Chip, profile: Profile, span, crosses=False):
     """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
-    node (span 1 of the NVLink multiple), the NIC across nodes."""
+    node, the NIC across nodes (``crosses``)."""
     if not chip.is_gpu:
         return np.full(np.shape(span), profile.link_ici)
-    return np.where(np.asarray(span) >= 1, profile.link_nvlink, profile.link_nic)
+    return np.broadcast_to(np.where(crosses, profile.link_nic, profile.link_nvlink), np.shape(span))
 
 
 def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
@@ -138,9 +143,15 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
     layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / chip.hbm_bw
-    tp_link = group_bandwidth(chip, e.my)
-    tp_one = collective_time(nbytes=2 * b * D, group=Y, bandwidth=tp_link,
-                             efficiency=link_efficiency(chip, profile, e.my), latency=profile.latency)  # fmt: skip
+    tp_crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
+    tp_link = group_bandwidth(chip, e.my, tp_crosses)
+    tp_one = collective_time(
+        nbytes=2 * b * D,
+        group=Y,
+        bandwidth=tp_link,
+        efficiency=link_efficiency(chip, profile, e.my, tp_crosses),
+        latency=profile.latency,
+    )
     layer_tp = np.maximum(0.0, tp_one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
@@ -197,8 +208,9 @@ def _context(e, profile, b, stage_layers, remat_forward):
 def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
-    W_x = group_bandwidth(chip, e.mx)
-    link_x = link_efficiency(chip, profile, e.mx)
+    x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
+    W_x = group_bandwidth(chip, e.mx, x_crosses)
+    link_x = link_efficiency(chip, profile, e.mx, x_crosses)
     shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2  # a replica's bf16 gradients
     sharded = np.asarray(e.zero) == 3
     reduce = collective_time(nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency)

@@ -70,7 +70,7 @@ def group_places(e: Estimate) -> list[str]:
         elif m == 1:
             out.append(f"{name} inside a node (NVLink)")
         else:
-            out.append(f"{name} across nodes at {m:.2f}x NVLink{' (penalised)' if name == 'Y' else ''}")
+            out.append(f"{name} across nodes at {m:.2f}x NVLink")
     return out
 
 
