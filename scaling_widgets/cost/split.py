@@ -73,18 +73,25 @@ def best_split(
     )  # fmt: skip
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
-    legal = span.shared_axes <= 1  # see span_axes: X and Y may share one axis, not more
-    if node_size:  # on GPUs TP stays inside the NVLink domain: across it, it runs at a NIC's pace
-        legal = legal & (Y <= node_size)
-    if heads is not None:
-        K = heads if kv_heads is None else kv_heads
-        legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
-    if max_x is not None:
-        legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
-    legal = legal & (X % np.asarray(x_multiple_of)[..., None] == 0)  # EP's and CP's chips come out of it
+    legal = _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of)
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
     pick = np.where(some_compute_bound, crossover.argmin(axis=-1), layer.argmin(axis=-1))
     none_legal = ~np.broadcast_to(legal, crossover.shape).any(axis=-1)
     return np.where(none_legal, 0, X[pick]), Y[pick]
+
+
+def _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of):
+    """Which candidates may run: X and Y share at most one axis (``span_axes``); on GPUs TP stays
+    inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP divides the
+    heads; X gives a whole sequence to each replica (``max_x``) and holds the EP and CP groups."""
+    legal = span.shared_axes <= 1
+    if node_size:
+        legal = legal & (Y <= node_size)
+    if heads is not None:
+        K = heads if kv_heads is None else kv_heads
+        legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
+    if max_x is not None:
+        legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
+    return legal & (X % np.asarray(x_multiple_of)[..., None] == 0)
