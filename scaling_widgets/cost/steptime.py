@@ -119,47 +119,22 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     """
     chip, model, layout = e.chip, e.model, e.layout
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages
-    D, F, V, L = model.d_model, model.d_ff, model.vocab, model.layers
+    D, L = model.d_model, model.layers
     s = e.seq_len or 1
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
-    causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
-    attention = 4 * b * s * model.heads * model.head_dim * causal / Y
-    # A layer's matmuls: the MLP a token goes through (a MoE layer's k + S experts, SPEC D.1), and
-    # the rest. Current MoE kernels (grouped GEMMs: MegaBlocks, megablox) run the routed experts
-    # as one GEMM of b·k tokens by F_e, not E small ones: its size sets their efficiency.
-    forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
-    forward_rest = 2 * b * e.params.attention / L / Y + attention
-    e_mm = matmul_efficiency(gemm_flops=2 * b * D * F / Y, e_max=profile.e_max, g_half=profile.g_half)
-    e_mlp = e_mm if model.moe is None else matmul_efficiency(
-        gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y, e_max=profile.e_max,
-        g_half=profile.g_half,
-    )  # fmt: skip
-    recomputed_rest = remat_forward * forward_rest + attention_forward * attention
-    layer_matmul = ((3 * forward_rest + recomputed_rest) / e_mm
-                    + (3 + remat_forward) * forward_mlp / e_mlp) / chip.flops  # fmt: skip
-    head_matmul = 6 * b * D * V / Y / (chip.flops * e_mm)  # the output layer, on the last stage
+    layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, remat_forward, attention_forward)
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
     layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / chip.hbm_bw
-    tp_crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
-    tp_link = group_bandwidth(chip, e.my, tp_crosses)
-    tp_one = collective_time(
-        nbytes=2 * b * D,
-        group=Y,
-        bandwidth=tp_link,
-        efficiency=link_efficiency(chip, profile, e.my, tp_crosses),
-        latency=profile.latency,
-    )
-    layer_tp = np.maximum(0.0, tp_one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
+    layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
-    backward_last = l * 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops  # the reductions hide under it
     elsewhere = routed_params(model) * (1 - 1 / np.asarray(layout.ep))  # experts that live on other EP chips
     psi_layer = (e.params.mlp - elsewhere + e.params.attention) / L  # the weights a chip's layer holds: FSDP's
-    data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, backward_last, elsewhere)
+    data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
         "memory_bound": m * l * layer_memory,
@@ -173,6 +148,43 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
     return {k: np.broadcast_to(np.asarray(t, dtype=float), np.shape(e.step_time)) for k, t in terms.items()}
+
+
+def _matmuls(e, profile, b, remat_forward, attention_forward):
+    """One layer's matmuls on a chip for a microbatch of b tokens, recompute included; the output
+    layer's; and one layer's backward pass without recompute (what the reductions hide under) [s].
+
+    A layer's matmuls are the MLP a token goes through (a MoE layer's k + S experts, SPEC D.1) and
+    the rest, attention scores included. Current MoE kernels (grouped GEMMs: MegaBlocks, megablox)
+    run the routed experts as one GEMM of b·k tokens by F_e, not E small ones: its size sets their
+    efficiency."""
+    chip, model, Y = e.chip, e.model, e.y
+    D, L, s = model.d_model, model.layers, e.seq_len or 1
+    causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
+    attention = 4 * b * s * model.heads * model.head_dim * causal / Y
+    forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
+    forward_rest = 2 * b * e.params.attention / L / Y + attention
+    e_mm = matmul_efficiency(gemm_flops=2 * b * D * model.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half)
+    e_mlp = e_mm if model.moe is None else matmul_efficiency(
+        gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half,
+    )  # fmt: skip
+    recomputed_rest = remat_forward * forward_rest + attention_forward * attention
+    layer = ((3 * forward_rest + recomputed_rest) / e_mm + (3 + remat_forward) * forward_mlp / e_mlp) / chip.flops
+    head = 6 * b * D * model.vocab / Y / (chip.flops * e_mm)  # the output layer, on the last stage
+    backward = 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops
+    return layer, head, backward
+
+
+def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
+    """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
+    all-reduces of b·D·2 bytes a pass, two more under full recompute."""
+    chip, Y = e.chip, e.y
+    crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
+    one = collective_time(
+        nbytes=2 * b * e.model.d_model, group=Y, bandwidth=group_bandwidth(chip, e.my, crosses),
+        efficiency=link_efficiency(chip, profile, e.my, crosses), latency=profile.latency,
+    )  # fmt: skip
+    return np.maximum(0.0, one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
 
 
 def _all_to_alls(e, profile, b, stage_layers, remat_forward):
