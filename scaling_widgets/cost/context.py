@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experts import group_span
 from .inputs import Chip, Model
+from .mesh import subgroup_span
 
 CP_KINDS = ("ring", "all-gather", "ulysses")
 
@@ -47,7 +47,7 @@ def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, 
         in_node = CP * Y <= chip.node_size
         bandwidth = np.where(in_node, chip.ici_bw, chip.scaleout_bw)
     else:
-        bandwidth = chip.ici_bw * np.maximum(group_span(ep=CP, x=x, mx=mx), 1.0)
+        bandwidth = chip.ici_bw * np.maximum(subgroup_span(size=CP, x=x, mx=mx), 1.0)
     kv = kv_bytes_per_token(model, Y)
     if kind == "ulysses":
         per_token = (2 * model.heads + 2 * model.kv_heads) * model.head_dim * 2.0 / Y * (CP - 1) / CP

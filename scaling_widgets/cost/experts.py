@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import Chip, Model
+from .mesh import subgroup_span
 
 
 def held_width(model: Model, ep=1):
@@ -28,20 +29,12 @@ def routed_params(model: Model) -> float:
     return float(moe.experts * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers))
 
 
-def group_span(*, ep, x, mx):
-    """The torus axes an EP group of the data axis spans: its share of X's M_X axes, by the log of
-    its size (EP = X spans all of them, EP = sqrt(X) half)."""
-    EP, X = np.asarray(ep, dtype=float), np.asarray(x, dtype=float)
-    share = np.log(EP) / np.log(np.where(X > 1, X, 2.0))
-    return np.where(EP > 1, np.maximum(np.asarray(mx, dtype=float) * share, 1.0), 0.0)
-
-
 def all_to_all(chip: Chip, model: Model, ep):
     """``all_to_all_seconds`` for a placement: seconds per token from the data axis X, the TP
     degree Y and the axes M_X that X spans."""
 
     def seconds(x, y, mx):
-        return all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=group_span(ep=ep, x=x, mx=mx))
+        return all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=subgroup_span(size=ep, x=x, mx=mx))
 
     return seconds
 

@@ -166,3 +166,16 @@ def role_layout(*, slice_shape, roles, rings=None):
         wrap_y=np.bool_(wraps["y"]),
     )
     return size["x"], size["y"], size["z"], span
+
+
+def subgroup_span(*, size, x, mx):
+    """The torus axes a group of ``size`` chips taken from the data axis X spans (an EP or CP
+    group, SPEC D): its share of X's M_X axes by the log of its size (all of X spans all of them,
+    sqrt(X) half); 0 for a group of one.
+
+    >>> subgroup_span(size=[1, 16, 256], x=256, mx=2).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    size, X = np.asarray(size, dtype=float), np.asarray(x, dtype=float)
+    share = np.log(size) / np.log(np.where(X > 1, X, 2.0))
+    return np.where(size > 1, np.maximum(np.asarray(mx, dtype=float) * share, 1.0), 0.0)
