@@ -81,15 +81,7 @@ def _layout_options(est) -> None:
     est.add_argument(
         "--zero", type=int, choices=range(4), help="ZeRO stage on the data axis (dp: 0; fsdp, fsdp+tp: 3 unless told)"
     )
-    est.add_argument(
-        "--ep", type=_typed(units.parse_whole, "--ep"), default=1, metavar="EP",
-        help="expert parallelism: EP chips of the data axis split a MoE model's experts (default 1)",
-    )  # fmt: skip
-    est.add_argument(
-        "--cp", type=_typed(units.parse_whole, "--cp"), default=1, metavar="CP",
-        help="context parallelism: CP chips of the data axis split each sequence (default 1)",
-    )  # fmt: skip
-    est.add_argument("--cp-kind", choices=CP_KINDS, default="ring", help="how CP passes keys and values (default ring)")
+    _data_axis_groups(est, searched=False)
     est.add_argument("--schedule", choices=SCHEDULES, default="1f1b", help="pipeline schedule (default 1f1b)")
     est.add_argument(
         "--virtual-stages",
@@ -148,6 +140,23 @@ def _reading_options(est) -> None:
     est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
 
 
+def _data_axis_groups(parser, searched: bool) -> None:
+    """EP and CP, groups of the data axis (SPEC D): one layout's, or what holds a plan's search."""
+    default = None if searched else 1
+    parser.add_argument(
+        "--ep", type=_typed(units.parse_whole, "--ep"), default=default, metavar="EP",
+        help="expert parallelism: EP chips of the data axis split a MoE model's experts"
+             + (" (default: searched)" if searched else " (default 1)"),
+    )  # fmt: skip
+    parser.add_argument(
+        "--cp", type=_typed(units.parse_whole, "--cp"), default=default, metavar="CP",
+        help="context parallelism: CP chips of the data axis split each sequence"
+             + (" (default: the least a replica needs)" if searched else " (default 1)"),
+    )  # fmt: skip
+    parser.add_argument("--cp-kind", choices=CP_KINDS, default=None if searched else "ring",
+                        help="how CP passes keys and values (default ring)")  # fmt: skip
+
+
 def _profile_options(parser) -> None:
     parser.add_argument(
         "--profile", metavar="FILE.json", help="efficiency profile for the predicted step (default: the chip's)"
@@ -171,11 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _profile_options(planner)
     planner.add_argument("--precision", choices=list(PRECISIONS), default="book", help="default book")
-    planner.add_argument("--ep", type=_typed(units.parse_whole, "--ep"), help="only this EP (default: searched)")
-    planner.add_argument(
-        "--cp", type=_typed(units.parse_whole, "--cp"), help="only this CP (default: the least a replica needs)"
-    )
-    planner.add_argument("--cp-kind", choices=CP_KINDS, help="how CP passes keys and values (default ring)")
+    _data_axis_groups(planner, searched=True)
     top = _typed(units.parse_whole, "--top")
     planner.add_argument("--top", type=top, default=10, help="layouts to show (default 10)")
     planner.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
