@@ -110,7 +110,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).
     held = held_width(model, layout.ep)
     a2a = 0.0 if model.moe is None else all_to_all(chip, model, layout.ep)(X, Y, placed.mx)
-    kv = per_choice(layout.cp_kind, lambda kind: cp_seconds_per_token(
+    kv = 0.0 if np.all(np.asarray(layout.cp) == 1) else per_choice(layout.cp_kind, lambda kind: cp_seconds_per_token(
         chip=chip, model=model, cp=layout.cp, kind=kind, seq_len=workload.seq_len or 1, x=X, y=Y, mx=placed.mx
     ))  # fmt: skip
     on_mesh = dict(

@@ -28,9 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._choices import per_choice
-from .context import cp_seconds_per_token
-from .experts import all_to_all, routed_params
+from .experts import routed_params
 from .inputs import Chip
 from .pipeline import busiest_stage_layers
 
@@ -142,8 +140,8 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         "stage_to_stage": m * stage_to_stage,
         "bubble": (Z - 1) / v * t_mb,
         **data,
-        "ep_exposed": m * _all_to_alls(e, profile, b, l, remat_forward),
-        "cp_exposed": m * _context(e, profile, b, l, remat_forward),
+        "ep_exposed": m * _all_to_alls(e, profile, l, remat_forward),
+        "cp_exposed": m * _context(e, profile, l, remat_forward),
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
@@ -187,13 +185,14 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
     return np.maximum(0.0, one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
 
 
-def _all_to_alls(e, profile, b, stage_layers, remat_forward):
+def _all_to_alls(e, profile, stage_layers, remat_forward):
     """One microbatch's expert all-to-alls on a stage (SPEC D.2): dispatch and combine each pass
-    (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden."""
+    (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden. One
+    all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m microbatches."""
     model, chip, EP = e.model, e.chip, np.asarray(e.layout.ep)
     if model.moe is None:
         return 0.0
-    seconds = all_to_all(chip, model, EP)(e.x, e.y, e.mx)
+    seconds = e.layer.ep[0] / (2 * e.microbatches)
     if chip.is_gpu:  # the group's own tier: NVLink while it fits in a node, else the NIC
         crosses = EP > np.maximum(chip.node_size // e.y, 1)
         seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
@@ -201,20 +200,17 @@ def _all_to_alls(e, profile, b, stage_layers, remat_forward):
         seconds = seconds / profile.link_ici
     moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
     latency = (EP > 1) * profile.latency * np.log2(np.maximum(EP, 1))
-    return moe_layers * (4 + 2 * remat_forward) * (seconds * b / e.y + latency)
+    return moe_layers * (4 + 2 * remat_forward) * (seconds + latency)
 
 
-def _context(e, profile, b, stage_layers, remat_forward):
+def _context(e, profile, stage_layers, remat_forward):
     """One microbatch's context-parallel traffic on a stage (SPEC D.3): what the ring does not hide
     under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
-    again under full recompute."""
+    again under full recompute: the layer's forward CP time (``LayerTimes.cp``) over m microbatches."""
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
-    seconds = per_choice(e.layout.cp_kind, lambda kind: cp_seconds_per_token(
-        chip=e.chip, model=e.model, cp=e.layout.cp, kind=kind, seq_len=e.seq_len or 1, x=e.x, y=e.y, mx=e.mx
-    ))  # fmt: skip
-    return stage_layers * (3 + remat_forward) * seconds * b / efficiency
+    return stage_layers * (3 + remat_forward) * e.layer.cp[0] / e.microbatches / efficiency
 
 
 def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere) -> dict:
