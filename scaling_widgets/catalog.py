@@ -52,7 +52,7 @@ def model_from_json(source: str | Path | dict) -> Model:
         return model_from_hf(data)
     parts = {key: _from_json(cls, _object(key, data[key]), optional=_defaults(cls))
              for key, cls in (("moe", MoE), ("mla", MLA)) if data.get(key) is not None}  # fmt: skip
-    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None}
+    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None, "dropout": 0.0}
     return _from_json(Model, {**data, **parts}, optional=optional)
 
 

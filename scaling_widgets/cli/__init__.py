@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import catalog
 from ..cost import Cluster, Exactness, InputError, Layout, Options, Workload, compare_strategies, evaluate, plan
-from ..cost.calibrate import calibrate, profile_from_json, profile_to_json
+from ..cost.calibrate import calibrate, calibrate_memory, profile_from_json, profile_to_json
 from ..cost.nodes import gpu_slice
 from ..text import explain, report
 from .options import build_parser, parser_default
@@ -27,6 +27,7 @@ FLAGS = {
     "virtual_stages": "--virtual-stages", "microbatch_seqs": "--microbatch-seqs",
     "measured_step_time": "--measured-step-time", "overhead_bytes": "--overhead-gb", "fits_below": "--fits-below",
     "sequence_parallel": "--sequence-parallel", "attention_flops": "--attention-flops", "cp_kind": "--cp-kind",
+    "measured_peak": "--measured-peak-gb",
 }  # fmt: skip
 
 
@@ -61,7 +62,7 @@ def _estimate(args, parser) -> int:
     else:
         values = _values(args)
     if args.save_profile is not None:
-        _save_profile(values, args)
+        values = _save_profile(values, args)
     chosen = evaluate(*values)
     others = compare_strategies(*values)
     best = others["fsdp+tp"] if not isinstance(others["fsdp+tp"], Exception) else None
@@ -70,12 +71,19 @@ def _estimate(args, parser) -> int:
     return 0
 
 
-def _save_profile(values, args) -> None:
-    """--measured-step-time S --save-profile FILE: the profile that predicts S for this layout."""
-    if args.measured_step_time is None:
-        raise ValueError("--save-profile needs --measured-step-time: the step it calibrates on")
-    profile = calibrate(*values, step_time=args.measured_step_time)
-    Path(args.save_profile).write_text(profile_to_json(profile) + "\n")
+def _save_profile(values, args):
+    """--save-profile FILE with --measured-step-time S and/or --measured-peak-gb G: the profile that
+    predicts S and G for this layout, saved; the values read with it."""
+    if args.measured_step_time is None and args.measured_peak_gb is None:
+        raise ValueError("--save-profile needs --measured-step-time or --measured-peak-gb: what it calibrates on")
+    cluster, workload, layout, options = values
+    if args.measured_step_time is not None:
+        options = dataclasses.replace(options, profile=calibrate(*values, step_time=args.measured_step_time))
+    if args.measured_peak_gb is not None:
+        profile = calibrate_memory(cluster, workload, layout, options, peak_bytes=args.measured_peak_gb * 1e9)
+        options = dataclasses.replace(options, profile=profile, stack=None)
+    Path(args.save_profile).write_text(profile_to_json(options.profile) + "\n")
+    return cluster, workload, layout, options
 
 
 def _profile(args):
@@ -136,6 +144,7 @@ def _values(args):
         Options(
             mfu=args.mfu, measured_step_time=args.measured_step_time, attention_flops=args.attention_flops,
             exact=exact, overhead_bytes=overhead, fits_below=args.fits_below, profile=_profile(args),
+            stack=args.stack,
         ),
     )  # fmt: skip
 
@@ -148,7 +157,7 @@ def _plan(args, parser) -> int:
     ranked = plan(
         model=model, chip=chip, batch=args.batch, seq_len=args.seq_len, slice_shape=args.mesh, chips=args.chips,
         pods=args.pods, mfu=args.mfu, precision=catalog.precision(args.precision), profile=_profile(args),
-        ep=args.ep, cp=args.cp, cp_kind=args.cp_kind,
+        stack=args.stack, ep=args.ep, cp=args.cp, cp_kind=args.cp_kind,
     )  # fmt: skip
     top = range(min(args.top, len(ranked)))
     if args.json:

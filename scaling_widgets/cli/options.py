@@ -7,6 +7,7 @@ import argparse
 
 from ..cost import REMAT_POLICIES, SCHEDULES, STRATEGIES
 from ..cost.context import CP_KINDS
+from ..cost.profiles import STACKS
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 
@@ -128,7 +129,14 @@ def _reading_options(est) -> None:
         help="take this utilisation as given, the chapter's model (default: predict the step, SPEC C)",
     )  # fmt: skip
     _profile_options(est)
-    est.add_argument("--save-profile", metavar="FILE.json", help="with --measured-step-time: calibrate and save")
+    est.add_argument(
+        "--measured-peak-gb", type=_typed(units.parse_count, "--measured-peak-gb"), metavar="GB",
+        help="with --save-profile: a measured peak (as the stack reports it) that calibrates the memory",
+    )  # fmt: skip
+    est.add_argument(
+        "--save-profile", metavar="FILE.json",
+        help="with --measured-step-time and/or --measured-peak-gb: calibrate and save",
+    )  # fmt: skip
     est.add_argument(
         "--tokens",
         type=_typed(units.parse_count, "--tokens"),
@@ -161,6 +169,10 @@ def _profile_options(parser) -> None:
     parser.add_argument(
         "--profile", metavar="FILE.json", help="efficiency profile for the predicted step (default: the chip's)"
     )
+    parser.add_argument(
+        "--stack", choices=list(STACKS),
+        help="what the software keeps in memory, for the peak and whether it fits (default: the chip's profile's)",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,12 +16,14 @@ import math
 
 from ._checks import refuse
 from .estimate import evaluate
-from .profiles import profile_for
+from .peak import MEASURES, SELECTIVE
+from .profiles import profile_for, with_stack
 from .steptime import Profile
 from .values import Cluster, Layout, Options, Workload
 
 FASTER = ("e_max", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # scaled by k
 SLOWER = ("kappa", "kappa_scores", "latency")  # scaled by 1/k
+WORDS = {"selective": SELECTIVE, "measures": MEASURES}  # the profile's fields that are names
 
 
 def scaled(profile: Profile, k: float) -> Profile:
@@ -65,6 +67,37 @@ def calibrate(cluster: Cluster, workload: Workload, layout: Layout, options: Opt
     return scaled(base, math.exp((lo + hi) / 2))
 
 
+def calibrate_memory(cluster: Cluster, workload: Workload, layout: Layout, options: Options, peak_bytes: float):
+    """The profile (with ``options.stack``) whose activations, working set and logits are scaled by
+    one factor k so that this layout's predicted peak, as its stack reports it, is ``peak_bytes``
+    (SPEC E.2). The peak is linear in k; a peak below what the weights, gradients, optimizer
+    state and buffers need alone is refused.
+
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> values = (Cluster(HARDWARE["h100"], (1, 8)), Workload(MODELS["llama-3-8b"], 8 * 8192, 8192),
+    ...           Layout(strategy="fsdp", remat="full"), Options(mfu=None))
+    >>> profile = calibrate_memory(*values, peak_bytes=40e9)
+    >>> round(float(evaluate(*values[:3], dataclasses.replace(values[3], profile=profile)).peak.reported) / 1e9, 3)
+    40.0
+    """
+    base = with_stack(options.profile or profile_for(cluster.chip), options.stack)
+
+    def peak(k: float) -> float:
+        scaled_options = dataclasses.replace(
+            options, profile=dataclasses.replace(base, activation_factor=k), stack=None
+        )
+        return float(evaluate(cluster, workload, layout, scaled_options).peak.reported)
+
+    if not (isinstance(peak_bytes, (int, float)) and 0 < peak_bytes < 1e30):
+        raise refuse("measured_peak", "a number of bytes > 0", repr(peak_bytes))
+    fixed, one = peak(0.0), peak(1.0)
+    if peak_bytes <= fixed:
+        raise refuse("measured_peak", f"above {fixed / 1e9:.4g} GB, what the weights, gradients, optimizer state and"
+                     " buffers alone take", f"{peak_bytes / 1e9:.4g} GB")  # fmt: skip
+    k = (peak_bytes - fixed) / (one - fixed)
+    return dataclasses.replace(base, name=f"{base.name} (peak calibrated)", activation_factor=k)
+
+
 def profile_to_json(profile: Profile) -> str:
     return json.dumps({f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}, indent=2)
 
@@ -84,7 +117,13 @@ def profile_from_json(text: str) -> Profile:
             raise refuse("profile name", "a string", repr(value))
         if name == "flash_attention" and not isinstance(value, bool):
             raise refuse("profile flash_attention", "true or false", repr(value))
+        if name in WORDS and value not in WORDS[name]:
+            raise refuse(f"profile {name}", f"one of {', '.join(map(repr, WORDS[name]))}", repr(value))
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e30
-        if name not in ("name", "flash_attention") and not number:
+        if name not in ("name", "flash_attention", *WORDS) and not number:
             raise refuse(f"profile {name}", "a number >= 0 and < 1e30", repr(value))
+    if data.get("allocator", 1) < 1:
+        raise refuse(
+            "profile allocator", "a number >= 1: reserved memory is never below allocated", repr(data["allocator"])
+        )
     return Profile(**{"name": "from JSON", **data})

@@ -22,6 +22,7 @@ from .inputs import Chip, Model, Precision
 from .layer import STRATEGIES, Exactness
 from .mesh import ROLES, check_fits_pod
 from .nodes import check_gpu_slice
+from .profiles import STACKS
 from .steptime import Profile
 from .training import REMAT_POLICIES
 from .values import Cluster, Layout, Options, Workload
@@ -142,6 +143,8 @@ def _layout(k: Layout, seq_len) -> Layout:
 def _options(o: Options) -> Options:
     if o.profile is not None:
         _kind("profile", o.profile, Profile)
+    if o.stack is not None:
+        _checks.one_of("stack", o.stack, STACKS)
     if o.measured_step_time is not None:
         _checks.positive("measured_step_time", o.measured_step_time)
     elif o.mfu is not None:  # None: the step is predicted (SPEC C)

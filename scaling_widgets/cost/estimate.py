@@ -21,9 +21,10 @@ from .context import cp_seconds_per_token
 from .experts import all_to_all, held_width, routed_params
 from .layer import STRATEGIES, crossover_batch, layer_times
 from .memory import memory_per_chip
+from .peak import peak_memory
 from .pipeline import bubble_overhead, stage_share, stage_traffic_time
 from .placement import Placement, place
-from .profiles import profile_for
+from .profiles import profile_for, with_stack
 from .result import Estimate
 from .steptime import predict
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
@@ -105,6 +106,8 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     chip, model, P = cluster.chip, workload.model, cluster.pods
     B, X, Y, Z, m = workload.batch, placed.x, placed.y, placed.z, placed.microbatches
     chips = math.prod(cluster.slice_shape) * P
+    # The stack: how fast it runs (SPEC C.3) and what it keeps in memory (SPEC E.2).
+    profile = with_stack(options.profile or profile_for(chip), options.stack)
     traffic = _scalar(np.where(np.asarray(layout.zero) == 3, SHARDED[layout.strategy], REPLICATED[layout.strategy]))
     span = placed.span
     # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).
@@ -144,11 +147,13 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         ),
         x_opt=x_opt(batch=B / P, d_ff=held, chips=math.prod(cluster.slice_shape) // Z, **spans),
         memory=_memory(workload, layout, options, placed, P, params.total),
+        peak=peak_memory(workload=workload, layout=layout, placed=placed, pods=P, params=params, profile=profile,
+                         overhead=options.overhead_bytes),
         flops_per_token=flops["model"], hardware_flops_per_token=flops["hardware"], bubble=bubble,
         stage_traffic=stage_traffic, training_time=_training_time(workload, times["step_time"]), **times,
     )  # fmt: skip
     predicting = options.mfu is None and options.measured_step_time is None
-    return _predicted(e, options.profile or profile_for(chip)) if predicting else e
+    return _predicted(e, profile) if predicting else e
 
 
 def _predicted(e: Estimate, profile) -> Estimate:

@@ -161,6 +161,7 @@ class Model:
     causal: bool = True  # a decoder: causal masking halves the attention work (SPEC C.4)
     moe: MoE | None = None  # its MoE layers (SPEC D.1); None: every layer dense
     mla: MLA | None = None  # latent attention (SPEC D.1); None: N_h query and K key/value heads
+    dropout: float = 0.0  # hidden dropout: above 0 each layer keeps two byte masks (SPEC E.1)
 
     def __post_init__(self):
         _require(self, "name", isinstance(self.name, str), "a string")
@@ -172,6 +173,7 @@ class Model:
             _require(self, field, isinstance(getattr(self, field), bool), "true or false")
         _require(self, "moe", self.moe is None or isinstance(self.moe, MoE), "absent or a MoE")
         _require(self, "mla", self.mla is None or isinstance(self.mla, MLA), "absent or an MLA")
+        _require(self, "dropout", _is_number(self.dropout) and 0 <= self.dropout < 1, "a probability from 0 to below 1")
         if self.moe is not None:
             dense = self.moe.dense_layers
             _require(self, "moe", dense < self.layers, f"a MoE with fewer dense_layers than layers ({self.layers})")
@@ -202,7 +204,11 @@ class Model:
 
     def dims(self) -> dict:
         """The dimensions as keyword arguments for the cost functions."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("name", "causal")}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("name", "causal", "dropout")
+        }
 
 
 @dataclass(frozen=True)

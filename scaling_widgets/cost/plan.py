@@ -47,6 +47,7 @@ SCHEDULES_TRIED = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved"
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
 OPTIONS = (
     "attention_flops", "sequence_parallel", "exact", "overhead_bytes", "fits_below", "wraparound", "tokens", "profile",
+    "stack",
 )  # fmt: skip
 KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches", "ep", "cp", "cp_kind")
 
@@ -59,7 +60,7 @@ class Plan:
     axis_orders: tuple  # the slice shapes tried, its axes in each order; "axis_order" indexes it
     step_time: np.ndarray  # seconds, recompute charged
     fits: np.ndarray
-    memory: np.ndarray  # bytes per chip
+    memory: np.ndarray  # the busiest chip's peak, reserved [bytes] (SPEC E)
     order: np.ndarray  # indices of the layouts that fit, best first
     cluster: Cluster  # what was planned for: the slice in the order given
     workload: Workload
@@ -262,7 +263,7 @@ def _evaluate(
         return {}
     e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
     return {
-        **c, "step_time": e.step_time, "fits": e.fits, "memory": e.memory.total,
+        **c, "step_time": e.step_time, "fits": e.fits, "memory": e.peak.reserved,
         "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
     }  # fmt: skip
 

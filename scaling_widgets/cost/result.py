@@ -10,6 +10,7 @@ import numpy as np
 
 from .layer import LayerTimes
 from .memory import MemoryPerChip
+from .peak import PeakMemory
 from .training import ParamCount
 from .values import Cluster, Layout, Options, Workload
 
@@ -42,7 +43,8 @@ class Estimate:
     tp_limit: np.ndarray
     critical_tokens_per_pod: np.ndarray
     x_opt: np.ndarray
-    memory: MemoryPerChip
+    memory: MemoryPerChip  # the chapter's count, a lower bound (SPEC A.4)
+    peak: PeakMemory  # the busiest chip's peak as its stack measures it (SPEC E); "fits" reads this
     flops_per_token: np.ndarray  # model FLOPs per trained token
     hardware_flops_per_token: np.ndarray  # recompute counted (SPEC B.1)
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/(v·m)
@@ -97,8 +99,14 @@ class Estimate:
 
     @property
     def fits(self):
-        """Memory per chip, overhead included, within ``fits_below`` of HBM (SPEC A.10, B.8)."""
-        return self.memory.total <= self.fits_below * self.chip.hbm_bytes
+        """The busiest chip's peak, reserved by its allocator and overhead included, within
+        ``fits_below`` of HBM (SPEC B.8, E)."""
+        return self.peak.reserved <= self.fits_below * self.chip.hbm_bytes
+
+    @property
+    def headroom(self):
+        """HBM left on the busiest chip at its peak [bytes]; negative when it does not fit."""
+        return self.fits_below * self.chip.hbm_bytes - self.peak.reserved
 
 
 def pick(result, index):

@@ -40,7 +40,8 @@ TERMS = (
 
 @dataclass(frozen=True)
 class Profile:
-    """How well a software stack uses a chip (SPEC C.3): the numbers C.1 and C.2 need."""
+    """How well a software stack uses a chip (SPEC C.3): the numbers C.1 and C.2 need, and what
+    it keeps in memory (SPEC E.2)."""
 
     name: str
     e_max: float = 0.8  # matmul efficiency of large GEMMs
@@ -58,6 +59,17 @@ class Profile:
     flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
     kappa_scores: float = 12.0  # without flash attention: bytes per score and pass
     jitter: float = 0.0  # σ: how much one chip's step varies, as a share of it
+    # What the stack holds in memory (SPEC E.2, ``peak.py``):
+    weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
+    grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
+    optimizer_bytes: float = 0.0  # 0: the precision's
+    selective: str = "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
+    logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
+    gathered_units: float = 2.0  # ZeRO-3: layers gathered at once (one computing, one prefetched)
+    bucket_bytes: float = 0.0  # DP, ZeRO-1/2: gradient buckets besides the gradients themselves
+    allocator: float = 1.05  # reserved over allocated: the caching allocator's rounding and fragments
+    measures: str = "allocated"  # what the stack's own peak counts: "allocated" or "reserved"
+    activation_factor: float = 1.0  # activations, working set and logits x this (from a measured peak)
 
 
 def matmul_efficiency(*, gemm_flops, e_max, g_half):

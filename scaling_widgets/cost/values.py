@@ -86,7 +86,8 @@ class Options:
     ``measured_step_time`` [s] replaces the step and calibrates the utilisation instead.
     ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds the SPEC B.7
     corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM) make "fits"
-    cautious (B.8).
+    cautious (B.8). ``stack`` (one of ``profiles.STACKS``) says what the software keeps in memory,
+    on top of the profile's efficiencies (SPEC E.2); None: the profile's own.
     """
 
     mfu: float | None = None
@@ -96,6 +97,7 @@ class Options:
     exact: Exactness = field(default=CHAPTER)
     overhead_bytes: float = 0.0
     fits_below: float = 1.0
+    stack: str | None = None
 
 
 LAYOUT_FIELDS = tuple(Layout.__dataclass_fields__)

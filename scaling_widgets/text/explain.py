@@ -11,9 +11,8 @@ import math
 import numpy as np
 
 from ..cost import Estimate
-from ..cost.profiles import profile_for
+from . import memory, units
 from . import moe_and_context as experts
-from . import units
 from .lines import Line, Math, plain, tex_sci, tex_text
 
 AXIS_NAMES = {"dp": "data-parallel (X)", "fsdp": "FSDP (X)", "tp": "tensor-parallel (Y)", "dcn": "DCN",
@@ -31,7 +30,7 @@ COLLECTIVES = {
 
 def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known."""
-    out = [verdict(e), *thresholds(e, best), memory(e), step(e)]
+    out = [verdict(e), *thresholds(e, best), memory.chapter_count(e), memory.peak(e), step(e)]
     if e.training_time is not None:
         out.append(time_to_train(e))
     return out
@@ -77,9 +76,9 @@ def group_places(e: Estimate) -> list[str]:
 def verdict(e: Estimate) -> Line:
     """What binds and by how much, in one sentence; first of all whether it fits at all."""
     if not e.fits:
-        total, limit = float(e.memory.total), e.fits_below * e.chip.hbm_bytes
-        return Line.of("verdict", f"Does not fit: {units.nbytes(total)} per chip, over the {units.nbytes(limit)} it"
-                       " may use. " + plain(_bound(e)), strong=True)  # fmt: skip
+        total, limit = float(e.peak.reserved), e.fits_below * e.chip.hbm_bytes
+        return Line.of("verdict", f"Does not fit: a peak of {units.nbytes(total)} per chip, over the"
+                       f" {units.nbytes(limit)} it may use. " + plain(_bound(e)), strong=True)  # fmt: skip
     return _bound(e)
 
 
@@ -205,20 +204,6 @@ def _dcn(e: Estimate) -> Line:
     return Line.of("threshold", "DCN: per-pod batch ", formula, f": {bound}")
 
 
-def memory(e: Estimate) -> Line:
-    """Memory per chip, part by part, against HBM (SPEC A.4, B.8)."""
-    mem, hbm = e.memory, e.chip.hbm_bytes
-    kinds = {"weights": mem.params, "grads": mem.grads, "optimizer": mem.optimizer, "activations": mem.activations}
-    if np.any(mem.overhead):
-        kinds["runtime overhead"] = mem.overhead
-    parts = " + ".join(f"{k} {units.nbytes(float(v))}" for k, v in kinds.items())
-    below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
-    verdict = "fits" if e.fits else "DOES NOT FIT"
-    total = float(mem.total)
-    return Line.of("memory", f"Memory per chip: {parts} = {units.nbytes(total)} of {units.nbytes(hbm)} HBM"
-                   f" ({total / hbm:.0%}){below}: {verdict}")  # fmt: skip
-
-
 # The MFU convention beside every MFU (SPEC C.4): sources count differently.
 MFU_CONVENTION = (
     "model FLOPs 6Ψ per token (+ 12·L·T·N_h·H with attention FLOPs on); recompute is counted in the HFU only"
@@ -232,8 +217,8 @@ TERM_NAMES = {
 
 
 def profile_name(e: Estimate) -> str:
-    """The profile a prediction used: the one given, else the chip's."""
-    return (e.options.profile or profile_for(e.chip)).name
+    """The profile a prediction used: the one given, else the chip's (with the stack's memory)."""
+    return memory.stack_name(e)
 
 
 def predicted_step(e: Estimate) -> Line:
@@ -304,7 +289,7 @@ def binds(e: Estimate) -> str:
         return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the utilisation"
     if float(e.bubble) >= 0.05:
         return f"the pipeline bubble, +{float(e.bubble):.0%}"
-    used = float(e.memory.total) / e.chip.hbm_bytes
+    used = float(e.peak.reserved) / e.chip.hbm_bytes
     if used >= 0.9:
         return f"memory, {used:.0%} of HBM"
     return f"compute (slowest: the {collective}, {ratio:.2f}x)"

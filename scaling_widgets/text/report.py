@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
-from . import explain, moe_and_context, units
+from . import explain, memory, moe_and_context, units
 from .lines import plain
 
 
@@ -54,6 +54,7 @@ def record(e: Estimate, others=None) -> dict:
             **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations", "overhead")},
             "total": _num(mem.total),
         },
+        "peak_memory_bytes": memory.peak_record(e),
         "hbm_bytes": e.chip.hbm_bytes,
         "mfu": _num(e.mfu),
         "hfu": _num(e.hfu),
@@ -113,6 +114,7 @@ def _summary(e) -> dict:
         "bottleneck": str(e.bottleneck),
         "comm_to_compute": _num(e.layer.worst_ratio),
         "memory_per_chip_bytes": _num(e.memory.total),
+        "peak_bytes": _num(e.peak.reserved),
         "step_time_s": _num(e.step_time),
     }
 
@@ -141,7 +143,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
 
 
 def _table(others: dict):
-    yield f"{'strategy':<9} {'layout':<26} {'memory/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
+    yield f"{'strategy':<9} {'layout':<26} {'peak/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
     for name, o in others.items():
         if not isinstance(o, Estimate):
             yield f"{name:<9} cannot run: {o}"
@@ -150,13 +152,14 @@ def _table(others: dict):
         fits = "yes" if o.fits else "no"
         layout = explain.layout_name(o).split(", ")[0]
         yield (
-            f"{name:<9} {layout:<26} {units.nbytes(float(o.memory.total)):>12}  {fits:<4}  {bound:<22}"
+            f"{name:<9} {layout:<26} {units.nbytes(float(o.peak.reserved)):>12}  {fits:<4}  {bound:<22}"
             f" {units.seconds(float(o.step_time)):>9}"
         )
 
 
 def plan_table(ranked, ranks) -> str:
-    """The best layouts of a plan as a table: layout, axis order, knobs, step, memory, what binds."""
+    """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the HBM it
+    leaves, what binds."""
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
@@ -166,7 +169,8 @@ def plan_table(ranked, ranks) -> str:
     orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
     note = ["Axes: the slice's axes in the order the groups take them, TP the last axis first.", ""] if orders else []
     rows = [head, "", *note, f"{'#':>3}  {'X x Y x Z':<16} " + (f"{'axes':<10} " if orders else "")
-            + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'memory':>9}  binds"]  # fmt: skip
+            + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} {'HBM left':>8}"
+            "  binds"]  # fmt: skip
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
@@ -175,6 +179,12 @@ def plan_table(ranked, ranks) -> str:
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
-            f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9}  {explain.binds(ranked.estimate(r))}"
+            f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9} {_left(ranked, index):>8}"
+            f"  {explain.binds(ranked.estimate(r))}"
         )
     return "\n".join(rows)
+
+
+def _left(ranked, index) -> str:
+    """The share of HBM a plan's row leaves free at its peak."""
+    return f"{1 - float(ranked.memory[index]) / ranked.cluster.chip.hbm_bytes:.0%}"

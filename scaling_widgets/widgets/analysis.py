@@ -55,15 +55,16 @@ class RooflineData:
 
 @dataclass(frozen=True, eq=False)
 class MemoryData:
-    """Memory per chip of each strategy at the current batch [bytes] (SPEC A.4)."""
+    """The busiest chip's peak of each strategy at the current batch [bytes] (SPEC E)."""
 
     strategies: tuple
     labels: tuple
-    parts: np.ndarray  # rows: weights, grads, optimizer, activations, overhead; a column per strategy
+    parts: np.ndarray  # rows: BAR_PARTS; a column per strategy
     hbm_bytes: float
     limit_bytes: float  # the share of HBM a layout may fill (SPEC B.8)
     current: str
     runs: tuple = ()  # per strategy: False where it cannot run here (its bar is empty)
+    stages: tuple = ()  # per strategy: its busiest stage, "stage 1 of 4" ("" with one stage)
 
     @property
     def totals(self):
@@ -227,9 +228,7 @@ def _mesh(s: Scenario, e: Estimate) -> MeshData:
 
 def _memory(s: Scenario, strategies: dict) -> MemoryData:
     """One bar per strategy that can run; one that cannot is an empty bar whose label says so."""
-    kinds = ("params", "grads", "optimizer", "activations", "overhead")
-    parts = np.array([[float(getattr(e.memory, k)) if isinstance(e, Estimate) else 0.0 for e in strategies.values()]
-                      for k in kinds])  # fmt: skip
+    parts = np.array([[_bar_part(e, kinds) for e in strategies.values()] for kinds in BAR_PARTS.values()])
     labels = tuple(
         layout_name(e).split(", ")[0] if isinstance(e, Estimate) else f"{NAMES[n]}: cannot run"
         for n, e in strategies.items()
@@ -238,4 +237,24 @@ def _memory(s: Scenario, strategies: dict) -> MemoryData:
         strategies=tuple(strategies), labels=labels, parts=parts, hbm_bytes=s.hardware.hbm_bytes,
         limit_bytes=s.fits_below * s.hardware.hbm_bytes, current=s.strategy,
         runs=tuple(isinstance(e, Estimate) for e in strategies.values()),
+        stages=tuple(_stage(e) for e in strategies.values()),
     )  # fmt: skip
+
+
+# The memory bar's parts, each the sum of the peak's parts (SPEC E.1) it stands for.
+BAR_PARTS = {
+    "weights": ("weights",), "gradients": ("grads",), "optimizer state": ("optimizer",),
+    "activations": ("activations", "working_set"), "logits": ("logits",), "buffers": ("buffers", "overhead"),
+    "allocator": ("allocator",),
+}  # fmt: skip
+
+
+def _stage(e) -> str:
+    """The busiest stage, briefly: "stage 1 of 4"; "" with one stage, or where it cannot run."""
+    if not isinstance(e, Estimate) or int(np.max(e.z)) == 1:
+        return ""
+    return f"stage {int(e.peak.stage) + 1} of {int(np.max(e.z))}"
+
+
+def _bar_part(e, kinds) -> float:
+    return sum(float(getattr(e.peak, k)) for k in kinds) if isinstance(e, Estimate) else 0.0

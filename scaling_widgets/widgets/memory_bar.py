@@ -1,4 +1,4 @@
-"""MemoryBar: memory per chip of every strategy, stacked by kind, against HBM (SPEC A.4)."""
+"""MemoryBar: the busiest chip's peak of every strategy, stacked by part, against HBM (SPEC E)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,21 @@ from traitlets import Instance, dlink, observe
 
 from ..text.units import nbytes
 from ._base import check_kwargs, vertical_axis
-from .analysis import NAMES, Analysis, MemoryData
+from .analysis import BAR_PARTS, NAMES, Analysis, MemoryData
 from .scenario import Scenario
 from .theme import color
 
-KINDS = ("weights", "gradients", "optimizer state", "activations", "runtime overhead")
-LEGEND_BAND = 0.3  # the top of the plot, above every bar and label: the legend sits there
-KIND_COLORS = [color(name) for name in ("blue", "cyan", "orange", "green", "grey")]  # stacked bars need explicit colors
+KINDS = tuple(BAR_PARTS)
+LEGEND_BAND = 0.42  # the top of the plot, above every bar and label: the legend sits there
+# Stacked bars need explicit colors.
+KIND_COLORS = [color(name) for name in ("blue", "cyan", "orange", "green", "purple", "brown", "grey")]
 GB = 1e9
 
 
 class MemoryBar(bq.Figure):
-    """One stacked bar per strategy, side by side, with the chip's HBM as a red line.
+    """One stacked bar per strategy, side by side, with the chip's HBM as a red line: the busiest
+    chip's peak as its stack holds it, reserved by the allocator (SPEC E). With pipelining, the
+    title names the busiest stage of the current layout, and the tooltip each bar's.
 
     A bar that does not fit rises above the line and its label, in red, says "> HBM". A bar far
     above HBM is clipped at the top of the scale, so that the others stay readable, and its label
@@ -55,8 +58,8 @@ class MemoryBar(bq.Figure):
         ]
         super().__init__(
             marks=[self._bars, self._limit, self._hbm, self._totals], axes=axes, legend_location="top-right",
-            title="Memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
-            layout=w.Layout(width="100%", min_width="300px", height="420px"),
+            title="Peak memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
+            layout=w.Layout(width="100%", min_width="300px", height="460px"),
         )  # fmt: skip
         self.add_class("sw-memory-bar")
         if scenario is not None:
@@ -79,6 +82,8 @@ class MemoryBar(bq.Figure):
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = labels, shown
         self.clip_gb = top  # a bar taller than this is cut here, its whole value in its label
+        stage = d.stages[d.strategies.index(d.current)] if d.stages and d.current in d.strategies else ""
+        self.title = "Peak memory per chip" + (f" (busiest: {stage})" if stage else "")
         self.axes[1].scale.max = top / (1 - LEGEND_BAND)
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
@@ -105,7 +110,8 @@ class MemoryBar(bq.Figure):
         index, part = data.get("index"), data.get("sub_index")
         if d is None or index is None or part is None:
             return
+        stage = f", {d.stages[index]}" if d.stages and d.stages[index] else ""
         self._bars.tooltip.value = (
-            f"{d.labels[index]}: {KINDS[part]} {nbytes(float(d.parts[part, index]))}"
+            f"{d.labels[index]}{stage}: {KINDS[part]} {nbytes(float(d.parts[part, index]))}"
             f" of {nbytes(float(d.totals[index]))}"
         )

@@ -34,13 +34,14 @@ from ..cost import (
 from ..cost.context import CP_KINDS
 from ..cost.estimate import validate as validate_layout
 from ..cost.mesh import ROLES
+from ..cost.profiles import STACKS
 from ..cost.steptime import Profile
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from . import fields as f
 
-VERSION = 2  # 2 added ep, cp and cp_kind (SPEC D); a file of version 1 loads with them at 1, 1, "ring"
-READABLE = (1, 2)
+VERSION = 3  # 2 added ep, cp and cp_kind (SPEC D), 3 the stack (SPEC E); older files load with the defaults
+READABLE = (1, 2, 3)
 # name -> (default, how a value is checked); the order is the JSON's.
 FIELDS = {
     "model": ("llama-2-13b", f.preset(catalog.model)),
@@ -75,8 +76,10 @@ FIELDS = {
     "ep": (1, f.whole(1, 2**16)),  # expert parallelism, of the data axis (SPEC D.2)
     "cp": (1, f.whole(1, 2**20)),  # context parallelism, of the data axis (SPEC D.3)
     "cp_kind": ("ring", f.one_of(CP_KINDS)),
+    "stack": (None, f.optional(f.one_of(tuple(STACKS)))),  # what the software keeps in memory (SPEC E.2)
 }
-OPTIONAL_KEYS = ("slice_shape", "profile", "ep", "cp", "cp_kind")  # files saved before these existed still load
+# Files saved before these existed still load.
+OPTIONAL_KEYS = ("slice_shape", "profile", "ep", "cp", "cp_kind", "stack")
 
 
 class ScenarioError(TraitError, ValueError):
@@ -249,7 +252,7 @@ def _values(s: dict) -> tuple[Cluster, Workload, Layout, Options]:
         ),
         Options(
             mfu=s["mfu"], measured_step_time=s["measured_step_time"], attention_flops=s["attention_flops"],
-            profile=s.get("profile"),
+            profile=s.get("profile"), stack=s.get("stack"),
             exact=exact, overhead_bytes=s["overhead_bytes"], fits_below=s["fits_below"],
         ),
     )  # fmt: skip

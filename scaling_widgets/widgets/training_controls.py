@@ -1,5 +1,6 @@
 """TrainingControls: the global batch (a log slider and a "3M" field), sequence length, the step
-(an MFU given, or predicted, SPEC C), training tokens, the precision policy, a measured step."""
+(an MFU given, or predicted, SPEC C), training tokens, the precision policy, a measured step,
+and the software stack whose memory the peak counts (SPEC E.2)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import ipywidgets as w
 
 from ..cost import REMAT_POLICIES
 from ..cost.calibrate import calibrate
+from ..cost.profiles import STACKS
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs
@@ -35,6 +37,7 @@ class TrainingControls(Bound, w.VBox):
         self._tokens = w.Text(description="Train on", continuous_update=False, layout=w.Layout(width="180px"))
         self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
         self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))
+        self._stack = w.Dropdown(description="Stack", options=[("the chip's", ""), *((s, s) for s in STACKS)])
         self._attention = w.Checkbox(description="count attention FLOPs", indent=False)
         self._measured = w.Text(
             description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
@@ -44,6 +47,7 @@ class TrainingControls(Bound, w.VBox):
         rows = [
             w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
             w.HBox([self._mfu, self._predict, self._precision]), w.HBox([self._remat, self._attention]),
+            w.HBox([self._stack]),
             w.HBox([self._measured, self._forget]), self._profile, self._message,
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
@@ -56,6 +60,7 @@ class TrainingControls(Bound, w.VBox):
         self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
         self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=_precision_key)
         self._bind(self._remat, "remat")
+        self._bind(self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or "")
         self._bind(self._attention, "attention_flops")
         self._measured.observe(self._on_measured_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))

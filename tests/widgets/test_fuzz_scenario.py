@@ -55,6 +55,7 @@ PLAUSIBLE = {
     "ep": [1, 2, 8],  # expert parallelism: a dense model refuses anything but 1
     "cp": [1, 2, 4],
     "cp_kind": ["ring", "all-gather", "ulysses"],
+    "stack": [None, "megatron-lm", "fsdp2"],
 }
 assert set(PLAUSIBLE) == set(FIELDS)
 

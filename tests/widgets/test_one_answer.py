@@ -30,14 +30,13 @@ from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
 from scaling_widgets.text.command import command
 from scaling_widgets.text.units import nbytes, seconds, tokens
-from scaling_widgets.widgets.analysis import NAMES
+from scaling_widgets.widgets.analysis import BAR_PARTS, NAMES
 from scaling_widgets.widgets.memory_bar import GB
 from scaling_widgets.widgets.recommendations import TOP
 from scaling_widgets.widgets.scenario import FIELDS, Scenario, ScenarioError
 
 SETTINGS = dict(derandomize=True, deadline=None, max_examples=60)
 MODEL_NAMES = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b")
-PARTS = ("params", "grads", "optimizer", "activations", "overhead")  # the memory bar's rows, in order
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,8 +222,9 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert analysis.error == ""
     # The estimate the panel holds is the CLI's own, number for number.
     assert report.record(e) == {k: v for k, v in data.items() if k != "strategies"}
-    memory = data["memory_per_chip_bytes"]
+    memory, peak = data["memory_per_chip_bytes"], data["peak_memory_bytes"]
     assert float(e.step_time) == data["step_time_s"] and float(e.memory.total) == memory["total"]
+    assert float(e.peak.reserved) == peak["reserved"]
     assert (float(e.mfu), float(e.hfu), float(e.bubble)) == (data["mfu"], data["hfu"], data["bubble"])
     assert (bool(e.fits), bool(e.compute_bound)) == (data["fits"], data["compute_bound"])
     layout = data["layout"]
@@ -237,7 +237,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert panel.training._batch_text.value == tokens(data["batch_tokens"]) and panel.training._mfu.value == s.mfu
     assert panel.exactness._fits_below.value == s.fits_below
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
-    # The memory bars: the current strategy's parts, in GB, and its total above it.
+    # The memory bars: the current strategy's peak by part, in GB, and its total above it.
     bars, mem = panel.memory_bar._bars, panel.memory_bar.data
     assert [str(x).removeprefix("● ") for x in bars.x] == [NAMES[name] for name in mem.strategies]
     i = mem.strategies.index(s.strategy)
@@ -245,15 +245,16 @@ def assert_panel_shows(panel, data: dict) -> None:
     # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
     # still gives the whole value, with "▲".
     top = panel.memory_bar.clip_gb
-    clipped = memory["total"] / GB > top
-    parts = np.array([memory[k] for k in PARTS]) / GB * (top / (memory["total"] / GB) if clipped else 1)
+    clipped = peak["reserved"] / GB > top
+    parts = np.array([sum(peak[k] for k in kinds) for kinds in BAR_PARTS.values()])
+    parts = parts / GB * (top / (peak["reserved"] / GB) if clipped else 1)
     assert np.allclose(np.asarray(bars.y)[:, i], parts, rtol=1e-12) and (
         not clipped or parts.sum() == pytest.approx(top)
     )
     assert mem.labels[i] == data["layout_name"].split(", ")[0]  # named by its layout (in the tooltip)
     total_text = panel.memory_bar._totals.text[i]
     over = "" if data["fits"] else " > HBM" if s.fits_below == 1 else " too big"
-    assert total_text == nbytes(memory["total"]) + over + (" ▲" if clipped else "")
+    assert total_text == nbytes(peak["reserved"]) + over + (" ▲" if clipped else "")
     # The other strategies' bars are the JSON's strategies; one that cannot run is an empty bar saying so.
     for j, name in enumerate(mem.strategies):
         entry = data["strategies"][name]
@@ -262,7 +263,7 @@ def assert_panel_shows(panel, data: dict) -> None:
         assert entry["runs"] == (panel.memory_bar._totals.text[j] != "cannot run"), name
         column = np.asarray(bars.y)[:, j] * GB
         if entry["runs"]:
-            shown = min(entry["memory_per_chip_bytes"], top * GB)  # clipped at the top of the scale
+            shown = min(entry["peak_bytes"], top * GB)  # clipped at the top of the scale
             assert column.sum() == pytest.approx(shown, rel=1e-12), name
             assert analysis.strategies[name].step_time == entry["step_time_s"], name
         else:
@@ -270,7 +271,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     # The summary prints the same step, memory and utilisation.
     summary = panel.summary.value
     assert seconds(data["step_time_s"]) in summary
-    assert f"= {nbytes(memory['total'])} of {nbytes(data['hbm_bytes'])} HBM" in summary
+    assert f"= {nbytes(peak['reserved'])} reserved" in summary and f"of {nbytes(data['hbm_bytes'])} HBM" in summary
     assert f"{100 * data['mfu']:.1f}" in summary
     assert ("DOES NOT FIT" in summary) == (not data["fits"])
 
@@ -324,15 +325,15 @@ def test_a_picked_recommendation_shows_its_own_step_and_memory(fields, row):
     assert {k: getattr(s, k) for k in knobs} == knobs and s.strategy == "fsdp+tp" and not s.optimal_split
     # The panel's estimate and the CLI's JSON of the scenario now are that row, exactly.
     e = panel.analysis.estimate
-    assert float(e.step_time) == step and float(e.memory.total) == memory
+    assert float(e.step_time) == step and float(e.peak.reserved) == memory
     exported = exported_json(panel)
-    assert exported["step_time_s"] == step and exported["memory_per_chip_bytes"]["total"] == memory
+    assert exported["step_time_s"] == step and exported["peak_memory_bytes"]["reserved"] == memory
     assert report.record(plan.estimate(rank)) == {k: v for k, v in exported.items() if k != "strategies"}
     assert_panel_shows(panel, exported)
     # The row's label and the summary write the same step and memory.
     cells = [cell.value for cell in rec._cells[rank][:-1]]
     assert f">{seconds(step)}<" in cells[2] and f">{nbytes(memory)}<" in cells[4] and "●" in cells[0]
-    assert seconds(step) in panel.summary.value and f"= {nbytes(memory)} of" in panel.summary.value
+    assert seconds(step) in panel.summary.value and f"= {nbytes(memory)} reserved" in panel.summary.value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,201 @@
+"""Peak memory per chip as a framework measures it (SPEC E.1): the busiest pipeline stage.
+
+Part A's memory (``memory.py``) is the chapter's lower bound. The peak adds what a framework
+really holds at its busiest moment, the start of the first backward pass:
+- the stage's own weights: the embeddings on the first stage, the output layer on the last;
+- gradients in the dtype the stack keeps (``Profile.grad_bytes``);
+- the activations of the microbatches that stage holds in flight, by its place in the schedule;
+- the working set of one layer being recomputed (or running its backward under op-level
+  selective recompute);
+- the logits and the loss's fp32 copies, on the last stage;
+- communication buffers: ZeRO-3's gathered layers, DP and ZeRO-1/2's gradient buckets;
+- the caching allocator's rounding and fragmentation: reserved memory over allocated.
+
+The first and the last stage are evaluated; any other holds no more than the first (fewer
+microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (SPEC E.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._choices import per_choice
+from .experts import routed_params
+from .pipeline import busiest_stage_layers
+
+SELECTIVE = ("attention", "alternate-matmuls")  # what a stack's "selective" recompute recomputes
+MEASURES = ("allocated", "reserved")
+PARTS = ("weights", "grads", "optimizer", "activations", "working_set", "logits", "buffers", "overhead", "allocator")
+
+
+@dataclass(frozen=True, eq=False)
+class PeakMemory:
+    """The busiest chip's peak [bytes] by part, and which stage it is (0 the first).
+
+    ``allocator`` is the caching allocator's reserve on top of what is allocated; ``measures``
+    says which of the two the stack's own reports count.
+    """
+
+    weights: np.ndarray
+    grads: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+    working_set: np.ndarray
+    logits: np.ndarray
+    buffers: np.ndarray
+    overhead: np.ndarray
+    allocator: np.ndarray
+    stage: np.ndarray
+    measures: str = "allocated"
+
+    def __repr__(self):
+        return f"PeakMemory(shape={np.shape(self.reserved)})"
+
+    @property
+    def allocated(self):
+        return sum(getattr(self, part) for part in PARTS if part != "allocator")
+
+    @property
+    def reserved(self):
+        return self.allocated + self.allocator
+
+    @property
+    def reported(self):
+        """The peak as the stack reports it: allocated or reserved bytes."""
+        return self.reserved if self.measures == "reserved" else self.allocated
+
+
+def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flash, selective, activation_bytes=2.0):
+    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (SPEC B.4, E.1).
+
+    Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
+    with A bytes an element, N_h·H query width and K·H key/value width:
+    - on every TP chip, unless sequence parallelism splits them: the two norms' inputs and
+      outputs, 4·A·D, and with dropout its two byte masks, 2·D;
+    - split over TP: Q, K, V and the attention output, A·(2·N_h·H + 2·K·H), and the MLP's
+      up-projections and activation, A·3F (gated) or A·2F;
+    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP.
+    "selective" keeps this without the scores when the stack recomputes the attention core
+    ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
+    attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
+    torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+    """
+    D, F, s, t, A = model.d_model, model.active_width, seq_len, tp, activation_bytes
+    q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
+    mlp = (3.0 if model.gated else 2.0) * F
+    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
+    every_chip = (4 * A + (2.0 if model.dropout > 0 else 0.0)) * D / sp
+    layer = every_chip + A * (2 * q + 2 * kv + mlp) / t + _dispatch(model, A)
+    if remat == "none":
+        return layer + (0.0 if flash else A * model.heads * s / t)
+    if remat == "selective":
+        return layer if selective == "attention" else A * (2 * D + 2 * q + kv + F) / t
+    if remat == "full":
+        return A * D / sp
+    return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
+
+
+def _dispatch(model, A) -> float:
+    """A MoE layer's dispatch buffer, its tokens' k copies sorted by expert (SPEC D.2), over all layers."""
+    if model.moe is None:
+        return 0.0
+    moe = model.moe
+    return A * moe.top_k * model.padding * model.d_model * (model.layers - moe.dense_layers) / model.layers
+
+
+def working_layers(remat, selective) -> float:
+    """Layers' worth of whole activations that exist besides what is kept, while one layer runs
+    its backward pass: the gradients of its activations, as large as they are, and when the layer
+    is recomputed, its recomputed activations too."""
+    recomputed = remat in ("full", "checkpoints") or (remat == "selective" and selective == "alternate-matmuls")
+    return 2.0 if recomputed else 1.0
+
+
+def stage_in_flight(*, schedule, stage, stages, microbatches, virtual_stages=1):
+    """Microbatches whose activations stage r holds at once (SPEC E.1; r = 0 the first).
+
+    1F1B: min(Z − r, m). Interleaved: min(Z + (Z − 1 − 2r)/v, m), Megatron-LM's warm-up of
+    2·(Z − r − 1) + (v − 1)·Z chunk-forwards plus one, in microbatches of v chunks; on the first
+    stage this is Z·(1 + (Z − 1)/(Z·v)). GPipe: all m. One stage: one microbatch at a time.
+
+    >>> [float(stage_in_flight(schedule="interleaved", stage=r, stages=4, microbatches=4, virtual_stages=8))
+    ...  for r in (0, 3)]
+    [4.0, 3.625]
+    """
+    Z, m, v, r = (np.asarray(a, dtype=float) for a in (stages, microbatches, virtual_stages, stage))
+    held = {"gpipe": m, "1f1b": np.minimum(Z - r, m), "interleaved": np.minimum(Z + (Z - 1 - 2 * r) / v, m)}
+    return np.where(Z == 1, 1.0, held[schedule])
+
+
+def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
+    """The busiest stage's peak per chip (SPEC E.1), from a placed layout and the stack's ``profile``.
+
+    Weights, gradients and optimizer state: the stage's parameters over TP (and EP for routed
+    experts), and over X for what the ZeRO stage shards, at the bytes the stack keeps them in
+    (the precision's where it says 0). Activations: ``layer_activation_bytes`` x the chip's tokens of a microbatch,
+    B/(X·P·m), x the stage's layers x its microbatches in flight. Logits: the last stage's
+    s·b·V/TP logits at ``logits_bytes`` each, for each microbatch in flight there (GPipe: all).
+    """
+    model, precision = workload.model, workload.precision
+    X, Y, Z, m, v, zero = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages, layout.zero
+    layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
+    tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
+    seq_len = (workload.seq_len or 1) / layout.cp
+    weight_bytes = profile.weight_bytes or precision.weight_bytes
+    grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
+    optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
+    routed = routed_params(model)
+    embedding = float(model.vocab * model.d_model)
+    # A stage's embeddings: the input's on the first, the output layer's on the last; one stage holds both.
+    stage_embedding = np.where(Z == 1, params.embeddings, embedding)
+    layer = (params.total - params.embeddings - routed) / model.layers  # a layer's weights every EP chip holds
+    layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
+
+    def over_x(first_stage):  # ZeRO shards from ``first_stage`` on over X (over X/EP for the experts)
+        sharded = np.asarray(zero) >= first_stage
+        return ((layer * layers + stage_embedding) / np.where(sharded, X, 1)
+                + layer_routed * layers / np.where(sharded, X / layout.ep, 1)) / Y  # fmt: skip
+
+    def kept(policy):
+        return layer_activation_bytes(
+            model=model, seq_len=seq_len, tp=Y, remat=policy, sequence_parallel=layout.sequence_parallel,
+            flash=profile.flash_attention, selective=profile.selective, activation_bytes=precision.activation_bytes,
+        )  # fmt: skip
+
+    def working(policy):  # while one layer runs its backward pass
+        return kept("none") * working_layers(policy, profile.selective)
+
+    def on_stage(stage):
+        held = per_choice(layout.schedule, lambda schedule: stage_in_flight(
+            schedule=schedule, stage=stage, stages=Z, microbatches=m, virtual_stages=v))  # fmt: skip
+        return per_choice(layout.remat, kept) * tokens * layers * held
+
+    scale = profile.activation_factor
+    last = np.asarray(Z) - 1
+    logits_in_flight = np.where(np.asarray(layout.schedule) == "gpipe", m, 1)
+    logits = scale * tokens * model.vocab / Y * profile.logits_bytes * logits_in_flight
+    first_acts, last_acts = scale * on_stage(0), scale * on_stage(last)
+    busiest = np.where(last_acts + logits > first_acts, last, 0)
+    stage_logits = np.where(busiest == last, logits, 0.0)
+    activations = np.where(busiest == last, last_acts, first_acts)
+    weights, grads, optimizer = (b * over_x(k) for b, k in ((weight_bytes, 3), (grad_bytes, 2),
+                                                           (optimizer_bytes, 1)))  # fmt: skip
+    buffers = _buffers(profile, precision.activation_bytes, grad_bytes, zero, X * pods,
+                       np.maximum(layer + layer_routed, embedding) / Y)  # fmt: skip
+    working_set = scale * per_choice(layout.remat, working) * tokens
+    allocated = weights + grads + optimizer + activations + working_set + stage_logits + buffers + overhead
+    return PeakMemory(
+        weights=weights, grads=grads, optimizer=optimizer, activations=activations, working_set=working_set,
+        logits=stage_logits, buffers=buffers, overhead=np.asarray(overhead, dtype=float),
+        allocator=allocated * (profile.allocator - 1), stage=busiest, measures=profile.measures,
+    )  # fmt: skip
+
+
+def _buffers(profile, compute_bytes, grad_bytes, zero, replicas, unit):
+    """Communication buffers: ZeRO-3 gathers ``gathered_units`` of its largest unit (a layer or
+    the output layer) ahead, in the compute dtype, and reduce-scatters one unit's gradients; DP and
+    ZeRO-1/2 keep ``bucket_bytes`` of gradient buckets. None without data parallelism."""
+    gathered = (profile.gathered_units * compute_bytes + grad_bytes) * unit
+    return np.where(replicas > 1, np.where(np.asarray(zero) == 3, gathered, profile.bucket_bytes), 0.0)
