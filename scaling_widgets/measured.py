@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog
 from .cost import Cluster, Layout, Model, Options, Workload, param_count
+from .cost.inputs import Chip
 from .cost.nodes import gpu_slice
 from .presets import PRECISIONS
 
@@ -167,3 +169,61 @@ def _convention(case: dict) -> str:
     """The published number's convention: named for TFLOP/s, else its kind (a time or a rate)."""
     published = case["published"]
     return published.get("convention") or published["kind"]
+
+
+DEV_MEMORY = DEV_RUNS.with_name("dev_memory.json")
+# The stack a source ran, read from its citation: the framework named there (SPEC E.2).
+FRAMEWORKS = {"torchtitan": "fsdp2", "Megatron": "megatron-lm", "DeepSpeed": "deepspeed", "MaxText": "maxtext"}
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryCase:
+    """One published peak or run/OOM statement (SPEC E.3): its four values (the stack in the
+    options), and what was measured: ``peak_bytes`` as the source counted it (``measures``,
+    allocated or reserved; None for an outcome alone) and ``outcome``, "ran" or "oom"."""
+
+    id: str
+    values: tuple  # (Cluster, Workload, Layout, Options)
+    peak_bytes: float | None
+    measures: str | None
+    outcome: str
+    case: dict
+
+    def __repr__(self) -> str:
+        return f"MemoryCase({self.id!r}, {self.values[3].stack}, {self.outcome})"
+
+
+def load_memory_cases(path: str | Path | None = None) -> list[MemoryCase]:
+    """Every case of a measured-memory file (default: the repository's ``DEV_MEMORY``), in its order."""
+    data = json.loads(Path(DEV_MEMORY if path is None else path).read_text(encoding="utf-8"))
+    return [_memory_case(case, data) for case in data["cases"]]
+
+
+def _memory_case(case: dict, data: dict) -> MemoryCase:
+    own = data.get("hardware", {}).get(case["hardware"])
+    chip = Chip(**{**own, "pod_shape": tuple(own["pod_shape"])}) if own else catalog.hardware(case["hardware"])
+    cluster = Cluster(chip, gpu_slice(chips=case["chips"], node_size=chip.node_size), pods=1)
+    seq_len = case["seq_len"]
+    model = Model(**case["model"], dropout=_dropout(case))
+    workload = Workload(model, batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
+                        precision=PRECISIONS[case.get("precision", "mixed-adam")])  # fmt: skip
+    k = case["layout"]
+    layout = Layout(
+        strategy=k["strategy"], x=k["fsdp"], y=k["tp"], z=k["pp"], zero=k["zero"], remat=k["remat"],
+        sequence_parallel=k["sequence_parallel"], schedule=k["schedule"], virtual_stages=k["virtual_stages"],
+        microbatch_seqs=k["microbatch_seqs"],
+    )  # fmt: skip
+    source = data["sources"][case["group"]]["citation"]
+    stack = next(name for word, name in FRAMEWORKS.items() if word.lower() in (source + case["source"]).lower())
+    published = case["published"]
+    peak = None if published["value"] is None else published["value"] * data["units"][published["unit"]]
+    values = (cluster, workload, layout, Options(mfu=None, stack=stack))
+    return MemoryCase(case["id"], values, peak, published["measures"], published["outcome"], case)
+
+
+def _dropout(case: dict) -> float:
+    """The hidden dropout a case ran with: its own field, else what its assumptions state, else 0."""
+    if "dropout" in case:
+        return float(case["dropout"])
+    stated = re.search(r"dropout (0\.\d+)", case.get("assumptions", ""))
+    return float(stated.group(1)) if stated else 0.0
