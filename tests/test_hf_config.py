@@ -72,8 +72,6 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
     assert panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
     saved = json.loads(panel.scenario.to_json())
     assert saved["version"] == 3 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
-    old = {k: v for k, v in saved.items() if k not in ("ep", "cp", "cp_kind", "stack")} | {
-        "version": 1
-    }  # before SPEC D
+    old = {k: v for k, v in saved.items() if k not in ("ep", "cp", "cp_kind", "stack")} | {"version": 1}  # SPEC D
     again = Scenario.from_json(json.dumps(old))
     assert (again.ep, again.cp, again.cp_kind) == (1, 1, "ring") and again.model == panel.scenario.model

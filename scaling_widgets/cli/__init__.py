@@ -81,7 +81,7 @@ def _save_profile(values, args):
         options = dataclasses.replace(options, profile=calibrate(*values, step_time=args.measured_step_time))
     if args.measured_peak_gb is not None:
         profile = calibrate_memory(cluster, workload, layout, options, peak_bytes=args.measured_peak_gb * 1e9)
-        options = dataclasses.replace(options, profile=profile, stack=None)
+        options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
     Path(args.save_profile).write_text(profile_to_json(options.profile) + "\n")
     return cluster, workload, layout, options
 
@@ -89,6 +89,11 @@ def _save_profile(values, args):
 def _profile(args):
     """--profile FILE: a profile saved by --save-profile (or written by hand); None: the chip's."""
     return None if args.profile is None else profile_from_json(catalog.read_text(args.profile))
+
+
+def _flash(args):
+    """--flash-attention on|off: True or False; None (absent): the stack's."""
+    return None if args.flash_attention is None else args.flash_attention == "on"
 
 
 def _scenario_values(args, parser):
@@ -144,7 +149,7 @@ def _values(args):
         Options(
             mfu=args.mfu, measured_step_time=args.measured_step_time, attention_flops=args.attention_flops,
             exact=exact, overhead_bytes=overhead, fits_below=args.fits_below, profile=_profile(args),
-            stack=args.stack,
+            stack=args.stack, flash_attention=_flash(args),
         ),
     )  # fmt: skip
 
@@ -157,7 +162,7 @@ def _plan(args, parser) -> int:
     ranked = plan(
         model=model, chip=chip, batch=args.batch, seq_len=args.seq_len, slice_shape=args.mesh, chips=args.chips,
         pods=args.pods, mfu=args.mfu, precision=catalog.precision(args.precision), profile=_profile(args),
-        stack=args.stack, ep=args.ep, cp=args.cp, cp_kind=args.cp_kind,
+        stack=args.stack, flash_attention=_flash(args), ep=args.ep, cp=args.cp, cp_kind=args.cp_kind,
     )  # fmt: skip
     top = range(min(args.top, len(ranked)))
     if args.json:

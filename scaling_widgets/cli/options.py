@@ -173,6 +173,10 @@ def _profile_options(parser) -> None:
         "--stack", choices=list(STACKS),
         help="what the software keeps in memory, for the peak and whether it fits (default: the chip's profile's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--flash-attention", choices=("on", "off"),
+        help="off keeps the s x s attention scores, in memory and in the step (default: the stack's, on)",
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

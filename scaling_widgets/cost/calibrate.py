@@ -17,7 +17,7 @@ import math
 from ._checks import refuse
 from .estimate import evaluate
 from .peak import MEASURES, SELECTIVE
-from .profiles import profile_for, with_stack
+from .profiles import profile_for, profile_of
 from .steptime import Profile
 from .values import Cluster, Layout, Options, Workload
 
@@ -80,11 +80,11 @@ def calibrate_memory(cluster: Cluster, workload: Workload, layout: Layout, optio
     >>> round(float(evaluate(*values[:3], dataclasses.replace(values[3], profile=profile)).peak.reported) / 1e9, 3)
     40.0
     """
-    base = with_stack(options.profile or profile_for(cluster.chip), options.stack)
+    base = profile_of(cluster.chip, options)
 
     def peak(k: float) -> float:
         scaled_options = dataclasses.replace(
-            options, profile=dataclasses.replace(base, activation_factor=k), stack=None
+            options, profile=dataclasses.replace(base, activation_factor=k), stack=None, flash_attention=None
         )
         return float(evaluate(cluster, workload, layout, scaled_options).peak.reported)
 

@@ -73,7 +73,7 @@ def _cluster(c: Cluster) -> Cluster:
     shape = check(chip.default_slice if c.slice_shape is None else c.slice_shape, chip.pod_shape)
     largest = MAX_CHIPS // math.prod(shape)
     pods = _checks.whole("pods", c.pods)
-    if np.any(pods > largest):
+    if np.any(pods > largest) or pods.size == 0:
         raise refuse("pods", f"a whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in all)", repr(c.pods))
     return Cluster(chip, tuple(shape), int(pods) if pods.ndim == 0 else pods)
 
@@ -143,8 +143,10 @@ def _layout(k: Layout, seq_len) -> Layout:
 def _options(o: Options) -> Options:
     if o.profile is not None:
         _kind("profile", o.profile, Profile)
+    if o.flash_attention is not None and not isinstance(o.flash_attention, (bool, np.bool_)):
+        raise refuse("flash_attention", "true, false or None (the stack's)", repr(o.flash_attention))
     if o.stack is not None:
-        _checks.one_of("stack", o.stack, STACKS)
+        _checks.one_of("stack", o.stack, tuple(STACKS))
     if o.measured_step_time is not None:
         _checks.positive("measured_step_time", o.measured_step_time)
     elif o.mfu is not None:  # None: the step is predicted (SPEC C)

@@ -24,7 +24,7 @@ from .memory import memory_per_chip
 from .peak import peak_memory
 from .pipeline import bubble_overhead, stage_share, stage_traffic_time
 from .placement import Placement, place
-from .profiles import profile_for, with_stack
+from .profiles import profile_of
 from .result import Estimate
 from .steptime import predict
 from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, tp_limit, x_opt
@@ -107,7 +107,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     B, X, Y, Z, m = workload.batch, placed.x, placed.y, placed.z, placed.microbatches
     chips = math.prod(cluster.slice_shape) * P
     # The stack: how fast it runs (SPEC C.3) and what it keeps in memory (SPEC E.2).
-    profile = with_stack(options.profile or profile_for(chip), options.stack)
+    profile = profile_of(chip, options)
     traffic = _scalar(np.where(np.asarray(layout.zero) == 3, SHARDED[layout.strategy], REPLICATED[layout.strategy]))
     span = placed.span
     # A MoE layer computes its active width and holds (E/EP + S)·F_e per chip (SPEC D.1, D.2).

@@ -47,7 +47,7 @@ SCHEDULES_TRIED = (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved"
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
 OPTIONS = (
     "attention_flops", "sequence_parallel", "exact", "overhead_bytes", "fits_below", "wraparound", "tokens", "profile",
-    "stack",
+    "stack", "flash_attention",
 )  # fmt: skip
 KNOBS = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches", "ep", "cp", "cp_kind")
 

@@ -72,11 +72,20 @@ def profile_for(chip: Chip) -> Profile:
     return PROFILES.get(chip.name, GENERIC)
 
 
+def profile_of(chip: Chip, options) -> Profile:
+    """The profile an evaluation reads: ``options.profile`` or the chip's, with ``options.stack``'s
+    memory and ``options.flash_attention`` where they are given (SPEC C.3, E.2)."""
+    profile = with_stack(options.profile or profile_for(chip), options.stack)
+    if options.flash_attention is None:
+        return profile
+    return dataclasses.replace(profile, flash_attention=bool(options.flash_attention))
+
+
 def with_stack(profile: Profile, stack: str | None) -> Profile:
     """``profile`` keeping in memory what ``stack`` keeps (SPEC E.2), its efficiencies its own;
     a calibrated activation factor carries over. None: the profile as it is."""
     if stack is None:
         return profile
     unset = {name: getattr(GENERIC, name) for name in MEMORY_FIELDS}  # what the stack does not set is the default
-    chosen = STACKS[_checks.one_of("stack", stack, STACKS)]
+    chosen = STACKS[_checks.one_of("stack", stack, tuple(STACKS))]
     return dataclasses.replace(profile, name=f"{profile.name}, {stack}", **{**unset, **chosen})

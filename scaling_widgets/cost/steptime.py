@@ -118,7 +118,8 @@ def link_efficiency(chip: Chip, profile: Profile, span, crosses=False):
     node, the NIC across nodes (``crosses``)."""
     if not chip.is_gpu:
         return np.full(np.shape(span), profile.link_ici)
-    return np.broadcast_to(np.where(crosses, profile.link_nic, profile.link_nvlink), np.shape(span))
+    efficiency = np.where(crosses, profile.link_nic, profile.link_nvlink)
+    return np.broadcast_to(efficiency, np.broadcast_shapes(np.shape(efficiency), np.shape(span)))
 
 
 def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
@@ -157,7 +158,9 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
-    return {k: np.broadcast_to(np.asarray(t, dtype=float), np.shape(e.step_time)) for k, t in terms.items()}
+    # Every term in the shape of all of them: a knob given as a list of one name still makes an array.
+    shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
+    return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
 
 
 def _matmuls(e, profile, b, remat_forward, attention_forward):

@@ -87,7 +87,8 @@ class Options:
     ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds the SPEC B.7
     corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM) make "fits"
     cautious (B.8). ``stack`` (one of ``profiles.STACKS``) says what the software keeps in memory,
-    on top of the profile's efficiencies (SPEC E.2); None: the profile's own.
+    on top of the profile's efficiencies (SPEC E.2); None: the profile's own. ``flash_attention``
+    False brings back the s x s scores, in memory and in the step (SPEC E.1); None: the stack's.
     """
 
     mfu: float | None = None
@@ -98,6 +99,7 @@ class Options:
     overhead_bytes: float = 0.0
     fits_below: float = 1.0
     stack: str | None = None
+    flash_attention: bool | None = None
 
 
 LAYOUT_FIELDS = tuple(Layout.__dataclass_fields__)

@@ -38,7 +38,8 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
         ("--latency", exact.latency or None), ("--overhead-gb", (options.overhead_bytes / 1e9) or None),
         ("--fits-below", None if options.fits_below == 1 else options.fits_below),
         ("--ep", None if layout.ep == 1 else layout.ep), ("--cp", None if layout.cp == 1 else layout.cp),
-        ("--cp-kind", None if layout.cp == 1 else layout.cp_kind),
+        ("--cp-kind", None if layout.cp == 1 else layout.cp_kind), ("--stack", options.stack),
+        ("--flash-attention", None if options.flash_attention is None else "on" if options.flash_attention else "off"),
     ]  # fmt: skip
     words = ["scaling-widgets", "estimate"]
     for flag, value in flags:

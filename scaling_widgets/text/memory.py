@@ -6,7 +6,7 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.peak import PARTS
-from ..cost.profiles import profile_for, with_stack
+from ..cost.profiles import profile_of
 from . import units
 from .lines import Line
 
@@ -19,7 +19,7 @@ PART_NAMES = {
 
 def stack_name(e: Estimate) -> str:
     """The profile an estimate read, with its stack: what it assumes the software keeps."""
-    return with_stack(e.options.profile or profile_for(e.chip), e.options.stack).name
+    return profile_of(e.chip, e.options).name
 
 
 def stage_name(e: Estimate) -> str:

@@ -156,7 +156,8 @@ class Recommendations(Bound, w.VBox):
                 slice_shape=cluster.slice_shape, pods=cluster.pods, mfu=options.mfu, precision=workload.precision,
                 tokens=workload.tokens, attention_flops=options.attention_flops, exact=options.exact,
                 overhead_bytes=options.overhead_bytes, fits_below=options.fits_below,
-                sequence_parallel=layout.sequence_parallel,
+                sequence_parallel=layout.sequence_parallel, profile=options.profile, stack=options.stack,
+                flash_attention=options.flash_attention,
             )  # fmt: skip
         except ValueError as err:
             self.plan, self.rows, self._cells = None, [], {}

@@ -40,7 +40,8 @@ from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from . import fields as f
 
-VERSION = 3  # 2 added ep, cp and cp_kind (SPEC D), 3 the stack (SPEC E); older files load with the defaults
+VERSION = 3  # 2 added ep, cp and cp_kind (SPEC D), 3 the stack and flash attention (SPEC E); older files
+# load with the defaults
 READABLE = (1, 2, 3)
 # name -> (default, how a value is checked); the order is the JSON's.
 FIELDS = {
@@ -77,9 +78,10 @@ FIELDS = {
     "cp": (1, f.whole(1, 2**20)),  # context parallelism, of the data axis (SPEC D.3)
     "cp_kind": ("ring", f.one_of(CP_KINDS)),
     "stack": (None, f.optional(f.one_of(tuple(STACKS)))),  # what the software keeps in memory (SPEC E.2)
+    "flash_attention": (None, f.optional(f.boolean)),  # None: the stack's (on in every named stack)
 }
 # Files saved before these existed still load.
-OPTIONAL_KEYS = ("slice_shape", "profile", "ep", "cp", "cp_kind", "stack")
+OPTIONAL_KEYS = ("slice_shape", "profile", "ep", "cp", "cp_kind", "stack", "flash_attention")
 
 
 class ScenarioError(TraitError, ValueError):
@@ -252,7 +254,7 @@ def _values(s: dict) -> tuple[Cluster, Workload, Layout, Options]:
         ),
         Options(
             mfu=s["mfu"], measured_step_time=s["measured_step_time"], attention_flops=s["attention_flops"],
-            profile=s.get("profile"), stack=s.get("stack"),
+            profile=s.get("profile"), stack=s.get("stack"), flash_attention=s.get("flash_attention"),
             exact=exact, overhead_bytes=s["overhead_bytes"], fits_below=s["fits_below"],
         ),
     )  # fmt: skip

@@ -38,6 +38,7 @@ class TrainingControls(Bound, w.VBox):
         self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
         self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))
         self._stack = w.Dropdown(description="Stack", options=[("the chip's", ""), *((s, s) for s in STACKS)])
+        self._flash = w.Dropdown(description="Flash attn", options=[("the stack's", ""), ("on", "on"), ("off", "off")])
         self._attention = w.Checkbox(description="count attention FLOPs", indent=False)
         self._measured = w.Text(
             description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
@@ -47,7 +48,7 @@ class TrainingControls(Bound, w.VBox):
         rows = [
             w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
             w.HBox([self._mfu, self._predict, self._precision]), w.HBox([self._remat, self._attention]),
-            w.HBox([self._stack]),
+            w.HBox([self._stack, self._flash]),
             w.HBox([self._measured, self._forget]), self._profile, self._message,
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
@@ -61,6 +62,8 @@ class TrainingControls(Bound, w.VBox):
         self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=_precision_key)
         self._bind(self._remat, "remat")
         self._bind(self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or "")
+        self._bind(self._flash, "flash_attention", parse=lambda word: {"": None, "on": True, "off": False}[word],
+                   show=lambda on: "" if on is None else "on" if on else "off")  # fmt: skip
         self._bind(self._attention, "attention_flops")
         self._measured.observe(self._on_measured_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))

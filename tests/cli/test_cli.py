@@ -1,6 +1,7 @@
 """The command line: the chapter's examples through `scaling-widgets estimate`, and bad input."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +257,57 @@ def test_save_profile_needs_a_measured_step(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4M", "--save-profile", "p.json"])
     assert exit_.value.code == 2 and "--save-profile needs --measured-step-time" in capsys.readouterr().err
+
+
+H100_70B = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "64", "--batch", "524288", "--seq-len", "8192",
+            "--strategy", "fsdp", "--remat", "full"]  # fmt: skip
+
+
+def test_the_stack_sets_the_peak_and_the_report_names_its_busiest_stage(capsys):
+    peaks = {}
+    for stack in ("megatron-lm", "fsdp2"):
+        assert main(["estimate", *H100_70B, "--stack", stack, "--json"]) == 0
+        peaks[stack] = json.loads(capsys.readouterr().out)["peak_memory_bytes"]
+    # FSDP2 keeps fp32 weights and reports reserved memory; Megatron-LM bf16 weights, reported allocated.
+    assert peaks["fsdp2"]["weights"] == 2 * peaks["megatron-lm"]["weights"]
+    assert (peaks["fsdp2"]["measures"], peaks["megatron-lm"]["measures"]) == ("reserved", "allocated")
+    assert peaks["fsdp2"]["stack"] == "H100, fsdp2" and peaks["fsdp2"]["reserved"] > peaks["fsdp2"]["allocated"]
+    assert (
+        main(["estimate", *H100_70B, "--pp", "4", "--fsdp", "16", "--microbatches", "4", "--stack", "megatron-lm"]) == 0
+    )
+    report = capsys.readouterr().out
+    assert "Memory per chip, the chapter's count:" in report
+    assert (
+        "Peak per chip (stage 1 of 4: the embeddings and the most microbatches in flight; H100, megatron-lm)" in report
+    )
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", *H100_70B, "--stack", "jax"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "--stack: invalid choice: 'jax'" in err
+
+
+def test_a_measured_peak_calibrates_a_saved_profile(tmp_path, capsys):
+    saved = tmp_path / "my-stack.json"
+    assert main(["estimate", *H100_70B, "--measured-peak-gb", "58", "--save-profile", str(saved)]) == 0
+    capsys.readouterr()
+    assert main(["estimate", *H100_70B, "--profile", str(saved), "--json"]) == 0
+    peak = json.loads(capsys.readouterr().out)["peak_memory_bytes"]
+    assert peak["reported"] == pytest.approx(58e9) and peak["stack"].endswith("(peak calibrated)")
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", *H100_70B, "--measured-peak-gb", "1", "--save-profile", str(saved)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert "--measured-peak-gb must be above 27.35 GB, what the weights, gradients, optimizer state" in err
+
+
+def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
+    assert main(["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "64", "--batch", "1M",
+                 "--seq-len", "8192", "--stack", "megatron-lm", "--top", "3"]) == 0  # fmt: skip
+    table = capsys.readouterr().out.splitlines()
+    head = next(line for line in table if line.lstrip().startswith("#"))
+    assert "peak" in head and "HBM left" in head
+    rows = [line for line in table[table.index(head) + 1 :] if line.strip()]
+    assert len(rows) == 3
+    for line in rows:  # each row's HBM left is 1 - its peak / 80 GB, and every peak fits
+        peak, left = re.search(r"([\d.]+) GB +(\d+)%", line).groups()
+        assert float(peak) < 80 and int(left) == pytest.approx(100 * (1 - float(peak) / 80), abs=1)

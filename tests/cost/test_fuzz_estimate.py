@@ -15,6 +15,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import CHAPTER, REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, InputError, estimate, plan
+from scaling_widgets.cost.peak import PARTS as PEAK_PARTS
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
 EDGE = [0, -1, 1, 2, 0.5, 1e-300, 5e-324, 1e29, 1e30, float("inf"), float("-inf"), float("nan"), 2**53 + 1, 2**64,
@@ -50,6 +51,7 @@ PLAUSIBLE = {
     "exact": [CHAPTER, Exactness(True, True, 1e-5), Exactness(latency=-1.0), Exactness(latency=float("nan"))],
     "overhead_bytes": [0.0, 1e9, 1e11],
     "fits_below": [1.0, 0.9],
+    "stack": [None, "megatron-lm", "fsdp2", "deepspeed", "maxtext"],
 }
 NEEDED = ("chip", "model", "batch")
 SMALL = {"TPU v5e": (4, 4), "H100": (2, 8), "GB200 NVL72": (2, 72)}  # else (4, 4, 4)
@@ -101,6 +103,9 @@ def _check_estimate(e):
     for name in RESULTS:
         _sound(name, getattr(e, name))
     _sound("memory.total", e.memory.total)
+    for part in PEAK_PARTS:
+        _sound(f"peak.{part}", getattr(e.peak, part))
+    assert np.all(e.peak.reserved >= e.peak.allocated), (e.peak.reserved, e.peak.allocated)
     if e.training_time is not None:
         _sound("training_time", e.training_time)
     assert np.all(e.mfu <= e.hfu * (1 + 1e-9)) and np.all(e.hfu <= 1 + 1e-9), (e.mfu, e.hfu)
@@ -123,6 +128,9 @@ V5P, H100, L7 = HARDWARE["tpu-v5p"], HARDWARE["h100"], MODELS["llama-2-7b"]
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, schedule=[{}]))  # a dict has no .item()
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, mfu=[1, ()], measured_step_time=1.0))  # an mfu not read
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, seq_len=512, remat=["full", ()]))  # a ragged list of names
+@example(kw=dict(chip=H100, model=L7, batch=1e6, pods=(), mx=1))  # no pods at all
+@example(kw=dict(chip=H100, model=L7, batch=1e6, pods=[1], mx=1))  # pods an array, the span one value
+@example(kw=dict(chip=V5P, model=L7, batch=1e6, remat=["checkpoints"]))  # a list of one name: a predicted step's shape
 def test_estimate_refuses_naming_the_field_or_gives_sound_numbers(kw):
     e = _check(estimate, kw)
     if e is not None:
@@ -131,7 +139,7 @@ def test_estimate_refuses_naming_the_field_or_gives_sound_numbers(kw):
 
 SMALL_SLICES = {"tpu-v5p": [(2, 2, 2), (2, 4, 2), (4, 4, 4), (4, 2, 4)], "h100": [(1, 8), (2, 8), (4, 8), (1, 4)]}
 PLAN_FIELDS = ("pods", "precision", "tokens", "mfu", "sequence_parallel", "wraparound", "exact", "overhead_bytes",
-               "fits_below", "attention_flops")  # fmt: skip
+               "fits_below", "attention_flops", "stack")  # fmt: skip
 PLAN_EDGE = st.sampled_from([0, -1, 1e-300, float("nan"), float("inf"), 2**64, True, None, "abc", [1e6, 2e6]])
 
 
@@ -166,4 +174,7 @@ def test_plan_refuses_naming_the_field_or_ranks_sound_layouts(kw):
     _sound("step_time", ranked.step_time)
     _sound("memory", ranked.memory)
     assert len(ranked) and np.all(np.diff(ranked.step_time[ranked.order]) >= 0)
+    # Every ranked layout's peak fits: what the planner drops is what would run out of memory.
+    limit = ranked.options.fits_below * ranked.cluster.chip.hbm_bytes
+    assert np.all(ranked.memory[ranked.order] <= limit)
     _check_estimate(ranked.estimate(0))

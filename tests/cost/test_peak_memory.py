@@ -14,7 +14,7 @@ from scaling_widgets.cost import InputError, estimate, evaluate
 from scaling_widgets.cost.calibrate import calibrate_memory, profile_from_json, profile_to_json
 from scaling_widgets.cost.inputs import Chip, Model
 from scaling_widgets.cost.peak import stage_in_flight
-from scaling_widgets.cost.profiles import STACKS, with_stack
+from scaling_widgets.cost.profiles import STACKS, profile_for, with_stack
 from scaling_widgets.measured import load_memory_cases
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
@@ -118,17 +118,14 @@ def test_more_stages_never_put_more_weights_on_a_chip(stack, zero, interleaved):
 def test_flash_attention_is_the_default_and_its_switch_brings_the_scores_back():
     kw = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 4096, seq_len=4096,
               x=8, y=1, remat="none")  # fmt: skip
-    flash = estimate(**kw)
-    scores = estimate(**kw, profile=dataclasses.replace(with_stack(flash.options.profile or _h100(), "fsdp2"),
-                                                        flash_attention=False))  # fmt: skip
-    heads, s, layers = 32, 4096, 32
-    assert float(scores.peak.activations - flash.peak.activations) == pytest.approx(4096 * 2 * heads * s * layers)
-
-
-def _h100():
-    from scaling_widgets.cost.profiles import profile_for
-
-    return profile_for(HARDWARE["h100"])
+    flash, scores = estimate(**kw), estimate(**kw, flash_attention=False)
+    heads, s, layers, tokens = 32, 4096, 32, 4096  # a chip's microbatch: one sequence
+    # The softmax of the scores, A·N_h·s bytes a token and layer, kept and in the working set too.
+    assert float(scores.peak.activations - flash.peak.activations) == pytest.approx(tokens * 2 * heads * s * layers)
+    assert float(scores.peak.working_set - flash.peak.working_set) == pytest.approx(tokens * 2 * heads * s)
+    assert float(scores.step_time) > float(flash.step_time)  # the step reads the same switch (SPEC C.2)
+    with pytest.raises(InputError, match="flash_attention must be true, false or None"):
+        estimate(**kw, flash_attention="yes")
 
 
 def test_a_measured_peak_calibrates_the_profile_and_survives_json():
@@ -141,7 +138,7 @@ def test_a_measured_peak_calibrates_the_profile_and_survives_json():
 
 
 def test_a_stack_replaces_every_memory_choice_of_the_chips_profile():
-    h100 = _h100()  # torchtitan's FSDP2: fp32 weights
+    h100 = profile_for(HARDWARE["h100"])  # torchtitan's FSDP2: fp32 weights
     megatron = with_stack(h100, "megatron-lm")
     assert (h100.weight_bytes, megatron.weight_bytes, megatron.grad_bytes) == (4.0, 0.0, 4.0)
     assert megatron.e_max == h100.e_max  # the efficiencies stay the chip's

@@ -56,6 +56,7 @@ PLAUSIBLE = {
     "cp": [1, 2, 4],
     "cp_kind": ["ring", "all-gather", "ulysses"],
     "stack": [None, "megatron-lm", "fsdp2"],
+    "flash_attention": [None, True, False],
 }
 assert set(PLAUSIBLE) == set(FIELDS)
 

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from scaling_widgets import explore
 from scaling_widgets.cli import FLAGS, main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
+from scaling_widgets.cost.profiles import STACKS
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
 from scaling_widgets.text.command import command
@@ -110,6 +111,7 @@ def scenario_fields(draw) -> dict:
         overhead_bytes=draw(st.one_of(st.just(0.0), st.floats(1e8, 2e10))),
         fits_below=draw(st.one_of(st.just(1.0), st.floats(0.5, 1.0))), schedule=schedule, virtual_stages=virtual,
         sequence_parallel=draw(st.booleans()), _measure=draw(st.one_of(st.none(), st.floats(1.01, 4.0))),
+        stack=draw(st.sampled_from((None, None, *STACKS))), flash_attention=draw(st.sampled_from((None, True, False))),
     )  # fmt: skip
 
 
