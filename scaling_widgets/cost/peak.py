@@ -174,7 +174,7 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
 
     scale = profile.activation_factor
     last = np.asarray(Z) - 1
-    logits_in_flight = np.where(np.asarray(layout.schedule) == "gpipe", m, 1)
+    logits_in_flight = np.where((np.asarray(layout.schedule) == "gpipe") & (np.asarray(Z) > 1), m, 1)
     logits = scale * tokens * model.vocab / Y * profile.logits_bytes * logits_in_flight
     first_acts, last_acts = scale * on_stage(0), scale * on_stage(last)
     busiest = np.where(last_acts + logits > first_acts, last, 0)
@@ -185,11 +185,12 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
     buffers = _buffers(profile, precision.activation_bytes, grad_bytes, zero, X * pods,
                        np.maximum(layer + layer_routed, embedding) / Y)  # fmt: skip
     working_set = scale * per_choice(layout.remat, working) * tokens
-    allocated = weights + grads + optimizer + activations + working_set + stage_logits + buffers + overhead
+    # What the caching allocator holds: not the runtime's own overhead (the CUDA context).
+    cached = weights + grads + optimizer + activations + working_set + stage_logits + buffers
     return PeakMemory(
         weights=weights, grads=grads, optimizer=optimizer, activations=activations, working_set=working_set,
         logits=stage_logits, buffers=buffers, overhead=np.asarray(overhead, dtype=float),
-        allocator=allocated * (profile.allocator - 1), stage=busiest, measures=profile.measures,
+        allocator=cached * (profile.allocator - 1), stage=busiest, measures=profile.measures,
     )  # fmt: skip
 
 

@@ -103,11 +103,6 @@ class Estimate:
         ``fits_below`` of HBM (SPEC B.8, E)."""
         return self.peak.reserved <= self.fits_below * self.chip.hbm_bytes
 
-    @property
-    def headroom(self):
-        """HBM left on the busiest chip at its peak [bytes]; negative when it does not fit."""
-        return self.fits_below * self.chip.hbm_bytes - self.peak.reserved
-
 
 def pick(result, index):
     """One layout (or a subset) of an array-valued result: every array field indexed alike.
