@@ -98,13 +98,17 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         Model(**case["model"]), batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
     )  # fmt: skip
-    k = case["layout"]
-    layout = Layout(
+    return cluster, workload, case_layout(case["layout"]), Options(mfu=None)
+
+
+def case_layout(k: dict) -> Layout:
+    """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
+    or sequences each)."""
+    return Layout(
         strategy=k["strategy"], x=k["fsdp"], y=k["tp"], z=k["pp"], zero=k["zero"], remat=k["remat"],
         sequence_parallel=k["sequence_parallel"], schedule=k["schedule"], virtual_stages=k["virtual_stages"],
-        microbatches=k["microbatches"],
+        microbatches=k.get("microbatches"), microbatch_seqs=k.get("microbatch_seqs"),
     )  # fmt: skip
-    return cluster, workload, layout, Options(mfu=None)
 
 
 def chips(case: dict) -> int:
@@ -207,12 +211,7 @@ def _memory_case(case: dict, data: dict) -> MemoryCase:
     model = Model(**case["model"], dropout=_dropout(case))
     workload = Workload(model, batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
                         precision=PRECISIONS[case.get("precision", "mixed-adam")])  # fmt: skip
-    k = case["layout"]
-    layout = Layout(
-        strategy=k["strategy"], x=k["fsdp"], y=k["tp"], z=k["pp"], zero=k["zero"], remat=k["remat"],
-        sequence_parallel=k["sequence_parallel"], schedule=k["schedule"], virtual_stages=k["virtual_stages"],
-        microbatch_seqs=k["microbatch_seqs"],
-    )  # fmt: skip
+    layout = case_layout(case["layout"])
     source = data["sources"][case["group"]]["citation"]
     stack = next(name for word, name in FRAMEWORKS.items() if word.lower() in (source + case["source"]).lower())
     published = case["published"]

@@ -1,6 +1,6 @@
 """TrainingControls: the global batch (a log slider and a "3M" field), sequence length, the step
 (an MFU given, or predicted, SPEC C), training tokens, the precision policy, a measured step,
-and the software stack whose memory the peak counts (SPEC E.2)."""
+the software stack whose memory the peak counts and a measured peak that calibrates it (SPEC E.2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 import ipywidgets as w
 
 from ..cost import REMAT_POLICIES
-from ..cost.calibrate import calibrate
+from ..cost.calibrate import calibrate, calibrate_memory
 from ..cost.profiles import STACKS
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
@@ -44,12 +44,16 @@ class TrainingControls(Bound, w.VBox):
             description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
             layout=w.Layout(width="260px"), style={"description_width": "100px"},
         )  # fmt: skip
+        self._measured_peak = w.Text(
+            description="Measured peak", placeholder="GB, as the stack reports it", continuous_update=False,
+            layout=w.Layout(width="260px"), style={"description_width": "100px"},
+        )  # fmt: skip
         self._message = Message()
         rows = [
             w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
             w.HBox([self._mfu, self._predict, self._precision]), w.HBox([self._remat, self._attention]),
             w.HBox([self._stack, self._flash]),
-            w.HBox([self._measured, self._forget]), self._profile, self._message,
+            w.HBox([self._measured, self._forget]), self._measured_peak, self._profile, self._message,
         ]  # fmt: skip
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
@@ -66,6 +70,7 @@ class TrainingControls(Bound, w.VBox):
                    show=lambda on: "" if on is None else "on" if on else "off")  # fmt: skip
         self._bind(self._attention, "attention_flops")
         self._measured.observe(self._on_measured_change, "value")
+        self._measured_peak.observe(self._on_measured_peak_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))
         self._follow("measured_step_time", "profile")
 
@@ -96,6 +101,20 @@ class TrainingControls(Bound, w.VBox):
             self._sync()
             return
         self._apply(measured_step_time=seconds)
+
+    def _on_measured_peak_change(self, change) -> None:
+        """A measured peak calibrates the memory of the profile every what-if after uses (SPEC E.2):
+        the stack's choices go into that profile."""
+        if self._syncing or not change["new"].strip():
+            return
+        try:
+            peak = parse_count(change["new"], "measured_peak") * 1e9
+            profile = calibrate_memory(*self.scenario.values(), peak_bytes=peak)
+        except ValueError as err:
+            self._message.show(str(err))
+            return
+        self._measured_peak.value = ""
+        self._apply(profile=profile, stack=None, flash_attention=None)
 
     def _on_batch_change(self, change) -> None:
         # The slider moves in steps of 10^0.01; within one step of the batch it is not a move

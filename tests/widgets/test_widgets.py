@@ -300,6 +300,23 @@ def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_
     assert panel.scenario.profile is None
 
 
+def test_the_stack_menu_and_a_measured_peak_set_the_memory_bar():
+    panel = sw.explore(model="llama-3-70b", hardware="h100", slice_shape=(8, 8), batch=64 * 8192, seq_len=8192,
+                       strategy="fsdp", remat="full")  # fmt: skip
+    training, bar = panel.training, panel.memory_bar
+    fsdp = bar.data.strategies.index("fsdp")
+    weights_fsdp2 = bar.data.parts[0][fsdp]  # the H100's own stack, torchtitan: fp32 weights
+    training._stack.value = "megatron-lm"
+    assert panel.scenario.stack == "megatron-lm" and bar.data.parts[0][fsdp] == pytest.approx(weights_fsdp2 / 2)
+    training._measured_peak.value = "50"  # GB, allocated as Megatron-LM reports it
+    assert panel.scenario.profile.name.endswith("megatron-lm (peak calibrated)") and panel.scenario.stack is None
+    assert float(panel.analysis.estimate.peak.allocated) == pytest.approx(50e9)
+    assert "(peak calibrated)" in panel.export.value  # saved with the scenario
+    before = panel.scenario.profile
+    training._measured_peak.value = "1"  # below the weights alone: refused inline, nothing changes
+    assert "measured_peak must be above" in training._message.text and panel.scenario.profile is before
+
+
 def test_every_dropdown_shows_a_value_that_ipywidgets_8_can_display():
     panel = sw.explore(**EXAMPLE_16)
     dropdowns = [w for w in _children(panel) if isinstance(w, ipw.Dropdown)]
