@@ -61,8 +61,8 @@ def _estimate(args, parser) -> int:
         values = _scenario_values(args, parser)
     else:
         values = _values(args)
-    if args.save_profile is not None:
-        values = _save_profile(values, args)
+    if args.save_profile is not None or args.measured_peak_gb is not None:
+        values = _calibrated(values, args)
     chosen = evaluate(*values)
     others = compare_strategies(*values)
     best = others["fsdp+tp"] if not isinstance(others["fsdp+tp"], Exception) else None
@@ -71,18 +71,21 @@ def _estimate(args, parser) -> int:
     return 0
 
 
-def _save_profile(values, args):
-    """--save-profile FILE with --measured-step-time S and/or --measured-peak-gb G: the profile that
-    predicts S and G for this layout, saved; the values read with it."""
-    if args.measured_step_time is None and args.measured_peak_gb is None:
+def _calibrated(values, args):
+    """--measured-peak-gb G, and --save-profile FILE with --measured-step-time S and/or G: the
+    profile that predicts S and G for this layout (saved with --save-profile); the values read
+    with it, as the panel reads a measured peak."""
+    if args.save_profile is not None and args.measured_step_time is None and args.measured_peak_gb is None:
         raise ValueError("--save-profile needs --measured-step-time or --measured-peak-gb: what it calibrates on")
     cluster, workload, layout, options = values
-    if args.measured_step_time is not None:
-        options = dataclasses.replace(options, profile=calibrate(*values, step_time=args.measured_step_time))
+    if args.save_profile is not None and args.measured_step_time is not None:
+        profile = calibrate(*values, step_time=args.measured_step_time)
+        options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
     if args.measured_peak_gb is not None:
         profile = calibrate_memory(cluster, workload, layout, options, peak_bytes=args.measured_peak_gb * 1e9)
         options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
-    Path(args.save_profile).write_text(profile_to_json(options.profile) + "\n")
+    if args.save_profile is not None:
+        Path(args.save_profile).write_text(profile_to_json(options.profile) + "\n")
     return cluster, workload, layout, options
 
 

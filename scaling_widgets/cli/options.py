@@ -131,7 +131,7 @@ def _reading_options(est) -> None:
     _profile_options(est)
     est.add_argument(
         "--measured-peak-gb", type=_typed(units.parse_count, "--measured-peak-gb"), metavar="GB",
-        help="with --save-profile: a measured peak (as the stack reports it) that calibrates the memory",
+        help="a measured peak (as the stack reports it) that calibrates the memory; saved with --save-profile",
     )  # fmt: skip
     est.add_argument(
         "--save-profile", metavar="FILE.json",
@@ -171,7 +171,8 @@ def _profile_options(parser) -> None:
     )
     parser.add_argument(
         "--stack", choices=list(STACKS),
-        help="what the software keeps in memory, for the peak and whether it fits (default: the chip's profile's)",
+        help="what the software keeps in memory, for the peak and whether it fits; it also turns flash attention on"
+        " (default: the chip's profile's)",
     )  # fmt: skip
     parser.add_argument(
         "--flash-attention", choices=("on", "off"),

@@ -17,7 +17,7 @@ import math
 from ._checks import refuse
 from .estimate import evaluate
 from .peak import MEASURES, SELECTIVE
-from .profiles import profile_for, profile_of
+from .profiles import profile_of
 from .steptime import Profile
 from .values import Cluster, Layout, Options, Workload
 
@@ -34,9 +34,9 @@ def scaled(profile: Profile, k: float) -> Profile:
 
 
 def calibrate(cluster: Cluster, workload: Workload, layout: Layout, options: Options, step_time: float) -> Profile:
-    """The profile (``options.profile``, else the chip's default) scaled so that this layout's
-    predicted step is ``step_time`` seconds. Refuses a step the chips could not run at full
-    matmul efficiency (e_max above 1).
+    """The profile (``options.profile``, else the chip's default, with ``options.stack`` and
+    ``options.flash_attention``) scaled so that this layout's predicted step is ``step_time``
+    seconds. Refuses a step the chips could not run at full matmul efficiency (e_max above 1).
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> values = (Cluster(HARDWARE["tpu-v5p"], (16, 16, 16)), Workload(MODELS["llama-2-13b"], 2**22, 4096),
@@ -46,8 +46,8 @@ def calibrate(cluster: Cluster, workload: Workload, layout: Layout, options: Opt
     >>> round(float(evaluate(*values[:3], options).step_time), 6)
     1.25
     """
-    base = options.profile or profile_for(cluster.chip)
-    predict = dataclasses.replace(options, mfu=None, measured_step_time=None)
+    base = profile_of(cluster.chip, options)  # the stack and the flash switch go into the profile
+    predict = dataclasses.replace(options, mfu=None, measured_step_time=None, stack=None, flash_attention=None)
 
     def step(k: float) -> float:
         return float(

@@ -146,9 +146,9 @@ def _options(o: Options) -> Options:
         _kind("profile", o.profile, Profile)
         _checks.one_of("profile selective", o.profile.selective, SELECTIVE)
         _checks.one_of("profile measures", o.profile.measures, MEASURES)
-        if not 1 <= o.profile.allocator < 1e3:
+        if not 1 <= o.profile.allocator < 1e30:
             raise refuse("profile allocator", "a number from 1: reserved is never below allocated",
-                         o.profile.allocator)  # fmt: skip
+                         repr(o.profile.allocator))  # fmt: skip
     if o.flash_attention is not None and not isinstance(o.flash_attention, (bool, np.bool_)):
         raise refuse("flash_attention", "true, false or None (the stack's)", repr(o.flash_attention))
     if o.stack is not None:

@@ -75,23 +75,30 @@ def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flas
     - on every TP chip, unless sequence parallelism splits them: the two norms' inputs and
       outputs, 4·A·D, and with dropout its two byte masks, 2·D;
     - split over TP: Q, K, V and the attention output, A·(2·N_h·H + 2·K·H), and the MLP's
-      up-projections and activation, A·3F (gated) or A·2F;
-    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP.
+      up-projections and activation, A·3F (gated) or A·2F; a MoE layer's k·CF dispatch copies;
+    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP, and with
+      dropout its mask and output, (1 + A)·N_h·s: B.4's 5·a·s/h of sbh at A = 2.
     "selective" keeps this without the scores when the stack recomputes the attention core
     ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
     attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
     torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+
+    >>> from scaling_widgets.presets import MODELS
+    >>> kw = dict(model=MODELS["llama-3-70b"], seq_len=4096, flash=True, selective="attention")
+    >>> (layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw) / 1024).tolist()
+    [268.0, 33.5]
     """
-    D, F, s, t, A = model.d_model, model.active_width, seq_len, tp, activation_bytes
-    q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
-    mlp = (3.0 if model.gated else 2.0) * F
+    D, F, s, t, A = model.d_model, model.active_width, seq_len, np.asarray(tp, dtype=float), activation_bytes
+    q, kv, dropout = model.heads * model.head_dim, model.kv_heads * model.head_dim, model.dropout > 0
     sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
-    every_chip = (4 * A + (2.0 if model.dropout > 0 else 0.0)) * D / sp
-    layer = every_chip + A * (2 * q + 2 * kv + mlp) / t + _dispatch(model, A)
+    every_chip = (4 * A + 2 * dropout) * D / sp
+    layer = every_chip + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + _dispatch(model, A)) / t
     if remat == "none":
-        return layer + (0.0 if flash else A * model.heads * s / t)
+        return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
+    if remat == "selective" and selective == "attention":
+        return layer
     if remat == "selective":
-        return layer if selective == "attention" else A * (2 * D + 2 * q + kv + F) / t
+        return 2 * A * D / sp + (A * (2 * q + kv + F) + _dispatch(model, A)) / t
     if remat == "full":
         return A * D / sp
     return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
@@ -118,85 +125,87 @@ def stage_in_flight(*, schedule, stage, stages, microbatches, virtual_stages=1):
 
     1F1B: min(Z − r, m). Interleaved: min(Z + (Z − 1 − 2r)/v, m), Megatron-LM's warm-up of
     2·(Z − r − 1) + (v − 1)·Z chunk-forwards plus one, in microbatches of v chunks; on the first
-    stage this is Z·(1 + (Z − 1)/(Z·v)). GPipe: all m. One stage: one microbatch at a time.
+    stage this is Z·(1 + (Z − 1)/(Z·v)); with one chunk (v = 1) it is 1F1B. GPipe: all m. One
+    stage: one microbatch at a time.
 
     >>> [float(stage_in_flight(schedule="interleaved", stage=r, stages=4, microbatches=4, virtual_stages=8))
     ...  for r in (0, 3)]
     [4.0, 3.625]
     """
     Z, m, v, r = (np.asarray(a, dtype=float) for a in (stages, microbatches, virtual_stages, stage))
-    held = {"gpipe": m, "1f1b": np.minimum(Z - r, m), "interleaved": np.minimum(Z + (Z - 1 - 2 * r) / v, m)}
+    one_f_one_b = np.minimum(Z - r, m)
+    interleaved = np.where(v == 1, one_f_one_b, np.minimum(Z + (Z - 1 - 2 * r) / v, m))
+    held = {"gpipe": m, "1f1b": one_f_one_b, "interleaved": interleaved}
     return np.where(Z == 1, 1.0, held[schedule])
 
 
 def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
     """The busiest stage's peak per chip (SPEC E.1), from a placed layout and the stack's ``profile``.
 
-    Weights, gradients and optimizer state: the stage's parameters over TP (and EP for routed
-    experts), and over X for what the ZeRO stage shards, at the bytes the stack keeps them in
-    (the precision's where it says 0). Activations: ``layer_activation_bytes`` x the chip's tokens of a microbatch,
-    B/(X·P·m), x the stage's layers x its microbatches in flight. Logits: the last stage's
-    s·b·V/TP logits at ``logits_bytes`` each, for each microbatch in flight there (GPipe: all).
+    Weights, gradients and optimizer state: ``_state``. Activations: ``layer_activation_bytes``
+    x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
+    flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
+    microbatch in flight there (GPipe: all). The first and the last stage are compared; the
+    busier one is reported.
     """
     model, precision = workload.model, workload.precision
-    X, Y, Z, m, v, zero = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages, layout.zero
+    X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
     layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
-    seq_len = (workload.seq_len or 1) / layout.cp
-    weight_bytes = profile.weight_bytes or precision.weight_bytes
-    grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
-    optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
-    routed = routed_params(model)
-    embedding = float(model.vocab * model.d_model)
-    # A stage's embeddings: the input's on the first, the output layer's on the last; one stage holds both.
-    stage_embedding = np.where(Z == 1, params.embeddings, embedding)
-    layer = (params.total - params.embeddings - routed) / model.layers  # a layer's weights every EP chip holds
-    layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
-
-    def over_x(first_stage):  # ZeRO shards from ``first_stage`` on over X (over X/EP for the experts)
-        sharded = np.asarray(zero) >= first_stage
-        return ((layer * layers + stage_embedding) / np.where(sharded, X, 1)
-                + layer_routed * layers / np.where(sharded, X / layout.ep, 1)) / Y  # fmt: skip
 
     def kept(policy):
         return layer_activation_bytes(
-            model=model, seq_len=seq_len, tp=Y, remat=policy, sequence_parallel=layout.sequence_parallel,
-            flash=profile.flash_attention, selective=profile.selective, activation_bytes=precision.activation_bytes,
+            model=model, seq_len=(workload.seq_len or 1) / layout.cp, tp=Y, remat=policy,
+            sequence_parallel=layout.sequence_parallel, flash=profile.flash_attention, selective=profile.selective,
+            activation_bytes=precision.activation_bytes,
         )  # fmt: skip
-
-    def working(policy):  # while one layer runs its backward pass
-        return kept("none") * working_layers(policy, profile.selective)
 
     def on_stage(stage):
         held = per_choice(layout.schedule, lambda schedule: stage_in_flight(
             schedule=schedule, stage=stage, stages=Z, microbatches=m, virtual_stages=v))  # fmt: skip
-        return per_choice(layout.remat, kept) * tokens * layers * held
+        return profile.activation_factor * per_choice(layout.remat, kept) * tokens * layers * held
 
-    scale = profile.activation_factor
     last = np.asarray(Z) - 1
-    logits_in_flight = np.where((np.asarray(layout.schedule) == "gpipe") & (np.asarray(Z) > 1), m, 1)
-    logits = scale * tokens * model.vocab / Y * profile.logits_bytes * logits_in_flight
-    first_acts, last_acts = scale * on_stage(0), scale * on_stage(last)
-    busiest = np.where(last_acts + logits > first_acts, last, 0)
-    stage_logits = np.where(busiest == last, logits, 0.0)
-    activations = np.where(busiest == last, last_acts, first_acts)
-    weights, grads, optimizer = (b * over_x(k) for b, k in ((weight_bytes, 3), (grad_bytes, 2),
-                                                           (optimizer_bytes, 1)))  # fmt: skip
-    buffers = _buffers(profile, precision.activation_bytes, grad_bytes, zero, X * pods,
-                       np.maximum(layer + layer_routed, embedding) / Y)  # fmt: skip
-    working_set = scale * per_choice(layout.remat, working) * tokens
-    # What the caching allocator holds: not the runtime's own overhead (the CUDA context).
-    cached = weights + grads + optimizer + activations + working_set + stage_logits + buffers
-    return PeakMemory(
-        weights=weights, grads=grads, optimizer=optimizer, activations=activations, working_set=working_set,
-        logits=stage_logits, buffers=buffers, overhead=np.asarray(overhead, dtype=float),
-        allocator=cached * (profile.allocator - 1), stage=busiest, measures=profile.measures,
+    in_flight = np.where((np.asarray(layout.schedule) == "gpipe") & (np.asarray(Z) > 1), m, 1)
+    logits = profile.activation_factor * tokens * model.vocab / Y * profile.logits_bytes * in_flight
+    first, at_last = on_stage(0), on_stage(last) + logits
+    busiest = np.where(at_last > first, last, 0)
+    working = per_choice(layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective))
+    state = _state(workload, layout, placed, pods, params, profile, layers)
+    parts = dict(
+        **state, activations=np.where(busiest == last, at_last - logits, first),
+        working_set=profile.activation_factor * working * tokens, logits=np.where(busiest == last, logits, 0.0),
     )  # fmt: skip
+    cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
+    return PeakMemory(**parts, overhead=np.asarray(overhead, dtype=float), allocator=cached * (profile.allocator - 1),
+                      stage=busiest, measures=profile.measures)  # fmt: skip
 
 
-def _buffers(profile, compute_bytes, grad_bytes, zero, replicas, unit):
-    """Communication buffers: ZeRO-3 gathers ``gathered_units`` of its largest unit (a layer or
-    the output layer) ahead, in the compute dtype, and reduce-scatters one unit's gradients; DP and
-    ZeRO-1/2 keep ``bucket_bytes`` of gradient buckets. None without data parallelism."""
-    gathered = (profile.gathered_units * compute_bytes + grad_bytes) * unit
-    return np.where(replicas > 1, np.where(np.asarray(zero) == 3, gathered, profile.bucket_bytes), 0.0)
+def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
+    """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
+
+    The stage's parameters (its layers, and its embeddings: the input's on the first stage, the
+    output layer's on the last, both on a single stage) over TP, routed experts over EP too, and
+    over X (X/EP for experts) what the ZeRO stage shards: from 1 the optimizer state, from 2 the
+    gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
+    """
+    model, precision, X, Y, Z, zero = workload.model, workload.precision, placed.x, placed.y, placed.z, layout.zero
+    weight_bytes = profile.weight_bytes or precision.weight_bytes
+    grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
+    optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
+    routed, embedding = routed_params(model), float(model.vocab * model.d_model)
+    stage_embedding = np.where(Z == 1, params.embeddings, embedding)
+    layer = (params.total - params.embeddings - routed) / model.layers  # the weights every EP chip holds
+    layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
+
+    def over_x(first_stage):
+        sharded = np.asarray(zero) >= first_stage
+        return ((layer * layers + stage_embedding) / np.where(sharded, X, 1)
+                + layer_routed * layers / np.where(sharded, X / layout.ep, 1)) / Y  # fmt: skip
+
+    unit = np.maximum(layer + layer_routed, embedding) / Y  # ZeRO-3 gathers a layer, or the output layer
+    gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
+    buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0),
+                       np.where(X * pods > 1, profile.bucket_bytes, 0.0))  # fmt: skip
+    return dict(weights=weight_bytes * over_x(3), grads=grad_bytes * over_x(2), optimizer=optimizer_bytes * over_x(1),
+                buffers=buffers)  # fmt: skip

@@ -23,8 +23,8 @@ STACKS: dict[str, dict] = {
     # Megatron-LM, distributed optimizer: bf16 weights, fp32 main gradients unsharded below ZeRO-2,
     # fp32 master and Adam sharded (its own estimate: 6 + 12/DP bytes a parameter); the loss keeps
     # the fp32 softmax beside the bf16 logits; gradients reduced in place; report_memory: allocated.
-    "megatron-lm": dict(grad_bytes=4.0, selective="attention", logits_bytes=6.0, bucket_bytes=0.0,
-                        measures="allocated"),
+    "megatron-lm": dict(weight_bytes=2.0, grad_bytes=4.0, optimizer_bytes=12.0, selective="attention",
+                        logits_bytes=6.0, bucket_bytes=0.0, measures="allocated"),
     # PyTorch FSDP2 in torchtitan: fp32 sharded weights (the master copy), gradients and Adam; bf16
     # gathered; op-level selective recompute saves every other matmul; the loss casts the logits to
     # fp32 and keeps its log-softmax; its log reports peak reserved memory.
@@ -32,7 +32,8 @@ STACKS: dict[str, dict] = {
                   logits_bytes=10.0, measures="reserved"),
     # DeepSpeed ZeRO with bf16: gradients accumulate in bf16; reduce and all-gather buckets of 5e8
     # elements each (its defaults); Megatron-DeepSpeed's loss.
-    "deepspeed": dict(selective="attention", logits_bytes=6.0, bucket_bytes=2e9, measures="allocated"),
+    "deepspeed": dict(weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, selective="attention",
+                      logits_bytes=6.0, bucket_bytes=2e9, measures="allocated"),
     # MaxText on XLA: fp32 weights, gradients and Adam (weight_dtype, grad_dtype, mu_dtype); logits
     # cast to fp32; XLA plans its buffers ahead, with no caching allocator on top.
     "maxtext": dict(weight_bytes=4.0, grad_bytes=4.0, optimizer_bytes=8.0, selective="attention",
@@ -41,7 +42,9 @@ STACKS: dict[str, dict] = {
 # The fields a stack sets; a calibrated activation_factor is the user's and carries over.
 MEMORY_FIELDS = ("weight_bytes", "grad_bytes", "optimizer_bytes", "selective", "logits_bytes", "gathered_units",
                  "bucket_bytes", "allocator", "measures", "flash_attention")  # fmt: skip
-# Every current stack runs flash attention: no s x s scores in HBM (SPEC E.1).
+# Every current stack runs flash attention: no s x s scores in HBM (SPEC E.1), and none in the step
+# either (SPEC C.2). Each keeps mixed-precision Adam's fp32 master copy and moments, whatever the
+# precision (which sets the chapter's count).
 for _stack in STACKS.values():
     _stack["flash_attention"] = True
 

@@ -311,3 +311,20 @@ def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
     for line in rows:  # each row's HBM left is 1 - its peak / 80 GB, and every peak fits
         peak, left = re.search(r"([\d.]+) GB +(\d+)%", line).groups()
         assert float(peak) < 80 and int(left) == pytest.approx(100 * (1 - float(peak) / 80), abs=1)
+
+
+def test_a_measured_peak_alone_calibrates_this_estimate_and_a_saved_step_keeps_the_stack(tmp_path, capsys):
+    # As the panel's "Measured peak": without --save-profile it still calibrates what is printed.
+    assert main(["estimate", *H100_70B, "--measured-peak-gb", "60", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["peak_memory_bytes"]["reported"] == pytest.approx(60e9)
+    # A step calibrated with a stack and flash attention off saves both into the profile.
+    saved = tmp_path / "p.json"
+    chosen = ["--stack", "megatron-lm", "--flash-attention", "off"]
+    assert main(["estimate", *H100_70B, *chosen, "--measured-step-time", "30", "--save-profile", str(saved)]) == 0
+    capsys.readouterr()
+    assert main(["estimate", *H100_70B, *chosen, "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main(["estimate", *H100_70B, "--profile", str(saved), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["step_time_s"] == pytest.approx(30) and again["peak_memory_bytes"]["measures"] == "allocated"
+    assert again["peak_memory_bytes"]["reserved"] == pytest.approx(direct["peak_memory_bytes"]["reserved"])

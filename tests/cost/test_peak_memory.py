@@ -140,7 +140,8 @@ def test_a_measured_peak_calibrates_the_profile_and_survives_json():
 def test_a_stack_replaces_every_memory_choice_of_the_chips_profile():
     h100 = profile_for(HARDWARE["h100"])  # torchtitan's FSDP2: fp32 weights
     megatron = with_stack(h100, "megatron-lm")
-    assert (h100.weight_bytes, megatron.weight_bytes, megatron.grad_bytes) == (4.0, 0.0, 4.0)
+    assert (h100.weight_bytes, megatron.weight_bytes, megatron.grad_bytes) == (4.0, 2.0, 4.0)
+    assert (h100.selective, megatron.selective) == ("alternate-matmuls", "attention")
     assert megatron.e_max == h100.e_max  # the efficiencies stay the chip's
     with pytest.raises(InputError, match="stack must be one of 'megatron-lm'.*; got 'jax'"):
         estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=1e6, seq_len=4096, stack="jax")
