@@ -205,6 +205,9 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
 
     unit = np.maximum(layer + layer_routed, embedding) / Y  # ZeRO-3 gathers a layer, or the output layer
     gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
+    if profile.pipeline_unsharded:  # under pipelining the whole stage, its gradients accumulated unsharded
+        stage = ((layer + layer_routed) * layers + stage_embedding) / Y
+        gathered = np.where(Z > 1, (precision.activation_bytes + grad_bytes) * stage, gathered)
     buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0),
                        np.where(X * pods > 1, profile.bucket_bytes, 0.0))  # fmt: skip
     return dict(weights=weight_bytes * over_x(3), grads=grad_bytes * over_x(2), optimizer=optimizer_bytes * over_x(1),

@@ -27,9 +27,12 @@ STACKS: dict[str, dict] = {
                         logits_bytes=6.0, bucket_bytes=0.0, measures="allocated"),
     # PyTorch FSDP2 in torchtitan: fp32 sharded weights (the master copy), gradients and Adam; bf16
     # gathered; op-level selective recompute saves every other matmul; the loss casts the logits to
-    # fp32 and keeps its log-softmax; its log reports peak reserved memory.
+    # fp32, and its backward holds the saved log-softmax, the loss's gradient and the log-softmax's,
+    # all fp32; under pipelining FSDP does not reshard after forward, and the stage syncs gradients at
+    # the last microbatch only, so they accumulate unsharded (in fp32, FSDP's reduce dtype); its log
+    # reports peak reserved memory.
     "fsdp2": dict(weight_bytes=4.0, grad_bytes=4.0, optimizer_bytes=8.0, selective="alternate-matmuls",
-                  logits_bytes=10.0, measures="reserved"),
+                  logits_bytes=12.0, pipeline_unsharded=True, measures="reserved"),
     # DeepSpeed ZeRO with bf16: gradients accumulate in bf16; reduce and all-gather buckets of 5e8
     # elements each (its defaults); Megatron-DeepSpeed's loss.
     "deepspeed": dict(weight_bytes=2.0, grad_bytes=2.0, optimizer_bytes=12.0, selective="attention",
@@ -41,7 +44,7 @@ STACKS: dict[str, dict] = {
 }  # fmt: skip
 # The fields a stack sets; a calibrated activation_factor is the user's and carries over.
 MEMORY_FIELDS = ("weight_bytes", "grad_bytes", "optimizer_bytes", "selective", "logits_bytes", "gathered_units",
-                 "bucket_bytes", "allocator", "measures", "flash_attention")  # fmt: skip
+                 "pipeline_unsharded", "bucket_bytes", "allocator", "measures", "flash_attention")  # fmt: skip
 # Every current stack runs flash attention: no s x s scores in HBM (SPEC E.1), and none in the step
 # either (SPEC C.2). Each keeps mixed-precision Adam's fp32 master copy and moments, whatever the
 # precision (which sets the chapter's count).

@@ -66,6 +66,7 @@ class Profile:
     selective: str = "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
     logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
     gathered_units: float = 2.0  # ZeRO-3: layers gathered at once (one computing, one prefetched)
+    pipeline_unsharded: bool = False  # ZeRO-3 under pipelining keeps a stage gathered, its gradients unsharded
     bucket_bytes: float = 0.0  # DP, ZeRO-1/2: gradient buckets besides the gradients themselves
     allocator: float = 1.05  # reserved over allocated: the caching allocator's rounding and fragments
     measures: str = "allocated"  # what the stack's own peak counts: "allocated" or "reserved"

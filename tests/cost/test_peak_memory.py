@@ -145,3 +145,15 @@ def test_a_stack_replaces_every_memory_choice_of_the_chips_profile():
     assert megatron.e_max == h100.e_max  # the efficiencies stay the chip's
     with pytest.raises(InputError, match="stack must be one of 'megatron-lm'.*; got 'jax'"):
         estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=1e6, seq_len=4096, stack="jax")
+
+
+def test_fsdp2_under_pipelining_keeps_its_stage_gathered_and_its_gradients_unsharded():
+    kw = dict(model=MODELS["llama-3-70b"], chip=HARDWARE["h100"], slice_shape=(8, 8), batch=64 * 4096, seq_len=4096,
+              x=8, y=2, z=4, zero=3, microbatches=8, remat="full")  # fmt: skip
+    fsdp2, megatron = estimate(**kw, stack="fsdp2"), estimate(**kw, stack="megatron-lm")
+    model = MODELS["llama-3-70b"]
+    layers = 20  # 80 over 4 stages
+    p = fsdp2.params
+    stage = ((p.total - p.embeddings) / model.layers * layers + model.vocab * model.d_model) / 2  # over TP 2
+    assert float(fsdp2.peak.buffers) == pytest.approx((2 + 4) * stage)  # bf16 gathered, fp32 gradients
+    assert float(megatron.peak.buffers) < float(fsdp2.peak.buffers) / 5  # two layers ahead, one reduced
