@@ -41,22 +41,30 @@ def activation_bytes_per_layer(
     return np.where(sp, sbh * (34 + attention) / t, sbh * (10 + 24 / t + attention / t))
 
 
-def in_flight_microbatches(*, schedule, stages, microbatches, virtual_stages=1):
-    """Microbatches whose activations the first stage holds at once (SPEC B.4, B.6).
+def in_flight_microbatches(*, schedule, stages, microbatches, virtual_stages=1, stage=0):
+    """Microbatches whose activations pipeline stage r holds at once (SPEC B.4, B.6, E.1; r = 0
+    the first, the one that holds the most).
 
-    GPipe runs every forward before any backward: all m. 1F1B starts backwards after Z
-    forwards: min(Z, m). Interleaved 1F1B with v virtual stages holds Z·(1 + (Z − 1)/(Z·v)) of
-    them (Narayanan et al. 2021, sec. 2.2), capped at m.
+    GPipe runs every forward before any backward: all m. 1F1B starts backwards after Z − r
+    forwards: min(Z − r, m). Interleaved 1F1B with v virtual stages (Narayanan et al. 2021,
+    sec. 2.2) runs Megatron-LM's warm-up of 2·(Z − r − 1) + (v − 1)·Z chunk-forwards plus one, in
+    microbatches of v chunks: min(Z + (Z − 1 − 2r)/v, m), on the first stage Z·(1 + (Z − 1)/(Z·v));
+    with one chunk (v = 1) it is 1F1B. One stage holds one microbatch at a time.
 
     >>> [float(in_flight_microbatches(schedule=s, stages=4, microbatches=16, virtual_stages=2))
     ...  for s in ("gpipe", "1f1b", "interleaved")]
     [16.0, 4.0, 5.5]
+    >>> [float(in_flight_microbatches(schedule="interleaved", stage=r, stages=4, microbatches=4, virtual_stages=8))
+    ...  for r in (0, 3)]
+    [4.0, 3.625]
     """
     _checks.one_of("schedule", schedule, SCHEDULES)
     Z, m = _checks.whole("stages", stages).astype(float), _checks.whole("microbatches", microbatches).astype(float)
     v = _checks.whole("virtual_stages", virtual_stages).astype(float)
-    if schedule == "gpipe":
-        return m
-    if schedule == "1f1b":
-        return np.minimum(Z, m)
-    return np.minimum(Z * (1 + (Z - 1) / (Z * v)), m)
+    r = np.asarray(stage, dtype=float)
+    one_f_one_b = np.minimum(Z - r, m)
+    held = {
+        "gpipe": m, "1f1b": one_f_one_b,
+        "interleaved": np.where(v == 1, one_f_one_b, np.minimum(Z + (Z - 1 - 2 * r) / v, m)),
+    }  # fmt: skip
+    return np.where(Z == 1, 1.0, held[schedule])

@@ -22,7 +22,6 @@ from .inputs import Chip, Model, Precision
 from .layer import STRATEGIES, Exactness
 from .mesh import ROLES, check_fits_pod
 from .nodes import check_gpu_slice
-from .peak import MEASURES, SELECTIVE
 from .profiles import STACKS
 from .steptime import Profile
 from .training import REMAT_POLICIES
@@ -144,11 +143,6 @@ def _layout(k: Layout, seq_len) -> Layout:
 def _options(o: Options) -> Options:
     if o.profile is not None:
         _kind("profile", o.profile, Profile)
-        _checks.one_of("profile selective", o.profile.selective, SELECTIVE)
-        _checks.one_of("profile measures", o.profile.measures, MEASURES)
-        if not 1 <= o.profile.allocator < 1e30:
-            raise refuse("profile allocator", "a number from 1: reserved is never below allocated",
-                         repr(o.profile.allocator))  # fmt: skip
     if o.flash_attention is not None and not isinstance(o.flash_attention, (bool, np.bool_)):
         raise refuse("flash_attention", "true, false or None (the stack's)", repr(o.flash_attention))
     if o.stack is not None:

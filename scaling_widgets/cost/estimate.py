@@ -18,7 +18,7 @@ from ._checks import refuse
 from ._choices import per_choice
 from .activations import activation_bytes_per_layer, in_flight_microbatches
 from .context import cp_seconds_per_token
-from .experts import all_to_all, held_width, routed_params
+from .experts import all_to_all, dispatch_bytes, held_width, routed_params
 from .layer import STRATEGIES, crossover_batch, layer_times
 from .memory import memory_per_chip
 from .peak import peak_memory
@@ -248,7 +248,7 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
     def held(schedule):  # microbatches whose activations a stage holds at once (SPEC B.4, B.6)
         return in_flight_microbatches(schedule=schedule, stages=Z, microbatches=m, virtual_stages=v)
 
-    in_flight = np.where(np.asarray(Z) == 1, 1, per_choice(layout.schedule, held))  # accumulation: one at a time
+    in_flight = per_choice(layout.schedule, held)
 
     def kept(policy):  # the chapter's checkpoints of one microbatch, or Korthikanti et al.'s bytes
         if policy == "checkpoints":
@@ -267,15 +267,12 @@ def _memory(workload, layout, options, placed: Placement, P, Psi):
 
 
 def _dispatch_buffers(workload, placed: Placement, P, in_flight, Z_busiest):
-    """Each MoE layer keeps its tokens' k copies, sorted by expert, for the backward pass: about
-    k·D bytes a token per MoE layer (SPEC D.2), on the stage's MoE layers, per microbatch in flight."""
+    """Each MoE layer keeps its tokens' k copies, sorted by expert, for the backward pass
+    (``experts.dispatch_bytes``), on the stage's layers, per microbatch in flight."""
     model = workload.model
-    if model.moe is None:
-        return 0.0
     tokens = workload.batch / (placed.x * placed.y * P * placed.microbatches)  # a chip's, one microbatch
-    moe_layers = (model.layers - model.moe.dense_layers) / Z_busiest
-    copies = model.moe.top_k * model.padding
-    return copies * model.d_model * workload.precision.activation_bytes * tokens * moe_layers * in_flight
+    per_token = dispatch_bytes(model, workload.precision.activation_bytes)
+    return per_token * tokens * model.layers / Z_busiest * in_flight
 
 
 def _training_time(workload, step):

@@ -29,6 +29,17 @@ def routed_params(model: Model) -> float:
     return float(moe.experts * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers))
 
 
+def dispatch_bytes(model: Model, activation_bytes) -> float:
+    """A MoE layer's dispatch buffer, its tokens' k·CF copies sorted by expert (SPEC D.2), per
+    token and layer on average over all L layers: A·k·CF·D·(L − L_dense)/L; 0 if dense."""
+    if model.moe is None:
+        return 0.0
+    moe = model.moe
+    return (
+        activation_bytes * moe.top_k * model.padding * model.d_model * (model.layers - moe.dense_layers) / model.layers
+    )
+
+
 def all_to_all(chip: Chip, model: Model, ep):
     """``all_to_all_seconds`` for a placement: seconds per token from the data axis X, the TP
     degree Y and the axes M_X that X spans."""

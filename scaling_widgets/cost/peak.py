@@ -22,11 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._choices import per_choice
-from .experts import routed_params
+from .activations import in_flight_microbatches
+from .experts import dispatch_bytes, routed_params
 from .pipeline import busiest_stage_layers
 
-SELECTIVE = ("attention", "alternate-matmuls")  # what a stack's "selective" recompute recomputes
-MEASURES = ("allocated", "reserved")
 PARTS = ("weights", "grads", "optimizer", "activations", "working_set", "logits", "buffers", "overhead", "allocator")
 
 
@@ -92,24 +91,16 @@ def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flas
     q, kv, dropout = model.heads * model.head_dim, model.kv_heads * model.head_dim, model.dropout > 0
     sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
     every_chip = (4 * A + 2 * dropout) * D / sp
-    layer = every_chip + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + _dispatch(model, A)) / t
+    layer = every_chip + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
     if remat == "none":
         return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
     if remat == "selective" and selective == "attention":
         return layer
     if remat == "selective":
-        return 2 * A * D / sp + (A * (2 * q + kv + F) + _dispatch(model, A)) / t
+        return 2 * A * D / sp + (A * (2 * q + kv + F) + dispatch_bytes(model, A)) / t
     if remat == "full":
         return A * D / sp
     return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
-
-
-def _dispatch(model, A) -> float:
-    """A MoE layer's dispatch buffer, its tokens' k copies sorted by expert (SPEC D.2), over all layers."""
-    if model.moe is None:
-        return 0.0
-    moe = model.moe
-    return A * moe.top_k * model.padding * model.d_model * (model.layers - moe.dense_layers) / model.layers
 
 
 def working_layers(remat, selective) -> float:
@@ -118,25 +109,6 @@ def working_layers(remat, selective) -> float:
     is recomputed, its recomputed activations too."""
     recomputed = remat in ("full", "checkpoints") or (remat == "selective" and selective == "alternate-matmuls")
     return 2.0 if recomputed else 1.0
-
-
-def stage_in_flight(*, schedule, stage, stages, microbatches, virtual_stages=1):
-    """Microbatches whose activations stage r holds at once (SPEC E.1; r = 0 the first).
-
-    1F1B: min(Z − r, m). Interleaved: min(Z + (Z − 1 − 2r)/v, m), Megatron-LM's warm-up of
-    2·(Z − r − 1) + (v − 1)·Z chunk-forwards plus one, in microbatches of v chunks; on the first
-    stage this is Z·(1 + (Z − 1)/(Z·v)); with one chunk (v = 1) it is 1F1B. GPipe: all m. One
-    stage: one microbatch at a time.
-
-    >>> [float(stage_in_flight(schedule="interleaved", stage=r, stages=4, microbatches=4, virtual_stages=8))
-    ...  for r in (0, 3)]
-    [4.0, 3.625]
-    """
-    Z, m, v, r = (np.asarray(a, dtype=float) for a in (stages, microbatches, virtual_stages, stage))
-    one_f_one_b = np.minimum(Z - r, m)
-    interleaved = np.where(v == 1, one_f_one_b, np.minimum(Z + (Z - 1 - 2 * r) / v, m))
-    held = {"gpipe": m, "1f1b": one_f_one_b, "interleaved": interleaved}
-    return np.where(Z == 1, 1.0, held[schedule])
 
 
 def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
@@ -160,10 +132,12 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
             activation_bytes=precision.activation_bytes,
         )  # fmt: skip
 
+    per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
+
     def on_stage(stage):
-        held = per_choice(layout.schedule, lambda schedule: stage_in_flight(
+        held = per_choice(layout.schedule, lambda schedule: in_flight_microbatches(
             schedule=schedule, stage=stage, stages=Z, microbatches=m, virtual_stages=v))  # fmt: skip
-        return profile.activation_factor * per_choice(layout.remat, kept) * tokens * layers * held
+        return profile.activation_factor * per_layer * tokens * layers * held
 
     last = np.asarray(Z) - 1
     in_flight = np.where((np.asarray(layout.schedule) == "gpipe") & (np.asarray(Z) > 1), m, 1)

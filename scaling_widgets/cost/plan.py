@@ -140,6 +140,12 @@ def plan(
                 workload, opts, base)  # fmt: skip
 
 
+def plan_options(workload: Workload, layout: Layout, options: Options) -> dict:
+    """The ``OPTIONS`` a plan takes, as one layout's values hold them: a plan for a scenario."""
+    held = {**vars(workload), **vars(layout), **vars(options)}
+    return {name: held[name] for name in OPTIONS}
+
+
 def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
     """The four checked values a plan is for: one batch, sequence length, count of pods and MFU."""
     for name in options:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import one_of, refuse
 from .experts import routed_params
 from .inputs import Chip
 from .pipeline import busiest_stage_layers
@@ -36,6 +37,10 @@ TERMS = (
     "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
     "ep_exposed", "cp_exposed", "optimizer", "stragglers",
 )  # fmt: skip
+
+
+SELECTIVE = ("attention", "alternate-matmuls")  # what a stack's "selective" recompute recomputes (SPEC E.2)
+MEASURES = ("allocated", "reserved")  # what a stack's own peak counts
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,13 @@ class Profile:
     allocator: float = 1.05  # reserved over allocated: the caching allocator's rounding and fragments
     measures: str = "allocated"  # what the stack's own peak counts: "allocated" or "reserved"
     activation_factor: float = 1.0  # activations, working set and logits x this (from a measured peak)
+
+    def __post_init__(self):  # however it was built (JSON, a stack, calibration), its names make sense
+        one_of("profile selective", self.selective, SELECTIVE)
+        one_of("profile measures", self.measures, MEASURES)
+        if not (isinstance(self.allocator, (int, float)) and 1 <= self.allocator < 1e30):
+            raise refuse("profile allocator", "a number from 1: reserved is never below allocated",
+                         repr(self.allocator))  # fmt: skip
 
 
 def matmul_efficiency(*, gemm_flops, e_max, g_half):

@@ -216,17 +216,12 @@ TERM_NAMES = {
 }  # fmt: skip
 
 
-def profile_name(e: Estimate) -> str:
-    """The profile a prediction used: the one given, else the chip's (with the stack's memory)."""
-    return memory.stack_name(e)
-
-
 def predicted_step(e: Estimate) -> Line:
     """The predicted step (SPEC C.5), term by term, and the MFU and HFU it achieves."""
     t, mfu, hfu = float(e.step_time), float(e.mfu), float(e.hfu)
     terms = [(TERM_NAMES[k], float(v)) for k, v in e.step_breakdown.items() if float(v) >= 0.0005 * t]
     parts = " + ".join(f"{name} {units.seconds(v)}" for name, v in terms)
-    return Line.of("step", f"Predicted step ({profile_name(e)} profile): {parts} = {units.seconds(t)};"
+    return Line.of("step", f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)};"
                    f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION})")  # fmt: skip
 
 

@@ -61,7 +61,7 @@ def record(e: Estimate, others=None) -> dict:
         "mfu_given": None if e.calibrated else e.options.mfu,
         "mfu_convention": explain.MFU_CONVENTION,
         "step_breakdown_s": None if e.step_breakdown is None else {k: _num(v) for k, v in e.step_breakdown.items()},
-        "profile": None if e.step_breakdown is None else explain.profile_name(e),
+        "profile": None if e.step_breakdown is None else memory.stack_name(e),
         "remat": _num(e.remat),
         "flops_per_token": _num(e.flops_per_token),
         "hardware_flops_per_token": _num(e.hardware_flops_per_token),

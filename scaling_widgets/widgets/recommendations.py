@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import ipywidgets as w
 
 from ..cost import Estimate, plan
+from ..cost.plan import plan_options
 from ..text.explain import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
@@ -154,10 +155,7 @@ class Recommendations(Bound, w.VBox):
             self.plan = plan(
                 model=workload.model, chip=cluster.chip, batch=workload.batch, seq_len=workload.seq_len,
                 slice_shape=cluster.slice_shape, pods=cluster.pods, mfu=options.mfu, precision=workload.precision,
-                tokens=workload.tokens, attention_flops=options.attention_flops, exact=options.exact,
-                overhead_bytes=options.overhead_bytes, fits_below=options.fits_below,
-                sequence_parallel=layout.sequence_parallel, profile=options.profile, stack=options.stack,
-                flash_attention=options.flash_attention,
+                **plan_options(workload, layout, options),
             )  # fmt: skip
         except ValueError as err:
             self.plan, self.rows, self._cells = None, [], {}

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import InputError, estimate, evaluate
+from scaling_widgets.cost.activations import in_flight_microbatches
 from scaling_widgets.cost.calibrate import calibrate_memory, profile_from_json, profile_to_json
 from scaling_widgets.cost.inputs import Chip, Model
-from scaling_widgets.cost.peak import stage_in_flight
 from scaling_widgets.cost.profiles import STACKS, profile_for, with_stack
 from scaling_widgets.measured import load_memory_cases
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
@@ -80,7 +80,7 @@ def test_interleaving_holds_more_on_the_first_stage_than_1f1b():
     one_f_one_b = estimate(**kw, schedule="1f1b")
     interleaved = estimate(**kw, schedule="interleaved", virtual_stages=4)
     assert float(interleaved.peak.activations) == pytest.approx(float(one_f_one_b.peak.activations) * (4 + 3 / 4) / 4)
-    assert [float(stage_in_flight(schedule="1f1b", stage=r, stages=4, microbatches=32)) for r in range(4)] == [
+    assert [float(in_flight_microbatches(schedule="1f1b", stage=r, stages=4, microbatches=32)) for r in range(4)] == [
         4,
         3,
         2,
