@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import scaling_widgets as sw  # noqa: E402
-from scaling_widgets.widgets.analysis import GRID_POINTS, evaluate_scenario  # noqa: E402
+from scaling_widgets.cost.views import GRID_POINTS  # noqa: E402
+from scaling_widgets.widgets.analysis import evaluate_scenario  # noqa: E402
 from scaling_widgets.widgets.scenario import Scenario  # noqa: E402
 
 MOVES = 60

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.calibrate import calibrate  # noqa: E402
+from scaling_widgets.cost.step.calibrate import calibrate  # noqa: E402
 from scaling_widgets.measured import load_runs  # noqa: E402
 
 

@@ -21,8 +21,8 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.profiles import GENERIC  # noqa: E402
-from scaling_widgets.cost.steptime import Profile  # noqa: E402
+from scaling_widgets.cost.step.profiles import GENERIC  # noqa: E402
+from scaling_widgets.cost.step.profiles import Profile  # noqa: E402
 from scaling_widgets.measured import DEV_RUNS, load_runs  # noqa: E402
 
 # name -> (lower, upper): what each number may physically be.

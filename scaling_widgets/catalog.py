@@ -14,7 +14,8 @@ import reprlib
 import stat
 from pathlib import Path
 
-from .cost.inputs import MLA, Chip, Model, MoE, Precision
+from .cost.transformer.shapes import MLA, Model, MoE, Precision
+from .cost.cluster.chip import Chip
 from .hf_config import looks_like_hf, model_from_hf
 from .presets import HARDWARE, MODELS, PRECISIONS
 
@@ -37,6 +38,13 @@ def model(model: str | dict | Model) -> Model:
 def precision(policy: str | Precision) -> Precision:
     """A precision policy by name, or the ``Precision`` given."""
     return policy if isinstance(policy, Precision) else _lookup("precision", policy, PRECISIONS)
+
+
+def name_of(preset, table: dict) -> str | None:
+    """The name a preset goes by in ``table`` (a name given is its own), or None for one of your own."""
+    if isinstance(preset, str):
+        return preset if preset in table else None
+    return next((name for name, value in table.items() if value == preset), None)
 
 
 def model_from_json(source: str | Path | dict) -> Model:

@@ -7,7 +7,7 @@ A file of another architecture is refused with one line naming the fields it lac
 
 from __future__ import annotations
 
-from .cost.inputs import MLA, Model, MoE
+from .cost.transformer.shapes import MLA, Model, MoE
 
 FAMILIES = "LLaMA, Mistral/Mixtral, Qwen2/Qwen3 (dense and MoE), DeepSeek-V3, Gemma"
 REQUIRED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "vocab_size")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from . import catalog
 from .cost import Cluster, Layout, Model, Options, Workload, param_count
-from .cost.inputs import Chip
-from .cost.nodes import gpu_slice
+from .cost.cluster.chip import Chip
+from .cost.cluster.nodes import gpu_slice
 from .presets import PRECISIONS
 
 DEV_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "dev_runs.json"

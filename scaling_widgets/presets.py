@@ -6,7 +6,8 @@ passed where a preset would go, or a JSON file (see ``scaling_widgets.catalog``)
 
 from __future__ import annotations
 
-from .cost.inputs import BOOK_PRECISION, MLA, Chip, Model, MoE, Precision
+from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
+from .cost.cluster.chip import Chip
 
 # TPU numbers: SPEC A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
 # ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.

@@ -8,7 +8,7 @@ import pytest
 
 from scaling_widgets.catalog import model_from_json
 from scaling_widgets.cli import main
-from scaling_widgets.cost.training import param_count
+from scaling_widgets.cost.transformer.counts import param_count
 from scaling_widgets.presets import MODELS
 
 HF = Path(__file__).with_name("data") / "hf"
@@ -71,7 +71,7 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
     panel = sw.explore(model=str(HF / "mixtral-8x7b.json"), hardware="h100", batch=16e6, seq_len=4096)
     assert panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
     saved = json.loads(panel.scenario.to_json())
-    assert saved["version"] == 3 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
+    assert saved["version"] == 4 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
     old = {k: v for k, v in saved.items() if k not in ("ep", "cp", "cp_kind", "stack")} | {"version": 1}  # SPEC D
     again = Scenario.from_json(json.dumps(old))
     assert (again.ep, again.cp, again.cp_kind) == (1, 1, "ring") and again.model == panel.scenario.model

@@ -1,56 +1,76 @@
-"""The vectorized cost model of SPEC Parts A and B: pure numpy, no widget imports, no sentences.
+"""The vectorized cost model: pure numpy, no widget imports, no sentences (MODEL.md).
 
 What is evaluated is four frozen values (``values.py``): ``Cluster``, ``Workload``, ``Layout``
-and ``Options``. ``evaluate`` checks them once (``check.py``), places the layout
-(``placement.py``) and composes the formulas into what SPEC A.10 reports (``Estimate``).
-Every formula takes keyword arguments that may be arrays and broadcasts them.
+and ``Options``, each checked when it is built. ``evaluate`` checks them together, places the
+layout and composes the formulas into what MODEL.md §A.10 reports (``Estimate``). Every formula
+takes keyword arguments that may be arrays and broadcasts them, and trusts its inputs.
+
+The folders, by concept: ``transformer/`` (the model's shape, counts, one layer, experts,
+context, activations), ``cluster/`` (the chip, where groups sit, what can run), ``step/`` (the
+step's time, the pipeline, profiles, calibration), ``memory/`` (the chapter's count and the
+peak), ``search/`` (the best split, the planner). The families with members are registries, one
+module a member: ``schedules/``, ``strategies/``, ``stacks/``. ``views.py`` holds what the
+panel's plots draw, computed here so the CLI and the API reach it too.
 """
 
-from ._checks import InputError
-from .activations import SCHEDULES, activation_bytes_per_layer, in_flight_microbatches
-from .estimate import compare_strategies, estimate, evaluate, split_keywords, validate
-from .inputs import BOOK_PRECISION, Chip, Model, Precision
-from .layer import CHAPTER, STRATEGIES, Exactness, LayerTimes, crossover_batch, layer_times
-from .memory import MemoryPerChip, largest_replicated_model, memory_per_chip
-from .mesh import MeshSpan, axis_rings, span_axes
-from .pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
-from .plan import Plan, plan
+from .checks import InputError
+from .cluster.chip import Chip
+from .cluster.mesh import MeshSpan, axis_rings, span_axes
+from .evaluate import compare_strategies, estimate, evaluate, split_keywords, validate
+from .memory.chapter import MemoryPerChip, largest_replicated_model, memory_per_chip
 from .result import Estimate, pick
-from .split import best_split, split_candidates
-from .thresholds import critical_tokens_per_chip, critical_tokens_per_pod, nearest_split, tp_limit, x_opt
-from .training import (
+from .schedules import SCHEDULES as _SCHEDULES
+from .schedules import in_flight_microbatches
+from .search.plan import Plan, plan
+from .search.split import best_split, split_candidates
+from .step.chapter import step_time, time_to_train, utilisation
+from .step.pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
+from .strategies import STRATEGIES as _STRATEGIES
+from .transformer.activations import activation_bytes_per_layer
+from .transformer.counts import (
     REMAT_POLICIES,
     ParamCount,
     flops_per_token,
     param_count,
     recompute_flops_per_token,
-    step_time,
-    time_to_train,
     training_flops,
-    utilisation,
-)  # fmt: skip
+)
+from .transformer.layer import CHAPTER, Exactness, LayerTimes, crossover_batch, layer_times
+from .transformer.shapes import BOOK_PRECISION, Model, Precision
+from .transformer.thresholds import (
+    critical_tokens_per_chip,
+    critical_tokens_per_pod,
+    nearest_split,
+    tp_limit,
+    x_opt,
+)
 from .values import Cluster, Layout, Options, Workload
 
+SCHEDULES = tuple(_SCHEDULES)  # the names, as ``Layout.schedule`` takes them
+STRATEGIES = tuple(_STRATEGIES)  # the names, as ``Layout.strategy`` takes them
+
 __all__ = [
-    "Cluster",
-    "InputError",
-    "Layout",
-    "Options",
-    "Workload",
-    "evaluate",
-    "validate",
-    "split_keywords",
     "BOOK_PRECISION",
+    "CHAPTER",
+    "REMAT_POLICIES",
+    "SCHEDULES",
     "STRATEGIES",
     "Chip",
+    "Cluster",
     "Estimate",
+    "Exactness",
+    "InputError",
     "LayerTimes",
+    "Layout",
     "MemoryPerChip",
     "MeshSpan",
     "Model",
+    "Options",
     "ParamCount",
     "Plan",
     "Precision",
+    "Workload",
+    "activation_bytes_per_layer",
     "axis_rings",
     "best_split",
     "bubble_fraction",
@@ -60,28 +80,26 @@ __all__ = [
     "critical_tokens_per_pod",
     "crossover_batch",
     "estimate",
+    "evaluate",
+    "flops_per_token",
+    "in_flight_microbatches",
     "largest_replicated_model",
     "layer_times",
     "memory_per_chip",
     "nearest_split",
     "param_count",
-    "SCHEDULES",
-    "activation_bytes_per_layer",
-    "in_flight_microbatches",
-    "CHAPTER",
-    "Exactness",
-    "REMAT_POLICIES",
-    "flops_per_token",
-    "recompute_flops_per_token",
-    "utilisation",
     "pick",
     "plan",
+    "recompute_flops_per_token",
     "span_axes",
     "split_candidates",
+    "split_keywords",
     "stage_traffic_time",
     "step_time",
     "time_to_train",
     "tp_limit",
     "training_flops",
+    "utilisation",
+    "validate",
     "x_opt",
 ]

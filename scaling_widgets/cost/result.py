@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .layer import LayerTimes
-from .memory import MemoryPerChip
-from .peak import PeakMemory
-from .training import ParamCount
+from .transformer.layer import LayerTimes
+from .memory.chapter import MemoryPerChip
+from .memory.peak import PeakMemory
+from .transformer.counts import ParamCount
 from .values import Cluster, Layout, Options, Workload
 
 

@@ -1,49 +1,113 @@
 """What is evaluated, as four frozen values: the cluster, the workload, the layout, the options.
 
-``estimate`` takes these four; the panel's scenario, the CLI and the planner each build them and
-hand them over, so one layout is evaluated by one path wherever it comes from. ``check`` (in
-``check.py``) decides whether they describe a layout that can run.
+``evaluate`` takes these four; the panel's scenario, the CLI and the planner each build them and
+hand them over, so one layout is evaluated by one path wherever it comes from.
 
-The knobs of a ``Layout`` may be arrays, one value per layout (the planner evaluates thousands
-at once); everything else is one value. Nothing here checks: building a value is free.
+Each value checks its fields when it is built (each field declares its default and its check,
+``checks.py``) and keeps them in the form the formulas take: a list becomes an array, a
+one-element array its Python value. A field that may be an array holds one value per layout (the
+planner evaluates thousands at once). Whether the four describe a layout that can run together
+(a recompute policy needs sequences, a layout needs a whole sequence per data replica) is the
+check ``evaluate`` makes (``cluster/feasible.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 
-from .inputs import BOOK_PRECISION, Chip, Model, Precision
-from .layer import CHAPTER, Exactness
-from .steptime import Profile
+import numpy as np
+
+from .checks import (
+    Choice,
+    Instance,
+    Maybe,
+    Number,
+    Switch,
+    Whole,
+    check_fields,
+    checked,
+    refuse,
+    required,
+)
+from .cluster.chip import Chip
+from .cluster.mesh import ROLES, check_fits_pod
+from .cluster.nodes import check_gpu_slice
+from .schedules import SCHEDULES
+from .stacks import STACKS
+from .step.profiles import Profile
+from .strategies import STRATEGIES
+from .transformer.context import CP_KINDS
+from .transformer.counts import REMAT_POLICIES
+from .transformer.layer import CHAPTER, Exactness
+from .transformer.shapes import BOOK_PRECISION, Model, Precision
+
+MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
+MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
 
 
 @dataclass(frozen=True, eq=False)
 class Cluster:
-    """The chips: a chip preset, one pod's slice (None: the chip's full pod) and pods over DCN."""
+    """The chips: a chip preset, one pod's slice and the pods joined by the data-center network.
 
-    chip: Chip
+    ``slice_shape`` None is the chip's default slice (a TPU's full pod; about 1,024 GPUs in whole
+    nodes); ``pods`` may be an array, one count per layout.
+    """
+
+    chip: Chip = required(Instance(Chip))
     slice_shape: tuple | None = None
-    pods: int = 1
+    pods: int | np.ndarray = checked(1, Whole(high=MAX_CHIPS, per_layout=True))
+
+    def __post_init__(self):
+        check_fields(self, skip=("pods",))  # the pods' limit depends on the slice
+        chip, shape = self.chip, self.slice_shape
+        if shape is None:
+            shape = chip.default_slice
+        if not isinstance(shape, (tuple, list)):
+            raise refuse("slice_shape", "a list of axis lengths such as (16, 16, 16)", shape)
+        shape = (check_gpu_slice if chip.is_gpu else check_fits_pod)(shape, chip.pod_shape)
+        largest = MAX_CHIPS // math.prod(shape)
+        whole_pods = Whole(
+            high=largest,
+            allowed_words=f"a whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in all)",
+            per_layout=True,
+        )
+        object.__setattr__(self, "slice_shape", tuple(shape))
+        object.__setattr__(self, "pods", whole_pods("pods", self.pods))
+
+    @property
+    def chips(self):
+        """All chips of all pods."""
+        return math.prod(self.slice_shape) * self.pods
 
 
 @dataclass(frozen=True, eq=False)
 class Workload:
-    """What is trained: the model, the global batch [tokens], its sequences and the precision.
+    """What is trained: the model, the global batch [tokens], its sequences, the precision, and
+    the tokens of the whole run (which give the time to train).
 
     ``seq_len`` None is the chapter's token-level model: the batch is a count of tokens with no
-    sequences to keep whole. ``tokens`` (the whole run) gives the time to train.
+    sequences to keep whole.
     """
 
-    model: Model
-    batch: object  # tokens, a number or an array
-    seq_len: int | None = None
-    precision: Precision = BOOK_PRECISION
-    tokens: float | None = None
+    model: Model = required(Instance(Model))
+    batch: float | np.ndarray = required(Number(unit="tokens", per_layout=True))
+    seq_len: int | None = checked(None, Maybe(Whole(high=MAX_SEQ_LEN)))
+    precision: Precision = checked(BOOK_PRECISION, Instance(Precision))
+    tokens: float | np.ndarray | None = checked(None, Maybe(Number(unit="tokens", per_layout=True)))
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+def _takes_virtual_stages() -> str:
+    named = [repr(name) for name, s in SCHEDULES.items() if s.takes_virtual_stages]
+    return " or ".join(named)
 
 
 @dataclass(frozen=True, eq=False)
 class Layout:
-    """How the work is spread (SPEC A.3, A.6, B.3, B.4, B.6).
+    """How the work is spread (MODEL.md §A.3, §A.6, §B.3, §B.4, §B.6, §D.2, §D.3).
 
     ``strategy`` names the groups in use. ``x``/``y`` None take the strategy's own split (the
     best legal one for "fsdp+tp"); ``axis_roles`` (one of "x", "y", "z" per slice axis) gives
@@ -51,56 +115,98 @@ class Layout:
     FSDP 3). ``microbatches`` None is 4·Z under pipelining and 1 without, or follows from
     ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override how the groups sit on the
     slice (axes spanned, rings). ``ep``: expert parallelism, EP chips of the data axis X that
-    split each MoE layer's experts (SPEC D.2); 1 without. ``cp``: context parallelism, CP chips of
-    the data axis that split each sequence, passing keys and values as ``cp_kind`` says: "ring",
-    "all-gather" or "ulysses" (SPEC D.3); 1 without.
+    split each MoE layer's experts; 1 without. ``cp``: context parallelism, CP chips of the data
+    axis that split each sequence, passing keys and values as ``cp_kind`` says: "ring",
+    "all-gather" or "ulysses"; 1 without. Every field but ``strategy``, ``sequence_parallel``,
+    ``axis_roles`` and ``wraparound`` may hold one value per layout.
     """
 
-    strategy: str = "fsdp+tp"
-    x: object = None
-    y: object = None
-    z: object = None
-    zero: object = None
-    microbatches: object = None
-    microbatch_seqs: float | None = None
-    schedule: object = "1f1b"
-    virtual_stages: object = 1
-    remat: object = "checkpoints"
-    sequence_parallel: bool = False
+    strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
+    x: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
+    y: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
+    z: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
+    zero: int | np.ndarray | None = checked(
+        None,
+        Maybe(Whole(0, 3, "a ZeRO stage 0, 1, 2 or 3 (or an array of them)", per_layout=True)),
+    )
+    microbatches: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
+    microbatch_seqs: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
+    schedule: str | np.ndarray = checked("1f1b", Choice(tuple(SCHEDULES), per_layout=True))
+    virtual_stages: int | np.ndarray = checked(1, Whole(per_layout=True))
+    remat: str | np.ndarray = checked("checkpoints", Choice(REMAT_POLICIES, per_layout=True))
+    sequence_parallel: bool = checked(False, Switch())
     axis_roles: tuple | None = None
-    mx: float | None = None
-    my: float | None = None
-    wraparound: bool | None = None
-    ep: object = 1
-    cp: object = 1
-    cp_kind: str = "ring"
+    mx: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))
+    my: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))
+    wraparound: bool | None = checked(None, Maybe(Switch("true, false or None (the chip's rule)")))
+    ep: int | np.ndarray = checked(1, Whole(per_layout=True))
+    cp: int | np.ndarray = checked(1, Whole(per_layout=True))
+    cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.strategy == "tp" and np.any(np.asarray(self.zero if self.zero is not None else 0) > 0):
+            raise refuse(
+                "zero",
+                "0 for strategy 'tp': a ZeRO stage shards over the data axis, which TP has not",
+                self.zero,
+            )
+        takes_v = np.isin(self.schedule, [n for n, s in SCHEDULES.items() if s.takes_virtual_stages])
+        if np.any((np.asarray(self.virtual_stages) != 1) & ~takes_v):
+            got = f"{self.virtual_stages} with {self.schedule!r}"
+            raise refuse("virtual_stages", f"1 unless the schedule is {_takes_virtual_stages()}", got)
+        if self.microbatch_seqs is not None and self.microbatches is not None:
+            raise refuse(
+                "microbatch_seqs",
+                "left out when microbatches is given (one follows from the other)",
+                "both",
+            )
+        if self.axis_roles is not None:
+            roles = self.axis_roles
+            if not isinstance(roles, (tuple, list)) or any(r not in ROLES for r in roles):
+                raise refuse("axis_roles", "a list of 'x', 'y' or 'z', one per slice axis", roles)
+            if not (self.x is None and self.y is None and self.z is None):
+                raise refuse(
+                    "axis_roles", "left out when x, y or z is given (the roles set them)", tuple(roles)
+                )
+            object.__setattr__(self, "axis_roles", tuple(roles))
 
 
 @dataclass(frozen=True, eq=False)
 class Options:
-    """How the numbers are read (SPEC A.10, B.1, B.7, B.8).
+    """How the numbers are read (MODEL.md §A.10, §B.1, §B.7, §B.8, §C, §E.2).
 
     ``mfu``: the share of peak the chips sustain on the FLOPs they do, recompute included, so
-    recompute lengthens the step (SPEC A.10, the chapter's model). ``None`` predicts the step
-    instead (SPEC C), with ``profile`` (None: the chip's default, ``profiles.profile_for``).
-    ``measured_step_time`` [s] replaces the step and calibrates the utilisation instead.
-    ``attention_flops`` counts 12·L·T·N_h·H per token. ``exact`` holds the SPEC B.7
-    corrections; ``overhead_bytes`` per chip and ``fits_below`` (a share of HBM) make "fits"
-    cautious (B.8). ``stack`` (one of ``profiles.STACKS``) says what the software keeps in memory,
-    on top of the profile's efficiencies (SPEC E.2); None: the profile's own. ``flash_attention``
-    False brings back the s x s scores, in memory and in the step (SPEC E.1); None: the stack's.
+    recompute lengthens the step (the chapter's model). ``None`` predicts the step instead,
+    with ``profile`` (None: the chip's default). ``measured_step_time`` [s] replaces the step
+    and calibrates the utilisation instead. ``attention_flops`` counts 12·L·T·N_h·H per token.
+    ``exact`` holds the corrections the chapter leaves out; ``overhead_bytes`` per chip and
+    ``fits_below`` (a share of HBM) make "fits" cautious. ``stack`` says what the software keeps
+    in memory, on top of the profile's efficiencies; None: the profile's own.
+    ``flash_attention`` False brings back the s x s scores, in memory and in the step; None:
+    the stack's.
     """
 
-    mfu: float | None = None
-    measured_step_time: float | None = None
-    profile: Profile | None = None
-    attention_flops: bool = False
-    exact: Exactness = field(default=CHAPTER)
-    overhead_bytes: float = 0.0
-    fits_below: float = 1.0
-    stack: str | None = None
-    flash_attention: bool | None = None
+    mfu: float | np.ndarray | None = checked(
+        None, Maybe(Number(high=1, closed=True, what="a share of peak", per_layout=True))
+    )
+    measured_step_time: float | np.ndarray | None = checked(
+        None, Maybe(Number(unit="seconds", per_layout=True))
+    )
+    profile: Profile | None = checked(None, Maybe(Instance(Profile, where="")))
+    attention_flops: bool = checked(False, Switch())
+    exact: Exactness = checked(CHAPTER, Instance(Exactness, where=""))
+    overhead_bytes: float | np.ndarray = checked(0.0, Number(low=0, unit="bytes", per_layout=True))
+    fits_below: float | np.ndarray = checked(
+        1.0, Number(high=1, closed=True, what="a share of HBM", per_layout=True)
+    )
+    stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
+    flash_attention: bool | None = checked(
+        None, Maybe(Switch("true, false or None (the stack's)"))
+    )
+
+    def __post_init__(self):
+        check_fields(self)
 
 
-LAYOUT_FIELDS = tuple(Layout.__dataclass_fields__)
-OPTION_FIELDS = tuple(Options.__dataclass_fields__)
+VALUES = (Cluster, Workload, Layout, Options)

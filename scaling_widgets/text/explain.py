@@ -11,6 +11,8 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.schedules import SCHEDULES
+from ..cost.strategies import BEST, STRATEGIES
 from . import memory, units
 from . import moe_and_context as experts
 from .lines import Line, Math, plain, tex_sci, tex_text
@@ -47,7 +49,7 @@ def layout_name(e: Estimate) -> str:
     groups = [f"{data} X={x}{experts}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
     extra = [f"ZeRO-{e.zero}"] if x > 1 else []
     if z > 1:
-        virtual = f" x {e.virtual_stages} virtual" if e.schedule == "interleaved" else ""
+        virtual = f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""
         extra.append(f"{e.schedule}{virtual}, {int(e.microbatches)} microbatches")
     elif int(e.microbatches) > 1:
         extra.append(f"{int(e.microbatches)} microbatches accumulated")
@@ -111,14 +113,14 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         out.append(experts.context(e))
     r, rs = experts.weights_per_compute(e)
     need = float(e.critical_tokens_per_chip)
-    if e.strategy in ("dp", "fsdp"):
+    if STRATEGIES[e.strategy].on == "x":  # a stage's chips all on the data axis: DP, FSDP
         out.append(Line.of(
-            "threshold", f"{e.strategy.upper()} needs tokens per chip above ",
+            "threshold", f"{STRATEGIES[e.strategy].label} needs tokens per chip above ",
             Math(f"α{rs[0]}/M_X{zs} = {alpha:,.0f}{rs[1]}/{mx:g}{zs} = {need:,.0f}",
                  rf"\alpha{_cdot(rs[0])}/M_X{zt} = {alpha:,.0f}{_cdot(rs[1])}/{mx:g}{zt} = {need:,.0f}"),
             "; it has ", per_chip,
         ))  # fmt: skip
-    if e.strategy == "fsdp+tp":
+    if e.strategy == BEST:
         out += _fsdp_tp(e, alpha, (mx, my), per_chip, (zs, zt), best)
     if e.strategy != "dp" or e.y > 1:
         crossing = float(e.crossover_batch)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost import Estimate
-from ..cost.context import ring_hides
-from ..cost.experts import held_width
-from ..cost.training import param_count
+from ..cost.transformer.context import ring_hides
+from ..cost.transformer.experts import held_width
+from ..cost.transformer.counts import param_count
 from . import units
 from .lines import Line, Math
 

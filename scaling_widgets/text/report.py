@@ -173,7 +173,7 @@ def plan_table(ranked, ranks) -> str:
             "  binds"]  # fmt: skip
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
-        schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["schedule"] == "interleaved" else "")
+        schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["virtual_stages"] > 1 else "")
         layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
         layout += f" EP{k['ep']}" * (k["ep"] > 1) + f" CP{k['cp']}" * (k["cp"] > 1)  # groups of X (SPEC D)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""

@@ -8,6 +8,9 @@ import bqplot as bq
 import ipywidgets as w
 from traitlets import TraitError, dlink
 
+from ..cost.checks import Switch
+from ..fields import FIELDS
+from ..text.units import parse_whole
 from .analysis import Analysis
 from .scenario import Scenario
 from .theme import css_color
@@ -22,6 +25,20 @@ def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
         raise TypeError(
             f"{owner}() got an unexpected keyword argument {unknown[0]!r}; allowed: scenario, {', '.join(allowed)}"
         )
+
+
+def control(name: str, widget=None, **kwargs) -> w.ValueWidget:
+    """The panel's control of a field: its kind, label and choices from the table of fields
+    (``fields.py``); ``widget`` chooses another kind (toggle buttons for a strategy)."""
+    field = FIELDS[name]
+    if field.switch or isinstance(field.checker(), Switch):
+        return (widget or w.Checkbox)(description=field.label, indent=False, **kwargs)
+    if field.choices is not None:
+        shown = field.choice_labels or {}
+        kwargs.setdefault("options", [(shown.get(c, str(c)), c) for c in field.choices])
+        return (widget or w.Dropdown)(description=field.label, **kwargs)
+    whole = field.parse is parse_whole
+    return (widget or (w.IntText if whole else w.Text))(description=field.label, **kwargs)
 
 
 class Message(w.HTML):
@@ -58,7 +75,7 @@ class Bound:
     ``_bind(child, field, parse, show)`` ties a child widget to a scenario field: a change of the
     child is parsed (a ``ValueError`` shows its message) and applied to the scenario whole or not
     at all; a refusal shows the message and puts every child back to what the scenario holds.
-    ``_follow()`` then keeps the children in step with those fields.
+    ``_resync_on()`` then keeps the children in step with those fields.
     """
 
     scenario: Scenario
@@ -82,7 +99,7 @@ class Bound:
 
         child.observe(on_change, "value")
 
-    def _follow(self, *more_fields: str) -> None:
+    def _resync_on(self, *more_fields: str) -> None:
         """Resync the children whenever a bound field (or one of ``more_fields``) changes."""
         fields = [field for _, field, _ in getattr(self, "_bindings", ())] + list(more_fields)
         self.scenario.observe(self._sync, fields)
@@ -121,7 +138,7 @@ class EstimateFigure(bq.Figure):
     """A figure that draws a scenario's current estimate (``Analysis.estimate``) as ``data``: the
     wiring, the margins and the stable CSS class, once for every such figure."""
 
-    def _follow(self, scenario, css_class: str, marks, axes, title: str, height: str) -> None:
+    def __init__(self, scenario, css_class: str, marks, axes, title: str, height: str):
         super().__init__(
             marks=marks, axes=axes, title=title, fig_margin=dict(top=40, bottom=40, left=50, right=20),
             layout=w.Layout(width="100%", min_width="300px", height=height),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from ..text.units import parse_count
-from ._base import Bound, Message, check_kwargs
+from ._base import Bound, Message, check_kwargs, control
 from .scenario import Scenario
 
 
@@ -16,11 +16,10 @@ class ExactnessControls(Bound, w.VBox):
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("ExactnessControls", kwargs)
         self.scenario = scenario or Scenario()
-        self._ring = w.Checkbox(description="ring factor (n-1)/n", indent=False)
-        self._halve = w.Checkbox(description="halve bandwidth without wraparound", indent=False)
-        self._latency = w.Text(description="latency (µs)", continuous_update=False, layout=w.Layout(width="200px"))
-        self._overhead = w.Text(description="overhead (GB)", continuous_update=False, layout=w.Layout(width="200px"))
-        self._fits_below = w.FloatSlider(description="fits below", min=0.01, max=1.0, step=0.01, readout_format=".0%")
+        self._ring, self._halve = control("ring_factor"), control("halve_without_wrap")
+        text = dict(widget=w.Text, continuous_update=False, layout=w.Layout(width="200px"))
+        self._latency, self._overhead = control("latency", **text), control("overhead_bytes", **text)
+        self._fits_below = control("fits_below", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%")
         self._message = Message()
         rows = [w.HBox([self._ring, self._halve]), w.HBox([self._latency, self._overhead]), self._fits_below]
         super().__init__([*rows, self._message], **kwargs)
@@ -31,7 +30,7 @@ class ExactnessControls(Bound, w.VBox):
         gb = _scaled("overhead_bytes", 1e9)
         self._bind(self._overhead, "overhead_bytes", parse=gb, show=lambda v: f"{v / 1e9:g}")
         self._bind(self._fits_below, "fits_below", parse=float)
-        self._follow()
+        self._resync_on()
 
 
 def _scaled(field: str, unit: float):

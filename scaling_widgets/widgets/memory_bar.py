@@ -7,9 +7,11 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Instance, dlink, observe
 
+from ..cost.strategies import STRATEGIES
+from ..cost.views import BAR_PARTS, MemoryData
 from ..text.units import nbytes
 from ._base import check_kwargs, vertical_axis
-from .analysis import BAR_PARTS, NAMES, Analysis, MemoryData
+from .analysis import Analysis
 from .scenario import Scenario
 from .theme import color
 
@@ -78,7 +80,7 @@ class MemoryBar(bq.Figure):
         shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)  # its parts in proportion
         # Short names under the bars, so that they never run into each other; the layout's own
         # name is in the tooltip and the summary.
-        labels = [("● " if name == d.current else "") + NAMES[name] for name in d.strategies]
+        labels = [("● " if name == d.current else "") + STRATEGIES[name].label for name in d.strategies]
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = labels, shown
         self.clip_gb = top  # a bar taller than this is cut here, its whole value in its label

@@ -9,10 +9,12 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Dict
 
+from ..catalog import name_of
+from ..cost.views import MeshData
 from ..presets import HARDWARE
 from ..text import units
-from ._base import ROLE_COLORS, Bound, Message, check_kwargs, vertical_axis
-from .analysis import Analysis, MeshData
+from ._base import ROLE_COLORS, Bound, Message, check_kwargs, control, vertical_axis
+from .analysis import Analysis
 from .scenario import Scenario
 from .theme import color, css_color
 
@@ -35,9 +37,9 @@ class MeshPicker(Bound, w.VBox):
         check_kwargs("MeshPicker", kwargs)
         self.scenario = scenario or Scenario()
         self.analysis = Analysis.of(self.scenario)
-        self._hardware = w.Dropdown(description="Hardware", options=[(c.name, k) for k, c in HARDWARE.items()])
+        self._hardware = control("hardware", options=[(c.name, k) for k, c in HARDWARE.items()])
         self._axes = w.HBox()
-        self._pods = w.IntText(description="Pods (DCN)")
+        self._pods = control("pods")
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -57,7 +59,7 @@ class MeshPicker(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         s = self.scenario
-        chip_key = next((k for k, c in HARDWARE.items() if c == s.hardware), None)
+        chip_key = name_of(s.hardware, HARDWARE)
         if chip_key is None:  # a user's own chip: offer it too
             self._hardware.options = [(c.name, k) for k, c in HARDWARE.items()] + [(s.hardware.name, "custom")]
         self._hardware.value = chip_key or "custom"

@@ -6,6 +6,7 @@ import html
 
 import ipywidgets as w
 
+from ..catalog import name_of
 from ..cost import Model
 from ..presets import MODELS
 from ..text.moe_and_context import model_summary
@@ -43,7 +44,7 @@ class ModelPicker(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         m = self.scenario.model
-        key = next((k for k, preset in MODELS.items() if preset == m), "custom")
+        key = name_of(m, MODELS) or "custom"
         self._preset.value = key
         for d, box in self._dims.items():
             box.value = getattr(m, d)

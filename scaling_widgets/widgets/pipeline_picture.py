@@ -8,7 +8,8 @@ import numpy as np
 from traitlets import Instance, observe
 
 from ..cost import Estimate
-from ..cost.timeline import timeline
+from ..cost.schedules import SCHEDULES
+from ..cost.step.timeline import timeline
 from ._base import EstimateFigure, check_kwargs, vertical_axis
 from .scenario import Scenario
 from .theme import color
@@ -28,7 +29,7 @@ class PipelinePicture(EstimateFigure):
         self._passes = bq.Lines(x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=10, colors=[FORWARD])
         axes = [bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
                 vertical_axis(sy, label="stage", tick_format="d")]  # fmt: skip
-        self._follow(scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px")
+        super().__init__(scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px")
 
     @observe("data")
     def _redraw(self, change=None) -> None:
@@ -36,7 +37,9 @@ class PipelinePicture(EstimateFigure):
         if e is None:
             return
         Z, m, v = int(e.z), int(e.microbatches), int(e.virtual_stages)
-        shown = min(m, MOST_MICROBATCHES if e.schedule != "interleaved" else MOST_MICROBATCHES // Z * Z or Z)
+        # A schedule in chunks runs its microbatches in groups of Z: show whole groups.
+        groups = Z if SCHEDULES[e.schedule].takes_virtual_stages else 1
+        shown = min(m, MOST_MICROBATCHES // groups * groups or groups)
         try:
             t = timeline(schedule=e.schedule, stages=Z, microbatches=shown, virtual_stages=v)
         except ValueError as err:  # e.g. interleaving in groups of Z microbatches: this m has none

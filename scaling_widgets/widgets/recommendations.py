@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import ipywidgets as w
 
 from ..cost import Estimate, plan
-from ..cost.plan import plan_options
+from ..cost.search.plan import plan_keywords
+from ..cost.strategies import BEST
 from ..text.explain import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
@@ -24,11 +25,6 @@ from .scenario import Scenario
 
 TOP = 10  # groups shown
 CANDIDATES = 200  # best layouts read to form them: enough that ten groups are found
-# The fields a plan is for; a change to any of them makes it stale (the layout's own knobs don't).
-PLANNED_FOR = (
-    "model", "hardware", "pods", "batch", "seq_len", "precision", "mfu", "tokens", "attention_flops", "ring_factor",
-    "halve_without_wrap", "latency", "overhead_bytes", "fits_below", "sequence_parallel",
-)  # fmt: skip
 # column -> (header, sort key of a Row, largest first?)
 COLUMNS = {
     "rank": ("#", lambda r: r.rank, False),
@@ -71,7 +67,7 @@ class Row:
 
 def layout_text(knobs: dict, shape_given) -> str:
     """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
-    schedule = (f", {knobs['schedule']} v={knobs['virtual_stages']}" if knobs["schedule"] == "interleaved"
+    schedule = (f", {knobs['schedule']} v={knobs['virtual_stages']}" if knobs["virtual_stages"] > 1
                 else f", {knobs['schedule']}" if knobs["z"] > 1 else "")  # fmt: skip
     axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
     groups = f", EP {knobs['ep']}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (knobs["cp"] > 1)
@@ -131,9 +127,11 @@ class Recommendations(Bound, w.VBox):
         """The plan on show was made for other inputs than the scenario's now."""
         return self.plan is not None and self._planned_for != self._inputs()
 
-    def _inputs(self) -> tuple:
-        s = self.scenario
-        return (*(getattr(s, name) for name in PLANNED_FOR), sorted(s.slice_shape))
+    def _inputs(self) -> dict:
+        """What a plan is for (a change to any of it makes the plan stale; the layout's own knobs
+        don't), the slice's axes in any order."""
+        keywords = plan_keywords(*self.scenario.values())
+        return {**keywords, "slice_shape": sorted(keywords["slice_shape"])}
 
     def _header(self, name: str) -> w.Button:
         button = w.Button(description=COLUMNS[name][0], layout=w.Layout(width="auto"))
@@ -150,13 +148,8 @@ class Recommendations(Bound, w.VBox):
         pass  # the table shows a plan, not the scenario; it is redrawn when planning again
 
     def _on_run_click(self, button=None) -> None:
-        cluster, workload, layout, options = self.scenario.values()
         try:
-            self.plan = plan(
-                model=workload.model, chip=cluster.chip, batch=workload.batch, seq_len=workload.seq_len,
-                slice_shape=cluster.slice_shape, pods=cluster.pods, mfu=options.mfu, precision=workload.precision,
-                **plan_options(workload, layout, options),
-            )  # fmt: skip
+            self.plan = plan(**plan_keywords(*self.scenario.values()))
         except ValueError as err:
             self.plan, self.rows, self._cells = None, [], {}
             self._message.show(str(err))
@@ -186,12 +179,12 @@ class Recommendations(Bound, w.VBox):
             return
         # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's fields.
         knobs = self.plan.layout(rank)
-        self._apply(strategy="fsdp+tp", optimal_split=False, axis_roles=(), measured_step_time=None, **knobs)
+        self._apply(strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs)
 
     def current(self) -> int | None:
         """The rank of the row that is the scenario's layout now, if one is."""
         s = self.scenario
-        if s.strategy != "fsdp+tp" or s.optimal_split:
+        if s.strategy != BEST or s.optimal_split:
             return None
         return next((row.rank for row in self.rows if all(getattr(s, k) == v for k, v in row.knobs.items())), None)
 

@@ -7,16 +7,16 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Enum, Instance, Tuple, dlink, observe
 
+from ..cost.views import CURVES, RooflineData
 from ..text.units import tokens
+from ..text.views import curve_names
 from ._base import check_kwargs, vertical_axis
-from .analysis import Analysis, RooflineData
+from .analysis import Analysis
 from .scenario import Scenario
 from .theme import color
 
-CURVES = ("dp", "fsdp", "tp", "fsdp+tp", "optimal", "dcn")
 COLORS = {"dp": "purple", "fsdp": "blue", "tp": "orange", "fsdp+tp": "red", "optimal": "green", "dcn": "brown"}
-TOGGLE_NAMES = {"dp": "DP", "fsdp": "FSDP", "tp": "TP", "fsdp+tp": "FSDP+TP (this split)", "optimal": "FSDP+TP (best)",
-                "dcn": "DCN"}  # fmt: skip
+TOGGLE_NAMES = curve_names()
 SAME_LABEL_DECADES = 0.3  # crossings this close (in log10 of the batch) would overlap: one label
 LEGEND_BAND = 0.32  # the top of the plot, in log units, that no line reaches: the legend sits there
 TIME_TOOLTIP = dict(fields=["x", "y"], labels=["batch (tokens)", "time per layer (s)"], formats=[".3s", ".3s"])
@@ -54,7 +54,7 @@ class RooflinePlot(bq.Figure):
                 x=[],
                 y=[],
                 scales=scales,
-                colors=[color(COLORS[name])],
+                colors=[color(COLORS.get(name, "grey"))],
                 labels=[TOGGLE_NAMES[name]],
                 display_legend=True,
                 stroke_width=6 if name == "dp" else 2,
@@ -158,7 +158,7 @@ class RooflinePlot(bq.Figure):
             with label.hold_sync():
                 label.x, label.y = x[side], d.compute_at(x[side], p)
                 label.text = [_crossing_text(d, c) for c, on in zip(clusters, side) if on]
-                label.colors = [color(COLORS[c[0]]) for c, on in zip(clusters, side) if on] or [color("ink")]
+                label.colors = [color(COLORS.get(c[0], "grey")) for c, on in zip(clusters, side) if on] or [color("ink")]
 
 
 def _decades(low: float, high: float):

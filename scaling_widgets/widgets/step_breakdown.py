@@ -13,7 +13,7 @@ import numpy as np
 from traitlets import Instance, observe
 
 from ..cost import Estimate
-from ..cost.steptime import TERMS
+from ..cost.step.predict import TERMS
 from ..text.explain import TERM_NAMES
 from ..text.units import seconds
 from ._base import EstimateFigure, check_kwargs
@@ -41,7 +41,7 @@ class StepBreakdown(EstimateFigure):
             tooltip=bq.Tooltip(fields=["y"], labels=["seconds"], formats=[".3s"]),
         )  # fmt: skip
         axes = [bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"), bq.Axis(scale=sy, side="left")]
-        self._follow(scenario, "sw-step-breakdown", [self._bars], axes, "Step time", "160px")
+        super().__init__(scenario, "sw-step-breakdown", [self._bars], axes, "Step time", "160px")
 
     @observe("data")
     def _redraw(self, change=None) -> None:

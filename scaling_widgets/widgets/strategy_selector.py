@@ -8,12 +8,12 @@ import html
 import ipywidgets as w
 from traitlets import Dict
 
+from ..cost.schedules import SCHEDULES
+from ..cost.strategies import BEST, STRATEGIES
 from ..text.explain import layout_name
-from ._base import Bound, Message, check_kwargs
+from ._base import Bound, Message, check_kwargs, control
 from .analysis import Analysis
 from .scenario import Scenario
-
-STRATEGY_OPTIONS = [("DP", "dp"), ("FSDP", "fsdp"), ("TP", "tp"), ("FSDP + TP", "fsdp+tp")]
 
 
 class StrategySelector(Bound, w.VBox):
@@ -28,34 +28,22 @@ class StrategySelector(Bound, w.VBox):
         check_kwargs("StrategySelector", kwargs)
         self.scenario = scenario or Scenario()
         self.analysis = Analysis.of(self.scenario)
-        self._strategy = w.ToggleButtons(options=STRATEGY_OPTIONS, description="Strategy")
+        self._strategy = control("strategy", w.ToggleButtons)
         self._strategy.style.button_width = "90px"
-        self._zero = w.Dropdown(
-            description="ZeRO",
-            # ipywidgets 8 shows nothing for an option whose value is None: "own" stands for it.
-            options=[("strategy's own", "own"), ("0", 0), ("1", 1), ("2", 2), ("3", 3)],
-            layout=w.Layout(width="230px"),
-        )
-        self._optimal = w.Checkbox(description="Best split (computed)", indent=False)
+        # ipywidgets 8 shows nothing for an option whose value is None: "own" stands for it.
+        self._zero = control("zero", layout=w.Layout(width="230px"))
+        self._zero.options = [("strategy's own", "own"), *self._zero.options]
+        self._optimal = control("optimal_split")
         self._split = w.Dropdown(description="FSDP x TP")
-        wide = {"description_width": "100px"}
-        self._stages = w.IntText(description="PP stages Z", layout=w.Layout(width="190px"), style=wide)
-        self._microbatches = w.IntText(description="Microbatches", layout=w.Layout(width="190px"), style=wide)
-        self._schedule = w.Dropdown(
-            description="Schedule",
-            options=[("GPipe", "gpipe"), ("1F1B", "1f1b"), ("interleaved 1F1B", "interleaved")],
-            layout=w.Layout(width="230px"),
-        )
-        self._virtual = w.IntText(description="virtual stages", layout=w.Layout(width="190px"), style=wide)
-        self._sequence_parallel = w.Checkbox(description="sequence parallel", indent=False)
-        # Expert and context parallelism: groups out of the data axis X (SPEC D.2, D.3).
-        self._ep = w.IntText(description="EP (experts)", layout=w.Layout(width="190px"), style=wide)
-        self._cp = w.IntText(description="CP (sequence)", layout=w.Layout(width="190px"), style=wide)
-        self._cp_kind = w.Dropdown(
-            description="CP passes", options=[("a ring", "ring"), ("an all-gather", "all-gather"),
-                                             ("Ulysses all-to-all", "ulysses")],
-            layout=w.Layout(width="230px"),
-        )  # fmt: skip
+        narrow, wide = dict(layout=w.Layout(width="190px"), style={"description_width": "100px"}), "230px"
+        self._stages = control("z", **narrow)
+        self._microbatches = control("microbatches", **narrow)
+        self._schedule = control("schedule", layout=w.Layout(width=wide))
+        self._virtual = control("virtual_stages", **narrow)
+        self._sequence_parallel = control("sequence_parallel")
+        # Expert and context parallelism: groups out of the data axis X (MODEL.md §D.2, §D.3).
+        self._ep, self._cp = control("ep", **narrow), control("cp", **narrow)
+        self._cp_kind = control("cp_kind", layout=w.Layout(width=wide))
         self._implied = w.HTML()
         self._message = Message()
         split_row = w.HBox([self._optimal, self._split])
@@ -88,8 +76,8 @@ class StrategySelector(Bound, w.VBox):
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
         super()._show_scenario()
         self._strategy.value = s.strategy
-        self._zero.disabled = s.strategy == "tp"
-        manual_ok = s.strategy == "fsdp+tp" and not s.axis_roles
+        self._zero.disabled = STRATEGIES[s.strategy].on == "y"  # no data axis to shard over
+        manual_ok = s.strategy == BEST and not s.axis_roles
         self._optimal.value = s.optimal_split
         self._optimal.disabled = not manual_ok
         self._split.options = [(f"{x} x {y}", (x, y)) for x, y in mesh.splits]
@@ -99,7 +87,7 @@ class StrategySelector(Bound, w.VBox):
         self._stages.disabled = bool(s.axis_roles)
         self._microbatches.value = int(e.microbatches)
         self._schedule.value = s.schedule
-        self._virtual.disabled = s.schedule != "interleaved"
+        self._virtual.disabled = not SCHEDULES[s.schedule].takes_virtual_stages
         self._ep.disabled = s.model.moe is None and s.ep == 1  # a dense model has no experts to split
         self._cp_kind.disabled = s.cp == 1
         self.set_trait(
@@ -110,7 +98,7 @@ class StrategySelector(Bound, w.VBox):
         self._implied.value = _implied(s, e, mesh)
 
     def _on_strategy_change(self, change) -> None:
-        keeps_zero = change["new"] != "tp"  # a ZeRO stage shards over the data axis
+        keeps_zero = STRATEGIES[change["new"]].on != "y"  # a ZeRO stage shards over the data axis
         self._apply(strategy=change["new"], zero=self.scenario.zero if keeps_zero else None)
 
     def _on_optimal_change(self, change) -> None:
@@ -126,15 +114,16 @@ class StrategySelector(Bound, w.VBox):
         z = change["new"]
         s = self.scenario
         chips = s.chips
-        if z >= 1 and chips % z == 0 and s.strategy == "fsdp+tp" and not s.optimal_split and (chips // z) % s.y == 0:
+        if z >= 1 and chips % z == 0 and s.strategy == BEST and not s.optimal_split and (chips // z) % s.y == 0:
             self._apply(z=z, x=chips // z // s.y)
         else:
             self._apply(z=z)
 
     def _on_schedule_change(self, change) -> None:
-        interleaved = change["new"] == "interleaved"
-        # Interleaving with one virtual stage changes nothing: it starts at two.
-        self._apply(schedule=change["new"], virtual_stages=max(2, self.scenario.virtual_stages) if interleaved else 1)
+        # A schedule that runs chunks starts at its first count of them; one that does not, at 1.
+        own = SCHEDULES[change["new"]].virtual_stages
+        virtual = max(own[0], self.scenario.virtual_stages) if own != (1,) else 1
+        self._apply(schedule=change["new"], virtual_stages=virtual)
 
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])
@@ -143,6 +132,6 @@ class StrategySelector(Bound, w.VBox):
 def _implied(s: Scenario, e, mesh) -> str:
     bubble = f", bubble {float(e.bubble):.0%}" if mesh.z > 1 else ""
     how = ""
-    if s.strategy == "fsdp+tp" and s.optimal_split and not s.axis_roles:
+    if s.strategy == BEST and s.optimal_split and not s.axis_roles:
         how = f" &mdash; the best legal split (X<sub>opt</sub> &asymp; {float(e.x_opt):,.0f})"
     return f"Layout: <b>{html.escape(layout_name(e))}{bubble}</b> on {mesh.chips:,} chips{how}"

@@ -9,12 +9,11 @@ import math
 
 import ipywidgets as w
 
-from ..cost import REMAT_POLICIES
-from ..cost.calibrate import calibrate, calibrate_memory
-from ..cost.profiles import STACKS
+from ..catalog import name_of
+from ..cost.step.calibrate import calibrate, calibrate_memory
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
-from ._base import Bound, Message, check_kwargs
+from ._base import Bound, Message, check_kwargs, control
 from .scenario import Scenario
 
 
@@ -28,18 +27,21 @@ class TrainingControls(Bound, w.VBox):
             description="Batch", min=3, max=9, step=0.01, base=10, readout=False, continuous_update=True,
             layout=w.Layout(width="330px"),
         )  # fmt: skip
+        text = dict(widget=w.Text, continuous_update=False, layout=w.Layout(width="180px"))
         self._batch_text = w.Text(description="tokens", continuous_update=False, layout=w.Layout(width="180px"))
-        self._seq_len = w.Text(description="Seq length", continuous_update=False, layout=w.Layout(width="180px"))
-        self._mfu = w.FloatSlider(description="MFU", min=0.01, max=1.0, step=0.01, readout_format=".0%")
+        self._seq_len = control("seq_len", **text)
+        self._mfu = control("mfu", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%")
         self._predict = w.Checkbox(description="predict the step", indent=False)
         self._profile = w.HTML()
         self._forget = w.Button(description="use the chip's profile", layout=w.Layout(width="auto"))
-        self._tokens = w.Text(description="Train on", continuous_update=False, layout=w.Layout(width="180px"))
-        self._precision = w.Dropdown(description="Precision", options=list(PRECISIONS))
-        self._remat = w.Dropdown(description="Recompute", options=list(REMAT_POLICIES))
-        self._stack = w.Dropdown(description="Stack", options=[("the chip's", ""), *((s, s) for s in STACKS)])
-        self._flash = w.Dropdown(description="Flash attn", options=[("the stack's", ""), ("on", "on"), ("off", "off")])
-        self._attention = w.Checkbox(description="count attention FLOPs", indent=False)
+        self._tokens = control("tokens", **text)
+        self._precision = control("precision")
+        self._remat = control("remat")
+        self._stack = control("stack")
+        self._stack.options = [("the chip's", ""), *self._stack.options]
+        self._flash = control("flash_attention")
+        self._flash.options = [("the stack's", ""), *self._flash.options]
+        self._attention = control("attention_flops")
         self._measured = w.Text(
             description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
             layout=w.Layout(width="260px"), style={"description_width": "100px"},
@@ -63,7 +65,7 @@ class TrainingControls(Bound, w.VBox):
         self._bind(self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu)
         self._bind(self._predict, "mfu", parse=lambda on: None if on else self._mfu.value, show=lambda mfu: mfu is None)
         self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
-        self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=_precision_key)
+        self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=lambda p: name_of(p, PRECISIONS))
         self._bind(self._remat, "remat")
         self._bind(self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or "")
         self._bind(self._flash, "flash_attention", parse=lambda word: {"": None, "on": True, "off": False}[word],
@@ -72,7 +74,7 @@ class TrainingControls(Bound, w.VBox):
         self._measured.observe(self._on_measured_change, "value")
         self._measured_peak.observe(self._on_measured_peak_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))
-        self._follow("measured_step_time", "profile")
+        self._resync_on("measured_step_time", "profile")
 
     def _show_scenario(self) -> None:
         s = self.scenario
@@ -131,6 +133,3 @@ def _measured(text: str):
     """Seconds, or nothing: an empty field clears the calibration."""
     return None if not text.strip() else parse_count(text, "measured_step_time")
 
-
-def _precision_key(policy) -> str | None:
-    return next((k for k, p in PRECISIONS.items() if p == policy), None)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from scaling_widgets import estimate
 from scaling_widgets.cost import InputError
-from scaling_widgets.cost.context import cp_seconds_per_token, kv_bytes_per_token, ring_hides
+from scaling_widgets.cost.transformer.context import cp_seconds_per_token, kv_bytes_per_token, ring_hides
 from scaling_widgets.presets import HARDWARE, MODELS
 
 H100, V5P, L405 = HARDWARE["h100"], HARDWARE["tpu-v5p"], MODELS["llama-3-405b"]

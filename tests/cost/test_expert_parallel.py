@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scaling_widgets import estimate
 from scaling_widgets.cost import InputError
-from scaling_widgets.cost.experts import all_to_all_seconds, routed_params
+from scaling_widgets.cost.transformer.experts import all_to_all_seconds, routed_params
 from scaling_widgets.presets import HARDWARE, MODELS
 
 H100, V5P = HARDWARE["h100"], HARDWARE["tpu-v5p"]

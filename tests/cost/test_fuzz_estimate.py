@@ -15,7 +15,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import CHAPTER, REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, InputError, estimate, plan
-from scaling_widgets.cost.peak import PARTS as PEAK_PARTS
+from scaling_widgets.cost.memory.peak import PARTS as PEAK_PARTS
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
 EDGE = [0, -1, 1, 2, 0.5, 1e-300, 5e-324, 1e29, 1e30, float("inf"), float("-inf"), float("nan"), 2**53 + 1, 2**64,
@@ -48,7 +48,9 @@ PLAUSIBLE = {
     "mfu": [0.4, 0.5, 1.0, 1e-6],
     "measured_step_time": [None, 0.5, 10.0],
     "attention_flops": [False, True],
-    "exact": [CHAPTER, Exactness(True, True, 1e-5), Exactness(latency=-1.0), Exactness(latency=float("nan"))],
+    # Exactness checks itself when built: its fields are drawn, and built inside the call (``_check``).
+    "exact": [CHAPTER, dict(ring_factor=True, halve_without_wrap=True, latency=1e-5), dict(latency=-1.0),
+              dict(latency=float("nan"))],
     "overhead_bytes": [0.0, 1e9, 1e11],
     "fits_below": [1.0, 0.9],
     "stack": [None, "megatron-lm", "fsdp2", "deepspeed", "maxtext"],
@@ -90,6 +92,8 @@ def _check(call, kw):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
+            if isinstance(kw.get("exact"), dict):
+                kw = {**kw, "exact": Exactness(**kw["exact"])}
             result = call(**kw)
         except InputError as err:
             assert str(err).startswith(f"{err.field} must be "), err

@@ -53,8 +53,8 @@ def test_overrides_replace_the_derived_spans_and_rings():
 
 
 def test_layout_must_use_every_chip_of_the_slice():
-    with pytest.raises(ValueError, match=r"x\*y\*z must equal the slice's 4096 chips; got 2048"):
-        span_axes(slice_shape=(16, 16, 16), x=512, y=4)
+    with pytest.raises(ValueError, match=r"x must be such that x·y is the 4096 chips of a stage; got x=512, y=4"):
+        estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=4e6, slice_shape=(16, 16, 16), x=512, y=4)
 
 
 def test_axis_roles_give_whole_axes_to_the_groups():

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaling_widgets import estimate
-from scaling_widgets.cost.inputs import MLA, Model, MoE
-from scaling_widgets.cost.thresholds import critical_tokens_per_chip
-from scaling_widgets.cost.training import param_count
+from scaling_widgets.cost.transformer.shapes import MLA, Model, MoE
+from scaling_widgets.cost.transformer.thresholds import critical_tokens_per_chip
+from scaling_widgets.cost.transformer.counts import param_count
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P = HARDWARE["tpu-v5p"]

@@ -11,10 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import InputError, estimate, evaluate
-from scaling_widgets.cost.activations import in_flight_microbatches
-from scaling_widgets.cost.calibrate import calibrate_memory, profile_from_json, profile_to_json
-from scaling_widgets.cost.inputs import Chip, Model
-from scaling_widgets.cost.profiles import STACKS, profile_for, with_stack
+from scaling_widgets.cost.schedules import in_flight_microbatches
+from scaling_widgets.cost.step.calibrate import calibrate_memory, profile_from_json, profile_to_json
+from scaling_widgets.cost.cluster.chip import Chip
+from scaling_widgets.cost.transformer.shapes import Model
+from scaling_widgets.cost.stacks import STACKS
+from scaling_widgets.cost.step.profiles import profile_for, with_stack
 from scaling_widgets.measured import load_memory_cases
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 

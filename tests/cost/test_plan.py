@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, InputError, estimate, span_axes, x_opt
-from scaling_widgets.cost.plan import MICROBATCHES_PER_STAGE as PER_STAGE
-from scaling_widgets.cost.plan import SCHEDULES_TRIED, plan
+from scaling_widgets.cost.search.plan import MICROBATCHES_PER_STAGE as PER_STAGE
+from scaling_widgets.cost.search.plan import SCHEDULES_TRIED, plan
 from scaling_widgets.presets import HARDWARE, MODELS
 from scaling_widgets.text.explain import binds
 
@@ -142,8 +142,8 @@ def test_an_impossible_request_says_what_would_be_needed():
     [
         (dict(seq_len=None), "seq_len must be one number to plan for; got None"),
         (dict(batch=[1e6, 2e6]), r"batch must be one number to plan for; got \[1000000.0, 2000000.0\]"),
-        (dict(batch=-1), "batch must be a number >= 1e-30 and < 1e30; got -1"),
-        (dict(pods=0), "pods must be a whole number from 1 to 2\\*\\*53; got 0"),
+        (dict(batch=-1), "batch must be a number of tokens >= 1e-30 and < 1e30; got -1"),
+        (dict(pods=0), r"pods must be a whole number from 1 to 65,536 \(at most 4,194,304 chips in all\); got 0"),
         (dict(model="llama-2-13b"), "model must be a Model"),
         (dict(remat="full"), "remat must be left out: plan searches x, y, z, zero, remat, .* itself; .*"),
     ],

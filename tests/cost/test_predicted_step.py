@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import Model, estimate, evaluate
-from scaling_widgets.cost.calibrate import calibrate, profile_from_json, profile_to_json
-from scaling_widgets.cost.profiles import PROFILES
-from scaling_widgets.cost.steptime import TERMS, matmul_efficiency
+from scaling_widgets.cost.step.calibrate import calibrate, profile_from_json, profile_to_json
+from scaling_widgets.cost.step.profiles import PROFILES
+from scaling_widgets.cost.step.predict import TERMS, matmul_efficiency
 from scaling_widgets.measured import load_runs
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
@@ -168,7 +168,7 @@ def test_zero3_on_hundreds_of_gpus_loses_to_tp_and_pp_as_narayanan_et_al_measure
 
 
 def test_every_chip_preset_has_a_profile_of_its_own_or_of_its_kin():
-    from scaling_widgets.cost.profiles import GENERIC, profile_for
+    from scaling_widgets.cost.step.profiles import GENERIC, profile_for
 
     assert all(profile_for(chip) is not GENERIC for chip in HARDWARE.values())
     assert profile_for(HARDWARE["h200"]).e_max == PROFILES["H100"].e_max  # the same stack, the next generation
@@ -178,8 +178,8 @@ def test_every_chip_preset_has_a_profile_of_its_own_or_of_its_kin():
 @given(schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]), stages=st.integers(1, 8),
        groups=st.integers(1, 6), virtual=st.integers(1, 4))  # fmt: skip
 def test_the_pictured_schedule_has_the_bubble_the_estimate_charges(schedule, stages, groups, virtual):
-    from scaling_widgets.cost.pipeline import bubble_overhead
-    from scaling_widgets.cost.timeline import timeline
+    from scaling_widgets.cost.step.pipeline import bubble_overhead
+    from scaling_widgets.cost.step.timeline import timeline
 
     v = virtual if schedule == "interleaved" else 1
     m = groups * stages  # interleaving needs whole groups of Z microbatches

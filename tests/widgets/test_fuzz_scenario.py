@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES, STRATEGIES
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
-from scaling_widgets.widgets.scenario import FIELDS, Scenario, ScenarioError
+from scaling_widgets.fields import SCENARIO as FIELDS
+from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
 BUDGET = settings(max_examples=300, deadline=None, derandomize=True)
 PLAUSIBLE = {
@@ -57,6 +58,10 @@ PLAUSIBLE = {
     "cp_kind": ["ring", "all-gather", "ulysses"],
     "stack": [None, "megatron-lm", "fsdp2"],
     "flash_attention": [None, True, False],
+    "microbatch_seqs": [None, 1, 2],  # version 4: the CLI's overrides of a layout, in the scenario too
+    "mx": [None, 1, 2, 0.5],
+    "my": [None, 1, 2],
+    "wraparound": [None, True, False],
 }
 assert set(PLAUSIBLE) == set(FIELDS)
 

@@ -24,17 +24,19 @@ from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets import explore
-from scaling_widgets.cli import FLAGS, main
+from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
-from scaling_widgets.cost.profiles import STACKS
+from scaling_widgets.cost.stacks import STACKS
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
 from scaling_widgets.text.command import command
 from scaling_widgets.text.units import nbytes, seconds, tokens
-from scaling_widgets.widgets.analysis import BAR_PARTS, NAMES
+from scaling_widgets.cost.strategies import STRATEGIES
+from scaling_widgets.cost.views import BAR_PARTS
+from scaling_widgets.fields import FIELDS, scenario_start
 from scaling_widgets.widgets.memory_bar import GB
 from scaling_widgets.widgets.recommendations import TOP
-from scaling_widgets.widgets.scenario import FIELDS, Scenario, ScenarioError
+from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
 SETTINGS = dict(derandomize=True, deadline=None, max_examples=60)
 MODEL_NAMES = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "llama-3-70b")
@@ -117,7 +119,7 @@ def scenario_fields(draw) -> dict:
 
 def case(**fields) -> dict:
     """Fields for an ``@example``: the scenario's defaults, and no measured step unless asked."""
-    return {**{name: default for name, (default, _) in FIELDS.items()}, "_measure": None, **fields}
+    return {**scenario_start(), "_measure": None, **fields}
 
 
 # The chapter's example 16 (in 512-token sequences, so every strategy can run); an H100 cluster
@@ -241,7 +243,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
     # The memory bars: the current strategy's peak by part, in GB, and its total above it.
     bars, mem = panel.memory_bar._bars, panel.memory_bar.data
-    assert [str(x).removeprefix("● ") for x in bars.x] == [NAMES[name] for name in mem.strategies]
+    assert [str(x).removeprefix("● ") for x in bars.x] == [STRATEGIES[name].label for name in mem.strategies]
     i = mem.strategies.index(s.strategy)
     assert str(bars.x[i]).startswith("● ")  # the current layout's bar is marked
     # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
@@ -461,5 +463,5 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     # The CLI given the same change as flags: exit 2, one line, the same sentence after its flag.
     code, out, err = run_cli(words)
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    flag = FLAGS.get(field, "--" + field.replace("_", "-"))
+    flag = FIELDS[field].flag if field in FIELDS else field
     assert err == f"scaling-widgets estimate: error: {flag} must be {rest}\n"

@@ -18,8 +18,8 @@ def test_defaults_are_the_chips_full_pod():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("batch", -3.0, r"batch must be a number of tokens > 0 and < 1e30; got -3.0"),
-        ("mfu", 1.5, "mfu must be a number of a share of peak > 0 and <= 1; got 1.5"),
+        ("batch", -3.0, r"batch must be a number of tokens >= 1e-30 and < 1e30; got -3"),
+        ("mfu", 1.5, "mfu must be a share of peak >= 1e-30 and <= 1; got 1.5"),
         ("pods", 0, "pods must be a whole number from 1 to 4,194,304; got 0"),
         ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
         (
@@ -86,9 +86,9 @@ def test_json_round_trip_loses_nothing():
     "change, message",
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
-        ({"version": 4}, "scenario version must be one of \\(1, 2, 3\\); got 4"),
+        ({"version": 5}, "scenario version must be one of \\(1, 2, 3, 4\\); got 5"),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
-        ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e30; got '3M'"),
+        ({"batch": "3M"}, r"batch must be a number of tokens >= 1e-30 and < 1e30; got '3M'"),
         ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),
     ],
 )

@@ -1,0 +1,291 @@
+"""What a field of a value may hold, checked once, where a user's input becomes a value.
+
+Each check takes a field's name and value and returns the value in the form the formulas take (a
+number or an array of them, a whole number, a name) or raises ``InputError`` naming the field,
+what it allows and what it got. The four values (``values.py``), the chips, models and
+precisions check themselves with these when they are built; the formulas trust what they get.
+
+A check of a field that may be an array (one value per layout) costs two reductions on a large
+array, not a pass that builds a mask.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+LARGEST = 1e30  # far beyond any real quantity; keeps products of several inputs finite
+SMALLEST = 1e-30  # far below any real quantity; keeps quotients of several inputs finite
+LARGEST_WHOLE = 2**53  # whole numbers stay exact as floats and never wrap as int64
+
+
+class InputError(ValueError):
+    """A value the cost model cannot take: ``field`` names it, ``allowed`` says what would do.
+
+    The message reads "<field> must be <allowed>; got <got>"; the CLI writes its own flag for
+    the field (``--tp`` for ``y``), the panel shows the message as it is.
+    """
+
+    def __init__(self, field: str, allowed: str, got: str):
+        super().__init__(f"{field} must be {allowed}; got {got}")
+        self.field, self.allowed, self.got = field, allowed, got
+
+    def named(self, name: str) -> str:
+        """The message with the field called ``name``."""
+        return f"{name} must be {self.allowed}; got {self.got}"
+
+
+def refuse(field: str, allowed: str, got) -> InputError:
+    """The error for ``field``: raise what this returns. ``got`` is shown as it is if it is a
+    string (already formatted), else by its repr."""
+    return InputError(field, allowed, got if isinstance(got, str) else repr(got))
+
+
+@dataclass(frozen=True)
+class Number:
+    """A real number from ``low`` to ``high`` (``low`` itself allowed; ``high`` with ``closed``),
+    or an array of them when ``per_layout``. ``unit`` names what it counts, for the message."""
+
+    low: float = SMALLEST
+    high: float = LARGEST
+    unit: str = ""
+    closed: bool = False
+    per_layout: bool = False
+    what: str = "a number"  # what the field is, for the message: "a share of peak"
+
+    @property
+    def allowed(self) -> str:
+        unit = f" of {self.unit}" if self.unit else ""
+        top = "<=" if self.closed else "<"
+        return f"{self.what}{unit} >= {_short(self.low)} and {top} {_short(self.high)}"
+
+    def __call__(self, name: str, value):
+        if _is_real(value):  # the common case, a plain number: no array at all
+            if self.low <= value and (value <= self.high if self.closed else value < self.high):
+                return float(value)
+            raise refuse(name, self.allowed + self._arrays, _number_shown(value))
+        return _array(name, value, self, self.allowed + self._arrays, whole=False)
+
+    def ok(self, a):
+        return (a >= self.low) & ((a <= self.high) if self.closed else (a < self.high))
+
+    @property
+    def _arrays(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number from ``low`` to ``high`` (a float such as 4.0 is taken as 4), or an array
+    of them when ``per_layout``. ``allowed`` words the range when a bare one would not say why."""
+
+    low: int = 1
+    high: int = LARGEST_WHOLE
+    allowed_words: str = ""
+    per_layout: bool = False
+
+    @property
+    def allowed(self) -> str:
+        if self.allowed_words:
+            return self.allowed_words
+        return f"a whole number from {self.low} to {_whole_shown(self.high)}"
+
+    def __call__(self, name: str, value):
+        if _is_real(value):
+            if self.low <= value <= self.high and value == int(value):
+                return int(value)
+            raise refuse(name, self.allowed, _number_shown(value))
+        return _array(name, value, self, self.allowed, whole=True)
+
+    def ok(self, a):
+        return (a >= self.low) & (a <= self.high) & (a == np.round(a))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``options`` (names), or an array of them when ``per_layout``."""
+
+    options: tuple
+    per_layout: bool = False
+
+    @property
+    def allowed(self) -> str:
+        listed = ", ".join(map(repr, self.options))
+        return f"one of {listed}" + (", or an array of them" if self.per_layout else "")
+
+    def __call__(self, name: str, value):
+        if isinstance(value, str) and value in self.options:
+            return value
+        if isinstance(value, str) or not self.per_layout:
+            raise refuse(name, self.allowed, shown(value))
+        try:
+            a = np.asarray(value)
+        except (TypeError, ValueError):  # a ragged list: no array at all
+            a = np.asarray(None)
+        if a.dtype.kind not in "UO":
+            bad = np.ones(a.shape, dtype=bool)
+        else:
+            bad = ~np.isin(a, list(self.options))
+        if bad.any() or a.ndim == 0 or a.size == 0:
+            got = shown(value)
+            if a.ndim and bad.any():
+                index = tuple(np.argwhere(bad)[0].tolist())
+                got = f"{np.asarray(a[index]).tolist()!r} at index {index}"
+            raise refuse(name, self.allowed, got)
+        return a.astype(str)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """True or false."""
+
+    allowed: str = "true or false"
+
+    def __call__(self, name: str, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise refuse(name, self.allowed, shown(value))
+        return bool(value)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of ``kind`` (a chip, a model, a profile)."""
+
+    kind: type
+    where: str = " (see scaling_widgets.presets)"
+
+    def __call__(self, name: str, value):
+        if not isinstance(value, self.kind):
+            article = "an" if self.kind.__name__[0] in "AEIOU" else "a"
+            raise refuse(name, f"{article} {self.kind.__name__}{self.where}", shown(value))
+        return value
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """None (the default it stands for is written in ``absent``), or what ``inner`` takes."""
+
+    inner: object
+
+    def __call__(self, name: str, value):
+        return None if value is None else self.inner(name, value)
+
+
+def checked(default, check):
+    """A dataclass field with its default and the check a value runs on it when it is built."""
+    return dataclasses.field(default=default, metadata={"check": check})
+
+
+def required(check):
+    """A dataclass field with no default, and the check a value runs on it when it is built."""
+    return dataclasses.field(metadata={"check": check})
+
+
+def check_fields(value, skip=()) -> None:
+    """Run every field's check on a frozen dataclass being built; keep what each returns (a list
+    becomes an array, a one-element array its Python value). ``skip``: fields checked otherwise."""
+    for field in dataclasses.fields(value):
+        check = field.metadata.get("check")
+        if check is not None and field.name not in skip:
+            object.__setattr__(value, field.name, check(field.name, getattr(value, field.name)))
+
+
+def per_layout(check) -> bool:
+    """Whether a field's check takes an array, one value per layout."""
+    return getattr(getattr(check, "inner", check), "per_layout", False)
+
+
+def require(obj, field: str, ok: bool, allowed: str) -> None:
+    """Refuse a field of a preset-like value (a chip, a model) as "<Kind> <field> must be ..."."""
+    if not ok:
+        raise refuse(f"{type(obj).__name__} {field}", allowed, shown(getattr(obj, field)))
+
+
+def is_number(value) -> bool:
+    """A finite int or float (not a bool); an int of any size, never converted to float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def is_positive(value) -> bool:
+    """Within 1e-30 and 1e30, as the formulas take: their products and quotients stay finite."""
+    return is_number(value) and SMALLEST <= value < LARGEST
+
+
+def is_whole(value, largest: int, smallest: int = 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and smallest <= value <= largest
+
+
+def scalar(a):
+    """A 0-d array as its Python value (an int, a float or a name), so that one layout's fields
+    print and serialize as themselves."""
+    return a.item() if isinstance(a, np.ndarray) and a.ndim == 0 else a
+
+
+def first(mask) -> int | tuple:
+    """The index of the first True in ``mask`` (``()`` for one value)."""
+    mask = np.asarray(mask)
+    return () if mask.ndim == 0 else tuple(np.argwhere(mask)[0].tolist())
+
+
+def _array(name: str, value, check, allowed: str, whole: bool):
+    """``value`` as a checked array: integers stay integers, whole numbers become int64."""
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged list: no array at all
+        raise refuse(name, allowed, shown(value)) from None
+    if a.dtype.kind not in "iuf" or (a.ndim and not check.per_layout) or a.size == 0:
+        # bools are no count, complex no quantity, strings no number; an array only per layout
+        raise refuse(name, allowed, shown(value))
+    if a.size > 1024:  # large: the extremes decide (a NaN fails both), then rounding if needed
+        good = check.ok(np.array([a.min(), a.max()])).all()
+        if good and (not whole or a.dtype.kind in "iu" or check.ok(a).all()):
+            return _typed(a, whole)
+    elif check.ok(a).all():
+        return _typed(a, whole)
+    bad = ~check.ok(a)
+    if a.ndim == 0:
+        raise refuse(name, allowed, _number_shown(a.item()))
+    index = first(bad)
+    raise refuse(name, allowed, f"{_number_shown(a[index].item())} at index {index}")
+
+
+def _typed(a: np.ndarray, whole: bool):
+    if whole:
+        a = a.astype(np.int64, copy=False)
+    return scalar(a) if a.ndim == 0 else a
+
+
+def _is_real(value) -> bool:
+    """A plain Python or numpy number that is no bool and is finite-checked by the range."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    ) and (not isinstance(value, int) or abs(value) < 2**1023)
+
+
+def shown(value) -> str:
+    """``value`` for a message: short, and safe for an int of any size or a deep list."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return reprlib.repr(value)
+
+
+def _number_shown(value) -> str:
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return f"{value:g}"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else repr(value)
+
+
+def _short(x: float) -> str:
+    return f"{x:g}".replace("e+", "e")
+
+
+def _whole_shown(n: int) -> str:
+    return "2**53" if n == LARGEST_WHOLE else f"{n:,}"

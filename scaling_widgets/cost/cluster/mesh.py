@@ -1,0 +1,169 @@
+"""How a layout X·Y·Z sits on a physical TPU slice: axes spanned and wraparound (SPEC A.1, A.7).
+
+The rule, innermost first: the tensor group Y takes the slice's last axis first, then the
+FSDP/data group X what is left, then the pipeline group Z. Each group takes, axis by axis
+from the innermost, the largest factor of its size that the axis still has (a gcd), until it
+is whole. M_X and M_Y count the axes a group touches, even partly: on 16x16x16, Y = 8 uses half
+of the last axis (M_Y = 1) and X = 512 the other half and both other axes (M_X = 3), which is
+how SPEC A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
+
+Both X and Y count an axis they share, as example 10 needs; so that two groups cannot claim
+the same links twice over, ``best_split`` only offers splits that share at most one axis (on
+16x20x28, TP 8 would take 4 of the 28-axis and 2 of the 20-axis, and is not offered).
+
+A group wraps around (is a ring on every axis it uses) only if it has each of those axes whole
+and the axis itself is a ring on this slice (``axis_rings``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks import refuse
+
+
+@dataclass(frozen=True, eq=False)
+class MeshSpan:
+    """Axes spanned by each group and whether X and Y form rings."""
+
+    mx: np.ndarray
+    my: np.ndarray
+    mz: np.ndarray
+    wrap_x: np.ndarray
+    wrap_y: np.ndarray
+    shares: tuple = ()  # per slice axis (outermost first): the (X, Y, Z) factor of its length
+    shared_axes: np.ndarray | int = 0  # axes that X and Y both take part of
+
+    def __repr__(self):
+        return f"MeshSpan(shape={np.shape(self.mx)})"
+
+
+def parse_slice(slice_shape) -> tuple[int, ...]:
+    """A slice shape as a tuple of whole numbers >= 1."""
+    try:
+        shape = tuple(int(n) for n in slice_shape)
+        ok = len(shape) > 0 and all(n >= 1 and n == m for n, m in zip(shape, slice_shape))
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite axis
+        ok = False
+    if not ok:
+        raise refuse("slice_shape", "a list of whole numbers >= 1", slice_shape)
+    return shape
+
+
+def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
+    """The slice if it fits in the pod (axes compared longest to longest), else ``InputError``."""
+    shape = parse_slice(slice_shape)
+    pod = tuple(pod_shape)
+    longest = sorted(shape, reverse=True)
+    pod_longest = sorted(pod, reverse=True)
+    fits = len(shape) <= len(pod) and all(s <= p for s, p in zip(longest, pod_longest))
+    if not fits:
+        raise refuse("slice_shape", f"a slice that fits in the chip's pod of {'x'.join(map(str, pod))} (at most"
+                             f" {len(pod)} axes, compared longest to longest)", "x".join(map(str, shape)))  # fmt: skip
+    return shape
+
+
+def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
+    """Which axes of the slice wrap around (SPEC A.7).
+
+    ``"cube"`` (v4p, v5p): every axis, when every axis is a multiple of 4 (whole cubes);
+    none otherwise. ``"full-axis"`` (v5e, v6e): an axis whose length is the pod's longest.
+    """
+    shape = tuple(slice_shape)
+    if rule == "switched":  # a GPU fabric has no torus to wrap
+        return tuple(True for _ in shape)
+    if rule == "cube":
+        whole_cubes = all(n % 4 == 0 for n in shape)
+        return tuple(whole_cubes for _ in shape)
+    return tuple(n == max(pod_shape) for n in shape)
+
+
+def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
+    """Map the groups X, Y, Z (broadcastable arrays) onto ``slice_shape`` (rule above).
+
+    ``rings`` gives, per axis, whether it wraps around (default: all do).
+
+    Examples
+    --------
+    >>> s = span_axes(slice_shape=(16, 16, 16), x=[512, 1024, 256], y=[8, 4, 16])
+    >>> s.mx.tolist(), s.my.tolist()
+    ([3, 3, 2], [1, 1, 1])
+    >>> [(int(x[0]), int(y[0])) for x, y, z in s.shares]  # (X, Y) share of each axis for 512 x 8
+    [(16, 1), (16, 1), (2, 8)]
+    """
+    shape = tuple(slice_shape)
+    X, Y, Z = (np.asarray(v, dtype=np.int64) for v in (x, y, z))
+    rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
+    X, Y, Z = np.broadcast_arrays(X, Y, Z)
+    left = [np.full(X.shape, n, dtype=np.int64) for n in reversed(shape)]  # innermost first
+    lengths, ring = list(reversed(shape)), list(reversed(rings))
+    spans, wraps, takes = [], [], []
+    for size in (Y, X, Z):
+        need = size.copy()
+        touched = np.zeros(X.shape, dtype=np.int64)
+        wrap = np.ones(X.shape, dtype=bool)
+        for i, length in enumerate(lengths):
+            take = np.gcd(need, left[i])
+            used = take > 1
+            touched += used
+            wrap &= ~used | ((take == length) & ring[i])
+            need = need // take
+            left[i] = left[i] // take
+            takes.append(take)
+        spans.append(touched)
+        wraps.append(wrap)
+    (my, mx, mz), (wrap_y, wrap_x, _) = spans, wraps
+    n = len(shape)
+    by_group = {"y": takes[:n], "x": takes[n : 2 * n], "z": takes[2 * n :]}  # each innermost first
+    shares = tuple((by_group["x"][i], by_group["y"][i], by_group["z"][i]) for i in reversed(range(n)))
+    shared = sum((x > 1) & (y > 1) for x, y in zip(by_group["x"], by_group["y"]))
+    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares, shared_axes=shared)
+
+
+ROLES = ("x", "y", "z")
+
+
+def role_layout(*, slice_shape, roles, rings=None):
+    """X, Y, Z and their spans when each physical axis is given whole to one group.
+
+    ``roles`` names the group of every axis, e.g. ("x", "x", "y"): X = 16·16 and Y = 16 on
+    16x16x16, M_X = 2, M_Y = 1. Returns (X, Y, Z, MeshSpan).
+
+    Examples
+    --------
+    >>> X, Y, Z, span = role_layout(slice_shape=(16, 20, 28), roles=("x", "y", "x"))
+    >>> (X, Y, Z), (int(span.mx), int(span.my))
+    ((448, 20, 1), (2, 1))
+    """
+    shape, roles = tuple(slice_shape), tuple(roles)
+    rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
+    axes = [(n, ring) for n, ring in zip(shape, rings)]
+    size = {g: math.prod(n for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
+    count = {g: sum(n > 1 for (n, _), r in zip(axes, roles) if r == g) for g in ROLES}
+    wraps = {g: all(ring for (n, ring), r in zip(axes, roles) if r == g and n > 1) for g in ROLES}
+    shares = tuple(tuple(n if r == g else 1 for g in ROLES) for (n, _), r in zip(axes, roles))
+    span = MeshSpan(
+        shares=shares,
+        mx=np.int64(count["x"]),
+        my=np.int64(count["y"]),
+        mz=np.int64(count["z"]),
+        wrap_x=np.bool_(wraps["x"]),
+        wrap_y=np.bool_(wraps["y"]),
+    )
+    return size["x"], size["y"], size["z"], span
+
+
+def subgroup_span(*, size, x, mx):
+    """The torus axes a group of ``size`` chips taken from the data axis X spans (an EP or CP
+    group, SPEC D): its share of X's M_X axes by the log of its size (all of X spans all of them,
+    sqrt(X) half); 0 for a group of one.
+
+    >>> subgroup_span(size=[1, 16, 256], x=256, mx=2).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    size, X = np.asarray(size, dtype=float), np.asarray(x, dtype=float)
+    share = np.log(size) / np.log(np.where(X > 1, X, 2.0))
+    return np.where(size > 1, np.maximum(np.asarray(mx, dtype=float) * share, 1.0), 0.0)

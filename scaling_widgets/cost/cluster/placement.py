@@ -1,0 +1,151 @@
+"""Where a layout's groups sit: X, Y, Z, the microbatches, and the axes they span (SPEC A.3, A.7).
+
+``place`` turns a checked ``Layout`` into numbers: DP and FSDP put a stage's chips on X, TP on
+Y; FSDP + TP without ``x``/``y`` takes the best legal split (``best_split``, offered only the
+TP degrees that divide the heads and the data axes that keep a whole sequence per replica);
+``axis_roles`` give whole axes to the groups. Then ``check.possible`` refuses what cannot run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks import refuse
+from ..search.split import best_split, split_candidates
+from ..strategies import BEST, STRATEGIES
+from ..transformer.experts import all_to_all, held_width
+from ..transformer.layer import Exactness
+from ..values import Cluster, Layout, Workload
+from .feasible import possible, stages
+from .mesh import MeshSpan, axis_rings, role_layout, span_axes
+from .nodes import node_spans
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """X, Y, Z and the microbatches m of a layout, and how X and Y sit on the slice."""
+
+    x: np.ndarray
+    y: np.ndarray
+    z: int | np.ndarray
+    microbatches: np.ndarray
+    span: MeshSpan
+    mx: np.ndarray  # axes (TPU) or NVLink multiples (GPU) the X group spans; the override if given
+    my: np.ndarray
+
+    def __repr__(self):
+        return f"Placement(shape={np.shape(self.x)})"
+
+
+def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness) -> Placement:
+    """The placement of a checked layout; raises ``InputError`` for one that cannot run."""
+    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
+    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
+    if layout.wraparound is not None:
+        rings = (bool(layout.wraparound),) * len(shape)
+    x, y, z, span = layout.x, layout.y, layout.z, None
+    if layout.axis_roles is not None:
+        x, y, z, span = role_layout(slice_shape=shape, roles=layout.axis_roles, rings=rings)
+    Z = 1 if z is None else z
+    stage_chips, leftover = divmod(math.prod(shape), Z)
+    if np.any(leftover):
+        raise refuse("z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z)
+    stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)  # before a split is sought for them
+    m = _default_microbatches(layout, Z)
+    if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
+        x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
+    X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
+    if layout.microbatch_seqs is not None:  # as many microbatches of at least that size as each replica gets
+        per_replica = workload.batch / workload.seq_len / (X * P) * layout.cp  # CP chips share sequences
+        m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
+    if span is None and chip.is_gpu:
+        span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
+    elif span is None:
+        span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+    possible(
+        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=P, x=X, y=Y, z=Z,
+        virtual_stages=layout.virtual_stages, microbatches=m, given=layout, ep=layout.ep, cp=layout.cp,
+        cp_kind=layout.cp_kind,
+    )  # fmt: skip
+    M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
+    M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
+    return Placement(x=X, y=Y, z=Z, microbatches=m, span=span, mx=M_X, my=M_Y)
+
+
+def _default_microbatches(layout: Layout, Z):
+    """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without."""
+    if layout.microbatches is not None:
+        return np.asarray(layout.microbatches)
+    return np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
+
+
+def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
+    """``best_split`` among the splits that can run; refuse the batch when none can."""
+    if np.ndim(Z):
+        raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
+    chip, model, P = cluster.chip, workload.model, cluster.pods
+    T = workload.seq_len or 1
+    per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
+    max_x = workload.batch * layout.cp / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
+    split = dict(
+        exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
+        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held_width(model, layout.ep),
+        x_multiple_of=np.lcm(layout.ep, layout.cp),
+        all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
+        slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
+        mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
+        heads=model.heads, kv_heads=model.kv_heads,
+    )  # fmt: skip
+    x, y = best_split(**split, max_x=max_x)
+    if np.any(x == 0):
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), int(np.max(layout.cp)))
+    return x, y
+
+
+def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp: int) -> Exception:
+    """The refusal of a batch too small for any split: the smallest data axis a legal split of
+    this slice has (TP dividing the heads, X and Y sharing at most one axis, CP dividing it) sets
+    what is needed: a whole sequence for each replica of CP chips."""
+    smallest = next(
+        (X for X in sorted(set(split_candidates(stage_chips)[0].tolist())) if np.all(best_split(**split, max_x=X)[0])),
+        None,
+    )
+    replicas = None if smallest is None else smallest // cp
+    unit = "token" if workload.seq_len is None else f"sequence of {T}"
+    got = f"{float(np.min(workload.batch)):,.6g}"
+    if smallest is None:
+        heads = workload.model.heads
+        return refuse("batch", f"split by a TP degree the model's {heads} heads allow on this slice: none"
+                      " does (use pipeline stages or another slice)", got)  # fmt: skip
+    need = replicas * int(np.max(P)) * T * float(per_microbatch)
+    return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
+                  f" {smallest:,} chips, {replicas:,} replicas per pod" + (f" of {cp} CP chips" if cp > 1 else "")
+                  + f", each needing a whole {unit} per microbatch (or use pipeline stages, context parallelism to"
+                  " split each sequence (--cp), or another order of the slice's axes)", got)  # fmt: skip
+
+
+def _strategy_split(strategy: str, stage_chips: int, x, y):
+    """X and Y of a strategy: DP/FSDP put a stage's chips on X, TP on Y, FSDP + TP splits them."""
+    forced = {"x": ("y", 1), "y": ("x", 1)}.get(STRATEGIES[strategy].on)  # the group left with one chip
+    given = {"x": x, "y": y}
+    if forced is not None:
+        name, one = forced
+        if given[name] is not None and np.any(np.asarray(given[name]) != one):
+            raise refuse(name, f"1 for strategy {strategy!r} (use {BEST!r})", given[name])
+        given[name] = one
+    for name, other in (("x", "y"), ("y", "x")):
+        if given[name] is None:
+            share = np.asarray(given[other])
+            if np.any(stage_chips % share):
+                raise refuse(other, f"a divisor of the {stage_chips} chips of a stage", given[other])
+            given[name] = stage_chips // share
+    X, Y = np.asarray(given["x"], dtype=np.int64), np.asarray(given["y"], dtype=np.int64)
+    if np.any(X * Y != stage_chips):
+        if forced is not None:  # the strategy set one group to 1: the other, the one given, is wrong
+            name = "y" if forced[0] == "x" else "x"
+            raise refuse(name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name])
+        raise refuse("x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}")
+    return X, Y

@@ -1,0 +1,189 @@
+"""Peak memory per chip as a framework measures it (SPEC E.1): the busiest pipeline stage.
+
+Part A's memory (``chapter.py``) is the chapter's lower bound. The peak adds what a framework
+really holds at its busiest moment, the start of the first backward pass:
+- the stage's own weights: the embeddings on the first stage, the output layer on the last;
+- gradients in the dtype the stack keeps (``Profile.grad_bytes``);
+- the activations of the microbatches that stage holds in flight, by its place in the schedule;
+- the working set of one layer being recomputed (or running its backward under op-level
+  selective recompute);
+- the logits and the loss's fp32 copies, on the last stage;
+- communication buffers: ZeRO-3's gathered layers, DP and ZeRO-1/2's gradient buckets;
+- the caching allocator's rounding and fragmentation: reserved memory over allocated.
+
+The first and the last stage are evaluated; any other holds no more than the first (fewer
+microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (SPEC E.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..choices import per_choice
+from ..schedules import in_flight_microbatches, logits_in_flight
+from ..step.pipeline import busiest_stage_layers
+from ..transformer.experts import dispatch_bytes, routed_params
+
+PARTS = ("weights", "grads", "optimizer", "activations", "working_set", "logits", "buffers", "overhead", "allocator")
+
+
+@dataclass(frozen=True, eq=False)
+class PeakMemory:
+    """The busiest chip's peak [bytes] by part, and which stage it is (0 the first).
+
+    ``allocator`` is the caching allocator's reserve on top of what is allocated; ``measures``
+    says which of the two the stack's own reports count.
+    """
+
+    weights: np.ndarray
+    grads: np.ndarray
+    optimizer: np.ndarray
+    activations: np.ndarray
+    working_set: np.ndarray
+    logits: np.ndarray
+    buffers: np.ndarray
+    overhead: np.ndarray
+    allocator: np.ndarray
+    stage: np.ndarray
+    measures: str = "allocated"
+
+    def __repr__(self):
+        return f"PeakMemory(shape={np.shape(self.reserved)})"
+
+    @property
+    def allocated(self):
+        return sum(getattr(self, part) for part in PARTS if part != "allocator")
+
+    @property
+    def reserved(self):
+        return self.allocated + self.allocator
+
+    @property
+    def reported(self):
+        """The peak as the stack reports it: allocated or reserved bytes."""
+        return self.reserved if self.measures == "reserved" else self.allocated
+
+
+def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flash, selective, activation_bytes=2.0):
+    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (SPEC B.4, E.1).
+
+    Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
+    with A bytes an element, N_h·H query width and K·H key/value width:
+    - on every TP chip, unless sequence parallelism splits them: the two norms' inputs and
+      outputs, 4·A·D, and with dropout its two byte masks, 2·D;
+    - split over TP: Q, K, V and the attention output, A·(2·N_h·H + 2·K·H), and the MLP's
+      up-projections and activation, A·3F (gated) or A·2F; a MoE layer's k·CF dispatch copies;
+    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP, and with
+      dropout its mask and output, (1 + A)·N_h·s: B.4's 5·a·s/h of sbh at A = 2.
+    "selective" keeps this without the scores when the stack recomputes the attention core
+    ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
+    attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
+    torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+
+    >>> from scaling_widgets.presets import MODELS
+    >>> kw = dict(model=MODELS["llama-3-70b"], seq_len=4096, flash=True, selective="attention")
+    >>> (layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw) / 1024).tolist()
+    [268.0, 33.5]
+    """
+    D, F, s, t, A = model.d_model, model.active_width, seq_len, np.asarray(tp, dtype=float), activation_bytes
+    q, kv, dropout = model.heads * model.head_dim, model.kv_heads * model.head_dim, model.dropout > 0
+    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
+    every_chip = (4 * A + 2 * dropout) * D / sp
+    layer = every_chip + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
+    if remat == "none":
+        return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
+    if remat == "selective" and selective == "attention":
+        return layer
+    if remat == "selective":
+        return 2 * A * D / sp + (A * (2 * q + kv + F) + dispatch_bytes(model, A)) / t
+    if remat == "full":
+        return A * D / sp
+    return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
+
+
+def working_layers(remat, selective) -> float:
+    """Layers' worth of whole activations that exist besides what is kept, while one layer runs
+    its backward pass: the gradients of its activations, as large as they are, and when the layer
+    is recomputed, its recomputed activations too."""
+    recomputed = remat in ("full", "checkpoints") or (remat == "selective" and selective == "alternate-matmuls")
+    return 2.0 if recomputed else 1.0
+
+
+def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
+    """The busiest stage's peak per chip (SPEC E.1), from a placed layout and the stack's ``profile``.
+
+    Weights, gradients and optimizer state: ``_state``. Activations: ``layer_activation_bytes``
+    x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
+    flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
+    microbatch in flight there (GPipe: all). The first and the last stage are compared; the
+    busier one is reported.
+    """
+    model, precision = workload.model, workload.precision
+    X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
+    layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
+    tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
+
+    def kept(policy):
+        return layer_activation_bytes(
+            model=model, seq_len=(workload.seq_len or 1) / layout.cp, tp=Y, remat=policy,
+            sequence_parallel=layout.sequence_parallel, flash=profile.flash_attention, selective=profile.selective,
+            activation_bytes=precision.activation_bytes,
+        )  # fmt: skip
+
+    per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
+
+    def on_stage(stage):
+        held = in_flight_microbatches(
+            schedule=layout.schedule, stage=stage, stages=Z, microbatches=m, virtual_stages=v
+        )
+        return profile.activation_factor * per_layer * tokens * layers * held
+
+    last = np.asarray(Z) - 1
+    in_flight = logits_in_flight(schedule=layout.schedule, stages=Z, microbatches=m)
+    logits = profile.activation_factor * tokens * model.vocab / Y * profile.logits_bytes * in_flight
+    first, at_last = on_stage(0), on_stage(last) + logits
+    busiest = np.where(at_last > first, last, 0)
+    working = per_choice(layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective))
+    state = _state(workload, layout, placed, pods, params, profile, layers)
+    parts = dict(
+        **state, activations=np.where(busiest == last, at_last - logits, first),
+        working_set=profile.activation_factor * working * tokens, logits=np.where(busiest == last, logits, 0.0),
+    )  # fmt: skip
+    cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
+    return PeakMemory(**parts, overhead=np.asarray(overhead, dtype=float), allocator=cached * (profile.allocator - 1),
+                      stage=busiest, measures=profile.measures)  # fmt: skip
+
+
+def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
+    """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
+
+    The stage's parameters (its layers, and its embeddings: the input's on the first stage, the
+    output layer's on the last, both on a single stage) over TP, routed experts over EP too, and
+    over X (X/EP for experts) what the ZeRO stage shards: from 1 the optimizer state, from 2 the
+    gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
+    """
+    model, precision, X, Y, Z, zero = workload.model, workload.precision, placed.x, placed.y, placed.z, layout.zero
+    weight_bytes = profile.weight_bytes or precision.weight_bytes
+    grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
+    optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
+    routed, embedding = routed_params(model), float(model.vocab * model.d_model)
+    stage_embedding = np.where(Z == 1, params.embeddings, embedding)
+    layer = (params.total - params.embeddings - routed) / model.layers  # the weights every EP chip holds
+    layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
+
+    def over_x(first_stage):
+        sharded = np.asarray(zero) >= first_stage
+        return ((layer * layers + stage_embedding) / np.where(sharded, X, 1)
+                + layer_routed * layers / np.where(sharded, X / layout.ep, 1)) / Y  # fmt: skip
+
+    unit = np.maximum(layer + layer_routed, embedding) / Y  # ZeRO-3 gathers a layer, or the output layer
+    gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
+    if profile.pipeline_unsharded:  # under pipelining the whole stage, its gradients accumulated unsharded
+        stage = ((layer + layer_routed) * layers + stage_embedding) / Y
+        gathered = np.where(Z > 1, (precision.activation_bytes + grad_bytes) * stage, gathered)
+    buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0),
+                       np.where(X * pods > 1, profile.bucket_bytes, 0.0))  # fmt: skip
+    return dict(weights=weight_bytes * over_x(3), grads=grad_bytes * over_x(2), optimizer=optimizer_bytes * over_x(1),
+                buffers=buffers)  # fmt: skip

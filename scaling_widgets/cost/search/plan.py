@@ -1,0 +1,323 @@
+"""The layout planner: every legal layout of a cluster, evaluated in vectorized calls, ranked.
+
+A layout is
+- a factorization of a pod's chips into data/FSDP X, tensor Y (a power of two that divides the
+  attention heads) and pipeline Z (a divisor, at most one stage per layer);
+- its mapping onto the slice: the order in which the groups take the slice's axes (``span_axes``
+  gives TP the last axis first). Every distinct order of a TPU slice's axes is tried, and two
+  orders that give a split the same spans and rings count once; a GPU cluster's order is fixed,
+  TP inside a node first (``node_spans``);
+- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of SPEC
+  B.4), a pipeline schedule (GPipe, 1F1B, interleaved with 2 or 4 virtual stages) and a number
+  of microbatches (1 to 32 per stage);
+- for a mixture of experts, expert parallelism: 1 and every power of two that divides both the
+  experts and X (SPEC D.2);
+- context parallelism where a data replica would otherwise get less than a sequence a
+  microbatch: the smallest power of two CP that gives it one, as a ring (SPEC D.3). More CP
+  only adds traffic, and the ring moves what the all-gather moves but hides it.
+
+The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
+(one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
+that do not fit are dropped; the rest are ranked by step time, recompute charged (SPEC B.1).
+A layout that cannot run (``feasible.runs``) is never evaluated. Each row is a ``Layout``:
+``Plan.estimate(rank)`` evaluates it by the same path as every other estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks import Choice, Whole, refuse
+from ..cluster import feasible
+from ..cluster.mesh import axis_rings, span_axes
+from ..cluster.nodes import gpu_slice
+from ..evaluate import evaluate, split_keywords
+from ..result import Estimate
+from ..schedules import SCHEDULES
+from ..strategies import BEST
+from ..transformer.context import CP_KINDS
+from ..transformer.counts import REMAT_POLICIES
+from ..values import VALUES, Cluster, Layout, Options, Workload
+
+ZERO_STAGES = (0, 1, 2, 3)
+SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
+MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
+# The knobs of a layout the plan chooses; EP, CP and the CP kind are chosen unless given.
+SEARCHED = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
+HELD = ("ep", "cp", "cp_kind")
+KNOBS = SEARCHED + HELD
+# What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and measured step.
+BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time")
+WHERE = ("model", "chip", "batch", "seq_len", "slice_shape", "pods", "mfu", "precision")  # named arguments
+# Every other field of the four values a plan takes as it is, for every layout it evaluates.
+OPTIONS = tuple(
+    f for v in VALUES for f in v.__dataclass_fields__ if f not in (*KNOBS, *BY_HAND, *WHERE)
+)
+ONE_VALUE = ("batch", "pods", "mfu", "tokens", "overhead_bytes", "fits_below")  # one for every layout
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Every evaluated layout (flat arrays, one entry each) and the ranking of those that fit."""
+
+    layouts: dict  # name -> array, one entry per layout: the KNOBS and "axis_order"
+    axis_orders: tuple  # the slice shapes tried, its axes in each order; "axis_order" indexes it
+    step_time: np.ndarray  # seconds, recompute charged
+    fits: np.ndarray
+    memory: np.ndarray  # the busiest chip's peak, reserved [bytes] (SPEC E)
+    order: np.ndarray  # indices of the layouts that fit, best first
+    cluster: Cluster  # what was planned for: the slice in the order given
+    workload: Workload
+    options: Options
+    base: Layout  # what every row shares (sequence parallelism, rings)
+
+    def __repr__(self):
+        return f"Plan({len(self.step_time)} layouts, {len(self.order)} fit)"
+
+    def __len__(self):
+        return len(self.order)
+
+    def knobs(self, index: int) -> dict:
+        """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included."""
+        knobs = {k: self.layouts[k][index].item() for k in KNOBS}
+        return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
+
+    def layout(self, rank: int) -> dict:
+        """The knobs of the layout at ``rank`` (0 is the best), slice_shape in the order it uses."""
+        return self.knobs(self.order[rank])
+
+    def values(self, rank: int) -> tuple[Cluster, Workload, Layout, Options]:
+        """The four values ``evaluate`` takes for the layout at ``rank``."""
+        return self.values_at(self.order[rank])
+
+    def values_at(self, index: int) -> tuple[Cluster, Workload, Layout, Options]:
+        """The four values of evaluated layout ``index`` (in evaluation order)."""
+        knobs = self.knobs(index)
+        cluster = dataclasses.replace(self.cluster, slice_shape=knobs.pop("slice_shape"))
+        return cluster, self.workload, dataclasses.replace(self.base, **knobs), self.options
+
+    def estimate(self, rank: int) -> Estimate:
+        """The full estimate of the layout at ``rank``: the very numbers of its row."""
+        return evaluate(*self.values(rank))
+
+
+def plan(
+    *, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=None, precision=None, ep=None, cp=None,
+    cp_kind=None, **options,
+):  # fmt: skip
+    """Enumerate, evaluate and rank every legal layout (see the module's docstring).
+
+    ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
+    ``options`` pass on to ``estimate``: any of ``OPTIONS`` (the knobs of a layout are searched).
+    ``ep`` and ``cp`` fix those degrees instead of searching them, ``cp_kind`` how CP passes keys
+    and values (default "ring").
+    Raises ``ValueError`` saying what would be needed when no layout fits.
+
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=2048,
+    ...          slice_shape=(16, 16, 16), mfu=0.4)
+    >>> best = p.layout(0)
+    >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
+    (1024, 4, 1, True)
+    """
+    cluster, workload, base, opts = _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision,
+                                            options)  # fmt: skip
+    shape = cluster.slice_shape
+    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
+    orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
+    placed = _placements(orders, _splits(math.prod(shape), workload.model), chip)
+    fixed = _fixed_degrees(ep, cp, cp_kind)
+    evaluated = [
+        _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
+                  _only(placed, placed["axis_order"] == i), **fixed)
+        for i, order in enumerate(orders)
+    ]  # fmt: skip
+    evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
+    if not evaluated:
+        raise refuse("batch", "enough for some layout the planner tries to run: a whole sequence per data replica and"
+                     " microbatch, with 1 to 32 microbatches per stage", batch)  # fmt: skip
+    merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
+    if not merged["fits"].any():
+        raise _what_would_fit(merged, cluster, workload, opts)
+    layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
+    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], _ranking(merged), cluster,
+                workload, opts, base)  # fmt: skip
+
+
+def plan_keywords(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> dict:
+    """The keywords of ``plan`` for the cluster and the workload of these values, with their
+    options: a plan for a scenario (its layout's knobs are what the plan chooses)."""
+    held = {**vars(cluster), **vars(workload), **vars(layout), **vars(options)}
+    return {name: held[name] for name in (*WHERE, *OPTIONS)}
+
+
+def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
+    """The four values a plan is for, checked: one batch, sequence length, count of pods and MFU."""
+    for name in options:
+        if name not in OPTIONS:
+            raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
+                         f" takes {', '.join(OPTIONS)}", repr(options[name]))  # fmt: skip
+    if seq_len is None:
+        raise refuse("seq_len", "one number to plan for", None)
+    if chips is not None:
+        chips = Whole()("chips", chips)
+        if not chip.is_gpu:
+            raise refuse("chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips)
+        slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
+    keywords = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, slice_shape=slice_shape, pods=pods,
+                    mfu=mfu, **options, **({} if precision is None else {"precision": precision}))  # fmt: skip
+    values = split_keywords(keywords)
+    for value in values:
+        for name in ONE_VALUE:
+            if np.ndim(getattr(value, name, None)):
+                raise refuse(name, "one number to plan for", np.asarray(getattr(value, name)).tolist())
+    cluster, workload, base, opts = values
+    feasible.together(*values)
+    return cluster, workload, dataclasses.replace(base, strategy=BEST), opts
+
+
+def _ranking(merged: dict) -> np.ndarray:
+    """The layouts that fit, best first: the shortest step; then whole sequences on each chip
+    (context parallelism only where it is faster); then compute-bound down to the smallest batch
+    (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
+    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
+    keys = (
+        merged["zero"], merged["memory"], _rank_of(merged["remat"], REMAT_POLICIES), merged["microbatches"],
+        merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["cp"], merged["step_time"],
+    )  # fmt: skip
+    order = np.lexsort(keys)
+    return order[merged["fits"][order]]
+
+
+def _splits(chips: int, model) -> dict:
+    """Every (X, Y, Z): Z divides the chips and is at most the layers, Y a power of two dividing
+    the rest and the heads, X what is left."""
+    Z = np.arange(1, min(chips, model.layers) + 1)
+    Z = Z[chips % Z == 0]
+    Y = 2 ** np.arange(int(math.log2(chips & -chips)) + 1)
+    Z, Y = (a.ravel() for a in np.meshgrid(Z, Y, indexing="ij"))
+    legal = ((chips // Z) % Y == 0) & (model.heads % Y == 0)
+    Z, Y = Z[legal], Y[legal]
+    return {"x": chips // (Y * Z), "y": Y, "z": Z}
+
+
+def _knobs() -> dict:
+    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage."""
+    schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
+    return _product(
+        {"zero": np.array(ZERO_STAGES)},
+        {"remat": np.array(REMAT_POLICIES)},
+        {"schedule": schedules[0], "virtual_stages": schedules[1]},
+        {"per_stage": np.array(MICROBATCHES_PER_STAGE)},
+    )
+
+
+def _product(*tables: dict) -> dict:
+    """Every combination of one row of each table (a dict of equal-length columns), as columns."""
+    sizes = [len(next(iter(t.values()))) for t in tables]
+    rows = np.indices(sizes).reshape(len(sizes), -1)
+    return {name: column[r] for t, r in zip(tables, rows) for name, column in t.items()}
+
+
+def _placements(orders, splits: dict, chip) -> dict:
+    """Every (X, Y, Z) in every axis order, legal and distinct: on a TPU slice X and Y share at
+    most one axis (the rule of ``best_split``), and two orders that give a split the same spans
+    and rings are one placement to the cost model (the first order keeps it)."""
+    if chip.is_gpu:
+        return {**splits, "axis_order": np.zeros(len(splits["x"]), dtype=np.int64)}
+    tables = []
+    for i, order in enumerate(orders):
+        rings = axis_rings(slice_shape=order, pod_shape=chip.pod_shape, rule=chip.wraparound)
+        span = span_axes(slice_shape=order, rings=rings, **splits)
+        spans = {k: np.broadcast_to(getattr(span, k), len(splits["x"])) for k in ("mx", "my", "wrap_x", "wrap_y")}
+        table = {**splits, **spans, "axis_order": np.full(len(splits["x"]), i)}
+        tables.append(_only(table, span.shared_axes <= 1))
+    placed = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
+    key = np.column_stack([placed[k] for k in ("x", "y", "z", "mx", "my", "wrap_x", "wrap_y")])
+    first = np.sort(np.unique(key, axis=0, return_index=True)[1])
+    return {k: placed[k][first] for k in (*splits, "axis_order")}
+
+
+def _only(table: dict, keep) -> dict:
+    return {k: v[keep] for k, v in table.items()}
+
+
+def _evaluate(
+    cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict, ep=None, cp=None,
+    cp_kind="ring",
+) -> dict:  # fmt: skip
+    """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
+    the order of ``cluster.slice_shape``."""
+    degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
+    c = _product(placed, _knobs(), degrees)
+    c["microbatches"] = c.pop("per_stage") * c["z"]
+    minimal = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
+    c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
+    c["cp_kind"] = np.full(len(c["x"]), cp_kind)
+    ok = feasible.runs(
+        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=cluster.pods, x=c["x"],
+        y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"], ep=c["ep"],
+        cp=c["cp"],
+    )  # fmt: skip
+    # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
+    # again for every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
+    legal = (ok["sequences"] & ok["heads"] & ok["stages"] & ok["experts"] & ok["context"]
+             & ((c["z"] > 1) | (c["schedule"] == "1f1b")))  # fmt: skip
+    c = _only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
+    if not len(c["x"]):
+        return {}
+    e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
+    return {
+        **c, "step_time": e.step_time, "fits": e.fits, "memory": e.peak.reserved,
+        "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
+    }  # fmt: skip
+
+
+def _fixed_degrees(ep, cp, cp_kind) -> dict:
+    """The EP, CP and CP kind a plan is held to, checked (None: searched)."""
+    fixed = {"cp_kind": Choice(CP_KINDS)("cp_kind", cp_kind or "ring")}
+    for name, value in (("ep", ep), ("cp", cp)):
+        fixed[name] = None if value is None else Whole()(name, value)
+    return fixed
+
+
+def _expert_degrees(model) -> dict:
+    """EP 1, and for a mixture of experts every power of two that divides its experts."""
+    E = 1 if model.moe is None else model.moe.experts
+    return {"ep": np.array([2**k for k in range(int(math.log2(E & -E)) + 1)])}
+
+
+def _context_degrees(workload: Workload, pods, x, microbatches) -> np.ndarray:
+    """The smallest power of two CP that gives each data replica a whole sequence a microbatch
+    (1 where it has one already): B·CP/(T·X·P) ≥ m."""
+    T = workload.seq_len or 1
+    short = microbatches * T * x * pods / workload.batch  # replicas per sequence: > 1 needs CP
+    return np.where(short > 1, 2 ** np.ceil(np.log2(np.maximum(short, 1))), 1).astype(np.int64)
+
+
+def _rank_of(values: np.ndarray, names) -> np.ndarray:
+    """Each value's position in ``names``."""
+    names = np.asarray(names)
+    sorter = np.argsort(names)
+    return sorter[np.searchsorted(names, values, sorter=sorter)]
+
+
+def _what_would_fit(merged: dict, cluster: Cluster, workload: Workload, options: Options) -> ValueError:
+    """The refusal when no layout fits: what the leanest needs, and how many more chips would do."""
+    chip, model, pods = cluster.chip, workload.model, cluster.pods
+    need, overhead = float(merged["memory"].min()), float(options.overhead_bytes)
+    limit = options.fits_below * chip.hbm_bytes
+    more = math.ceil((need - overhead) / (limit - overhead)) if overhead < limit else 0  # overhead does not shrink
+    return ValueError(
+        f"no layout of {model.name} fits on {math.prod(cluster.slice_shape) * pods:,} {chip.name} chips"
+        + (f" ({pods} pods)" if pods > 1 else "")
+        + f": the leanest needs {need / 1e9:.1f} GB per chip of {limit / 1e9:.0f} GB"
+        + (f", and the runtime overhead alone is {overhead / 1e9:.0f} GB" if overhead >= limit else
+           f". About {more}x the chips{' per pod (each pod holds a replica)' if pods > 1 else ''} would do"
+           " (or a smaller batch, or a leaner precision)")
+    )  # fmt: skip

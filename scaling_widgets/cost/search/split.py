@@ -1,0 +1,92 @@
+"""The best legal FSDP x TP split on a physical slice (SPEC A.3, A.8 examples 10 and 16)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cluster.mesh import span_axes
+from ..cluster.nodes import node_spans
+from ..transformer.layer import CHAPTER, crossover_batch, layer_times
+
+
+def split_candidates(chips: int):
+    """Every split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending)."""
+    chips = int(chips)
+    largest_y = chips & -chips
+    Y = 2 ** np.arange(int(math.log2(largest_y)) + 1, dtype=np.int64)
+    return chips // Y, Y
+
+
+def best_split(
+    *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
+    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None,
+    x_multiple_of=1, all_to_all=None,
+):  # fmt: skip
+    """The FSDP + TP split (X, Y) to use on this slice at this batch.
+
+    Every candidate of ``split_candidates`` is mapped onto the slice (``span_axes``) and
+    evaluated. If some are compute-bound, the best is the one that stays compute-bound down to
+    the smallest batch (its ``crossover_batch``): the most headroom. Otherwise the best is the
+    one with the shortest layer time. Ties go to the smaller Y. ``mx``/``my`` override the
+    spans of every candidate. With ``node_size`` the slice is a GPU cluster (``node_spans``).
+    ``z`` (pipeline stages) is one whole number; the rest broadcast. On a GPU cluster TP stays
+    inside a node (a split by hand may take it across). With ``heads`` (and
+    ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
+    axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
+    left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
+    only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come out of
+    them), and ``all_to_all(X, Y, M_X)``
+    gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
+
+    On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
+    FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
+
+    Examples
+    --------
+    >>> X, Y = best_split(batch=[5e5, 3e6], d_model=[8192, 5120], d_ff=[32_768, 13_824],
+    ...                   slice_shape=(16, 16, 16), flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9)
+    >>> X.tolist(), Y.tolist()
+    ([512, 1024], [8, 4])
+    """
+    shape, Z, B = tuple(slice_shape), int(z), np.asarray(batch, dtype=float)
+    X, Y = split_candidates(math.prod(shape) // Z)
+    if node_size:
+        span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=ici_bw, nic_bw=scaleout_bw)
+    else:
+        span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+    # Candidates run along a new last axis; every other argument gains one to broadcast.
+    D, F, P, C, W, W_dcn = (np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw))
+    F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)[..., None]
+    M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]
+    M_Y = span.my if my is None else np.asarray(my, dtype=float)[..., None]
+    layout = dict(
+        strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact,
+        wrap_x=span.wrap_x, wrap_y=span.wrap_y, d_ff_weights=F_w,
+        ep_seconds=0.0 if all_to_all is None else all_to_all(X, Y, M_X),
+    )  # fmt: skip
+    crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
+    layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
+    legal = _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of)
+    crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
+    crossover, layer = np.broadcast_arrays(crossover, layer)
+    some_compute_bound = crossover.min(axis=-1) <= B
+    pick = np.where(some_compute_bound, crossover.argmin(axis=-1), layer.argmin(axis=-1))
+    none_legal = ~np.broadcast_to(legal, crossover.shape).any(axis=-1)
+    return np.where(none_legal, 0, X[pick]), Y[pick]
+
+
+def _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of):
+    """Which candidates may run: X and Y share at most one axis (``span_axes``); on GPUs TP stays
+    inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP divides the
+    heads; X gives a whole sequence to each replica (``max_x``) and holds the EP and CP groups."""
+    legal = span.shared_axes <= 1
+    if node_size:
+        legal = legal & (Y <= node_size)
+    if heads is not None:
+        K = heads if kv_heads is None else kv_heads
+        legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
+    if max_x is not None:
+        legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
+    return legal & (X % np.asarray(x_multiple_of)[..., None] == 0)

@@ -1,0 +1,13 @@
+"""PyTorch FSDP2, as torchtitan runs it."""
+
+NAME, ORDER = "fsdp2", 1
+# fp32 sharded weights (the master copy), gradients and Adam; bf16 gathered; op-level selective
+# recompute saves every other matmul; the loss casts the logits to fp32, and its backward holds the
+# saved log-softmax, the loss's gradient and the log-softmax's, all fp32 (12 bytes a logit); under
+# pipelining FSDP does not reshard after forward, and the stage syncs gradients at the last
+# microbatch only, so they accumulate unsharded (in fp32, FSDP's reduce dtype); its log reports
+# peak reserved memory.
+MEMORY = dict(
+    weight_bytes=4.0, grad_bytes=4.0, optimizer_bytes=8.0, selective="alternate-matmuls",
+    logits_bytes=12.0, pipeline_unsharded=True, measures="reserved",
+)

@@ -1,0 +1,14 @@
+"""Tensor parallelism: every chip of a stage on the tensor axis Y, each with a slice of every
+weight; the activations are gathered and scattered around each matmul (MODEL.md §A.3)."""
+
+import numpy as np
+
+NAME, LABEL, ORDER = "tp", "TP", 2
+ZERO = 0  # no data axis to shard over
+ON = "y"
+TRAFFIC = ("tp", "tp")
+
+
+def critical_tokens_per_chip(*, alpha, weights_per_compute, mx, my, d_ff):
+    """None: its traffic grows with the batch as its compute does (its limit is on Y, ``tp_limit``)."""
+    return np.full(np.broadcast(alpha, d_ff, mx, my).shape, np.nan)

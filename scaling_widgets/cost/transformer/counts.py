@@ -1,0 +1,144 @@
+"""Parameters and training FLOPs (SPEC A.5, B.1, D.1).
+
+Every product here is formed in float64: a model's dimensions arrive as integers, and their
+product (L·D·F, or L·T·N_h·H with a long sequence) would wrap around as int64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+
+@dataclass(frozen=True, eq=False)
+class ParamCount:
+    """Parameters of a LLaMA-style model by part; ``mlp_active`` is the MLP a token goes through
+    (a MoE model's top-k and shared experts and its routers, SPEC D.1; the whole MLP if dense)."""
+
+    mlp: np.ndarray
+    attention: np.ndarray
+    embeddings: np.ndarray
+    mlp_active: np.ndarray | None = None
+
+    def __repr__(self):
+        return f"ParamCount(total={np.asarray(self.total)!r}, active={np.asarray(self.active)!r})"
+
+    @property
+    def total(self):
+        return self.mlp + self.attention + self.embeddings
+
+    @property
+    def mlp_used(self):
+        """The MLP parameters a token goes through."""
+        return self.mlp if self.mlp_active is None else self.mlp_active
+
+    @property
+    def active(self):
+        """The parameters each token uses: what the training FLOPs count (SPEC D.1)."""
+        return self.mlp_used + self.attention + self.embeddings
+
+
+def param_count(
+    *, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated=True, tied_embeddings=False, moe=None, mla=None
+):  # fmt: skip
+    """Parameters of a LLaMA-style decoder (SPEC A.5), with MoE layers and latent attention (D.1).
+
+    MLP 3·L·D·F (gated; 2·L·D·F ungated); attention 2·D·(N_h + K)·H·L (Q and O are D x N_h·H,
+    K and V are D x K·H); embeddings 2·V·D (V·D when tied). Norms and biases are ignored.
+    With ``moe`` (a ``MoE``) the layers after its first ``dense_layers`` hold (E + S) experts of
+    c·D·F_e and a router D·E each, of which a token uses k + S; with ``mla`` (an ``MLA``) the
+    attention is counted projection by projection (``mla_attention``).
+
+    Examples
+    --------
+    >>> p = param_count(layers=40, d_model=5120, d_ff=13_824, heads=40, kv_heads=40,
+    ...                 head_dim=128, vocab=32_000)
+    >>> round(float(p.total) / 1e9, 1)
+    13.0
+    """
+    L, D, F, N_h, K, H, V = _floats(layers, d_model, d_ff, heads, kv_heads, head_dim, vocab)
+    c = np.where(gated, 3.0, 2.0)  # matrices per MLP: in, out, and the gate
+    attention = (2 * D * (N_h + K) * H if mla is None else mla_attention(D, N_h, mla)) * L
+    embeddings = np.where(tied_embeddings, 1.0, 2.0) * V * D
+    if moe is None:
+        return ParamCount(mlp=c * L * D * F, attention=attention, embeddings=embeddings)
+    dense, moe_layers = c * moe.dense_layers * D * F, L - moe.dense_layers
+    router = moe_layers * moe.experts * D
+    experts = moe_layers * c * D * moe.d_ff  # per expert, over the MoE layers
+    return ParamCount(
+        mlp=dense + (moe.experts + moe.shared) * experts + router, attention=attention, embeddings=embeddings,
+        mlp_active=dense + (moe.top_k + moe.shared) * experts + router,
+    )  # fmt: skip
+
+
+def mla_attention(D, N_h, mla):
+    """Parameters of one layer of multi-head latent attention (SPEC D.1): the query's down and up
+    projections (or one D x N_h·(d_nope + d_rope) without a query rank), the key/value down
+    projection D x (r_kv + d_rope) and up projection r_kv x N_h·(d_nope + d_v), and the output
+    N_h·d_v x D.
+
+    >>> from scaling_widgets.cost.transformer.shapes import MLA
+    >>> v3 = MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536)
+    >>> round(float(mla_attention(7168.0, 128.0, v3)) / 1e6, 1)  # DeepSeek-V3, per layer
+    187.1
+    """
+    qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    r_q = mla.q_lora_rank
+    query = D * r_q + r_q * N_h * qk if r_q else D * N_h * qk
+    r_kv = mla.kv_lora_rank
+    key_value = D * (r_kv + mla.qk_rope_head_dim) + r_kv * N_h * (mla.qk_nope_head_dim + mla.v_head_dim)
+    return query + key_value + N_h * mla.v_head_dim * D
+
+
+def training_flops(*, params, tokens):
+    """Training FLOPs ≈ 6 · params · tokens (SPEC A.5).
+
+    Examples
+    --------
+    >>> training_flops(params=70e9, tokens=[15e12, 1e12])
+    array([6.3e+24, 4.2e+23])
+    """
+    Psi, tokens = _floats(params, tokens)
+    return 6 * Psi * tokens
+
+
+REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
+
+
+def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False):
+    """Model FLOPs per trained token: 6·Ψ, plus 12·L·T·N_h·H with ``attention`` (SPEC B.1).
+
+    The attention scores and their weighted sum (Q·Kᵀ and A·V) cost 4·T·N_h·H per token and
+    layer forward, three times that forward and backward; causal masking is not subtracted.
+
+    Examples
+    --------
+    >>> flops_per_token(params=13e9, layers=40, seq_len=[4096, 32768], heads=40, head_dim=128,
+    ...                 attention=True) / 6 / 13e9
+    array([1.12905551, 2.03244406])
+    """
+    Psi, L, T, N_h, H = _floats(params, layers, seq_len, heads, head_dim)
+    return 6 * Psi + np.where(attention, 12 * L * T * N_h * H, 0.0)
+
+
+def recompute_flops_per_token(*, params, layers, seq_len, heads, head_dim, remat="checkpoints", attention=True):
+    """Hardware FLOPs per token that recomputation adds to the model's (SPEC B.1, B.4).
+
+    "full": the whole forward again, 2·Ψ (+ 4·L·T·N_h·H when ``attention`` is counted);
+    "selective": only the attention core, 4·L·T·N_h·H (Korthikanti et al. 2022); "none" and the
+    chapter's "checkpoints": nothing.
+
+    >>> float(recompute_flops_per_token(params=1e9, layers=1, seq_len=1, heads=1, head_dim=1, remat="full"))
+    2000000004.0
+    """
+    Psi, L, T, N_h, H = _floats(params, layers, seq_len, heads, head_dim)
+    attention_forward = 4 * L * T * N_h * H
+    full = 2 * Psi + np.where(attention, attention_forward, 0.0)
+    return {"full": full, "selective": attention_forward}.get(remat, 0.0 * Psi)
+
+
+def _floats(*values) -> tuple[np.ndarray, ...]:
+    """Each value as float64: a product of five integers' dimensions stays exact and finite."""
+    return tuple(np.asarray(v, dtype=np.float64) for v in values)

@@ -1,0 +1,83 @@
+"""Expert parallelism (SPEC D.2): each chip of an EP group holds E/EP of a MoE layer's experts,
+and two all-to-alls a pass bring every token to its k experts and back.
+
+The EP group is taken from the data axis X: EP of its chips split the experts, and the rest
+(X/EP of them) hold copies that data parallelism keeps in step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cluster.chip import Chip
+from .shapes import Model
+from ..cluster.mesh import subgroup_span
+
+
+def held_width(model: Model, ep=1):
+    """The MLP width one chip holds of a (MoE) layer before FSDP or TP: (E/EP + S)·F_e (F if dense)."""
+    if model.moe is None:
+        return float(model.d_ff) * np.ones_like(np.asarray(ep, dtype=float))
+    moe = model.moe
+    return (moe.experts / np.asarray(ep, dtype=float) + moe.shared) * moe.d_ff
+
+
+def routed_params(model: Model) -> float:
+    """The routed experts' parameters, all layers: what EP divides (c·D·F_e each, SPEC D.1)."""
+    if model.moe is None:
+        return 0.0
+    moe, c = model.moe, 3 if model.gated else 2
+    return float(moe.experts * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers))
+
+
+def dispatch_bytes(model: Model, activation_bytes) -> float:
+    """A MoE layer's dispatch buffer, its tokens' k·CF copies sorted by expert (SPEC D.2), per
+    token and layer on average over all L layers: A·k·CF·D·(L − L_dense)/L; 0 if dense."""
+    if model.moe is None:
+        return 0.0
+    moe = model.moe
+    return (
+        activation_bytes * moe.top_k * model.padding * model.d_model * (model.layers - moe.dense_layers) / model.layers
+    )
+
+
+def all_to_all(chip: Chip, model: Model, ep):
+    """``all_to_all_seconds`` for a placement: seconds per token from the data axis X, the TP
+    degree Y and the axes M_X that X spans."""
+
+    def seconds(x, y, mx):
+        return all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=subgroup_span(size=ep, x=x, mx=mx))
+
+    return seconds
+
+
+def all_to_all_seconds(*, chip: Chip, model: Model, ep, y=1, mx=1, bytes_per_element=2.0):
+    """Seconds one all-to-all takes per token a chip sends (SPEC D.2): multiply by its tokens.
+
+    Each token goes to k experts (k·CF with padding to a capacity factor): k·D·bytes leave the
+    chip for the (1 − 1/EP) of them that live elsewhere.
+
+    - TPU torus: an all-to-all over a ring of EP chips costs about a quarter of an all-gather
+      of the same array, k·D·bytes·(EP − 1)/(4·W_ici·M), with M the axes the group spans.
+    - GPU cluster: of the group, n = min(EP, node/Y) chips share a node. (n − 1)/EP of the copies
+      cross NVLink; the rest cross the NIC, where a token goes once to each node that holds one of
+      its experts, min(k·(EP − n)/EP, (EP − n)/n) copies, and at most the nodes node-limited
+      routing allows (``MoE.routed_nodes``). The two links run at once. Across nodes,
+      with Y = 1 and n = 8, this is the GPU chapter's T = 2·B·D·(Z − 8)/Z·min(8k/Z, 1)/W_node.
+    """
+    EP = np.asarray(ep, dtype=float)
+    if model.moe is None:
+        return np.zeros_like(EP)
+    k = model.moe.top_k * model.padding
+    copy = model.d_model * bytes_per_element  # one token's activations [bytes]
+    if not chip.is_gpu:
+        spans = np.maximum(np.asarray(mx, dtype=float), 1.0)
+        return k * copy * (EP - 1) / (4 * chip.ici_bw * spans)
+    in_node = np.minimum(EP, np.maximum(chip.node_size // np.asarray(y), 1))
+    nvlink = k * copy * (in_node - 1) / EP / chip.ici_bw
+    remote = EP - in_node
+    copies = np.minimum(k * remote / EP, remote / in_node)
+    if model.moe.routed_nodes is not None:
+        copies = np.minimum(copies, model.moe.routed_nodes)
+    nic = copy * copies / chip.scaleout_bw
+    return np.maximum(nvlink, nic)

@@ -1,0 +1,89 @@
+"""Where each strategy turns compute-bound, and the chapter's optimal FSDP/TP split (SPEC A.3, A.10)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..strategies import STRATEGIES
+
+
+def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1, d_ff_weights=None):
+    """Tokens per chip above which a strategy is compute-bound (SPEC A.3, A.10).
+
+    DP and FSDP: α / M_X; FSDP + TP at the optimal split: α² / (M_X·M_Y·F); pure TP has no
+    batch threshold (NaN; see ``tp_limit``). α = C / W_ici. With Z pipeline stages, a chip
+    sees 1/Z of the tokens of a stage's layer, so the per-chip threshold is divided by Z.
+    A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (SPEC D.1,
+    D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
+    (r·α/M_X, the "(E/k)·C/W" of data parallelism over experts); FSDP + TP's is α²·r/(M_X·M_Y·F).
+
+    Examples
+    --------
+    >>> critical_tokens_per_chip(strategy="fsdp", flops=4.59e14, ici_bw=1.8e11, d_ff=1, mx=[1, 3])
+    array([2550.,  850.])
+    """
+    C, W, F, M_X, M_Y, Z = (np.asarray(v, dtype=float) for v in (flops, ici_bw, d_ff, mx, my, stages))
+    r = 1.0 if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float) / F
+    per_stage = STRATEGIES[strategy].critical_tokens_per_chip(
+        alpha=C / W, weights_per_compute=r, mx=M_X, my=M_Y, d_ff=F
+    )
+    return per_stage / Z
+
+
+def tp_limit(*, flops, ici_bw, d_ff, my=1):
+    """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (SPEC A.3).
+
+    Examples
+    --------
+    >>> tp_limit(flops=4.59e14, ici_bw=1.8e11, d_ff=[30_000, 49_152]).round(1)
+    array([11.8, 19.3])
+    """
+    alpha = np.asarray(flops, dtype=float) / np.asarray(ici_bw, dtype=float)
+    return np.asarray(my, dtype=float) * np.asarray(d_ff, dtype=float) / alpha
+
+
+def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
+    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (SPEC A.3),
+    times F_w/F for a MoE model (``weights_per_compute``, SPEC D.2): its gradients per FLOP.
+
+    Examples
+    --------
+    >>> critical_tokens_per_pod(flops=[4.59e14, 1.97e14], dcn_bw=[6.25e9, 3.125e9]).round()
+    array([73440., 63040.])
+    """
+    r, C, W_dcn = (np.asarray(v, dtype=float) for v in (weights_per_compute, flops, dcn_bw))
+    return r * C / W_dcn
+
+
+def x_opt(*, batch, d_ff, chips, mx=1, my=1):
+    """The continuous FSDP degree that balances FSDP and TP traffic (SPEC A.3).
+
+    X_opt = sqrt( (B/F) · (M_X/M_Y) · N ), with B the batch of one pod and N its chips per
+    stage. (The translated chapter drops the square root: SPEC A.9.) FSDP moves weights, so for
+    a MoE layer F is the width it holds, (E + S)·F_e (SPEC D.1).
+
+    Examples
+    --------
+    >>> x_opt(batch=[48_000, 3e6], d_ff=[32_768, 13_824], chips=[64, 4096], mx=2, my=1).round(1)
+    array([  13.7, 1333.3])
+    """
+    B, F, N, M_X, M_Y = (np.asarray(v, dtype=float) for v in (batch, d_ff, chips, mx, my))
+    return np.sqrt(B / F * (M_X / M_Y) * N)
+
+
+def nearest_split(*, x_opt, chips):
+    """The chapter's rounding of X_opt: X = the power-of-two share nearest X_opt, Y = N / X.
+
+    Y runs over the powers of two that divide N; the one whose X = N/Y is nearest X_opt on a
+    log scale wins (SPEC A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
+
+    Examples
+    --------
+    >>> nearest_split(x_opt=[13.7, 1333.3], chips=[64, 4096])
+    (array([  16, 1024]), array([4, 4]))
+    """
+    target, N = np.asarray(x_opt, dtype=float), np.asarray(chips, dtype=np.int64)
+    largest_y = N & -N  # the largest power of two dividing N
+    log_y = np.clip(np.round(np.log2(N / target)), 0, np.log2(largest_y))
+    Y = (2 ** log_y.astype(np.int64)).astype(np.int64)
+    return N // Y, Y

@@ -1,0 +1,57 @@
+"""The plots' words: the name of each roofline curve and memory bar, and where the groups sit
+(the data itself is ``cost/views.py``'s)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..cost import Estimate
+from ..cost.strategies import BEST, STRATEGIES
+from ..cost.views import MemoryData, MeshData, RooflineData
+from .explain import group_places, layout_name
+
+
+def curve_names() -> dict:
+    """Each roofline curve's short name, for its toggle and its legend."""
+    names = {name: s.label for name, s in STRATEGIES.items()}
+    names.update({BEST: f"{STRATEGIES[BEST].label} (this split)", "optimal": f"{STRATEGIES[BEST].label} (best)"})
+    return {**names, "dcn": "DCN"}
+
+
+def roofline(data: RooflineData, current: Estimate) -> RooflineData:
+    """Each curve's name: a strategy's own, the best split's, the split in use, the pods' DCN."""
+    labels = {name: s.label for name, s in STRATEGIES.items() if name != BEST}
+    labels["optimal"] = f"{STRATEGIES[BEST].label}, best split"
+    if current.strategy == BEST:
+        labels[BEST] = short_name(current)
+    if data.pods > 1:
+        labels["dcn"] = f"DCN ({data.pods} pods)"
+    return dataclasses.replace(data, labels=labels)
+
+
+def memory(data: MemoryData) -> MemoryData:
+    """Each bar's name (its layout, or why it cannot run) and its busiest stage."""
+    labels = tuple(
+        short_name(e) if isinstance(e, Estimate) else f"{STRATEGIES[name].label}: cannot run"
+        for name, e in zip(data.strategies, data.estimates)
+    )
+    return dataclasses.replace(data, labels=labels, stages=tuple(_stage(e) for e in data.estimates))
+
+
+def mesh(data: MeshData, current: Estimate) -> MeshData:
+    """Where X and Y sit, in words."""
+    return dataclasses.replace(data, places=tuple(group_places(current)))
+
+
+def short_name(e: Estimate) -> str:
+    """The layout's groups alone: "FSDP X=512 x TP Y=8"."""
+    return layout_name(e).split(", ")[0]
+
+
+def _stage(e) -> str:
+    """The busiest stage, briefly: "stage 1 of 4"; "" with one stage, or where it cannot run."""
+    if not isinstance(e, Estimate) or int(np.max(e.z)) == 1:
+        return ""
+    return f"stage {int(e.peak.stage) + 1} of {int(np.max(e.z))}"
