@@ -44,7 +44,9 @@ def first_renders(browser, url: str, loads: int = 5) -> list[float]:
     panel = []
     for _ in range(loads):
         page = browser.new_page(viewport={"width": 1500, "height": 1300})
-        page.route("**/*", lambda route: route.continue_() if local(route.request.url) else route.abort())
+        page.route(
+            "**/*", lambda route: route.continue_() if local(route.request.url) else route.abort()
+        )
         start = time.perf_counter()
         page.goto(url + "/")
         wait_for_panel(page)
@@ -61,7 +63,10 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
             first = first_renders(browser, server.url)
             page = browser.new_page(viewport={"width": 1500, "height": 1300})
-            page.route("**/*", lambda route: route.continue_() if local(route.request.url) else route.abort())
+            page.route(
+                "**/*",
+                lambda route: route.continue_() if local(route.request.url) else route.abort(),
+            )
             page.goto(server.url + "/")
             wait_for_panel(page)
             # 50M tokens: 12,207 sequences, enough for FSDP over the 4,096 chips (TP alone cannot
@@ -74,7 +79,12 @@ def main() -> None:
             page.evaluate(WATCH)
             buttons = ["FSDP + TP", "FSDP"] * 2  # from i = 1: FSDP first, as FSDP + TP is on show
             strategy = [
-                measure(page, lambda i=i: page.click(f".sw-strategy-selector button:text-is('{buttons[i % 4]}')"))
+                measure(
+                    page,
+                    lambda i=i: page.click(
+                        f".sw-strategy-selector button:text-is('{buttons[i % 4]}')"
+                    ),
+                )
                 for i in range(1, CHANGES + 1)
             ]
             axis = page.locator(".sw-panel .sw-mesh-picker input[type=number]").first
@@ -87,8 +97,11 @@ def main() -> None:
             browser.close()
     finally:
         server.stop()
-    print(f"first render of the panel, {len(first)} fresh pages: p50 {statistics.median(first):.2f} s,"
-          f" max {max(first):.2f} s")  # fmt: skip
+    print(
+        f"first render of the panel, {len(first)} fresh pages: p50 {statistics.median(first):.2f} "
+        "s,"
+        f" max {max(first):.2f} s"
+    )
     print(f"{CHANGES} changes each, Voila + Chromium on this machine")
     print(f"{'control -> changed roofline path':<36} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, times in (("strategy toggle button", strategy), ("mesh axis length (typed)", mesh)):

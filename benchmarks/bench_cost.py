@@ -48,7 +48,16 @@ def vectorized(c: dict):
     D, F, L = MODEL.d_model, MODEL.d_ff, MODEL.layers
     hw = dict(flops=CHIP.flops, ici_bw=CHIP.ici_bw, dcn_bw=CHIP.dcn_bw)
     t = layer_times(
-        strategy="fsdp+tp", batch=c["B"], d_model=D, d_ff=F, x=c["X"], y=c["Y"], pods=c["P"], mx=3, my=1, **hw
+        strategy="fsdp+tp",
+        batch=c["B"],
+        d_model=D,
+        d_ff=F,
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
+        mx=3,
+        my=1,
+        **hw,
     )
     mem = memory_per_chip(
         params=PARAMS,
@@ -62,18 +71,29 @@ def vectorized(c: dict):
         zero=3,
     )
     step = step_time(
-        batch=c["B"], params=PARAMS, chips=4096 * c["P"], flops=CHIP.flops, mfu=c["mfu"], comm_time=L * t.t_comms
+        batch=c["B"],
+        params=PARAMS,
+        chips=4096 * c["P"],
+        flops=CHIP.flops,
+        mfu=c["mfu"],
+        comm_time=L * t.t_comms,
     )
     return t.compute_bound, mem.total <= CHIP.hbm_bytes, step
 
 
 def full_estimate(c: dict, predicted: bool = False):
     """``estimate`` itself: mesh spans, crossovers, thresholds, X_opt, memory, step time (the
-    chapter's at an MFU given, or the predicted one of SPEC C, term by term)."""
+    chapter's at an MFU given, or the predicted one of MODEL.md §C, term by term)."""
     return estimate(
-        model=MODEL, chip=CHIP, batch=c["B"], slice_shape=(16, 16, 16), x=c["X"], y=c["Y"], pods=c["P"],
+        model=MODEL,
+        chip=CHIP,
+        batch=c["B"],
+        slice_shape=(16, 16, 16),
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
         mfu=None if predicted else c["mfu"],
-    )  # fmt: skip
+    )
 
 
 def in_blocks(fn, c: dict, block: int = 65_536):
@@ -119,8 +139,12 @@ def best_of(fn, repeats: int = 3) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layouts", type=int, default=1_000_000, help="layouts per vectorized call")
-    parser.add_argument("--scalar-layouts", type=int, default=50_000, help="layouts in the scalar loop")
+    parser.add_argument(
+        "--layouts", type=int, default=1_000_000, help="layouts per vectorized call"
+    )
+    parser.add_argument(
+        "--scalar-layouts", type=int, default=50_000, help="layouts in the scalar loop"
+    )
     args = parser.parse_args()
     c = random_layouts(args.layouts)
     # Same answers first: the comparison is only fair if both compute the same thing.
@@ -139,8 +163,18 @@ def main() -> None:
         ("scalar loop (tests/cost/reference.py)", args.scalar_layouts, t_scalar, scalar_rate),
         ("vectorized layer + memory + step time", args.layouts, t_vector, args.layouts / t_vector),
         ("  the same in calls of 65,536 layouts", args.layouts, t_blocks, args.layouts / t_blocks),
-        ("vectorized estimate() (all of SPEC A.10)", args.layouts, t_full, args.layouts / t_full),
-        ("  with the step predicted (SPEC C)", args.layouts, t_predicted, args.layouts / t_predicted),
+        (
+            "vectorized estimate() (all of MODEL.md §A.10)",
+            args.layouts,
+            t_full,
+            args.layouts / t_full,
+        ),
+        (
+            "  with the step predicted (MODEL.md §C)",
+            args.layouts,
+            t_predicted,
+            args.layouts / t_predicted,
+        ),
     ]
     print(f"{'what':<44} {'layouts':>10} {'seconds':>9} {'layouts/s':>12} {'x scalar':>9}")
     for name, n, seconds, rate in rows:

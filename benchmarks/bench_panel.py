@@ -20,7 +20,9 @@ from scaling_widgets.widgets.scenario import Scenario  # noqa: E402
 
 MOVES = 60
 # LLaMA-2 13B at its batch of 1,024 sequences of 4,096 on v5p 16x16x16 (the README's panel).
-EXAMPLE_16 = dict(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=4_194_304, seq_len=4096)
+EXAMPLE_16 = dict(
+    model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=4_194_304, seq_len=4096
+)
 
 
 def timed(action, n: int = MOVES) -> list[float]:
@@ -39,7 +41,9 @@ def main() -> None:
 
     evaluation = timed(lambda i: evaluate_scenario(scenario))
     slider = timed(lambda i: setattr(panel.training._batch, "value", batches[i]))
-    strategy = timed(lambda i: setattr(panel.strategy_selector._strategy, "value", ("fsdp", "fsdp+tp")[i % 2]))
+    strategy = timed(
+        lambda i: setattr(panel.strategy_selector._strategy, "value", ("fsdp", "fsdp+tp")[i % 2])
+    )
     print(f"points per curve: {GRID_POINTS}; {MOVES} moves each")
     print(f"{'what':<44} {'p50 ms':>8} {'p95 ms':>8} {'x evaluation':>13}")
     base = statistics.median(evaluation)

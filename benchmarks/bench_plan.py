@@ -24,7 +24,10 @@ REPEATS = 5
 
 
 def main() -> None:
-    print(f"{'cluster':<32} {'layouts':>8} {'orders':>7} {'plan ms':>8} {'scalar s':>9} {'x scalar':>9}")
+    print(
+        f"{'cluster':<32} {'layouts':>8} {'orders':>7} {'plan ms':>8} {'scalar s':>9} "
+        f"{'x scalar':>9}"
+    )
     for name, where in CASES.items():
         args = dict(model=MODELS["llama-3-70b"], batch=16e6, seq_len=8192, **where)
         times = []
@@ -39,7 +42,10 @@ def main() -> None:
             evaluate(*ranked.values_at(i))
         scalar = time.perf_counter() - start
         orders = len(set(ranked.layouts["axis_order"].tolist()))
-        print(f"{name:<32} {n:>8,} {orders:>7} {planned * 1e3:>8.0f} {scalar:>9.1f} {scalar / planned:>9.0f}")
+        print(
+            f"{name:<32} {n:>8,} {orders:>7} {planned * 1e3:>8.0f} {scalar:>9.1f} "
+            f"{scalar / planned:>9.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Fit the default efficiency profiles (SPEC C.3) on the development set, and report the error.
+"""Fit the default efficiency profiles (MODEL.md §C.3) on the development set, and report the error.
 
 For each chip family of ``benchmarks/data/dev_runs.json`` it searches the profile numbers that
 minimise the squared log error of the predicted step time over that family's runs, within
@@ -21,8 +21,10 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.step.profiles import GENERIC  # noqa: E402
-from scaling_widgets.cost.step.profiles import Profile  # noqa: E402
+from scaling_widgets.cost.step.profiles import (
+    GENERIC,  # noqa: E402
+    Profile,  # noqa: E402
+)
 from scaling_widgets.measured import DEV_RUNS, load_runs  # noqa: E402
 
 # name -> (lower, upper): what each number may physically be.
@@ -43,21 +45,36 @@ BOUNDS = {
 }
 # What each chip family's runs can tell apart; the rest stays generic.
 FREE = {
-    "A100": ("e_max", "g_half", "kappa", "kappa_scores", "link_nvlink", "link_nic", "o_tp", "o_dp", "jitter"),
+    "A100": (
+        "e_max",
+        "g_half",
+        "kappa",
+        "kappa_scores",
+        "link_nvlink",
+        "link_nic",
+        "o_tp",
+        "o_dp",
+        "jitter",
+    ),
     "H100": ("e_max", "g_half", "o_tp", "o_dp", "jitter"),
     "TPU v5p": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
     "TPU v5e": ("e_max", "g_half", "kappa", "link_ici", "link_dcn", "jitter"),
 }
 LOG_PARAMS = ("g_half", "kappa", "latency", "kappa_scores")
-RATIO_WEIGHT = 3.0  # the sources' own comparisons (groups in the file) weigh three times a run's error
-GROUPS = [g["members"] for g in json.loads(DEV_RUNS.read_text())["groups"]]  # searched on a log scale
+RATIO_WEIGHT = (
+    3.0  # the sources' own comparisons (groups in the file) weigh three times a run's error
+)
+# searched on a log scale
+GROUPS = [g["members"] for g in json.loads(DEV_RUNS.read_text())["groups"]]
 
 
 def predicted(runs, profile: Profile) -> np.ndarray:
     out = []
     for run in runs:
         cluster, workload, layout, options = run.values
-        e = evaluate(cluster, workload, layout, dataclasses.replace(options, mfu=None, profile=profile))
+        e = evaluate(
+            cluster, workload, layout, dataclasses.replace(options, mfu=None, profile=profile)
+        )
         out.append(float(e.step_time))
     return np.array(out)
 
@@ -84,7 +101,12 @@ def fit(name: str, runs) -> Profile:
     measured = np.array([r.step_time for r in runs])
 
     ids = [r.id for r in runs]
-    pairs = [(ids.index(a), ids.index(b)) for group in GROUPS for a, b in zip(group, group[1:]) if {a, b} <= set(ids)]
+    pairs = [
+        (ids.index(a), ids.index(b))
+        for group in GROUPS
+        for a, b in zip(group, group[1:])
+        if {a, b} <= set(ids)
+    ]
 
     def residuals(p):
         mine = predicted(runs, to_profile(p))
@@ -94,7 +116,9 @@ def fit(name: str, runs) -> Profile:
         return np.concatenate([errors, RATIO_WEIGHT * np.asarray(ratios, dtype=float)])
 
     # A few starts across the box: the surface has shallow valleys.
-    starts = [x0] + [np.asarray(lo) + f * (np.asarray(hi) - np.asarray(lo)) for f in (0.1, 0.25, 0.5, 0.75, 0.9)]
+    starts = [x0] + [
+        np.asarray(lo) + f * (np.asarray(hi) - np.asarray(lo)) for f in (0.1, 0.25, 0.5, 0.75, 0.9)
+    ]
     fits = [least_squares(residuals, s, bounds=(lo, hi), x_scale="jac") for s in starts]
     return to_profile(min(fits, key=lambda f: f.cost).x)
 
@@ -115,7 +139,9 @@ def main() -> None:
     errors = np.abs([r[-1] for r in rows])
     print(f"\nmean |error| {errors.mean():.1%}, max {errors.max():.1%} over {len(rows)} runs\n")
     for name, p in profiles.items():
-        fields = ", ".join(f"{f.name}={getattr(p, f.name):.4g}" for f in dataclasses.fields(p) if f.name != "name")
+        fields = ", ".join(
+            f"{f.name}={getattr(p, f.name):.4g}" for f in dataclasses.fields(p) if f.name != "name"
+        )
         print(f'    "{name}": Profile("{name}", {fields}),')
 
 

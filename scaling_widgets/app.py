@@ -18,7 +18,7 @@ from .widgets import (
     StrategySelector,
     Summary,
     TrainingControls,
-)  # fmt: skip
+)
 from .widgets._base import Message
 from .widgets.analysis import Analysis
 from .widgets.scenario import Scenario
@@ -61,20 +61,29 @@ class Panel(w.VBox):
         beyond.set_title(0, "Beyond the chapter: exactness and memory headroom")
         beyond.selected_index = None
         controls = w.HBox(
-            [column([self.model_picker, self.training, beyond]), column([self.mesh_picker, self.strategy_selector])],
+            [
+                column([self.model_picker, self.training, beyond]),
+                column([self.mesh_picker, self.strategy_selector]),
+            ],
             layout=w.Layout(**ROW),
         )
         plots = w.HBox(
-            [column([self.roofline, self.roofline_controls], grow=3, basis="480px"),
-             column([self.memory_bar, self.step_breakdown, self.pipeline], grow=2, basis="400px")],
+            [
+                column([self.roofline, self.roofline_controls], grow=3, basis="480px"),
+                column(
+                    [self.memory_bar, self.step_breakdown, self.pipeline], grow=2, basis="400px"
+                ),
+            ],
             layout=w.Layout(**ROW),
-        )  # fmt: skip
+        )
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
         export = w.Accordion([self.export])
         export.set_title(0, "Export: this scenario as JSON and as a command")
         export.selected_index = None
-        super().__init__([Style(), title, controls, self._message, self.summary, plots, planner, export])
+        super().__init__(
+            [Style(), title, controls, self._message, self.summary, plots, planner, export]
+        )
         self.add_class("sw-panel")
 
     def _on_analysis_error(self, change) -> None:

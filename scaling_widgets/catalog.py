@@ -14,8 +14,8 @@ import reprlib
 import stat
 from pathlib import Path
 
-from .cost.transformer.shapes import MLA, Model, MoE, Precision
 from .cost.cluster.chip import Chip
+from .cost.transformer.shapes import MLA, Model, MoE, Precision
 from .hf_config import looks_like_hf, model_from_hf
 from .presets import HARDWARE, MODELS, PRECISIONS
 
@@ -30,7 +30,9 @@ def hardware(chip: str | Chip) -> Chip:
 def model(model: str | dict | Model) -> Model:
     """A model preset by name, the ``Model`` given, or one read from JSON: a dict, or the path of a
     ``.json`` file (a Hugging Face ``config.json`` as published, or our own keys)."""
-    if isinstance(model, dict) or (isinstance(model, (str, os.PathLike)) and str(model).endswith(".json")):
+    if isinstance(model, dict) or (
+        isinstance(model, (str, os.PathLike)) and str(model).endswith(".json")
+    ):
         return model_from_json(model)
     return model if isinstance(model, Model) else _lookup("model", model, MODELS)
 
@@ -41,7 +43,8 @@ def precision(policy: str | Precision) -> Precision:
 
 
 def name_of(preset, table: dict) -> str | None:
-    """The name a preset goes by in ``table`` (a name given is its own), or None for one of your own."""
+    """The name a preset goes by in ``table`` (a name given is its own), or None for one of your
+    own."""
     if isinstance(preset, str):
         return preset if preset in table else None
     return next((name for name, value in table.items() if value == preset), None)
@@ -52,30 +55,38 @@ def model_from_json(source: str | Path | dict) -> Model:
     published (``hf_config``), or our own keys.
 
     Our keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
-    optionally name, causal (false for a model whose attention is not masked; SPEC C.4), moe (the
-    keys of ``MoE``) and mla (those of ``MLA``). Unknown and missing keys are errors.
+    optionally name, causal (false for a model whose attention is not masked; MODEL.md §C.4), moe
+    (the keys of ``MoE``) and mla (those of ``MLA``). Unknown and missing keys are errors.
     """
     data = _read_json(source)
     if looks_like_hf(data):
         return model_from_hf(data)
-    parts = {key: _from_json(cls, _object(key, data[key]), optional=_defaults(cls))
-             for key, cls in (("moe", MoE), ("mla", MLA)) if data.get(key) is not None}  # fmt: skip
+    parts = {
+        key: _from_json(cls, _object(key, data[key]), optional=_defaults(cls))
+        for key, cls in (("moe", MoE), ("mla", MLA))
+        if data.get(key) is not None
+    }
     optional = {"name": "custom model", "causal": True, "moe": None, "mla": None, "dropout": 0.0}
     return _from_json(Model, {**data, **parts}, optional=optional)
 
 
 def _object(key: str, value) -> dict:
     if not isinstance(value, dict):
-        raise ValueError(f"model key {key!r} must be an object of its own keys; got {_shown(value)}")
+        raise ValueError(
+            f"model key {key!r} must be an object of its own keys; got {_shown(value)}"
+        )
     return value
 
 
 def _defaults(cls) -> dict:
-    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    return {
+        f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
 
 
 def chip_from_json(source: str | Path | dict) -> Chip:
-    """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name optional)."""
+    """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name
+    optional)."""
     optional = {"name": "custom chip", "wraparound": "cube", "node_size": 0, "scaleout_bw": 0.0}
     return _from_json(Chip, source, optional=optional)
 
@@ -92,10 +103,15 @@ def _from_json(cls, source, optional: dict):
     kind = cls.__name__.lower()
     unknown = sorted(set(data) - fields, key=str)
     if unknown:
-        raise ValueError(f"unknown {kind} key {_shown(unknown[0])}; allowed: {', '.join(sorted(fields))}")
+        raise ValueError(
+            f"unknown {kind} key {_shown(unknown[0])}; allowed: {', '.join(sorted(fields))}"
+        )
     missing = sorted(fields - set(data) - set(optional))
     if missing:
-        raise ValueError(f"{kind} key {missing[0]!r} is missing; required: {', '.join(sorted(fields - set(optional)))}")
+        raise ValueError(
+            f"{kind} key {missing[0]!r} is missing; required: "
+            f"{', '.join(sorted(fields - set(optional)))}"
+        )
     if "pod_shape" in data and isinstance(data["pod_shape"], list):
         data = {**data, "pod_shape": tuple(data["pod_shape"])}
     return cls(**{**optional, **data})
@@ -106,7 +122,9 @@ def _read_json(source) -> dict:
     if isinstance(source, dict):
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise ValueError(f"a model or chip must be a JSON file, JSON text or a dict; got {type(source).__name__}")
+        raise ValueError(
+            f"a model or chip must be a JSON file, JSON text or a dict; got {type(source).__name__}"
+        )
     if isinstance(source, str) and source.lstrip().startswith("{"):
         return _parse(source, _shown(source))
     return _parse(read_text(source), str(source))
@@ -121,7 +139,9 @@ def read_text(path) -> str:
     try:
         info = os.stat(path)
     except (OSError, ValueError) as err:  # ValueError: a NUL byte in the path
-        raise ValueError(f"cannot read {_shown(path)}: {getattr(err, 'strerror', None) or err}") from None
+        raise ValueError(
+            f"cannot read {_shown(path)}: {getattr(err, 'strerror', None) or err}"
+        ) from None
     if not stat.S_ISREG(info.st_mode):
         raise ValueError(f"{path} is {_file_kind(info.st_mode)}; give a JSON file")
     too_big = f"{path} is over {LARGEST_FILE:,} bytes; a model or chip JSON file is a few kB"
@@ -142,7 +162,11 @@ def read_text(path) -> str:
 
 
 def _file_kind(mode: int) -> str:
-    kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISCHR: "a character device"}
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a named pipe (FIFO)",
+        stat.S_ISCHR: "a character device",
+    }
     return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
 
 
@@ -150,7 +174,9 @@ def _parse(text: str, where: str) -> dict:
     try:
         data = json.loads(text)
     except RecursionError:
-        raise ValueError(f"{where} is nested too deeply to read; a model or chip is one flat JSON object") from None
+        raise ValueError(
+            f"{where} is nested too deeply to read; a model or chip is one flat JSON object"
+        ) from None
     except ValueError as err:  # not JSON, or an integer of more than 4300 digits
         raise ValueError(f"{where} is not valid JSON: {err}") from None
     if not isinstance(data, dict):

@@ -38,7 +38,9 @@ def _issue_xsrf_cookie(handler, notebook, cwd) -> None:
     handler.xsrf_token  # noqa: B018 - read for its effect: tornado sets the cookie
 
 
-def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 60, theme: str = "light") -> int:
+def serve(
+    port: int | None = None, open_browser: bool = True, cull_after: int = 60, theme: str = "light"
+) -> int:
     """Serve the dashboard until stopped; returns the exit status.
 
     A page's kernel lives while the page is open. Once it has closed (its websocket gone) and the
@@ -52,16 +54,23 @@ def serve(port: int | None = None, open_browser: bool = True, cull_after: int = 
         raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
     port = free_port() if port is None else port
     # Voila finds templates in the Jupyter data directories; ours joins them for this process.
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(TEMPLATES), os.environ.get("JUPYTER_PATH")]))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(TEMPLATES), os.environ.get("JUPYTER_PATH")])
+    )
     print(f"scaling-widgets: the panel is at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
     argv = [
-        str(DASHBOARD), f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0",
+        str(DASHBOARD),
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--Voila.port_retries=0",
         "--no-browser" if not open_browser else "--Voila.open_browser=True",
         *(f"--VoilaConfiguration.extension_denylist={name}" for name in NOT_FOR_VOILA),
-        "--VoilaConfiguration.template=offline", f"--VoilaConfiguration.theme={theme}",
-        f"--MappingKernelManager.cull_idle_timeout={cull_after}", "--MappingKernelManager.cull_connected=False",
+        "--VoilaConfiguration.template=offline",
+        f"--VoilaConfiguration.theme={theme}",
+        f"--MappingKernelManager.cull_idle_timeout={cull_after}",
+        "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",
-    ]  # fmt: skip
+    ]
     config = Config()
     config.VoilaConfiguration.prelaunch_hook = _issue_xsrf_cookie
     Voila.launch_instance(argv=argv, config=config)

@@ -1,4 +1,4 @@
-"""A Hugging Face ``config.json``, as published, read into a ``Model`` (SPEC D.4).
+"""A Hugging Face ``config.json``, as published, read into a ``Model`` (MODEL.md §D.4).
 
 The file is read as JSON: no network, no ``transformers``. The field names are those of the
 LLaMA, Mistral and Mixtral, Qwen2 and Qwen3 (dense and MoE), DeepSeek-V3 and Gemma families.
@@ -10,21 +10,34 @@ from __future__ import annotations
 from .cost.transformer.shapes import MLA, Model, MoE
 
 FAMILIES = "LLaMA, Mistral/Mixtral, Qwen2/Qwen3 (dense and MoE), DeepSeek-V3, Gemma"
-REQUIRED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "vocab_size")
+REQUIRED = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "vocab_size",
+)
 
 
 def looks_like_hf(data: dict) -> bool:
     """A Hugging Face config (rather than our own model keys)."""
-    return any(key in data for key in ("model_type", "architectures", "num_hidden_layers", "hidden_size"))
+    return any(
+        key in data for key in ("model_type", "architectures", "num_hidden_layers", "hidden_size")
+    )
 
 
 def model_from_hf(config: dict, name: str | None = None) -> Model:
     """The ``Model`` a config describes; its MoE layers and latent attention included."""
     kind = config.get("model_type", "unknown")
-    missing = [key for key in REQUIRED if not isinstance(config.get(key), int) or isinstance(config.get(key), bool)]
+    missing = [
+        key
+        for key in REQUIRED
+        if not isinstance(config.get(key), int) or isinstance(config.get(key), bool)
+    ]
     if missing:
         raise ValueError(
-            f"config.json (model_type {kind!r}) lacks {', '.join(missing)}: the field names of {FAMILIES} are read"
+            f"config.json (model_type {kind!r}) lacks {', '.join(missing)}: the field names of "
+            f"{FAMILIES} are read"
         )
     heads = config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads") or heads
@@ -67,15 +80,21 @@ def _mla(config: dict) -> MLA | None:
     if not config.get("kv_lora_rank"):
         return None
     return MLA(
-        kv_lora_rank=config["kv_lora_rank"], qk_rope_head_dim=config["qk_rope_head_dim"],
-        qk_nope_head_dim=config["qk_nope_head_dim"], v_head_dim=config["v_head_dim"],
+        kv_lora_rank=config["kv_lora_rank"],
+        qk_rope_head_dim=config["qk_rope_head_dim"],
+        qk_nope_head_dim=config["qk_nope_head_dim"],
+        v_head_dim=config["v_head_dim"],
         q_lora_rank=config.get("q_lora_rank") or 0,
-    )  # fmt: skip
+    )
 
 
 def _moe(config: dict, kind: str) -> MoE | None:
     """The MoE layers in each family's field names (None for a dense model)."""
-    experts = config.get("n_routed_experts") or config.get("num_local_experts") or config.get("num_experts")
+    experts = (
+        config.get("n_routed_experts")
+        or config.get("num_local_experts")
+        or config.get("num_experts")
+    )
     if not experts:
         return None
     top_k = config.get("num_experts_per_tok")
@@ -86,23 +105,33 @@ def _moe(config: dict, kind: str) -> MoE | None:
         or config.get("mlp_only_layers")
         or (config.get("moe_layer_freq") or 1) != 1
     ):
-        raise ValueError(f"config.json (model_type {kind!r}): MoE only on some layers is not read; every layer from"
-                         " first_k_dense_replace on must be MoE")  # fmt: skip
+        raise ValueError(
+            f"config.json (model_type {kind!r}): MoE only on some layers is not read; every layer "
+            "from"
+            " first_k_dense_replace on must be MoE"
+        )
     return MoE(
-        experts=experts, top_k=top_k, d_ff=width, shared=_shared(config, width, kind),
+        experts=experts,
+        top_k=top_k,
+        d_ff=width,
+        shared=_shared(config, width, kind),
         dense_layers=config.get("first_k_dense_replace") or 0,
-        # DeepSeek's group-limited routing: a token's experts in at most topk_group of n_group groups,
-        # each a node in its training (DeepSeek-V3 report, sec. 3.2.2).
+        # DeepSeek's group-limited routing: a token's experts in at most topk_group of n_group
+        # groups, each a node in its training (DeepSeek-V3 report, sec. 3.2.2).
         routed_nodes=config.get("topk_group") if (config.get("n_group") or 1) > 1 else None,
-    )  # fmt: skip
+    )
 
 
 def _shared(config: dict, width: int, kind: str) -> int:
-    """Shared experts, counted in routed experts' widths (Qwen2-MoE names one wide shared expert)."""
+    """Shared experts, counted in routed experts' widths (Qwen2-MoE names one wide shared
+    expert)."""
     if config.get("n_shared_experts"):
         return config["n_shared_experts"]
     shared_width = config.get("shared_expert_intermediate_size") or 0
     if shared_width % width:
-        raise ValueError(f"config.json (model_type {kind!r}): shared_expert_intermediate_size {shared_width} is not"
-                         f" a whole number of expert widths ({width})")  # fmt: skip
+        raise ValueError(
+            f"config.json (model_type {kind!r}): shared_expert_intermediate_size {shared_width} is "
+            "not"
+            f" a whole number of expert widths ({width})"
+        )
     return shared_width // width

@@ -1,4 +1,4 @@
-"""Published training runs as the cost model's four values and a measured step time (SPEC C.6).
+"""Published training runs as the cost model's four values and a measured step time (MODEL.md §C.6).
 
 ``load_runs`` reads ``dev_runs.json`` (by default the repository's copy in
 ``benchmarks/data/``; it is not in the wheel, so an installed package passes a path) and builds
@@ -29,8 +29,19 @@ DEV_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "dev_ru
 
 # Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
 # 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).
-ATTENTION_PER_TOKEN = {"maxtext_2023": 6, "maxtext_oct2023": 12, "maxtext_early2023": 0, "llama3_causal_assumed": 6}
-CONVENTIONS = ("megatron_eq3", *ATTENTION_PER_TOKEN, "step_time_s", "tokens_per_s", "tokens_per_s_per_chip")
+ATTENTION_PER_TOKEN = {
+    "maxtext_2023": 6,
+    "maxtext_oct2023": 12,
+    "maxtext_early2023": 0,
+    "llama3_causal_assumed": 6,
+}
+CONVENTIONS = (
+    "megatron_eq3",
+    *ATTENTION_PER_TOKEN,
+    "step_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_chip",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +75,9 @@ def read_cases(path: str | Path | None = None) -> list[dict]:
     data = json.loads(Path(DEV_RUNS if path is None else path).read_text(encoding="utf-8"))
     unknown = {_convention(case) for case in data["cases"]} - set(CONVENTIONS)
     if unknown:
-        raise ValueError(f"unknown published convention {sorted(unknown)[0]!r}; known: {', '.join(CONVENTIONS)}")
+        raise ValueError(
+            f"unknown published convention {sorted(unknown)[0]!r}; known: {', '.join(CONVENTIONS)}"
+        )
     return data["cases"]
 
 
@@ -95,9 +108,11 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         cluster = Cluster(chip, tuple(int(n) for n in case["mesh"].split("x")), pods=case["pods"])
     seq_len = case["seq_len"]
     workload = Workload(
-        Model(**case["model"]), batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
+        Model(**case["model"]),
+        batch=case["global_batch_seqs"] * seq_len,
+        seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
-    )  # fmt: skip
+    )
     return cluster, workload, case_layout(case["layout"]), Options(mfu=None)
 
 
@@ -105,10 +120,18 @@ def case_layout(k: dict) -> Layout:
     """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
     or sequences each)."""
     return Layout(
-        strategy=k["strategy"], x=k["fsdp"], y=k["tp"], z=k["pp"], zero=k["zero"], remat=k["remat"],
-        sequence_parallel=k["sequence_parallel"], schedule=k["schedule"], virtual_stages=k["virtual_stages"],
-        microbatches=k.get("microbatches"), microbatch_seqs=k.get("microbatch_seqs"),
-    )  # fmt: skip
+        strategy=k["strategy"],
+        x=k["fsdp"],
+        y=k["tp"],
+        z=k["pp"],
+        zero=k["zero"],
+        remat=k["remat"],
+        sequence_parallel=k["sequence_parallel"],
+        schedule=k["schedule"],
+        virtual_stages=k["virtual_stages"],
+        microbatches=k.get("microbatches"),
+        microbatch_seqs=k.get("microbatch_seqs"),
+    )
 
 
 def chips(case: dict) -> int:
@@ -153,15 +176,18 @@ def flops_per_step(case: dict, convention: str) -> float:
       F = 96·B·s·L·D²·(1 + s/(6D) + V/(16·L·D)) (the paper's l, h), B the global batch in sequences;
     - per token (``ATTENTION_PER_TOKEN``), F = B·s·(6Ψ + a·L·N_h·H·s), with MaxText's
       Ψ = V·D + L·(4·D·N_h·H + 2·D·F + 2·D) + D, or for ``llama3_causal_assumed`` (the file
-      leaves Ψ open) the model's parameters (SPEC A.5).
+      leaves Ψ open) the model's parameters (MODEL.md §A.5).
     """
     m, s, B = case["model"], case["seq_len"], case["global_batch_seqs"]
     L, D, F, N_h, H, V = (m[k] for k in ("layers", "d_model", "d_ff", "heads", "head_dim", "vocab"))
     if convention == "megatron_eq3":
         return 96 * B * s * L * D**2 * (1 + s / (6 * D) + V / (16 * L * D))
     if convention not in ATTENTION_PER_TOKEN:
-        raise ValueError(f"convention {convention!r} counts no FLOPs; allowed: {', '.join(ATTENTION_PER_TOKEN)}, "
-                         "megatron_eq3")  # fmt: skip
+        raise ValueError(
+            f"convention {convention!r} counts no FLOPs; allowed: "
+            f"{', '.join(ATTENTION_PER_TOKEN)}, "
+            "megatron_eq3"
+        )
     if convention == "llama3_causal_assumed":
         Psi = float(param_count(**{k: v for k, v in m.items() if k != "name"}).total)
     else:
@@ -176,13 +202,18 @@ def _convention(case: dict) -> str:
 
 
 DEV_MEMORY = DEV_RUNS.with_name("dev_memory.json")
-# The stack a source ran, read from its citation: the framework named there (SPEC E.2).
-FRAMEWORKS = {"torchtitan": "fsdp2", "Megatron": "megatron-lm", "DeepSpeed": "deepspeed", "MaxText": "maxtext"}
+# The stack a source ran, read from its citation: the framework named there (MODEL.md §E.2).
+FRAMEWORKS = {
+    "torchtitan": "fsdp2",
+    "Megatron": "megatron-lm",
+    "DeepSpeed": "deepspeed",
+    "MaxText": "maxtext",
+}
 
 
 @dataclass(frozen=True, eq=False)
 class MemoryCase:
-    """One published peak or run/OOM statement (SPEC E.3): its four values (the stack in the
+    """One published peak or run/OOM statement (MODEL.md §E.3): its four values (the stack in the
     options), and what was measured: ``peak_bytes`` as the source counted it (``measures``,
     allocated or reserved; None for an outcome alone) and ``outcome``, "ran" or "oom"."""
 
@@ -198,30 +229,48 @@ class MemoryCase:
 
 
 def load_memory_cases(path: str | Path | None = None) -> list[MemoryCase]:
-    """Every case of a measured-memory file (default: the repository's ``DEV_MEMORY``), in its order."""
+    """Every case of a measured-memory file (default: the repository's ``DEV_MEMORY``), in its
+    order."""
     data = json.loads(Path(DEV_MEMORY if path is None else path).read_text(encoding="utf-8"))
     return [_memory_case(case, data) for case in data["cases"]]
 
 
 def _memory_case(case: dict, data: dict) -> MemoryCase:
     own = data.get("hardware", {}).get(case["hardware"])
-    chip = Chip(**{**own, "pod_shape": tuple(own["pod_shape"])}) if own else catalog.hardware(case["hardware"])
+    chip = (
+        Chip(**{**own, "pod_shape": tuple(own["pod_shape"])})
+        if own
+        else catalog.hardware(case["hardware"])
+    )
     cluster = Cluster(chip, gpu_slice(chips=case["chips"], node_size=chip.node_size), pods=1)
     seq_len = case["seq_len"]
     model = Model(**case["model"], dropout=_dropout(case))
-    workload = Workload(model, batch=case["global_batch_seqs"] * seq_len, seq_len=seq_len,
-                        precision=PRECISIONS[case.get("precision", "mixed-adam")])  # fmt: skip
+    workload = Workload(
+        model,
+        batch=case["global_batch_seqs"] * seq_len,
+        seq_len=seq_len,
+        precision=PRECISIONS[case.get("precision", "mixed-adam")],
+    )
     layout = case_layout(case["layout"])
     source = data["sources"][case["group"]]["citation"]
-    stack = next(name for word, name in FRAMEWORKS.items() if word.lower() in (source + case["source"]).lower())
+    stack = next(
+        name
+        for word, name in FRAMEWORKS.items()
+        if word.lower() in (source + case["source"]).lower()
+    )
     published = case["published"]
-    peak = None if published["value"] is None else published["value"] * data["units"][published["unit"]]
+    peak = (
+        None
+        if published["value"] is None
+        else published["value"] * data["units"][published["unit"]]
+    )
     values = (cluster, workload, layout, Options(mfu=None, stack=stack))
     return MemoryCase(case["id"], values, peak, published["measures"], published["outcome"], case)
 
 
 def _dropout(case: dict) -> float:
-    """The hidden dropout a case ran with: its own field, else what its assumptions state, else 0."""
+    """The hidden dropout a case ran with: its own field, else what its assumptions state, else
+    0."""
     if "dropout" in case:
         return float(case["dropout"])
     stated = re.search(r"dropout (0\.\d+)", case.get("assumptions", ""))

@@ -6,10 +6,10 @@ passed where a preset would go, or a JSON file (see ``scaling_widgets.catalog``)
 
 from __future__ import annotations
 
-from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 from .cost.cluster.chip import Chip
+from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 
-# TPU numbers: SPEC A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
+# TPU numbers: MODEL.md §A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
 # ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.
 HARDWARE = {
     "tpu-v4p": Chip(
@@ -19,7 +19,7 @@ HARDWARE = {
         hbm_bw=1.2e12,
         ici_bw=2 * 4.5e10,
         pod_shape=(16, 16, 16),
-        dcn_bw=6.25e9,  # not in the book; SPEC A.7 assumes v5p's
+        dcn_bw=6.25e9,  # not in the book; MODEL.md §A.7 assumes v5p's
         wraparound="cube",
     ),
     "tpu-v5e": Chip(
@@ -34,7 +34,7 @@ HARDWARE = {
     ),
     "tpu-v5p": Chip(
         "TPU v5p",
-        flops=4.59e14,  # SPEC A.7: not the superseded 4.46e14 of older text
+        flops=4.59e14,  # MODEL.md §A.7: not the superseded 4.46e14 of older text
         hbm_bytes=96e9,
         hbm_bw=2.8e12,
         ici_bw=2 * 9e10,
@@ -53,7 +53,7 @@ HARDWARE = {
         wraparound="full-axis",
     ),
 }
-# GPUs: SPEC A.7 and B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
+# GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
 # GB200 NVL72) and DGX system guides. ici_bw is the NVLink egress per GPU (half the
 # bidirectional figure), scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with
 # room for 32,768 GPUs (18,432 for NVL72). Between "pods" the NIC is the DCN too.
@@ -81,7 +81,14 @@ HARDWARE.update(
             **_DGX,
         ),
         "h200": Chip(
-            "H200", flops=9.9e14, hbm_bytes=141e9, hbm_bw=4.8e12, ici_bw=4.5e11, scaleout_bw=5e10, dcn_bw=5e10, **_DGX
+            "H200",
+            flops=9.9e14,
+            hbm_bytes=141e9,
+            hbm_bw=4.8e12,
+            ici_bw=4.5e11,
+            scaleout_bw=5e10,
+            dcn_bw=5e10,
+            **_DGX,
         ),
         "b200": Chip(
             "B200",
@@ -90,7 +97,7 @@ HARDWARE.update(
             hbm_bw=8e12,
             ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
             scaleout_bw=5e10,
-            dcn_bw=5e10,  # SPEC A.7: the same 400 GB/s per node
+            dcn_bw=5e10,  # MODEL.md §A.7: the same 400 GB/s per node
             **_DGX,
         ),
         "gb200-nvl72": Chip(
@@ -98,7 +105,7 @@ HARDWARE.update(
             flops=2.5e15,  # 180 PFLOP/s dense bf16 over 72 GPUs
             hbm_bytes=186e9,
             hbm_bw=8e12,  # 13.4 TB over 72 GPUs
-            ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (SPEC A.7)
+            ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (MODEL.md §A.7)
             scaleout_bw=5e10,
             dcn_bw=5e10,  # assumed: a 400 Gb/s NIC per GPU, as on DGX
             pod_shape=(256, 72),
@@ -107,33 +114,76 @@ HARDWARE.update(
         ),
     }
 )
-"""Chips by name (SPEC A.7, B.5)."""
+"""Chips by name (MODEL.md §A.7, §B.5)."""
 
 # Dimensions from each model's published config.json (Hugging Face hub) and paper.
 MODELS = {
     # Touvron et al. 2023, "Llama 2", Table 1; meta-llama/Llama-2-*-hf config.json
     "llama-2-7b": Model(
-        "LLaMA-2 7B", layers=32, d_model=4096, d_ff=11008, heads=32, kv_heads=32, head_dim=128, vocab=32000
+        "LLaMA-2 7B",
+        layers=32,
+        d_model=4096,
+        d_ff=11008,
+        heads=32,
+        kv_heads=32,
+        head_dim=128,
+        vocab=32000,
     ),
     "llama-2-13b": Model(
-        "LLaMA-2 13B", layers=40, d_model=5120, d_ff=13824, heads=40, kv_heads=40, head_dim=128, vocab=32000
+        "LLaMA-2 13B",
+        layers=40,
+        d_model=5120,
+        d_ff=13824,
+        heads=40,
+        kv_heads=40,
+        head_dim=128,
+        vocab=32000,
     ),
     "llama-2-70b": Model(
-        "LLaMA-2 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=32000
+        "LLaMA-2 70B",
+        layers=80,
+        d_model=8192,
+        d_ff=28672,
+        heads=64,
+        kv_heads=8,
+        head_dim=128,
+        vocab=32000,
     ),
-    # Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3; meta-llama/Meta-Llama-3*-*B config.json
+    # Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3; meta-llama/Meta-Llama-3*-*B
+    # config.json
     "llama-3-8b": Model(
-        "LLaMA-3 8B", layers=32, d_model=4096, d_ff=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256
+        "LLaMA-3 8B",
+        layers=32,
+        d_model=4096,
+        d_ff=14336,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
     ),
     "llama-3-70b": Model(
-        "LLaMA-3 70B", layers=80, d_model=8192, d_ff=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256
+        "LLaMA-3 70B",
+        layers=80,
+        d_model=8192,
+        d_ff=28672,
+        heads=64,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
     ),
     "llama-3-405b": Model(
-        "LLaMA-3 405B", layers=126, d_model=16384, d_ff=53248, heads=128, kv_heads=8, head_dim=128, vocab=128256
+        "LLaMA-3 405B",
+        layers=126,
+        d_model=16384,
+        d_ff=53248,
+        heads=128,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
     ),
     # Gemma Team 2024, "Gemma", Table 1; google/gemma-7b config.json. The paper's "feedforward
     # hidden dims 49152" counts the gate and up projections together (2 x 24576), and the
-    # chapter's TP example (SPEC A.8 example 7) uses that 49152.
+    # chapter's TP example (MODEL.md §A.8 example 7) uses that 49152.
     "gemma-7b": Model(
         "Gemma 7B",
         layers=28,
@@ -159,7 +209,7 @@ MODELS = {
         gated=False,
         tied_embeddings=True,
     ),
-    # Mixtures of experts (SPEC D.1), each from its config.json on the Hugging Face hub.
+    # Mixtures of experts (MODEL.md §D.1), each from its config.json on the Hugging Face hub.
     # mistralai/Mixtral-8x7B-v0.1: 8 experts of 14336, top 2; 46.7B in total, 12.9B active.
     "mixtral-8x7b": Model(
         "Mixtral 8x7B",
@@ -208,11 +258,12 @@ MODELS = {
         vocab=151936,
         moe=MoE(experts=128, top_k=8, d_ff=1536),
     ),  # fmt: skip
-    # deepseek-ai/DeepSeek-V3 (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sec. 4.2): 61 layers,
-    # the first 3 dense (18432), then 256 routed experts of 2048, top 8, and 1 shared; multi-head
-    # latent attention. 671B in total, 37B active (the hub's 685B adds the multi-token-prediction
-    # module, which we leave out). head_dim: the mean of the query-key (192) and value (128) widths.
-    # Node-limited routing: a token's experts on at most 4 nodes (sec. 3.2.2).
+    # deepseek-ai/DeepSeek-V3 (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sec. 4.2): 61
+    # layers, the first 3 dense (18432), then 256 routed experts of 2048, top 8, and 1 shared;
+    # multi-head latent attention. 671B in total, 37B active (the hub's 685B adds the
+    # multi-token-prediction module, which we leave out). head_dim: the mean of the query-key (192)
+    # and value (128) widths. Node-limited routing: a token's experts on at most 4 nodes (sec.
+    # 3.2.2).
     "deepseek-v3": Model(
         "DeepSeek-V3",
         layers=61,
@@ -223,14 +274,20 @@ MODELS = {
         head_dim=160,
         vocab=129280,
         moe=MoE(experts=256, top_k=8, d_ff=2048, shared=1, dense_layers=3, routed_nodes=4),
-        mla=MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536),
+        mla=MLA(
+            kv_lora_rank=512,
+            qk_rope_head_dim=64,
+            qk_nope_head_dim=128,
+            v_head_dim=128,
+            q_lora_rank=1536,
+        ),
     ),  # fmt: skip
 }
 """Models by name."""
 
 PRECISIONS = {
-    "book": BOOK_PRECISION,  # SPEC A.4: bf16 weights + two fp32 Adam moments = 10 bytes/param
-    # SPEC B.2 after Rajbhandari et al. 2020 (ZeRO), sec. 3.1: bf16 weights and gradients,
+    "book": BOOK_PRECISION,  # MODEL.md §A.4: bf16 weights + two fp32 Adam moments = 10 bytes/param
+    # MODEL.md §B.2 after Rajbhandari et al. 2020 (ZeRO), sec. 3.1: bf16 weights and gradients,
     # fp32 master copy, momentum and variance = 2 + 2 + 12 = 16 bytes/param
     "mixed-adam": Precision("mixed-adam", weight_bytes=2, grad_bytes=2, optimizer_bytes=12),
 }

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from scaling_widgets import catalog
 from scaling_widgets.cost import (
+    Workload,
     estimate,
     flops_per_token,
     param_count,
@@ -23,7 +24,6 @@ from scaling_widgets.cost import (
     training_flops,
     utilisation,
 )
-from scaling_widgets.cost import Workload
 from scaling_widgets.cost.transformer.shapes import LARGEST_DIMS, Model, Precision
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
@@ -97,7 +97,14 @@ def test_bad_model_json_names_the_key(change, message):
 
 def test_chip_from_json_text():
     text = json.dumps(
-        {"flops": 1e15, "hbm_bytes": 8e10, "hbm_bw": 3e12, "ici_bw": 4.5e11, "pod_shape": [8, 8], "dcn_bw": 5e10}
+        {
+            "flops": 1e15,
+            "hbm_bytes": 8e10,
+            "hbm_bw": 3e12,
+            "ici_bw": 4.5e11,
+            "pod_shape": [8, 8],
+            "dcn_bw": 5e10,
+        }
     )
     chip = catalog.chip_from_json(text)
     assert chip.pod_shape == (8, 8) and chip.name == "custom chip"
@@ -112,9 +119,12 @@ def test_bad_json_is_a_clear_error(tmp_path):
         catalog.model_from_json(tmp_path / "missing.json")
 
 
-# A value of the wrong JSON type, in any field, is a ValueError naming the field (never a TypeError).
+# A value of the wrong JSON type, in any field, is a ValueError naming the field (never a
+# TypeError).
 WRONG_TYPES = [[], [8], {}, "8", None, True, float("nan"), float("inf"), 10**400]
-CHIP = dict(name="c", flops=1e15, hbm_bytes=8e10, hbm_bw=3e12, ici_bw=4.5e11, pod_shape=[8, 8], dcn_bw=5e10)
+CHIP = dict(
+    name="c", flops=1e15, hbm_bytes=8e10, hbm_bw=3e12, ici_bw=4.5e11, pod_shape=[8, 8], dcn_bw=5e10
+)
 GPU = {**CHIP, "node_size": 8, "scaleout_bw": 5e10, "wraparound": "switched"}
 
 
@@ -129,9 +139,27 @@ def short(value) -> str:
 
 @pytest.mark.parametrize(
     "field, value",
-    wrong_values(["flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw", "scaleout_bw", "node_size", "wraparound"])
-    + [("pod_shape", v) for v in ([], {}, "8x8", None, 8, [8.0, 8], [[8], 8], ["8", "8"], [True, 8], [0, 8])]
-    + [("pod_shape", [8] * 5), ("pod_shape", [2**20 + 1, 8]), ("pod_shape", [2**20] * 4)]  # 2**80 chips
+    wrong_values(
+        [
+            "flops",
+            "hbm_bytes",
+            "hbm_bw",
+            "ici_bw",
+            "dcn_bw",
+            "scaleout_bw",
+            "node_size",
+            "wraparound",
+        ]
+    )
+    + [
+        ("pod_shape", v)
+        for v in ([], {}, "8x8", None, 8, [8.0, 8], [[8], 8], ["8", "8"], [True, 8], [0, 8])
+    ]
+    + [
+        ("pod_shape", [8] * 5),
+        ("pod_shape", [2**20 + 1, 8]),
+        ("pod_shape", [2**20] * 4),
+    ]  # 2**80 chips
     + [("node_size", 8.0), ("node_size", -8), ("node_size", 2**64), ("name", 3), ("name", None)],
     ids=short,
 )
@@ -144,14 +172,22 @@ def test_a_chip_field_of_the_wrong_type_is_a_value_error(field, value):
 def test_a_hardware_file_with_node_size_an_empty_list(tmp_path):
     path = tmp_path / "chip.json"
     path.write_text(json.dumps({**CHIP, "node_size": []}))
-    with pytest.raises(ValueError, match=r"Chip node_size must be a whole number from 0 to 2\*\*20; got \[\]"):
+    with pytest.raises(
+        ValueError, match=r"Chip node_size must be a whole number from 0 to 2\*\*20; got \[\]"
+    ):
         catalog.chip_from_json(path)
 
 
 @pytest.mark.parametrize(
     "field, value",
-    wrong_values(["layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"], also=[0, -1, 8.0])
-    + [(field, v) for field in ("gated", "tied_embeddings") for v in ([], {}, None, 0, 1, "true", 1.0)]
+    wrong_values(
+        ["layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab"], also=[0, -1, 8.0]
+    )
+    + [
+        (field, v)
+        for field in ("gated", "tied_embeddings")
+        for v in ([], {}, None, 0, 1, "true", 1.0)
+    ]
     + [("name", 7), ("name", ["tiny"])],
     ids=short,
 )
@@ -162,18 +198,24 @@ def test_a_model_field_of_the_wrong_type_is_a_value_error(field, value):
 
 @pytest.mark.parametrize(
     "field, value",
-    wrong_values(["weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes"], also=[-1, 1e9]),
+    wrong_values(
+        ["weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes"], also=[-1, 1e9]
+    ),
     ids=short,
 )
 def test_a_precision_field_of_the_wrong_type_is_a_value_error(field, value):
     with pytest.raises(ValueError, match=f"^Precision {field} must be "):
-        Precision(**{"name": "p", "weight_bytes": 2, "grad_bytes": 2, "optimizer_bytes": 12, field: value})
+        Precision(
+            **{"name": "p", "weight_bytes": 2, "grad_bytes": 2, "optimizer_bytes": 12, field: value}
+        )
 
 
 def test_a_huge_integer_is_shown_by_its_size():
     with pytest.raises(ValueError, match="Model layers must be .*; got an integer of 1329 bits"):
         catalog.model_from_json({**TINY, "layers": 10**400})
-    with pytest.raises(ValueError, match="is not valid JSON: Exceeds the limit"):  # json refuses 5000 digits
+    with pytest.raises(
+        ValueError, match="is not valid JSON: Exceeds the limit"
+    ):  # json refuses 5000 digits
         catalog.model_from_json('{"layers": ' + "9" * 5000 + "}")
 
 
@@ -184,7 +226,9 @@ def test_json_nested_a_thousand_deep_is_a_value_error(tmp_path):
     for source in (deep, path):
         with pytest.raises(ValueError, match="is nested too deeply"):
             catalog.model_from_json(source)
-    with pytest.raises(ValueError, match=r"Model layers must be .*; got \[\[\[\[\[\[\[\.\.\.\]\]\]"):  # cut short
+    with pytest.raises(
+        ValueError, match=r"Model layers must be .*; got \[\[\[\[\[\[\[\.\.\.\]\]\]"
+    ):  # cut short
         catalog.model_from_json({**TINY, "layers": json.loads("[" * 500 + "]" * 500)})
 
 
@@ -198,10 +242,13 @@ def test_a_named_pipe_is_refused_before_it_is_opened(tmp_path):
     writer = threading.Thread(target=lambda: open(fifo, "wb").close(), daemon=True)
     writer.start()
     try:
-        with pytest.raises(ValueError, match=r"model\.json is a named pipe \(FIFO\); give a JSON file"):
+        with pytest.raises(
+            ValueError, match=r"model\.json is a named pipe \(FIFO\); give a JSON file"
+        ):
             catalog.model_from_json(fifo)
     finally:
-        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # releases the writer, now or when it opens
+        # releases the writer, now or when it opens
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         writer.join(timeout=10)
         os.close(reader)
     assert not writer.is_alive()
@@ -236,7 +283,9 @@ def test_a_directory_a_huge_file_and_binary_are_refused(tmp_path):
 def test_a_file_of_a_megabyte_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "tiny.json"
     text = json.dumps(TINY)
-    path.write_text("\ufeff" + text + " " * (catalog.LARGEST_FILE - len(text) - 3), encoding="utf-8")
+    path.write_text(
+        "\ufeff" + text + " " * (catalog.LARGEST_FILE - len(text) - 3), encoding="utf-8"
+    )
     assert path.stat().st_size == catalog.LARGEST_FILE
     assert catalog.model_from_json(path).name == "tiny"
 
@@ -256,18 +305,28 @@ def test_the_largest_model_allowed_has_finite_positive_counts():
     p = param_count(**BIGGEST.dims())
     exact = 3 * L * D * F + 2 * D * (N_h + K) * H * L + 2 * V * D  # Python ints never wrap
     assert float(p.total) == pytest.approx(exact, rel=1e-12) and float(p.total) < 1e28
-    f = flops_per_token(params=p.total, layers=L, seq_len=2**53, heads=N_h, head_dim=H, attention=True)
-    assert float(f) == pytest.approx(6 * exact + 12 * L * 2**53 * N_h * H, rel=1e-12)  # 1.2e35, finite
+    f = flops_per_token(
+        params=p.total, layers=L, seq_len=2**53, heads=N_h, head_dim=H, attention=True
+    )
+    # 1.2e35, finite
+    assert float(f) == pytest.approx(6 * exact + 12 * L * 2**53 * N_h * H, rel=1e-12)
     assert np.isfinite(step_time(batch=1e29, params=p.total, chips=1, flops=1e15, mfu=1e-9))
     # A sequence that long is refused where the workload is built: the formulas trust their inputs.
-    with pytest.raises(ValueError, match="seq_len must be a whole number from 1 to 16,777,216; got 9007199254740992"):
+    with pytest.raises(
+        ValueError,
+        match="seq_len must be a whole number from 1 to 16,777,216; got 9007199254740992",
+    ):
         Workload(BIGGEST, batch=1e6, seq_len=2**53)
 
 
 def test_a_model_over_a_ceiling_is_refused():
-    with pytest.raises(ValueError, match=r"Model layers must be a whole number from 1 to 2\*\*20; got 1048577"):
+    with pytest.raises(
+        ValueError, match=r"Model layers must be a whole number from 1 to 2\*\*20; got 1048577"
+    ):
         Model("m", **{**BIGGEST.dims(), "layers": 2**20 + 1})
-    with pytest.raises(ValueError, match=r"Model heads must be a whole number from 1 to 2\*\*20; got 2147483648"):
+    with pytest.raises(
+        ValueError, match=r"Model heads must be a whole number from 1 to 2\*\*20; got 2147483648"
+    ):
         catalog.model_from_json({**TINY, "heads": 2**31})
 
 
@@ -276,12 +335,17 @@ def test_a_long_sequence_does_not_wrap_the_flops_per_token():
     T, L, N_h, H = 10**15, L70.layers, L70.heads, L70.head_dim  # --seq-len 1e15 --attention-flops
     psi = param_count(**L70.dims()).total
     f = flops_per_token(params=psi, layers=L, seq_len=T, heads=N_h, head_dim=H, attention=True)
-    assert float(f) == pytest.approx(6 * float(psi) + 12 * L * T * N_h * H, rel=1e-12)  # 7.9e21, over int64's 9.2e18
-    extra = recompute_flops_per_token(params=psi, layers=L, seq_len=T, heads=N_h, head_dim=H, remat="selective")
+    # 7.9e21, over int64's 9.2e18
+    assert float(f) == pytest.approx(6 * float(psi) + 12 * L * T * N_h * H, rel=1e-12)
+    extra = recompute_flops_per_token(
+        params=psi, layers=L, seq_len=T, heads=N_h, head_dim=H, remat="selective"
+    )
     assert float(extra) == pytest.approx(4 * L * T * N_h * H, rel=1e-12)
     assert float(training_flops(params=70 * 10**9, tokens=15 * 10**12)) == pytest.approx(6.3e24)
     B, chips = 4 * 10**18, 2**40  # integers whose product with f once wrapped
-    assert float(utilisation(batch=B, flops_per_token=f, chips=chips, flops=10**15, step_time=1)) > 0
+    assert (
+        float(utilisation(batch=B, flops_per_token=f, chips=chips, flops=10**15, step_time=1)) > 0
+    )
 
 
 # Any JSON value under the model's keys loads into a Model with a finite positive parameter count,
@@ -295,7 +359,9 @@ JSON_VALUES = st.recursive(
     | st.floats()
     | st.floats(min_value=1e300)
     | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -303,7 +369,9 @@ JSON_VALUES = st.recursive(
 @st.composite
 def model_json(draw):
     """A valid model's JSON with some of its values (maybe none) replaced by any JSON value."""
-    data = {field: draw(st.integers(1, min(largest, 2**16))) for field, largest in LARGEST_DIMS.items()}
+    data = {
+        field: draw(st.integers(1, min(largest, 2**16))) for field, largest in LARGEST_DIMS.items()
+    }
     data |= {"gated": draw(st.booleans()), "tied_embeddings": draw(st.booleans()), "name": "m"}
     for key in draw(st.sets(st.sampled_from(sorted(data)), max_size=3)):
         data[key] = draw(JSON_VALUES)

@@ -1,7 +1,8 @@
 """Colab still ships ipywidgets 7.7.1, bqplot 0.12 and traitlets 5.7: the package must import, the
 panel must build and the widget tests must pass there too. A venv with exactly those pins is built
 from the package registry (pip's cache makes later runs quick), and the package goes in the way the
-README and the Colab notebook say: the wheel their command builds, by the notebook's install line."""
+README and the Colab notebook say: the wheel their command builds, by the notebook's install
+line."""
 
 import json
 import re
@@ -10,14 +11,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COLAB_PINS = ["ipywidgets==7.7.1", "bqplot==0.12.45", "traitlets==5.7.1", "numpy", "pytest", "hypothesis"]
+COLAB_PINS = [
+    "ipywidgets==7.7.1",
+    "bqplot==0.12.45",
+    "traitlets==5.7.1",
+    "numpy",
+    "pytest",
+    "hypothesis",
+]
 CHECK = """
 import bqplot, ipywidgets, traitlets
 import scaling_widgets as sw
-assert (ipywidgets.__version__, traitlets.__version__) == ("7.7.1", "5.7.1") and bqplot.__version__.startswith("0.12")
+assert (ipywidgets.__version__, traitlets.__version__) == ("7.7.1", "5.7.1")
+assert bqplot.__version__.startswith("0.12")
 panel = sw.explore(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6)
 for figure in (panel.roofline, panel.memory_bar):
-    assert [a.orientation for a in figure.axes if a.side == "left"] == ["vertical"]  # bqplot 0.12 draws by orientation
+    # bqplot 0.12 draws by orientation
+    assert [a.orientation for a in figure.axes if a.side == "left"] == ["vertical"]
 panel.scenario.update(hardware="tpu-v5e", slice_shape=(16, 16))
 assert panel.mesh_picker.value["x"] * panel.mesh_picker.value["y"] == 256
 print("colab versions: ok")
@@ -47,7 +57,18 @@ def test_colab_versions(tmp_path):
     run([python, "-m", "pip", *colab_install_line().split()], cwd=tmp_path)
     assert "colab versions: ok" in run([python, "-c", CHECK])
     out = run(
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/widgets", "tests/cost"],
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "tests/widgets",
+            "tests/cost",
+        ],
         cwd=ROOT,
     )
     assert " passed" in out and " failed" not in out

@@ -1,5 +1,5 @@
 """A Hugging Face config.json as published (tests/data/hf holds the hub's files, unchanged but for
-fields none of ours reads): each family reads into the model it describes (SPEC D.4)."""
+fields none of ours reads): each family reads into the model it describes (MODEL.md §D.4)."""
 
 import json
 from pathlib import Path
@@ -12,16 +12,32 @@ from scaling_widgets.cost.transformer.counts import param_count
 from scaling_widgets.presets import MODELS
 
 HF = Path(__file__).with_name("data") / "hf"
-SAME_AS_PRESET = {"llama-3-8b": "llama-3-8b", "mixtral-8x7b": "mixtral-8x7b", "qwen3-30b-a3b": "qwen3-30b-a3b",
-                  "deepseek-v3": "deepseek-v3", "gemma-7b": "gemma-7b"}  # fmt: skip
+SAME_AS_PRESET = {
+    "llama-3-8b": "llama-3-8b",
+    "mixtral-8x7b": "mixtral-8x7b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "deepseek-v3": "deepseek-v3",
+    "gemma-7b": "gemma-7b",
+}
 
 
 @pytest.mark.parametrize("name", SAME_AS_PRESET)
 def test_a_config_reads_into_the_model_of_its_preset(name):
     model = model_from_json(HF / f"{name}.json")
     preset = MODELS[SAME_AS_PRESET[name]]
-    fields = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab", "gated", "tied_embeddings",
-              "moe", "mla")  # fmt: skip
+    fields = (
+        "layers",
+        "d_model",
+        "d_ff",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "vocab",
+        "gated",
+        "tied_embeddings",
+        "moe",
+        "mla",
+    )
     assert {f: getattr(model, f) for f in fields} == {f: getattr(preset, f) for f in fields}
     assert model.name.endswith("from config.json")
 
@@ -35,26 +51,60 @@ def test_dense_families_count_their_published_parameters(name, billions):
 
 def test_qwen2_moe_counts_its_wide_shared_expert_in_expert_widths():
     config = json.loads((HF / "qwen3-30b-a3b.json").read_text())
-    config.update(model_type="qwen2_moe", num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
-                  shared_expert_intermediate_size=5632)  # Qwen1.5-MoE-A2.7B's experts  # fmt: skip
+    # Qwen1.5-MoE-A2.7B's experts
+    config.update(
+        model_type="qwen2_moe",
+        num_experts=60,
+        num_experts_per_tok=4,
+        moe_intermediate_size=1408,
+        shared_expert_intermediate_size=5632,
+    )
     assert model_from_json(config).moe.shared == 4
     config["shared_expert_intermediate_size"] = 5000
-    with pytest.raises(ValueError, match="shared_expert_intermediate_size 5000 is not a whole number of expert"):
+    with pytest.raises(
+        ValueError, match="shared_expert_intermediate_size 5000 is not a whole number of expert"
+    ):
         model_from_json(config)
 
 
 def test_another_architecture_gets_one_line_naming_what_is_missing(capsys):
-    with pytest.raises(ValueError, match="model_type 'gpt2'\\) lacks num_hidden_layers, hidden_size, intermediate_size"
-                       ", num_attention_heads: the field names of LLaMA"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match="model_type 'gpt2'\\) lacks num_hidden_layers, hidden_size, intermediate_size"
+        ", num_attention_heads: the field names of LLaMA",
+    ):
         model_from_json(HF / "gpt2.json")
     with pytest.raises(SystemExit) as exit:
-        main(["estimate", "--model-file", str(HF / "gpt2.json"), "--hardware", "tpu-v5p", "--batch", "4M"])
+        main(
+            [
+                "estimate",
+                "--model-file",
+                str(HF / "gpt2.json"),
+                "--hardware",
+                "tpu-v5p",
+                "--batch",
+                "4M",
+            ]
+        )
     err = capsys.readouterr().err
-    assert exit.value.code == 2 and err.count("\n") == 1 and "lacks num_hidden_layers" in err and "Traceback" not in err
+    assert (
+        exit.value.code == 2
+        and err.count("\n") == 1
+        and "lacks num_hidden_layers" in err
+        and "Traceback" not in err
+    )
 
 
 def test_the_cli_reads_a_config_and_reports_total_and_active_parameters(capsys):
-    args = ["estimate", "--model-file", str(HF / "deepseek-v3.json"), "--hardware", "h100", "--batch", "16M"]
+    args = [
+        "estimate",
+        "--model-file",
+        str(HF / "deepseek-v3.json"),
+        "--hardware",
+        "h100",
+        "--batch",
+        "16M",
+    ]
     code = main([*args, "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -68,10 +118,21 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
     import scaling_widgets as sw
     from scaling_widgets.widgets.scenario import Scenario
 
-    panel = sw.explore(model=str(HF / "mixtral-8x7b.json"), hardware="h100", batch=16e6, seq_len=4096)
-    assert panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
+    panel = sw.explore(
+        model=str(HF / "mixtral-8x7b.json"), hardware="h100", batch=16e6, seq_len=4096
+    )
+    assert (
+        panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
+    )
     saved = json.loads(panel.scenario.to_json())
     assert saved["version"] == 4 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
-    old = {k: v for k, v in saved.items() if k not in ("ep", "cp", "cp_kind", "stack")} | {"version": 1}  # SPEC D
+    # MODEL.md §D
+    old = {k: v for k, v in saved.items() if k not in ("ep", "cp", "cp_kind", "stack")} | {
+        "version": 1
+    }
     again = Scenario.from_json(json.dumps(old))
-    assert (again.ep, again.cp, again.cp_kind) == (1, 1, "ring") and again.model == panel.scenario.model
+    assert (again.ep, again.cp, again.cp_kind) == (
+        1,
+        1,
+        "ring",
+    ) and again.model == panel.scenario.model

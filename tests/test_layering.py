@@ -20,7 +20,8 @@ def test_the_cost_layer_holds_no_sentences():
     import re
 
     errors = {"refuse", "require", "ValueError", "TypeError", "InputError"}  # the refusals
-    errors |= {"Number", "Whole", "Choice", "Switch", "Instance", "Maybe"}  # a field's check, and its words
+    # a field's check, and its words
+    errors |= {"Number", "Whole", "Choice", "Switch", "Instance", "Maybe"}
     found = []
     for path in sorted(pathlib.Path("scaling_widgets/cost").rglob("*.py")):
         if path.name == "checks.py":  # the words of every refusal: what a field may hold
@@ -28,14 +29,27 @@ def test_the_cost_layer_holds_no_sentences():
         tree = ast.parse(path.read_text())
         allowed = set()
         for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node, clean=False):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(
+                node, clean=False
+            ):
                 allowed.add(id(node.body[0].value))
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # an attribute's docstring
+            if isinstance(node, ast.Expr) and isinstance(
+                node.value, ast.Constant
+            ):  # an attribute's docstring
                 allowed.add(id(node.value))
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in errors:
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) in errors
+            ):
                 allowed.update(id(n) for n in ast.walk(node))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in allowed:
-                if len(re.findall(r"[A-Za-z]{2,}", node.value)) >= 4 and " " in node.value.strip():  # a sentence
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in allowed
+            ):
+                if (
+                    len(re.findall(r"[A-Za-z]{2,}", node.value)) >= 4 and " " in node.value.strip()
+                ):  # a sentence
                     found.append(f"{path.name}:{node.lineno}: {node.value[:60]!r}")
     assert found == []

@@ -21,11 +21,18 @@ def top_level_asserts(source: str) -> list[ast.Assert]:
 def test_notebook_runs_top_to_bottom(path):
     nb = nbformat.read(path, as_version=4)
     last = nb.cells[-1]
-    assert last.cell_type == "code" and top_level_asserts(last.source), "the last cell must assert what it shows"
-    # One more cell, whose assert must fail: the kernel checks asserts (not run with -O or PYTHONOPTIMIZE).
+    assert last.cell_type == "code" and top_level_asserts(last.source), (
+        "the last cell must assert what it shows"
+    )
+    # One more cell, whose assert must fail: the kernel checks asserts (not run with -O or
+    # PYTHONOPTIMIZE).
     nb.cells.append(nbformat.v4.new_code_cell("assert False, 'the kernel checks asserts'"))
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
-    with pytest.raises(CellExecutionError, match="the kernel checks asserts"):  # not an error of an earlier cell
+    client = NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    with pytest.raises(
+        CellExecutionError, match="the kernel checks asserts"
+    ):  # not an error of an earlier cell
         client.execute()
     assert last.execution_count is not None  # the last cell ran to its end, asserts and all
 

@@ -37,8 +37,15 @@ def main(argv=None) -> int:
         if args.command == "demo":
             from ..demo import serve  # Voila loads only for the demo
 
-            return serve(port=args.port, open_browser=not args.no_browser, cull_after=args.cull_after, theme=args.theme)
-        start = fields.from_json(catalog.read_text(args.scenario)) if from_file else fields.defaults()
+            return serve(
+                port=args.port,
+                open_browser=not args.no_browser,
+                cull_after=args.cull_after,
+                theme=args.theme,
+            )
+        start = (
+            fields.from_json(catalog.read_text(args.scenario)) if from_file else fields.defaults()
+        )
         given = fields.from_flags(typed, start)
         state = fields.given_by_hand(start, given)
         if state["model"] is None:
@@ -69,7 +76,10 @@ def _estimate(args, state: dict, given: dict) -> int:
     state = fields.checked(state, tuple(given))
     values = fields.values(state)
     _used(values, state, given)
-    if getattr(args, "save_profile", None) is not None or getattr(args, "measured_peak_gb", None) is not None:
+    if (
+        getattr(args, "save_profile", None) is not None
+        or getattr(args, "measured_peak_gb", None) is not None
+    ):
         values = _calibrated(values, args)
     chosen = evaluate(*values)
     others = compare_strategies(*values)
@@ -85,7 +95,9 @@ def _used(values: tuple, state: dict, given: dict) -> None:
         field = FIELDS[name]
         if field.value is None or field.get(values) is not None or state[name] is None:
             continue
-        raise ValueError(f"{field.flag} {state[name]} is not used: the scenario's axis roles set the groups")
+        raise ValueError(
+            f"{field.flag} {state[name]} is not used: the scenario's axis roles set the groups"
+        )
 
 
 def _calibrated(values, args):
@@ -95,7 +107,9 @@ def _calibrated(values, args):
     save, peak_gb = getattr(args, "save_profile", None), getattr(args, "measured_peak_gb", None)
     cluster, workload, layout, options = values
     if save is not None and options.measured_step_time is None and peak_gb is None:
-        raise ValueError("--save-profile needs --measured-step-time or --measured-peak-gb: what it calibrates on")
+        raise ValueError(
+            "--save-profile needs --measured-step-time or --measured-peak-gb: what it calibrates on"
+        )
     if save is not None and options.measured_step_time is not None:
         profile = calibrate(*values, step_time=options.measured_step_time)
         options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
@@ -115,7 +129,12 @@ def _plan(args, state: dict, given: dict) -> int:
     if args.json:
         best = [ranked.estimate(r) for r in top]
         layouts = [{**report.record(e), "binds": explain.binds(e)} for e in best]
-        print(json.dumps({"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts}, indent=2))
+        print(
+            json.dumps(
+                {"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts},
+                indent=2,
+            )
+        )
     else:
         print(report.plan_table(ranked, top))
     return 0

@@ -15,7 +15,8 @@ from ..cost.search.plan import HELD, SEARCHED
 from ..fields import FIELDS_TABLE, Field
 from ..text import units
 
-ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top")  # options that are no field
+# options that are no field
+ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,7 +50,9 @@ def _help(field: Field, command: str) -> str:
     default = field.fallback()
     if default is None or default is False or "default" in field.help:
         return field.help
-    return f"{field.help} (default {units.mesh(default) if isinstance(default, tuple) else default})"
+    return (
+        f"{field.help} (default {units.mesh(default) if isinstance(default, tuple) else default})"
+    )
 
 
 def _add_field(parser, field: Field, command: str) -> None:
@@ -63,8 +66,14 @@ def _add_field(parser, field: Field, command: str) -> None:
         convert = None if field.parse is None else _typed(field.parse, field.flag)
         target.add_argument(field.flag, type=convert, metavar=field.metavar, **common)
     for alt in field.also:
-        target.add_argument(alt.name, dest=f"{field.name}:{alt.name}", type=_typed(alt.parse, alt.name),
-                            metavar=alt.metavar, default=argparse.SUPPRESS, help=alt.help)  # fmt: skip
+        target.add_argument(
+            alt.name,
+            dest=f"{field.name}:{alt.name}",
+            type=_typed(alt.parse, alt.name),
+            metavar=alt.metavar,
+            default=argparse.SUPPRESS,
+            help=alt.help,
+        )
 
 
 def _fields(parser, command: str) -> None:
@@ -74,32 +83,69 @@ def _fields(parser, command: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="scaling-widgets", description="How to parallelize a transformer for training.")
+    parser = _Parser(
+        prog="scaling-widgets", description="How to parallelize a transformer for training."
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
-    est.add_argument("--scenario", metavar="FILE.json", default=argparse.SUPPRESS,
-                     help="evaluate a scenario saved from the panel; a flag given beside it overrides"
-                     " that field")  # fmt: skip
+    est.add_argument(
+        "--scenario",
+        metavar="FILE.json",
+        default=argparse.SUPPRESS,
+        help="evaluate a scenario saved from the panel; a flag given beside it overrides"
+        " that field",
+    )
     _fields(est, "estimate")
     est.add_argument(
-        "--measured-peak-gb", type=_typed(units.parse_count, "--measured-peak-gb"), metavar="GB",
+        "--measured-peak-gb",
+        type=_typed(units.parse_count, "--measured-peak-gb"),
+        metavar="GB",
         default=argparse.SUPPRESS,
-        help="a measured peak (as the stack reports it) that calibrates the memory; saved with --save-profile",
-    )  # fmt: skip
-    est.add_argument("--save-profile", metavar="FILE.json", default=argparse.SUPPRESS,
-                     help="with --measured-step-time and/or --measured-peak-gb: calibrate and save")  # fmt: skip
-    est.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+        help="a measured peak (as the stack reports it) that calibrates the memory; saved with "
+        "--save-profile",
+    )
+    est.add_argument(
+        "--save-profile",
+        metavar="FILE.json",
+        default=argparse.SUPPRESS,
+        help="with --measured-step-time and/or --measured-peak-gb: calibrate and save",
+    )
+    est.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the report"
+    )
     planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
     _fields(planner, "plan")
-    planner.add_argument("--top", type=_typed(units.parse_whole, "--top"), default=10,
-                         help="layouts to show (default 10)")  # fmt: skip
-    planner.add_argument("--json", action="store_true", help="one JSON object whose layouts list is ranked best first")
+    planner.add_argument(
+        "--top",
+        type=_typed(units.parse_whole, "--top"),
+        default=10,
+        help="layouts to show (default 10)",
+    )
+    planner.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object whose layouts list is ranked best first",
+    )
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
-    demo.add_argument("--port", type=_typed(units.parse_whole, "--port"), help="port on 127.0.0.1 (default: a free one)")
-    demo.add_argument("--no-browser", action="store_true", help="do not open a browser; just print the URL")
     demo.add_argument(
-        "--cull-after", type=_typed(units.parse_whole, "--cull-after"), default=60, metavar="SECONDS",
+        "--port",
+        type=_typed(units.parse_whole, "--port"),
+        help="port on 127.0.0.1 (default: a free one)",
+    )
+    demo.add_argument(
+        "--no-browser", action="store_true", help="do not open a browser; just print the URL"
+    )
+    demo.add_argument(
+        "--cull-after",
+        type=_typed(units.parse_whole, "--cull-after"),
+        default=60,
+        metavar="SECONDS",
         help="shut down a closed page's kernel after this many idle seconds (default 60)",
-    )  # fmt: skip
-    demo.add_argument("--theme", choices=("light", "dark"), default="light", help="the page's theme (default light)")
+    )
+    demo.add_argument(
+        "--theme",
+        choices=("light", "dark"),
+        default="light",
+        help="the page's theme (default light)",
+    )
     return parser

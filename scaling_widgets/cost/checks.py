@@ -11,9 +11,9 @@ array, not a pass that builds a mask.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import reprlib
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -263,9 +263,11 @@ def _typed(a: np.ndarray, whole: bool):
 
 def _is_real(value) -> bool:
     """A plain Python or numpy number that is no bool and is finite-checked by the range."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    ) and (not isinstance(value, int) or abs(value) < 2**1023)
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and (not isinstance(value, int) or abs(value) < 2**1023)
+    )
 
 
 def shown(value) -> str:

@@ -12,7 +12,8 @@ def per_choice(choices, evaluate):
     Each distinct name is evaluated once, over every layout, and each layout keeps its own;
     tuples (of tuples) of arrays are chosen leaf by leaf.
 
-    >>> per_choice(np.array(["a", "b", "a"]), lambda name: {"a": 1.0, "b": np.arange(3.0) * 10}[name])
+    >>> formulas = {"a": 1.0, "b": np.arange(3.0) * 10}
+    >>> per_choice(np.array(["a", "b", "a"]), lambda name: formulas[name])
     array([ 1., 10.,  1.])
     """
     if isinstance(choices, str):

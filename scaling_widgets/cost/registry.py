@@ -12,5 +12,8 @@ import pkgutil
 
 def members(package: str, path, build) -> dict:
     """``build(module)`` for every module of ``package`` (its ``__path__``), by name, in order."""
-    built = [build(importlib.import_module(f"{package}.{info.name}")) for info in pkgutil.iter_modules(path)]
+    built = [
+        build(importlib.import_module(f"{package}.{info.name}"))
+        for info in pkgutil.iter_modules(path)
+    ]
     return {member.name: member for member in sorted(built, key=lambda member: member.order)}

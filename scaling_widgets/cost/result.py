@@ -1,4 +1,4 @@
-"""What an estimate holds (SPEC A.10), and how to pick one layout out of an array of them."""
+"""What an estimate holds (MODEL.md §A.10), and how to pick one layout out of an array of them."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .transformer.layer import LayerTimes
 from .memory.chapter import MemoryPerChip
 from .memory.peak import PeakMemory
 from .transformer.counts import ParamCount
+from .transformer.layer import LayerTimes
 from .values import Cluster, Layout, Options, Workload
 
 
 @dataclass(frozen=True, eq=False)
 class Estimate:
-    """SPEC A.10 for one layout (or an array of them). Times [s], memory [bytes], batch [tokens].
+    """MODEL.md §A.10 for one layout (or an array of them). Times [s], memory [bytes], batch
+    [tokens].
 
     It keeps the four checked values it was evaluated from (``cluster``, ``workload``,
     ``layout``, ``options``, the defaults filled in), and the placement: X, Y, Z, the
@@ -43,19 +44,24 @@ class Estimate:
     tp_limit: np.ndarray
     critical_tokens_per_pod: np.ndarray
     x_opt: np.ndarray
-    memory: MemoryPerChip  # the chapter's count, a lower bound (SPEC A.4)
-    peak: PeakMemory  # the busiest chip's peak as its stack measures it (SPEC E); "fits" reads this
+    memory: MemoryPerChip  # the chapter's count, a lower bound (MODEL.md §A.4)
+    # the busiest chip's peak as its stack measures it (MODEL.md §E); "fits" reads this
+    peak: PeakMemory
     flops_per_token: np.ndarray  # model FLOPs per trained token
-    hardware_flops_per_token: np.ndarray  # recompute counted (SPEC B.1)
+    hardware_flops_per_token: np.ndarray  # recompute counted (MODEL.md §B.1)
     bubble: np.ndarray  # idle time relative to useful work, (Z - 1)/(v·m)
     stage_traffic: np.ndarray  # seconds a step sends activations between pipeline stages
-    compute_time: np.ndarray  # B·f_hw/(N·C·η): the FLOPs the chips do, at the utilisation they sustain
-    comm_time: np.ndarray  # exposed communication of a step [s]: the layer's comm/compute x the model's compute
+    # B·f_hw/(N·C·η): the FLOPs the chips do, at the utilisation they sustain
+    compute_time: np.ndarray
+    # exposed communication of a step [s]: the layer's comm/compute x the model's compute
+    comm_time: np.ndarray
     step_time: np.ndarray
     mfu: np.ndarray  # what the step achieves: B·f/(N·C·t)
-    hfu: np.ndarray  # the same with the recompute counted (SPEC B.1)
+    hfu: np.ndarray  # the same with the recompute counted (MODEL.md §B.1)
     training_time: np.ndarray | None  # None without ``tokens``
-    step_breakdown: dict | None = None  # the predicted step's terms [s] (SPEC C.5); None with an MFU given
+    step_breakdown: dict | None = (
+        None  # the predicted step's terms [s] (MODEL.md §C.5); None with an MFU given
+    )
 
     def __repr__(self):
         shape = np.shape(self.step_time)
@@ -100,7 +106,7 @@ class Estimate:
     @property
     def fits(self):
         """The busiest chip's peak, reserved by its allocator and overhead included, within
-        ``fits_below`` of HBM (SPEC B.8, E)."""
+        ``fits_below`` of HBM (MODEL.md §B.8, §E)."""
         return self.peak.reserved <= self.fits_below * self.chip.hbm_bytes
 
 
@@ -130,7 +136,9 @@ def pick(result, index):
 
 
 def _holds_arrays(value) -> bool:
-    return any(isinstance(getattr(value, f.name), (np.ndarray, tuple)) for f in dataclasses.fields(value))
+    return any(
+        isinstance(getattr(value, f.name), (np.ndarray, tuple)) for f in dataclasses.fields(value)
+    )
 
 
 def _index(value: np.ndarray, index):

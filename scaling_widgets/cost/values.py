@@ -69,7 +69,8 @@ class Cluster:
         largest = MAX_CHIPS // math.prod(shape)
         whole_pods = Whole(
             high=largest,
-            allowed_words=f"a whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in all)",
+            allowed_words=f"a whole number from 1 to {largest:,} (at most {MAX_CHIPS:,} chips in "
+            "all)",
             per_layout=True,
         )
         object.__setattr__(self, "slice_shape", tuple(shape))
@@ -145,16 +146,22 @@ class Layout:
 
     def __post_init__(self):
         check_fields(self)
-        if self.strategy == "tp" and np.any(np.asarray(self.zero if self.zero is not None else 0) > 0):
+        if self.strategy == "tp" and np.any(
+            np.asarray(self.zero if self.zero is not None else 0) > 0
+        ):
             raise refuse(
                 "zero",
                 "0 for strategy 'tp': a ZeRO stage shards over the data axis, which TP has not",
                 self.zero,
             )
-        takes_v = np.isin(self.schedule, [n for n, s in SCHEDULES.items() if s.takes_virtual_stages])
+        takes_v = np.isin(
+            self.schedule, [n for n, s in SCHEDULES.items() if s.takes_virtual_stages]
+        )
         if np.any((np.asarray(self.virtual_stages) != 1) & ~takes_v):
             got = f"{self.virtual_stages} with {self.schedule!r}"
-            raise refuse("virtual_stages", f"1 unless the schedule is {_takes_virtual_stages()}", got)
+            raise refuse(
+                "virtual_stages", f"1 unless the schedule is {_takes_virtual_stages()}", got
+            )
         if self.microbatch_seqs is not None and self.microbatches is not None:
             raise refuse(
                 "microbatch_seqs",
@@ -167,7 +174,9 @@ class Layout:
                 raise refuse("axis_roles", "a list of 'x', 'y' or 'z', one per slice axis", roles)
             if not (self.x is None and self.y is None and self.z is None):
                 raise refuse(
-                    "axis_roles", "left out when x, y or z is given (the roles set them)", tuple(roles)
+                    "axis_roles",
+                    "left out when x, y or z is given (the roles set them)",
+                    tuple(roles),
                 )
             object.__setattr__(self, "axis_roles", tuple(roles))
 
@@ -201,9 +210,7 @@ class Options:
         1.0, Number(high=1, closed=True, what="a share of HBM", per_layout=True)
     )
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
-    flash_attention: bool | None = checked(
-        None, Maybe(Switch("true, false or None (the stack's)"))
-    )
+    flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
 
     def __post_init__(self):
         check_fields(self)

@@ -24,7 +24,8 @@ from .strategies import BEST, STRATEGIES
 from .values import Layout
 
 GRID_POINTS = 256
-CURVES = (*STRATEGIES, "optimal", "dcn")  # each strategy's own layout, the best split, the pods' DCN
+# each strategy's own layout, the best split, the pods' DCN
+CURVES = (*STRATEGIES, "optimal", "dcn")
 # The memory bar's parts, each the sum of the peak's parts (MODEL.md §E.1) it stands for.
 BAR_PARTS = {
     "weights": ("weights",),
@@ -68,7 +69,9 @@ class MemoryData:
     """The busiest chip's peak of each strategy at the current batch [bytes] (MODEL.md §E)."""
 
     strategies: tuple
-    estimates: tuple  # per strategy: its ``Estimate``, or the ``InputError`` saying why it cannot run
+    estimates: (
+        tuple  # per strategy: its ``Estimate``, or the ``InputError`` saying why it cannot run
+    )
     parts: np.ndarray  # rows: BAR_PARTS; a column per strategy
     hbm_bytes: float
     limit_bytes: float  # the share of HBM a layout may fill (MODEL.md §B.8)
@@ -119,17 +122,29 @@ def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
 def roofline(current: Estimate) -> RooflineData:
     """The chapter's per-layer times over a grid of batches, token by token (no sequences): each
     strategy's own layout, the split in use held fixed, and the best split re-chosen per batch."""
-    cluster, workload, layout, options = current.cluster, current.workload, current.layout, current.options
+    cluster, workload, layout, options = (
+        current.cluster,
+        current.workload,
+        current.layout,
+        current.options,
+    )
     grid = batch_grid(float(current.batch), int(current.chips))
     tokens = dataclasses.replace(workload, batch=grid, seq_len=None, tokens=None)
     # One microbatch: the per-layer times and crossovers do not depend on it, and a token per data
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
-    base = Layout(z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule, microbatches=1)
-    layouts = {name: dataclasses.replace(base, strategy=name) for name in STRATEGIES if name != BEST}
+    base = Layout(
+        z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule, microbatches=1
+    )
+    layouts = {
+        name: dataclasses.replace(base, strategy=name) for name in STRATEGIES if name != BEST
+    }
     layouts["optimal"] = dataclasses.replace(base, strategy=BEST)
-    held = dataclasses.replace(base, strategy=current.strategy, x=int(current.x), y=int(current.y),
-                               zero=current.zero)  # fmt: skip
-    if layout.axis_roles is not None:  # whole axes by hand: the curve sits where the roles put the groups
+    held = dataclasses.replace(
+        base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero
+    )
+    if (
+        layout.axis_roles is not None
+    ):  # whole axes by hand: the curve sits where the roles put the groups
         held = dataclasses.replace(held, x=None, y=None, z=None, axis_roles=layout.axis_roles)
     layouts[current.strategy] = held
     # The per-layer times do not depend on the step: a measured step, which only some batches of
@@ -153,11 +168,18 @@ def roofline(current: Estimate) -> RooflineData:
     compute = {"fwd": _full(now.math[0], now), "both": _full(now.t_math, now)}
     mine = _comm(now)
     return RooflineData(
-        batch=grid, comm=comm, crossover=crossover, current_curve=current.strategy,
-        compute={"fwd": _full(grid_layer.math[0], grid_layer), "both": _full(grid_layer.t_math, grid_layer)},
-        current_batch=float(current.batch), pods=pods,
+        batch=grid,
+        comm=comm,
+        crossover=crossover,
+        current_curve=current.strategy,
+        compute={
+            "fwd": _full(grid_layer.math[0], grid_layer),
+            "both": _full(grid_layer.t_math, grid_layer),
+        },
+        current_batch=float(current.batch),
+        pods=pods,
         current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
-    )  # fmt: skip
+    )
 
 
 def _comm(t) -> dict:
@@ -176,12 +198,18 @@ def memory_bars(strategies: dict, current: Estimate) -> MemoryData:
     """The peak of each strategy's own layout (``compare_strategies``), the current one's as it is:
     one bar per strategy, an empty one where it cannot run."""
     estimates = {**strategies, current.strategy: current}
-    parts = np.array([[_bar_part(e, kinds) for e in estimates.values()] for kinds in BAR_PARTS.values()])
+    parts = np.array(
+        [[_bar_part(e, kinds) for e in estimates.values()] for kinds in BAR_PARTS.values()]
+    )
     hbm = current.chip.hbm_bytes
     return MemoryData(
-        strategies=tuple(estimates), estimates=tuple(estimates.values()), parts=parts, hbm_bytes=hbm,
-        limit_bytes=float(current.fits_below) * hbm, current=current.strategy,
-    )  # fmt: skip
+        strategies=tuple(estimates),
+        estimates=tuple(estimates.values()),
+        parts=parts,
+        hbm_bytes=hbm,
+        limit_bytes=float(current.fits_below) * hbm,
+        current=current.strategy,
+    )
 
 
 def _bar_part(e, kinds) -> float:
@@ -196,12 +224,23 @@ def mesh(e: Estimate) -> MeshData:
     if e.layout.axis_roles is not None:
         span = role_layout(slice_shape=shape, roles=e.layout.axis_roles, rings=rings)[3]
     elif chip.is_gpu:
-        span = node_spans(slice_shape=shape, x=x, y=y, z=z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
+        span = node_spans(
+            slice_shape=shape, x=x, y=y, z=z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
+        )
     else:
         span = span_axes(slice_shape=shape, x=x, y=y, z=z, rings=rings)
     X, Y = split_candidates(math.prod(shape) // z)
     return MeshData(
-        slice_shape=shape, shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
-        x=x, y=y, z=z, pods=int(e.pods), mx=float(e.mx), my=float(e.my), wrap_x=bool(e.wrap_x),
-        wrap_y=bool(e.wrap_y), splits=tuple(zip(X.tolist(), Y.tolist())), gpu=chip.is_gpu,
-    )  # fmt: skip
+        slice_shape=shape,
+        shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
+        x=x,
+        y=y,
+        z=z,
+        pods=int(e.pods),
+        mx=float(e.mx),
+        my=float(e.my),
+        wrap_x=bool(e.wrap_x),
+        wrap_y=bool(e.wrap_y),
+        splits=tuple(zip(X.tolist(), Y.tolist())),
+        gpu=chip.is_gpu,
+    )

@@ -41,7 +41,9 @@ def plain(line: Line) -> str:
 
 def html(line: Line) -> str:
     """The line as HTML with ``$...$`` LaTeX; a comma inside a number is written {,} for LaTeX."""
-    out = "".join(f"${_thousands(p.tex)}$" if isinstance(p, Math) else _html.escape(p) for p in line.parts)
+    out = "".join(
+        f"${_thousands(p.tex)}$" if isinstance(p, Math) else _html.escape(p) for p in line.parts
+    )
     return f"<b>{out}</b>" if line.strong else out
 
 

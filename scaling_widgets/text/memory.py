@@ -1,4 +1,5 @@
-"""Memory in words: the chapter's count (SPEC A.4) and the busiest chip's peak (SPEC E)."""
+"""Memory in words: the chapter's count (MODEL.md §A.4) and the busiest chip's peak (MODEL.md
+§E)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,16 @@ from . import units
 from .lines import Line
 
 PART_NAMES = {
-    "weights": "weights", "grads": "gradients", "optimizer": "optimizer", "activations": "activations",
-    "working_set": "backward working set", "logits": "logits and loss", "buffers": "communication buffers",
-    "overhead": "runtime overhead", "allocator": "allocator reserve",
-}  # fmt: skip
+    "weights": "weights",
+    "grads": "gradients",
+    "optimizer": "optimizer",
+    "activations": "activations",
+    "working_set": "backward working set",
+    "logits": "logits and loss",
+    "buffers": "communication buffers",
+    "overhead": "runtime overhead",
+    "allocator": "allocator reserve",
+}
 
 
 def stack_name(e: Estimate) -> str:
@@ -33,33 +40,53 @@ def stage_name(e: Estimate) -> str:
 
 
 def chapter_count(e: Estimate) -> Line:
-    """The chapter's memory per chip, part by part (SPEC A.4, B.8): a lower bound."""
+    """The chapter's memory per chip, part by part (MODEL.md §A.4, §B.8): a lower bound."""
     mem = e.memory
-    kinds = {"weights": mem.params, "grads": mem.grads, "optimizer": mem.optimizer, "activations": mem.activations}
+    kinds = {
+        "weights": mem.params,
+        "grads": mem.grads,
+        "optimizer": mem.optimizer,
+        "activations": mem.activations,
+    }
     if np.any(mem.overhead):
         kinds["runtime overhead"] = mem.overhead
     parts = " + ".join(f"{k} {units.nbytes(float(v))}" for k, v in kinds.items())
-    return Line.of("memory", f"Memory per chip, the chapter's count: {parts} = {units.nbytes(float(mem.total))}")
+    return Line.of(
+        "memory",
+        f"Memory per chip, the chapter's count: {parts} = {units.nbytes(float(mem.total))}",
+    )
 
 
 def peak(e: Estimate) -> Line:
-    """The busiest chip's peak by part against HBM, and whether it fits (SPEC E)."""
+    """The busiest chip's peak by part against HBM, and whether it fits (MODEL.md §E)."""
     p, hbm = e.peak, e.chip.hbm_bytes
-    parts = " + ".join(f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}" for k in PARTS
-                       if float(getattr(p, k)) > 0)  # fmt: skip
+    parts = " + ".join(
+        f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}"
+        for k in PARTS
+        if float(getattr(p, k)) > 0
+    )
     reserved = float(p.reserved)
     below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
     verdict = "fits" if e.fits else "DOES NOT FIT"
-    return Line.of("memory", f"Peak per chip ({stage_name(e)}; {stack_name(e)}): {parts} = {units.nbytes(reserved)}"
-                   f" reserved, {units.nbytes(float(p.allocated))} allocated, of {units.nbytes(hbm)} HBM"
-                   f" ({reserved / hbm:.0%}){below}: {verdict}")  # fmt: skip
+    return Line.of(
+        "memory",
+        f"Peak per chip ({stage_name(e)}; {stack_name(e)}): {parts} = {units.nbytes(reserved)}"
+        f" reserved, {units.nbytes(float(p.allocated))} allocated, of {units.nbytes(hbm)} HBM"
+        f" ({reserved / hbm:.0%}){below}: {verdict}",
+    )
 
 
 def peak_record(e: Estimate) -> dict:
-    """The peak as JSON: each part, allocated and reserved [bytes], what the stack reports, the stage."""
+    """The peak as JSON: each part, allocated and reserved [bytes], what the stack reports, the
+    stage."""
     p = e.peak
     return {
-        **{k: float(getattr(p, k)) for k in PARTS}, "allocated": float(p.allocated), "reserved": float(p.reserved),
-        "reported": float(p.reported), "measures": p.measures, "stage": int(p.stage) + 1, "stages": int(np.max(e.z)),
+        **{k: float(getattr(p, k)) for k in PARTS},
+        "allocated": float(p.allocated),
+        "reserved": float(p.reserved),
+        "reported": float(p.reported),
+        "measures": p.measures,
+        "stage": int(p.stage) + 1,
+        "stages": int(np.max(e.z)),
         "stack": stack_name(e),
-    }  # fmt: skip
+    }

@@ -1,6 +1,6 @@
-"""Mixtures of experts and long sequences in words (SPEC D): a model's parameters, a MoE layer's
-two widths, where expert parallelism stays compute-bound, and whether context parallelism's keys
-and values hide, with the numbers substituted."""
+"""Mixtures of experts and long sequences in words (MODEL.md §D): a model's parameters, a MoE
+layer's two widths, where expert parallelism stays compute-bound, and whether context parallelism's
+keys and values hide, with the numbers substituted."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.transformer.context import ring_hides
-from ..cost.transformer.experts import held_width
 from ..cost.transformer.counts import param_count
+from ..cost.transformer.experts import held_width
 from . import units
 from .lines import Line, Math
 
@@ -17,19 +17,25 @@ from .lines import Line, Math
 def params(e: Estimate) -> str:
     """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts."""
     total = f"{units.count(float(e.params.total))} params"
-    return total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
+    return (
+        total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
+    )
 
 
 def model_summary(model) -> str:
-    """A model in one line: its parameters, and its experts and attention when they are not dense."""
+    """A model in one line: its parameters, and its experts and attention when they are not
+    dense."""
     p = param_count(**model.dims())
     text = f"{units.count(float(p.total))} params"
     if model.moe is not None:
         moe = model.moe
         shared = f" + {moe.shared} shared" if moe.shared else ""
         dense = f"; the first {moe.dense_layers} layers dense" if moe.dense_layers else ""
-        text += (f", {units.count(float(p.active))} active: {moe.experts} experts of {moe.d_ff}, top {moe.top_k}"
-                 f"{shared}{dense}")  # fmt: skip
+        text += (
+            f", {units.count(float(p.active))} active: {moe.experts} experts of {moe.d_ff}, top "
+            f"{moe.top_k}"
+            f"{shared}{dense}"
+        )
     if model.mla is not None:
         text += "; multi-head latent attention"
     return text
@@ -58,12 +64,24 @@ def thresholds(e: Estimate) -> list[Line]:
     moe, model, r = e.model.moe, e.model, weights_per_compute(e)[0]
     ep = int(e.layout.ep)
     pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
-    held_by = f"(E/EP + S)·F_e = ({moe.experts}/{ep} + {moe.shared})" if ep > 1 else f"(E + S)·F_e = ({moe.experts}"
+    held_by = (
+        f"(E/EP + S)·F_e = ({moe.experts}/{ep} + {moe.shared})"
+        if ep > 1
+        else f"(E + S)·F_e = ({moe.experts}"
+    )
     held_by += f" + {moe.shared})" if ep == 1 else ""
-    out = [Line.of("note", f"MoE: a chip holds F_w = {held_by}·{moe.d_ff} = {width(held(e))} of each MoE layer's MLP,"
-                   f" and a token goes through F = (k{pad} + S)·F_e = {width(model.active_width)}: the weights move"
-                   f" r = F_w/F = {r:.3g}x the bytes per FLOP of a dense layer, so DP and FSDP need r times the tokens"
-                   " (SPEC D.2)")]  # fmt: skip
+    out = [
+        Line.of(
+            "note",
+            f"MoE: a chip holds F_w = {held_by}·{moe.d_ff} = {width(held(e))} of each MoE layer's "
+            "MLP,"
+            f" and a token goes through F = (k{pad} + S)·F_e = {width(model.active_width)}: the "
+            "weights move"
+            f" r = F_w/F = {r:.3g}x the bytes per FLOP of a dense layer, so DP and FSDP need r "
+            "times the tokens"
+            " (docs/MODEL.md §D.2)",
+        )
+    ]
     if ep > 1:
         out.append(_expert_parallel(e))
     return out
@@ -74,40 +92,55 @@ def _expert_parallel(e: Estimate) -> Line:
     critical batch; its limit is on F_e (the GPU chapter's rule on GPUs)."""
     ratio = float(np.max(e.layer.comm_ratio("ep")))
     verdict = "compute-bound" if ratio <= 1 else "communication-bound at any batch"
-    out = [f"EP {int(e.layout.ep)}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
-           " (both grow with the batch: EP's limit is on F_e, not on B)"]  # fmt: skip
+    out = [
+        f"EP {int(e.layout.ep)}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
+        " (both grow with the batch: EP's limit is on F_e, not on B)"
+    ]
     chip, moe = e.chip, e.model.moe
     if chip.is_gpu and int(e.layout.ep) * int(e.y) <= chip.node_size:
         return Line.of("threshold", out[0] + "; the group stays inside an NVLink node")
     if chip.is_gpu:
         node = chip.node_size
-        alpha = chip.flops / (chip.scaleout_bw * node)  # C over a node's egress, as the GPU chapter counts
+        # C over a node's egress, as the GPU chapter counts
+        alpha = chip.flops / (chip.scaleout_bw * node)
         ep = int(e.layout.ep)
-        rule = Math(f"F_e > α_node·(EP − {node})/k = {alpha:,.0f}·{ep - node}/{moe.top_k} = "
-                    f"{alpha * max(ep - node, 0) / moe.top_k:,.0f} (k > EP/{node}), or F_e > {node}α_node ="
-                    f" {node * alpha:,.0f} (EP ≫ k); F_e = {moe.d_ff}",
-                    rf"F_e > \alpha_{{node}}(EP - {node})/k = {alpha:,.0f}\cdot {ep - node}/{moe.top_k} ="
-                    rf" {alpha * max(ep - node, 0) / moe.top_k:,.0f}\ (k > EP/{node}),\ \text{{or}}\ F_e > {node}"
-                    rf"\alpha_{{node}} = {node * alpha:,.0f}\ (EP \gg k);\ F_e = {moe.d_ff}")  # fmt: skip
+        rule = Math(
+            f"F_e > α_node·(EP − {node})/k = {alpha:,.0f}·{ep - node}/{moe.top_k} = "
+            f"{alpha * max(ep - node, 0) / moe.top_k:,.0f} (k > EP/{node}), or F_e > {node}α_node ="
+            f" {node * alpha:,.0f} (EP ≫ k); F_e = {moe.d_ff}",
+            rf"F_e > \alpha_{{node}}(EP - {node})/k = {alpha:,.0f}\cdot {ep - node}/{moe.top_k} ="
+            rf" {alpha * max(ep - node, 0) / moe.top_k:,.0f}\ (k > EP/{node}),\ \text{{or}}\ F_e > "
+            rf"{node}"
+            rf"\alpha_{{node}} = {node * alpha:,.0f}\ (EP \gg k);\ F_e = {moe.d_ff}",
+        )
         return Line.of("threshold", out[0] + ". Across nodes the GPU chapter asks ", rule)
     return Line.of("threshold", out[0])
 
 
 def context(e: Estimate) -> Line:
     """CP: the ring hides under the attention when s/CP ≥ (K/N_h)·C/W, doubled under causal
-    masking; the all-gather and Ulysses never hide (SPEC D.3)."""
+    masking; the all-gather and Ulysses never hide (MODEL.md §D.3)."""
     cp, kind, ratio = int(e.layout.cp), e.layout.cp_kind, float(np.max(e.layer.comm_ratio("cp")))
     head = f"CP {cp} ({kind}): each sequence of {e.seq_len} split over {cp} chips"
     if kind != "ring":
-        return Line.of("threshold", f"{head}; its keys and values are not overlapped: {ratio:.2f}x the layer's"
-                       " compute")  # fmt: skip
-    need, have = (float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp))
+        return Line.of(
+            "threshold",
+            f"{head}; its keys and values are not overlapped: {ratio:.2f}x the layer's compute",
+        )
+    need, have = (
+        float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp)
+    )
     causal, tex_causal = ("2·", r"2\cdot ") if e.model.causal else ("", "")
     K, N_h, alpha = e.model.kv_heads, e.model.heads, e.chip.flops / e.chip.ici_bw
     rule = Math(
         f"s/CP ≥ {causal}(K/N_h)·C/W = {causal}({K}/{N_h})·{alpha:,.0f} = {need:,.0f}",
-        rf"s/CP \ge {tex_causal}(K/N_h)\,C/W = {tex_causal}({K}/{N_h})\cdot {alpha:,.0f} = {need:,.0f}",
+        rf"s/CP \ge {tex_causal}(K/N_h)\,C/W = {tex_causal}({K}/{N_h})\cdot {alpha:,.0f} = "
+        rf"{need:,.0f}",
     )
     verdict = "hidden" if have >= need else f"not hidden: {ratio:.2f}x the layer's compute shows"
-    return Line.of("threshold", f"{head}; the ring's K/V passes hide under the attention when ", rule,
-                   f"; s/CP = {have:,.0f}: {verdict}")  # fmt: skip
+    return Line.of(
+        "threshold",
+        f"{head}; the ring's K/V passes hide under the attention when ",
+        rule,
+        f"; s/CP = {have:,.0f}: {verdict}",
+    )

@@ -21,8 +21,8 @@ def _num(value):
 
 
 def record(e: Estimate, others=None) -> dict:
-    """The estimate as plain JSON types (SPEC A.10). ``others`` maps strategy -> Estimate, or the
-    error that says why that strategy cannot run here."""
+    """The estimate as plain JSON types (MODEL.md §A.10). ``others`` maps strategy -> Estimate, or
+    the error that says why that strategy cannot run here."""
     layer, mem = e.layer, e.memory
     out = {
         "model": e.model.name,
@@ -33,7 +33,9 @@ def record(e: Estimate, others=None) -> dict:
         "precision": e.precision.name,
         "params": _num(e.params.total),
         "params_active": _num(e.params.active),  # what a token goes through: all of them unless MoE
-        "params_by_part": {k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")},
+        "params_by_part": {
+            k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")
+        },
         "chips": _num(e.chips),
         "batch_tokens": _num(e.batch),
         "seq_len": e.seq_len,
@@ -51,7 +53,10 @@ def record(e: Estimate, others=None) -> dict:
         "comm_to_compute": _num(layer.worst_ratio),
         "x_opt": _num(e.x_opt),
         "memory_per_chip_bytes": {
-            **{k: _num(getattr(mem, k)) for k in ("params", "grads", "optimizer", "activations", "overhead")},
+            **{
+                k: _num(getattr(mem, k))
+                for k in ("params", "grads", "optimizer", "activations", "overhead")
+            },
             "total": _num(mem.total),
         },
         "peak_memory_bytes": memory.peak_record(e),
@@ -60,7 +65,9 @@ def record(e: Estimate, others=None) -> dict:
         "hfu": _num(e.hfu),
         "mfu_given": None if e.calibrated else e.options.mfu,
         "mfu_convention": explain.MFU_CONVENTION,
-        "step_breakdown_s": None if e.step_breakdown is None else {k: _num(v) for k, v in e.step_breakdown.items()},
+        "step_breakdown_s": None
+        if e.step_breakdown is None
+        else {k: _num(v) for k, v in e.step_breakdown.items()},
         "profile": None if e.step_breakdown is None else memory.stack_name(e),
         "remat": _num(e.remat),
         "flops_per_token": _num(e.flops_per_token),
@@ -82,10 +89,20 @@ def record(e: Estimate, others=None) -> dict:
 
 
 def _placement(e: Estimate) -> dict:
-    """Where the groups sit (SPEC A.1): X, Y, Z, pods, the axes spanned, the rings."""
+    """Where the groups sit (MODEL.md §A.1): X, Y, Z, pods, the axes spanned, the rings."""
     return {
         "slice_shape": list(e.slice_shape),
-        **{k: _num(v) for k, v in (("X", e.x), ("Y", e.y), ("Z", e.z), ("P", e.pods), ("M_X", e.mx), ("M_Y", e.my))},
+        **{
+            k: _num(v)
+            for k, v in (
+                ("X", e.x),
+                ("Y", e.y),
+                ("Z", e.z),
+                ("P", e.pods),
+                ("M_X", e.mx),
+                ("M_Y", e.my),
+            )
+        },
         "wrap_x": _num(e.wrap_x),
         "wrap_y": _num(e.wrap_y),
         "microbatches": _num(e.microbatches),
@@ -96,9 +113,18 @@ def _placement(e: Estimate) -> dict:
 
 
 def _per_layer(layer) -> dict:
-    """One layer's times per chip (SPEC A.3, A.10)."""
-    times = ("t_math", "t_comms", "t_comms_x", "t_comms_y", "t_comms_dcn", "t_comms_ep", "t_comms_cp", "lower_bound",
-             "upper_bound")  # fmt: skip
+    """One layer's times per chip (MODEL.md §A.3, §A.10)."""
+    times = (
+        "t_math",
+        "t_comms",
+        "t_comms_x",
+        "t_comms_y",
+        "t_comms_dcn",
+        "t_comms_ep",
+        "t_comms_cp",
+        "lower_bound",
+        "upper_bound",
+    )
     return {f"{name}_s": _num(getattr(layer, name)) for name in times}
 
 
@@ -123,11 +149,16 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     """The report: what binds and by how much, each threshold with its numbers, memory, step."""
     chip, m = e.chip, e.model
     pods = int(e.pods)
-    seqs = "" if e.seq_len is None else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
+    seqs = (
+        ""
+        if e.seq_len is None
+        else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
+    )
     lines = explain.explain(e, best)
     head = [
         f"{m.name} ({moe_and_context.params(e)}) on {chip.name} {units.mesh(e.slice_shape)}"
-        f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch {units.tokens(float(e.batch))} tokens{seqs}",
+        f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch "
+        f"{units.tokens(float(e.batch))} tokens{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",
         "  " + plain(lines[0]),
@@ -143,42 +174,60 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
 
 
 def _table(others: dict):
-    yield f"{'strategy':<9} {'layout':<26} {'peak/chip':>12}  {'fits':<4}  {'bound by':<22} {'step':>9}"
+    head = ("strategy", "layout", "peak/chip", "fits", "bound by", "step")
+    yield "{:<9} {:<26} {:>12}  {:<4}  {:<22} {:>9}".format(*head)
     for name, o in others.items():
         if not isinstance(o, Estimate):
             yield f"{name:<9} cannot run: {o}"
             continue
-        bound = "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
+        bound = (
+            "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
+        )
         fits = "yes" if o.fits else "no"
         layout = explain.layout_name(o).split(", ")[0]
         yield (
-            f"{name:<9} {layout:<26} {units.nbytes(float(o.peak.reserved)):>12}  {fits:<4}  {bound:<22}"
+            f"{name:<9} {layout:<26} {units.nbytes(float(o.peak.reserved)):>12}  {fits:<4}  "
+            f"{bound:<22}"
             f" {units.seconds(float(o.step_time)):>9}"
         )
 
 
 def plan_table(ranked, ranks) -> str:
-    """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the HBM it
-    leaves, what binds."""
+    """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the
+    HBM it leaves, what binds."""
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
-        f" batch {units.tokens(float(workload.batch))} tokens: {len(ranked.step_time):,} layouts evaluated,"
+        f" batch {units.tokens(float(workload.batch))} tokens: {len(ranked.step_time):,} layouts "
+        "evaluated,"
         f" {len(ranked):,} fit"
     )
     orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
-    note = ["Axes: the slice's axes in the order the groups take them, TP the last axis first.", ""] if orders else []
-    rows = [head, "", *note, f"{'#':>3}  {'X x Y x Z':<16} " + (f"{'axes':<10} " if orders else "")
-            + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} {'HBM left':>8}"
-            "  binds"]  # fmt: skip
+    note = (
+        ["Axes: the slice's axes in the order the groups take them, TP the last axis first.", ""]
+        if orders
+        else []
+    )
+    rows = [
+        head,
+        "",
+        *note,
+        f"{'#':>3}  {'X x Y x Z':<16} "
+        + (f"{'axes':<10} " if orders else "")
+        + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} "
+        f"{'HBM left':>8}"
+        "  binds",
+    ]
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["virtual_stages"] > 1 else "")
         layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
-        layout += f" EP{k['ep']}" * (k["ep"] > 1) + f" CP{k['cp']}" * (k["cp"] > 1)  # groups of X (SPEC D)
+        # groups of X (MODEL.md §D)
+        layout += f" EP{k['ep']}" * (k["ep"] > 1) + f" CP{k['cp']}" * (k["cp"] > 1)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
-            f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} {k['microbatches']:>4}"
+            f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "
+            f"{k['microbatches']:>4}"
             f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9} {_left(ranked, index):>8}"
             f"  {explain.binds(ranked.estimate(r))}"
         )

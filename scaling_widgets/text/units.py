@@ -6,7 +6,9 @@ import math
 import re
 
 SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+_COUNT = re.compile(
+    r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE
+)
 
 
 def parse_count(text: str, field: str = "value") -> float:
@@ -18,7 +20,9 @@ def parse_count(text: str, field: str = "value") -> float:
     match = _COUNT.match(str(text))
     value = float(match[1].replace("_", "")) * SUFFIXES[match[2].lower()] if match else math.nan
     if not (0 < value < 1e30):  # NaN fails too
-        raise ValueError(f"{field} must be a number > 0 and < 1e30, such as 3M, 3e6 or 3000000; got {text!r}")
+        raise ValueError(
+            f"{field} must be a number > 0 and < 1e30, such as 3M, 3e6 or 3000000; got {text!r}"
+        )
     return value
 
 
@@ -29,7 +33,9 @@ def parse_whole(text: str, field: str = "value") -> int:
     except ValueError:
         value = 0.5
     if value != int(value) or value > 2**53:
-        raise ValueError(f"{field} must be a whole number from 1 to 2**53, such as 4 or 32k; got {text!r}")
+        raise ValueError(
+            f"{field} must be a whole number from 1 to 2**53, such as 4 or 32k; got {text!r}"
+        )
     return int(value)
 
 
@@ -41,7 +47,9 @@ def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
     """
     parts = re.split(r"\s*[x×*,]\s*", str(text).strip().lower())
     if not all(re.fullmatch(r"[0-9]{1,7}", p) and int(p) >= 1 for p in parts):
-        raise ValueError(f"{field} must be axis lengths >= 1 joined by 'x', such as 16x16x16; got {text!r}")
+        raise ValueError(
+            f"{field} must be axis lengths >= 1 joined by 'x', such as 16x16x16; got {text!r}"
+        )
     return tuple(int(p) for p in parts)
 
 
@@ -77,11 +85,22 @@ def seconds(t: float) -> str:
     """A duration in the unit that reads best: 4.2 µs, 311 ms, 2.5 h, 17.0 days."""
     if not math.isfinite(t):
         return "never"
-    for limit, scale, unit in ((1e-3, 1e6, " µs"), (1, 1e3, " ms"), (120, 1, " s"), (7200, 1 / 60, " min")):
+    for limit, scale, unit in (
+        (1e-3, 1e6, " µs"),
+        (1, 1e3, " ms"),
+        (120, 1, " s"),
+        (7200, 1 / 60, " min"),
+    ):
         if t < limit:
             return f"{t * scale:.3g}{unit}"
     days = t / 86400
-    return f"{t / 3600:.3g} h" if days < 2 else f"{days:.1f} days" if days < 1e5 else f"{sci(days)} days"
+    return (
+        f"{t / 3600:.3g} h"
+        if days < 2
+        else f"{days:.1f} days"
+        if days < 1e5
+        else f"{sci(days)} days"
+    )
 
 
 def sci(x: float) -> str:
@@ -96,5 +115,6 @@ def _scaled(n: float, steps, unit: str = "", digits: str = ".3g") -> str:
         return sci(n) + unit
     for scale, suffix in steps:
         if abs(n) >= scale:
-            return f"{n / scale:{digits}}".removesuffix(".") + suffix  # "#.3g" keeps 13.0 and writes 671.
+            # "#.3g" keeps 13.0 and writes 671.
+            return f"{n / scale:{digits}}".removesuffix(".") + suffix
     return f"{n:.3g}{unit}"

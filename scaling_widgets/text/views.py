@@ -16,7 +16,12 @@ from .explain import group_places, layout_name
 def curve_names() -> dict:
     """Each roofline curve's short name, for its toggle and its legend."""
     names = {name: s.label for name, s in STRATEGIES.items()}
-    names.update({BEST: f"{STRATEGIES[BEST].label} (this split)", "optimal": f"{STRATEGIES[BEST].label} (best)"})
+    names.update(
+        {
+            BEST: f"{STRATEGIES[BEST].label} (this split)",
+            "optimal": f"{STRATEGIES[BEST].label} (best)",
+        }
+    )
     return {**names, "dcn": "DCN"}
 
 

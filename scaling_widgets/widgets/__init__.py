@@ -1,8 +1,9 @@
 """The reusable widgets. Each takes an optional ``scenario`` and binds itself to it.
 
 Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to the scenario;
-views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the scenario's shared ``Analysis``.
-``scenario.py`` holds the shared state, ``analysis.py`` the one observer that evaluates it.
+views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the scenario's shared
+``Analysis``. ``scenario.py`` holds the shared state, ``analysis.py`` the one observer that
+evaluates it.
 """
 
 from .exactness_controls import ExactnessControls
@@ -19,7 +20,17 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
-    "ExactnessControls", "Export", "MemoryBar", "MeshPicker", "ModelPicker", "PipelinePicture", "Recommendations",
+    "ExactnessControls",
+    "Export",
+    "MemoryBar",
+    "MeshPicker",
+    "ModelPicker",
+    "PipelinePicture",
+    "Recommendations",
     "RooflineControls",
-    "RooflinePlot", "StepBreakdown", "StrategySelector", "Summary", "TrainingControls",
-]  # fmt: skip
+    "RooflinePlot",
+    "StepBreakdown",
+    "StrategySelector",
+    "Summary",
+    "TrainingControls",
+]

@@ -15,7 +15,8 @@ from .analysis import Analysis
 from .scenario import Scenario
 from .theme import css_color
 
-ROLE_COLORS = {"x": "blue", "y": "orange", "z": "green"}  # FSDP/data, tensor, pipeline (theme names)
+# FSDP/data, tensor, pipeline (theme names)
+ROLE_COLORS = {"x": "blue", "y": "orange", "z": "green"}
 
 
 def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
@@ -23,7 +24,8 @@ def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise TypeError(
-            f"{owner}() got an unexpected keyword argument {unknown[0]!r}; allowed: scenario, {', '.join(allowed)}"
+            f"{owner}() got an unexpected keyword argument {unknown[0]!r}; allowed: scenario, "
+            f"{', '.join(allowed)}"
         )
 
 
@@ -61,7 +63,8 @@ class Message(w.HTML):
 
 
 def vertical_axis(scale, **kwargs) -> bq.Axis:
-    """A y axis on the left; bqplot 0.12 (Colab) also needs the orientation trait that 0.13 dropped."""
+    """A y axis on the left; bqplot 0.12 (Colab) also needs the orientation trait that 0.13
+    dropped."""
     axis = bq.Axis(scale=scale, side="left", **kwargs)
     if "orientation" in axis.trait_names():
         axis.orientation = "vertical"
@@ -83,8 +86,12 @@ class Bound:
     _syncing = False
 
     def _bind(self, child, field: str, parse=None, show=None) -> None:
-        """Tie ``child.value`` to the scenario's ``field`` (``parse``: child -> field; ``show``: back)."""
-        self._bindings = [*getattr(self, "_bindings", ()), (child, field, show or (lambda value: value))]
+        """Tie ``child.value`` to the scenario's ``field`` (``parse``: child -> field; ``show``:
+        back)."""
+        self._bindings = [
+            *getattr(self, "_bindings", ()),
+            (child, field, show or (lambda value: value)),
+        ]
 
         def on_change(change):
             if self._syncing:
@@ -140,9 +147,12 @@ class EstimateFigure(bq.Figure):
 
     def __init__(self, scenario, css_class: str, marks, axes, title: str, height: str):
         super().__init__(
-            marks=marks, axes=axes, title=title, fig_margin=dict(top=40, bottom=40, left=50, right=20),
+            marks=marks,
+            axes=axes,
+            title=title,
+            fig_margin=dict(top=40, bottom=40, left=50, right=20),
             layout=w.Layout(width="100%", min_width="300px", height=height),
-        )  # fmt: skip
+        )
         self.add_class(css_class)
         if scenario is not None:
             dlink((Analysis.of(scenario), "estimate"), (self, "data"))

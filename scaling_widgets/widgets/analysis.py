@@ -13,8 +13,7 @@ import weakref
 
 from traitlets import Dict, HasTraits, Instance, Unicode
 
-from ..cost import Estimate, compare_strategies, evaluate
-from ..cost import views
+from ..cost import Estimate, compare_strategies, evaluate, views
 from ..cost.views import MemoryData, MeshData, RooflineData
 from ..text import views as words
 from .scenario import Scenario
@@ -25,7 +24,8 @@ class Analysis(HasTraits):
 
     scenario = Instance(Scenario)
     estimate = Instance(Estimate, allow_none=True)  # the scenario's own layout
-    strategies = Dict()  # strategy -> Estimate of its default layout, or the error saying why it cannot run
+    # strategy -> Estimate of its default layout, or the error saying why it cannot run
+    strategies = Dict()
     roofline = Instance(RooflineData, allow_none=True)
     memory = Instance(MemoryData, allow_none=True)
     mesh = Instance(MeshData, allow_none=True)
@@ -52,7 +52,12 @@ class Analysis(HasTraits):
             self.error = f"Could not evaluate this scenario: {err}"
             return
         with self.hold_trait_notifications():
-            self.strategies, self.roofline, self.memory, self.mesh = strategies, roofline, memory, mesh
+            self.strategies, self.roofline, self.memory, self.mesh = (
+                strategies,
+                roofline,
+                memory,
+                mesh,
+            )
             self.estimate, self.error = current, ""
 
 

@@ -1,4 +1,5 @@
-"""ExactnessControls: the corrections the chapter leaves out (SPEC B.7) and a cautious "fits" (B.8)."""
+"""ExactnessControls: the corrections the chapter leaves out (MODEL.md §B.7) and a cautious "fits"
+(B.8)."""
 
 from __future__ import annotations
 
@@ -18,15 +19,26 @@ class ExactnessControls(Bound, w.VBox):
         self.scenario = scenario or Scenario()
         self._ring, self._halve = control("ring_factor"), control("halve_without_wrap")
         text = dict(widget=w.Text, continuous_update=False, layout=w.Layout(width="200px"))
-        self._latency, self._overhead = control("latency", **text), control("overhead_bytes", **text)
-        self._fits_below = control("fits_below", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%")
+        self._latency, self._overhead = (
+            control("latency", **text),
+            control("overhead_bytes", **text),
+        )
+        self._fits_below = control(
+            "fits_below", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%"
+        )
         self._message = Message()
-        rows = [w.HBox([self._ring, self._halve]), w.HBox([self._latency, self._overhead]), self._fits_below]
+        rows = [
+            w.HBox([self._ring, self._halve]),
+            w.HBox([self._latency, self._overhead]),
+            self._fits_below,
+        ]
         super().__init__([*rows, self._message], **kwargs)
         self.add_class("sw-exactness-controls")
         self._bind(self._ring, "ring_factor")
         self._bind(self._halve, "halve_without_wrap")
-        self._bind(self._latency, "latency", parse=_scaled("latency", 1e-6), show=lambda v: f"{v * 1e6:g}")
+        self._bind(
+            self._latency, "latency", parse=_scaled("latency", 1e-6), show=lambda v: f"{v * 1e6:g}"
+        )
         gb = _scaled("overhead_bytes", 1e9)
         self._bind(self._overhead, "overhead_bytes", parse=gb, show=lambda v: f"{v / 1e9:g}")
         self._bind(self._fits_below, "fits_below", parse=float)

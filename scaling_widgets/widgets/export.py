@@ -44,7 +44,8 @@ class Export(w.VBox):
         link = base64.b64encode(text.encode()).decode()
         flags = command(*self.scenario.values())
         lines = [
-            f'<a download="scenario.json" href="data:application/json;base64,{link}">Download scenario.json</a>,'
+            f'<a download="scenario.json" href="data:application/json;base64,{link}">Download '
+            "scenario.json</a>,"
             " then: <code>scaling-widgets estimate --scenario scenario.json --json</code>",
         ]
         if flags is not None:

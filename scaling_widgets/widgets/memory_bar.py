@@ -1,4 +1,5 @@
-"""MemoryBar: the busiest chip's peak of every strategy, stacked by part, against HBM (SPEC E)."""
+"""MemoryBar: the busiest chip's peak of every strategy, stacked by part, against HBM (MODEL.md
+§E)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ from .theme import color
 KINDS = tuple(BAR_PARTS)
 LEGEND_BAND = 0.42  # the top of the plot, above every bar and label: the legend sits there
 # Stacked bars need explicit colors.
-KIND_COLORS = [color(name) for name in ("blue", "cyan", "orange", "green", "purple", "brown", "grey")]
+KIND_COLORS = [
+    color(name) for name in ("blue", "cyan", "orange", "green", "purple", "brown", "grey")
+]
 GB = 1e9
 
 
 class MemoryBar(bq.Figure):
     """One stacked bar per strategy, side by side, with the chip's HBM as a red line: the busiest
-    chip's peak as its stack holds it, reserved by the allocator (SPEC E). With pipelining, the
+    chip's peak as its stack holds it, reserved by the allocator (MODEL.md §E). With pipelining, the
     title names the busiest stage of the current layout, and the tooltip each bar's.
 
     A bar that does not fit rises above the line and its label, in red, says "> HBM". A bar far
@@ -39,30 +42,58 @@ class MemoryBar(bq.Figure):
         check_kwargs("MemoryBar", kwargs)
         sx, sy = bq.OrdinalScale(), bq.LinearScale(min=0)
         self._bars = bq.Bars(
-            x=[], y=[], scales={"x": sx, "y": sy}, type="stacked", colors=KIND_COLORS, labels=list(KINDS),
-            display_legend=True, padding=0.3, tooltip=w.HTML(),
-        )  # fmt: skip
+            x=[],
+            y=[],
+            scales={"x": sx, "y": sy},
+            type="stacked",
+            colors=KIND_COLORS,
+            labels=list(KINDS),
+            display_legend=True,
+            padding=0.3,
+            tooltip=w.HTML(),
+        )
         self._bars.on_hover(self._on_bars_hover)
         self._limit = bq.Lines(
-            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=[color("orange")],
-            line_style="dotted", labels=["fits below"], display_legend=False, visible=False,
-        )  # fmt: skip
+            x=[0, 1],
+            y=[0, 0],
+            scales={"x": bq.LinearScale(min=0, max=1), "y": sy},
+            colors=[color("orange")],
+            line_style="dotted",
+            labels=["fits below"],
+            display_legend=False,
+            visible=False,
+        )
         self._hbm = bq.Lines(
-            x=[0, 1], y=[0, 0], scales={"x": bq.LinearScale(min=0, max=1), "y": sy}, colors=[color("error")],
-            line_style="dashed", labels=["HBM"], display_legend=True,
-        )  # fmt: skip
+            x=[0, 1],
+            y=[0, 0],
+            scales={"x": bq.LinearScale(min=0, max=1), "y": sy},
+            colors=[color("error")],
+            line_style="dashed",
+            labels=["HBM"],
+            display_legend=True,
+        )
         self._totals = bq.Label(
-            x=[], y=[], scales={"x": sx, "y": sy}, text=[], default_size=12, align="middle", y_offset=-8, colors=[]
+            x=[],
+            y=[],
+            scales={"x": sx, "y": sy},
+            text=[],
+            default_size=12,
+            align="middle",
+            y_offset=-8,
+            colors=[],
         )
         axes = [
             bq.Axis(scale=sx),
             vertical_axis(sy, label="memory per chip (GB)", tick_format=".3r"),
         ]
         super().__init__(
-            marks=[self._bars, self._limit, self._hbm, self._totals], axes=axes, legend_location="top-right",
-            title="Peak memory per chip", fig_margin=dict(top=40, bottom=40, left=70, right=20),
+            marks=[self._bars, self._limit, self._hbm, self._totals],
+            axes=axes,
+            legend_location="top-right",
+            title="Peak memory per chip",
+            fig_margin=dict(top=40, bottom=40, left=70, right=20),
             layout=w.Layout(width="100%", min_width="300px", height="460px"),
-        )  # fmt: skip
+        )
         self.add_class("sw-memory-bar")
         if scenario is not None:
             dlink((Analysis.of(scenario), "memory"), (self, "data"))
@@ -77,14 +108,21 @@ class MemoryBar(bq.Figure):
         top = float(max(hbm, totals.max()) * 1.15)
         top = min(top, 2 * hbm)  # beyond twice HBM a bar is clipped: the others stay readable
         clipped = totals > top
-        shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)  # its parts in proportion
+        # its parts in proportion
+        shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)
         # Short names under the bars, so that they never run into each other; the layout's own
         # name is in the tooltip and the summary.
-        labels = [("● " if name == d.current else "") + STRATEGIES[name].label for name in d.strategies]
+        labels = [
+            ("● " if name == d.current else "") + STRATEGIES[name].label for name in d.strategies
+        ]
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = labels, shown
         self.clip_gb = top  # a bar taller than this is cut here, its whole value in its label
-        stage = d.stages[d.strategies.index(d.current)] if d.stages and d.current in d.strategies else ""
+        stage = (
+            d.stages[d.strategies.index(d.current)]
+            if d.stages and d.current in d.strategies
+            else ""
+        )
         self.title = "Peak memory per chip" + (f" (busiest: {stage})" if stage else "")
         self.axes[1].scale.max = top / (1 - LEGEND_BAND)
         with self._hbm.hold_sync():
@@ -99,11 +137,14 @@ class MemoryBar(bq.Figure):
             over = " > HBM" if limit == hbm else " too big"
             runs = d.runs or (True,) * len(totals)
             self._totals.text = [
-                "cannot run" if not run else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
+                "cannot run"
+                if not run
+                else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
                 for t, ok, run, cut in zip(totals, fits, runs, clipped)
             ]
             self._totals.colors = [
-                color("grey") if not run else color("green") if ok else color("error") for ok, run in zip(fits, runs)
+                color("grey") if not run else color("green") if ok else color("error")
+                for ok, run in zip(fits, runs)
             ]
 
     def _on_bars_hover(self, mark, event) -> None:

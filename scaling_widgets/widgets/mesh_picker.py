@@ -20,7 +20,7 @@ from .theme import color, css_color
 
 ROLE_OPTIONS = [("X: FSDP/data", "x"), ("Y: tensor", "y"), ("Z: pipeline", "z")]
 GROUPS = ("x", "y", "z")
-# The groups the data axis may hold (SPEC D): drawn as one more bar when they are in use.
+# The groups the data axis may hold (MODEL.md §D): drawn as one more bar when they are in use.
 SUBGROUPS = (("EP: experts", "indigo"), ("CP: sequence", "teal"))
 
 
@@ -46,22 +46,33 @@ class MeshPicker(Bound, w.VBox):
         self._picture = _MeshPicture()
         self._message = Message()
         super().__init__(
-            [self._hardware, self._axes, self._pods, self._by_hand, self._roles, self._message, self._info,
-             self._picture],
+            [
+                self._hardware,
+                self._axes,
+                self._pods,
+                self._by_hand,
+                self._roles,
+                self._message,
+                self._info,
+                self._picture,
+            ],
             **kwargs,
-        )  # fmt: skip
+        )
         self.add_class("sw-mesh-picker")
         self._hardware.observe(self._on_hardware_change, "value")
         self._bind(self._pods, "pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
-        self.analysis.observe(self._on_mesh_change, "mesh")  # recomputed after every change of the scenario
+        # recomputed after every change of the scenario
+        self.analysis.observe(self._on_mesh_change, "mesh")
         self._on_mesh_change()
 
     def _show_scenario(self) -> None:
         s = self.scenario
         chip_key = name_of(s.hardware, HARDWARE)
         if chip_key is None:  # a user's own chip: offer it too
-            self._hardware.options = [(c.name, k) for k, c in HARDWARE.items()] + [(s.hardware.name, "custom")]
+            self._hardware.options = [(c.name, k) for k, c in HARDWARE.items()] + [
+                (s.hardware.name, "custom")
+            ]
         self._hardware.value = chip_key or "custom"
         if len(self._axes.children) != len(s.slice_shape) or self._axes_pod != s.hardware.pod_shape:
             self._axes.children = [self._axis_box(i) for i in range(len(s.hardware.pod_shape))]
@@ -69,7 +80,11 @@ class MeshPicker(Bound, w.VBox):
             self._axes_pod = s.hardware.pod_shape
         for box, n in zip(self._axes.children, s.slice_shape):
             box.value = n
-        names = ("nodes", "GPUs/node") if s.hardware.is_gpu else [f"axis {i}" for i in range(len(self._axes.children))]
+        names = (
+            ("nodes", "GPUs/node")
+            if s.hardware.is_gpu
+            else [f"axis {i}" for i in range(len(self._axes.children))]
+        )
         for box, name in zip(self._axes.children, names):
             box.description = name
         if s.hardware.is_gpu:  # the node size is the chip's: only the number of nodes is a choice
@@ -84,13 +99,19 @@ class MeshPicker(Bound, w.VBox):
 
     def _axis_box(self, i: int) -> w.IntText:
         # The label as wide as its text ("GPUs/node" on a GPU); the box wide enough for 5 digits.
-        box = w.IntText(description=f"axis {i}", layout=w.Layout(width="auto"), style={"description_width": "initial"})
+        box = w.IntText(
+            description=f"axis {i}",
+            layout=w.Layout(width="auto"),
+            style={"description_width": "initial"},
+        )
         box.add_class("sw-axis-length")
         box.observe(self._on_axis_change, "value")
         return box
 
     def _role_box(self, i: int) -> w.Dropdown:
-        box = w.Dropdown(options=ROLE_OPTIONS, description=f"axis {i}", layout=w.Layout(width="190px"))
+        box = w.Dropdown(
+            options=ROLE_OPTIONS, description=f"axis {i}", layout=w.Layout(width="190px")
+        )
         box.style.description_width = "45px"
         box.observe(self._on_role_change, "value")
         return box
@@ -126,11 +147,19 @@ class MeshPicker(Bound, w.VBox):
         self.set_trait(
             "value",
             {
-                "hardware": s.hardware.name, "slice_shape": s.slice_shape, "pods": s.pods, "axis_roles": s.axis_roles,
-                "x": mesh.x, "y": mesh.y, "z": mesh.z, "mx": mesh.mx, "my": mesh.my,
-                "wrap_x": mesh.wrap_x, "wrap_y": mesh.wrap_y,
+                "hardware": s.hardware.name,
+                "slice_shape": s.slice_shape,
+                "pods": s.pods,
+                "axis_roles": s.axis_roles,
+                "x": mesh.x,
+                "y": mesh.y,
+                "z": mesh.z,
+                "mx": mesh.mx,
+                "my": mesh.my,
+                "wrap_x": mesh.wrap_x,
+                "wrap_y": mesh.wrap_y,
             },
-        )  # fmt: skip
+        )
 
 
 def _describe(mesh: MeshData, s: Scenario) -> str:
@@ -138,7 +167,8 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     if mesh.gpu:
         nodes, per_node = mesh.slice_shape
         where = "; ".join(mesh.places) or "one GPU"
-        return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {where}; Z = {mesh.z}.{_groups_of_x(mesh, s)}"
+        groups = f"{where}; Z = {mesh.z}.{_groups_of_x(mesh, s)}"
+        return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {groups}"
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
@@ -146,7 +176,9 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
 
     used = [(label, ROLE_COLORS[g]) for label, g in ROLE_OPTIONS]
     used += [SUBGROUPS[0]] * (s.ep > 1) + [SUBGROUPS[1]] * (s.cp > 1)
-    key = " ".join(f'<span style="color:{css_color(c)}">&#9632;</span> {label}' for label, c in used)
+    key = " ".join(
+        f'<span style="color:{css_color(c)}">&#9632;</span> {label}' for label, c in used
+    )
     return (
         f"{key}<br><b>{mesh.chips:,} chips</b> ({shape}{pods}). "
         f"X = {mesh.x} spans M<sub>X</sub> = {mesh.mx:g} axes{ring(mesh.wrap_x, mesh.x)}; "
@@ -156,13 +188,15 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
 
 
 def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
-    """The groups the data axis holds beside its replicas: EP splits the experts, CP the sequences."""
+    """The groups the data axis holds beside its replicas: EP splits the experts, CP the
+    sequences."""
     parts = [f"EP {s.ep} of them split the experts"] * (s.ep > 1) + [
         f"CP {s.cp} split each sequence ({s.cp_kind})"
-    ] * (s.cp > 1)  # fmt: skip
+    ] * (s.cp > 1)
     if not parts:
         return ""
-    return f" Of X's {mesh.x} chips, {' and '.join(parts)}: {mesh.x // (s.cp if s.cp > 1 else 1):,} replicas."
+    replicas = mesh.x // (s.cp if s.cp > 1 else 1)
+    return f" Of X's {mesh.x} chips, {' and '.join(parts)}: {replicas:,} replicas."
 
 
 class _MeshPicture(bq.Figure):
@@ -173,26 +207,35 @@ class _MeshPicture(bq.Figure):
         self._x = bq.LinearScale(min=0)
         self._y = bq.OrdinalScale()
         self._bars = bq.Bars(
-            x=["axis 0"], y=np.zeros((5, 1)), scales={"x": self._y, "y": self._x}, orientation="horizontal",
-            type="stacked", colors=[color(ROLE_COLORS[g]) for g in GROUPS] + [color(c) for _, c in SUBGROUPS],
+            x=["axis 0"],
+            y=np.zeros((5, 1)),
+            scales={"x": self._y, "y": self._x},
+            orientation="horizontal",
+            type="stacked",
+            colors=[color(ROLE_COLORS[g]) for g in GROUPS] + [color(c) for _, c in SUBGROUPS],
             labels=[label for label, _ in ROLE_OPTIONS] + [label for label, _ in SUBGROUPS],
-            tooltip=bq.Tooltip(fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]),
-        )  # fmt: skip
+            tooltip=bq.Tooltip(
+                fields=["x", "y"], labels=["axis", "log2 of the share"], formats=["", ".0f"]
+            ),
+        )
         axes = [
             vertical_axis(self._y),
             bq.Axis(scale=self._x, label="log2 of the axis length, by group", tick_format="d"),
         ]
         super().__init__(
-            marks=[self._bars], axes=axes,
+            marks=[self._bars],
+            axes=axes,
             fig_margin=dict(top=10, bottom=40, left=60, right=10),
             layout=w.Layout(height="170px", width="100%", min_width="300px"),
-        )  # fmt: skip
+        )
         self.add_class("sw-mesh-picture")
 
     def show(self, mesh: MeshData, ep: int = 1, cp: int = 1) -> None:
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
-        logs = np.log2(np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float))
+        logs = np.log2(
+            np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float)
+        )
         logs = np.vstack([logs, np.zeros((2, logs.shape[1]))])
         if mesh.pods > 1:  # the pods over DCN: one more axis, all data parallel
             names.append(f"pods over DCN ({mesh.pods})")
@@ -203,7 +246,8 @@ class _MeshPicture(bq.Figure):
             logs = np.column_stack([logs, [rest, 0.0, 0.0, np.log2(ep), np.log2(cp)]])
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = names, logs
-        self.fig_margin = {**self.fig_margin, "left": round(12 + 6.5 * max(map(len, names)))}  # room for the names
+        # room for the names
+        self.fig_margin = {**self.fig_margin, "left": round(12 + 6.5 * max(map(len, names)))}
         top = max(1, math.ceil(math.log2(max(*mesh.slice_shape, mesh.pods))))
         self._x.max = float(top)
         self.axes[1].tick_values = list(range(top + 1))

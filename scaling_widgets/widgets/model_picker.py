@@ -23,13 +23,15 @@ class ModelPicker(Bound, w.VBox):
         check_kwargs("ModelPicker", kwargs)
         self.scenario = scenario or Scenario()
         self._preset = w.Dropdown(
-            description="Model", options=[(m.name, k) for k, m in MODELS.items()] + [("custom", "custom")]
+            description="Model",
+            options=[(m.name, k) for k, m in MODELS.items()] + [("custom", "custom")],
         )
         self._dims = {d: w.IntText(description=d, layout=w.Layout(width="170px")) for d in DIMS}
         self._gated = w.Checkbox(description="gated MLP", indent=False)
         self._tied = w.Checkbox(description="tied embeddings", indent=False)
         self._custom = w.GridBox(
-            [*self._dims.values(), self._gated, self._tied], layout=w.Layout(grid_template_columns="repeat(3, 180px)")
+            [*self._dims.values(), self._gated, self._tied],
+            layout=w.Layout(grid_template_columns="repeat(3, 180px)"),
         )
         self._about = w.HTML()  # its parameters, total and active, and its experts
         self._about.add_class("sw-model-about")
@@ -63,10 +65,17 @@ class ModelPicker(Bound, w.VBox):
             return
         dims = {d: box.value for d, box in self._dims.items()}
         try:
-            # A MoE model's experts and latent attention stay as they were: the fields are its dense dims.
+            # A MoE model's experts and latent attention stay as they were: the fields are its dense
+            # dims.
             now = self.scenario.model
-            model = Model("custom model", **dims, gated=self._gated.value, tied_embeddings=self._tied.value,
-                          moe=now.moe, mla=now.mla)  # fmt: skip
+            model = Model(
+                "custom model",
+                **dims,
+                gated=self._gated.value,
+                tied_embeddings=self._tied.value,
+                moe=now.moe,
+                mla=now.mla,
+            )
         except ValueError as err:
             self._message.show(str(err))
             return

@@ -1,5 +1,5 @@
 """PipelinePicture: the layout's pipeline schedule, pass by pass on each stage, the bubble as the
-gaps (SPEC A.6, B.6). Drawn from ``cost.timeline``, whose bubble equals the estimate's."""
+gaps (MODEL.md §A.6, §B.6). Drawn from ``cost.timeline``, whose bubble equals the estimate's."""
 
 from __future__ import annotations
 
@@ -26,10 +26,16 @@ class PipelinePicture(EstimateFigure):
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("PipelinePicture", kwargs)
         sx, sy = bq.LinearScale(min=0), bq.LinearScale(reverse=True)
-        self._passes = bq.Lines(x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=10, colors=[FORWARD])
-        axes = [bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
-                vertical_axis(sy, label="stage", tick_format="d")]  # fmt: skip
-        super().__init__(scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px")
+        self._passes = bq.Lines(
+            x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=10, colors=[FORWARD]
+        )
+        axes = [
+            bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
+            vertical_axis(sy, label="stage", tick_format="d"),
+        ]
+        super().__init__(
+            scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px"
+        )
 
     @observe("data")
     def _redraw(self, change=None) -> None:
@@ -51,5 +57,8 @@ class PipelinePicture(EstimateFigure):
             self._passes.y = np.column_stack([t.device, t.device])
             self._passes.colors = [BACKWARD if b else FORWARD for b in t.backward]
         more = f" (the first {shown} of {m} microbatches)" if shown < m else ""
-        self.title = (f"{e.schedule}, {Z} stages x {m} microbatches{more}: bubble {t.bubble:.0%}" if Z > 1
-                      else "No pipeline: one stage")  # fmt: skip
+        self.title = (
+            f"{e.schedule}, {Z} stages x {m} microbatches{more}: bubble {t.bubble:.0%}"
+            if Z > 1
+            else "No pipeline: one stage"
+        )

@@ -55,24 +55,45 @@ class Row:
     def of(cls, p, rank: int, e: Estimate) -> Row:
         index = p.order[rank]
         memory = float(p.memory[index])
-        return cls(rank, p.layout(rank), float(p.step_time[index]), float(e.mfu), memory,
-                   1 - memory / e.chip.hbm_bytes, binds(e), ())  # fmt: skip
+        return cls(
+            rank,
+            p.layout(rank),
+            float(p.step_time[index]),
+            float(e.mfu),
+            memory,
+            1 - memory / e.chip.hbm_bytes,
+            binds(e),
+            (),
+        )
 
     def like(self, other: Row) -> bool:
         """The same split of the same slice at the same step: it differs only in knobs (ZeRO stage,
         recompute, microbatches) that change the memory, which a row of the best shows."""
         split = ("x", "y", "z", "slice_shape")
-        return all(other.knobs[k] == self.knobs[k] for k in split) and abs(other.step - self.step) <= SAME * self.step
+        return (
+            all(other.knobs[k] == self.knobs[k] for k in split)
+            and abs(other.step - self.step) <= SAME * self.step
+        )
 
 
 def layout_text(knobs: dict, shape_given) -> str:
     """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
-    schedule = (f", {knobs['schedule']} v={knobs['virtual_stages']}" if knobs["virtual_stages"] > 1
-                else f", {knobs['schedule']}" if knobs["z"] > 1 else "")  # fmt: skip
+    schedule = (
+        f", {knobs['schedule']} v={knobs['virtual_stages']}"
+        if knobs["virtual_stages"] > 1
+        else f", {knobs['schedule']}"
+        if knobs["z"] > 1
+        else ""
+    )
     axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
-    groups = f", EP {knobs['ep']}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (knobs["cp"] > 1)
-    return (f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, {knobs['remat']}"
-            f"{schedule}, m={knobs['microbatches']}")  # fmt: skip
+    groups = f", EP {knobs['ep']}" * (
+        knobs["ep"] > 1
+    ) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (knobs["cp"] > 1)
+    return (
+        f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
+        f"{knobs['remat']}"
+        f"{schedule}, m={knobs['microbatches']}"
+    )
 
 
 def grouped(p) -> list[Row]:
@@ -109,12 +130,19 @@ class Recommendations(Bound, w.VBox):
         self._cells, self._marked = {}, None  # rank -> the row's widgets; the rank marked current
         self._planned_for = None
         self._run = w.Button(
-            description="Plan every layout", icon="search", layout=w.Layout(width="auto", align_self="flex-start")
+            description="Plan every layout",
+            icon="search",
+            layout=w.Layout(width="auto", align_self="flex-start"),
         )
         self._summary = w.HTML()
         self._headers = {name: self._header(name) for name in COLUMNS}
-        self._table = w.GridBox(layout=w.Layout(grid_template_columns=f"repeat({len(COLUMNS)}, auto) auto",
-                                                grid_gap="2px 12px", align_items="center"))  # fmt: skip
+        self._table = w.GridBox(
+            layout=w.Layout(
+                grid_template_columns=f"repeat({len(COLUMNS)}, auto) auto",
+                grid_gap="2px 12px",
+                align_items="center",
+            )
+        )
         self._table.add_class("sw-plan-table")
         self._message = Message()
         super().__init__([self._run, self._summary, self._table, self._message], **kwargs)
@@ -161,7 +189,8 @@ class Recommendations(Bound, w.VBox):
         self._build()
         alike = sum(len(r.alike) for r in self.rows)
         self._summary.value = (
-            f"{len(self.plan.step_time):,} layouts evaluated, {len(self.plan):,} fit. The best {len(self.rows)}"
+            f"{len(self.plan.step_time):,} layouts evaluated, {len(self.plan):,} fit. The best "
+            f"{len(self.rows)}"
             + (f", with {alike} near-identical layouts folded into their rows" if alike else "")
             + ":"
         )
@@ -177,20 +206,32 @@ class Recommendations(Bound, w.VBox):
         """Apply the layout of the plan's ``rank`` (0: the best) to the scenario."""
         if self.plan is None or self.stale:
             return
-        # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's fields.
+        # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's
+        # fields.
         knobs = self.plan.layout(rank)
-        self._apply(strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs)
+        self._apply(
+            strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs
+        )
 
     def current(self) -> int | None:
         """The rank of the row that is the scenario's layout now, if one is."""
         s = self.scenario
         if s.strategy != BEST or s.optimal_split:
             return None
-        return next((row.rank for row in self.rows if all(getattr(s, k) == v for k, v in row.knobs.items())), None)
+        return next(
+            (
+                row.rank
+                for row in self.rows
+                if all(getattr(s, k) == v for k, v in row.knobs.items())
+            ),
+            None,
+        )
 
     def _build(self) -> None:
         """The cells of every row, made once per plan: sorting and marking only rearrange them."""
-        self._cells = {row.rank: [*(w.HTML() for _ in COLUMNS), self._use(row.rank)] for row in self.rows}
+        self._cells = {
+            row.rank: [*(w.HTML() for _ in COLUMNS), self._use(row.rank)] for row in self.rows
+        }
         self._marked = None
         for row in self.rows:
             self._fill(row, current=False)
@@ -198,17 +239,30 @@ class Recommendations(Bound, w.VBox):
     def _fill(self, row: Row, current: bool) -> None:
         shape = self.plan.axis_orders[0]
         alike = f" (+{len(row.alike)} alike)" if row.alike else ""
-        title = html.escape("; ".join(layout_text(self.plan.layout(r), shape) for r in row.alike), quote=True)
-        texts = [("● " if current else "") + str(row.rank + 1), layout_text(row.knobs, shape) + alike,
-                 seconds(row.step), f"{row.mfu:.1%}", nbytes(row.memory), f"{row.headroom:.0%}", row.binds]  # fmt: skip
+        title = html.escape(
+            "; ".join(layout_text(self.plan.layout(r), shape) for r in row.alike), quote=True
+        )
+        texts = [
+            ("● " if current else "") + str(row.rank + 1),
+            layout_text(row.knobs, shape) + alike,
+            seconds(row.step),
+            f"{row.mfu:.1%}",
+            nbytes(row.memory),
+            f"{row.headroom:.0%}",
+            row.binds,
+        ]
         weight = "bold" if current else "normal"
         for cell, text in zip(self._cells[row.rank], texts):
-            cell.value = f'<span title="{title}" style="font-weight:{weight}">{html.escape(text)}</span>'
+            cell.value = (
+                f'<span title="{title}" style="font-weight:{weight}">{html.escape(text)}</span>'
+            )
 
     def _draw(self) -> None:
         column, reverse = self.sorted_by
         for name, button in self._headers.items():
-            button.description = COLUMNS[name][0] + ((" ▼" if reverse else " ▲") if name == column else "")
+            button.description = COLUMNS[name][0] + (
+                (" ▼" if reverse else " ▲") if name == column else ""
+            )
         rows = sorted(self.rows, key=COLUMNS[column][1], reverse=reverse)
         now = self.current()
         if rows and now != self._marked:

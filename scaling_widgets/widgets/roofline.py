@@ -1,4 +1,5 @@
-"""RooflinePlot: per-layer compute and communication over the global batch, log-log (SPEC A.3)."""
+"""RooflinePlot: per-layer compute and communication over the global batch, log-log (MODEL.md
+§A.3)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,20 @@ from .analysis import Analysis
 from .scenario import Scenario
 from .theme import color
 
-COLORS = {"dp": "purple", "fsdp": "blue", "tp": "orange", "fsdp+tp": "red", "optimal": "green", "dcn": "brown"}
+COLORS = {
+    "dp": "purple",
+    "fsdp": "blue",
+    "tp": "orange",
+    "fsdp+tp": "red",
+    "optimal": "green",
+    "dcn": "brown",
+}
 TOGGLE_NAMES = curve_names()
 SAME_LABEL_DECADES = 0.3  # crossings this close (in log10 of the batch) would overlap: one label
 LEGEND_BAND = 0.32  # the top of the plot, in log units, that no line reaches: the legend sits there
-TIME_TOOLTIP = dict(fields=["x", "y"], labels=["batch (tokens)", "time per layer (s)"], formats=[".3s", ".3s"])
+TIME_TOOLTIP = dict(
+    fields=["x", "y"], labels=["batch (tokens)", "time per layer (s)"], formats=[".3s", ".3s"]
+)
 
 
 class RooflinePlot(bq.Figure):
@@ -40,15 +50,28 @@ class RooflinePlot(bq.Figure):
         sx, sy = bq.LogScale(), bq.LogScale()
         scales = {"x": sx, "y": sy}
         self._region = bq.Lines(
-            x=[], y=[], scales=scales, fill="between", fill_colors=[color("red")], fill_opacities=[0.12],
-            colors=[color("red")], opacities=[0.0], stroke_width=0,
-        )  # fmt: skip
+            x=[],
+            y=[],
+            scales=scales,
+            fill="between",
+            fill_colors=[color("red")],
+            fill_opacities=[0.12],
+            colors=[color("red")],
+            opacities=[0.0],
+            stroke_width=0,
+        )
         self._compute = bq.Lines(
-            x=[], y=[], scales=scales, colors=[color("ink")], line_style="dashed", labels=["compute"],
-            display_legend=True, tooltip=bq.Tooltip(**TIME_TOOLTIP),
-        )  # fmt: skip
-        # DP's line is drawn first and wide: where FSDP's (the same time per layer, SPEC A.3) lies
-        # on it, DP shows as a band around it rather than vanishing underneath.
+            x=[],
+            y=[],
+            scales=scales,
+            colors=[color("ink")],
+            line_style="dashed",
+            labels=["compute"],
+            display_legend=True,
+            tooltip=bq.Tooltip(**TIME_TOOLTIP),
+        )
+        # DP's line is drawn first and wide: where FSDP's (the same time per layer, MODEL.md §A.3)
+        # lies on it, DP shows as a band around it rather than vanishing underneath.
         self._lines = {
             name: bq.Lines(
                 x=[],
@@ -59,18 +82,34 @@ class RooflinePlot(bq.Figure):
                 display_legend=True,
                 stroke_width=6 if name == "dp" else 2,
                 tooltip=bq.Tooltip(**TIME_TOOLTIP),
-            )  # fmt: skip
+            )
             for name in CURVES
         }
-        self._crossings = bq.Scatter(x=[], y=[], scales=scales, colors=[color("ink")], default_size=24)
-        self._labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6)
+        self._crossings = bq.Scatter(
+            x=[], y=[], scales=scales, colors=[color("ink")], default_size=24
+        )
+        self._labels = bq.Label(
+            x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6
+        )
         self._labels_end = bq.Label(
-            x=[], y=[], scales=scales, text=[], default_size=11, x_offset=-8, y_offset=-6, align="end"
+            x=[],
+            y=[],
+            scales=scales,
+            text=[],
+            default_size=11,
+            x_offset=-8,
+            y_offset=-6,
+            align="end",
         )
         self._now = bq.Scatter(
-            x=[], y=[], scales=scales, marker="diamond", colors=[color("ink")], default_size=90,
+            x=[],
+            y=[],
+            scales=scales,
+            marker="diamond",
+            colors=[color("ink")],
+            default_size=90,
             tooltip=bq.Tooltip(**TIME_TOOLTIP),
-        )  # fmt: skip
+        )
         axes = [
             bq.Axis(scale=sx, label="global batch (tokens)", tick_format=".0s"),
             vertical_axis(sy, label="time per layer (s)", tick_format=".0e", label_offset="52px"),
@@ -85,10 +124,13 @@ class RooflinePlot(bq.Figure):
             self._now,
         ]
         super().__init__(
-            marks=marks, axes=axes, legend_location="top-left", title="Per layer, per chip",
+            marks=marks,
+            axes=axes,
+            legend_location="top-left",
+            title="Per layer, per chip",
             fig_margin=dict(top=40, bottom=50, left=76, right=30),
             layout=w.Layout(width="100%", min_width="320px", height="420px"),
-        )  # fmt: skip
+        )
         self.add_class("sw-roofline")
         if scenario is not None:
             dlink((Analysis.of(scenario), "roofline"), (self, "data"))
@@ -112,7 +154,10 @@ class RooflinePlot(bq.Figure):
         self._draw_crossings(d, p)
         compute_now, comm_now = d.current[p]
         with self._now.hold_sync():
-            self._now.x, self._now.y = [d.current_batch], [max(compute_now, comm_now if np.isfinite(comm_now) else 0)]
+            self._now.x, self._now.y = (
+                [d.current_batch],
+                [max(compute_now, comm_now if np.isfinite(comm_now) else 0)],
+            )
 
     def _fit_scale(self, d: RooflineData, p: str) -> None:
         """The y range of the lines drawn, stretched at the top by the legend's band."""
@@ -140,13 +185,21 @@ class RooflinePlot(bq.Figure):
         """A dot where each curve meets the compute line, and one label per cluster of dots, in
         the first curve's colour: left of the dots in the plot's right half, so none runs off."""
         names = sorted(
-            (n for n in d.crossover
-             if n in self.shown and np.isfinite(d.comm[n][p]).any() and d.batch[0] <= d.crossover[n] <= d.batch[-1]),
+            (
+                n
+                for n in d.crossover
+                if n in self.shown
+                and np.isfinite(d.comm[n][p]).any()
+                and d.batch[0] <= d.crossover[n] <= d.batch[-1]
+            ),
             key=d.crossover.get,
-        )  # fmt: skip
+        )
         clusters: list[list[str]] = []  # crossings closer than a label's height share one label
         for n in names:
-            if clusters and np.log10(d.crossover[n] / d.crossover[clusters[-1][0]]) < SAME_LABEL_DECADES:
+            if (
+                clusters
+                and np.log10(d.crossover[n] / d.crossover[clusters[-1][0]]) < SAME_LABEL_DECADES
+            ):
                 clusters[-1].append(n)
             else:
                 clusters.append([n])
@@ -158,7 +211,9 @@ class RooflinePlot(bq.Figure):
             with label.hold_sync():
                 label.x, label.y = x[side], d.compute_at(x[side], p)
                 label.text = [_crossing_text(d, c) for c, on in zip(clusters, side) if on]
-                label.colors = [color(COLORS.get(c[0], "grey")) for c, on in zip(clusters, side) if on] or [color("ink")]
+                label.colors = [
+                    color(COLORS.get(c[0], "grey")) for c, on in zip(clusters, side) if on
+                ] or [color("ink")]
 
 
 def _decades(low: float, high: float):
@@ -182,11 +237,15 @@ class RooflineControls(w.HBox):
     def __init__(self, plot: RooflinePlot, **kwargs):
         check_kwargs("RooflineControls", kwargs)
         self.plot = plot
-        self._passes = w.ToggleButtons(options=[("fwd + bwd", "both"), ("forward only", "fwd")], value=plot.passes)
+        self._passes = w.ToggleButtons(
+            options=[("fwd + bwd", "both"), ("forward only", "fwd")], value=plot.passes
+        )
         self._passes.style.button_width = "95px"
         self._curves = {
             name: w.ToggleButton(
-                value=name in plot.shown, description=TOGGLE_NAMES[name], layout=w.Layout(width="auto")
+                value=name in plot.shown,
+                description=TOGGLE_NAMES[name],
+                layout=w.Layout(width="auto"),
             )
             for name in CURVES
         }

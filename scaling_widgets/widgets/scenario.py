@@ -35,7 +35,9 @@ class Setting(Any):
 
 
 # Every field of the table is a trait of the scenario, declared from its row.
-_Fields = type("_Fields", (HasTraits,), {name: Setting(help=FIELDS[name].help) for name in SCENARIO})
+_Fields = type(
+    "_Fields", (HasTraits,), {name: Setting(help=FIELDS[name].help) for name in SCENARIO}
+)
 
 
 class Scenario(_Fields):
@@ -60,7 +62,8 @@ class Scenario(_Fields):
         self._replace({**fields.scenario_start(), **kwargs}, tuple(kwargs), count=False)
 
     def __repr__(self):
-        return f"Scenario({self.model.name} on {self.hardware.name} {units.mesh(self.slice_shape)}, {self.strategy})"
+        where = f"{self.hardware.name} {units.mesh(self.slice_shape)}"
+        return f"Scenario({self.model.name} on {where}, {self.strategy})"
 
     @property
     def chips(self) -> int:
@@ -105,7 +108,8 @@ class Scenario(_Fields):
         self._replace({**self._state, **changes}, tuple(changes))
 
     def _replace(self, state: dict, changed: tuple, count: bool = True) -> None:
-        """Check the whole new state, then show it: every trait that changed, in one notification."""
+        """Check the whole new state, then show it: every trait that changed, in one
+        notification."""
         try:
             new = fields.checked(state, changed)
         except (ValueError, TypeError, OverflowError) as err:
@@ -134,4 +138,6 @@ class Scenario(_Fields):
 def _reject_unknown(kwargs) -> None:
     unknown = sorted(set(kwargs) - set(SCENARIO))
     if unknown:
-        raise TypeError(f"Scenario got an unexpected keyword {unknown[0]!r}; allowed: {', '.join(SCENARIO)}")
+        raise TypeError(
+            f"Scenario got an unexpected keyword {unknown[0]!r}; allowed: {', '.join(SCENARIO)}"
+        )

@@ -1,4 +1,4 @@
-"""StepBreakdown: where the predicted step goes, term by term, as one stacked bar (SPEC C.5).
+"""StepBreakdown: where the predicted step goes, term by term, as one stacked bar (MODEL.md §C.5).
 
 The title names the three largest terms; each piece of the bar says its own in a tooltip.
 
@@ -23,7 +23,20 @@ from .theme import color
 # One color per term, in TERMS' order; stacked bars need explicit colors.
 TERM_COLORS = [
     color(name)
-    for name in ("blue", "cyan", "orange", "olive", "red", "green", "pink", "purple", "indigo", "teal", "brown", "grey")
+    for name in (
+        "blue",
+        "cyan",
+        "orange",
+        "olive",
+        "red",
+        "green",
+        "pink",
+        "purple",
+        "indigo",
+        "teal",
+        "brown",
+        "grey",
+    )
 ]
 
 
@@ -36,11 +49,19 @@ class StepBreakdown(EstimateFigure):
         check_kwargs("StepBreakdown", kwargs)
         sx, sy = bq.LinearScale(min=0), bq.OrdinalScale()
         self._bars = bq.Bars(
-            x=["step"], y=np.zeros((len(TERMS), 1)), scales={"x": sy, "y": sx}, orientation="horizontal",
-            type="stacked", colors=TERM_COLORS, labels=[TERM_NAMES[t] for t in TERMS],
+            x=["step"],
+            y=np.zeros((len(TERMS), 1)),
+            scales={"x": sy, "y": sx},
+            orientation="horizontal",
+            type="stacked",
+            colors=TERM_COLORS,
+            labels=[TERM_NAMES[t] for t in TERMS],
             tooltip=bq.Tooltip(fields=["y"], labels=["seconds"], formats=[".3s"]),
-        )  # fmt: skip
-        axes = [bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"), bq.Axis(scale=sy, side="left")]
+        )
+        axes = [
+            bq.Axis(scale=sx, label="seconds per step", tick_format=".3s"),
+            bq.Axis(scale=sy, side="left"),
+        ]
         super().__init__(scenario, "sw-step-breakdown", [self._bars], axes, "Step time", "160px")
 
     @observe("data")
@@ -51,12 +72,16 @@ class StepBreakdown(EstimateFigure):
         if e.step_breakdown is None:  # the chapter's step: compute at the given (or measured) MFU
             parts = np.zeros(len(TERMS))
             parts[0] = float(e.step_time)
-            title = f"Step time {seconds(float(e.step_time))} ({'measured' if e.calibrated else 'at the given MFU'})"
+            how = "measured" if e.calibrated else "at the given MFU"
+            title = f"Step time {seconds(float(e.step_time))} ({how})"
         else:
             parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
-            largest = sorted(zip(parts, TERMS), reverse=True)[:3]  # the legend: the terms that matter
+            # the legend: the terms that matter
+            largest = sorted(zip(parts, TERMS), reverse=True)[:3]
             named = ", ".join(f"{TERM_NAMES[t]} {seconds(v)}" for v, t in largest if v > 0)
-            title = f"Predicted step {seconds(float(e.step_time))} (MFU {float(e.mfu):.1%}): {named}"
+            title = (
+                f"Predicted step {seconds(float(e.step_time))} (MFU {float(e.mfu):.1%}): {named}"
+            )
         with self._bars.hold_sync():
             self._bars.y = parts[:, None]
         self.title = title

@@ -1,5 +1,5 @@
 """StrategySelector: DP, FSDP, TP or FSDP + TP; the split; pipeline stages and microbatches;
-expert and context parallelism out of the data axis (SPEC D)."""
+expert and context parallelism out of the data axis (MODEL.md §D)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,10 @@ class StrategySelector(Bound, w.VBox):
         self._zero.options = [("strategy's own", "own"), *self._zero.options]
         self._optimal = control("optimal_split")
         self._split = w.Dropdown(description="FSDP x TP")
-        narrow, wide = dict(layout=w.Layout(width="190px"), style={"description_width": "100px"}), "230px"
+        narrow, wide = (
+            dict(layout=w.Layout(width="190px"), style={"description_width": "100px"}),
+            "230px",
+        )
         self._stages = control("z", **narrow)
         self._microbatches = control("microbatches", **narrow)
         self._schedule = control("schedule", layout=w.Layout(width=wide))
@@ -54,11 +57,16 @@ class StrategySelector(Bound, w.VBox):
                 w.HBox([self._ep, self._cp, self._cp_kind]),
             ]
         )
-        super().__init__([self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied], **kwargs)
+        super().__init__(
+            [self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied],
+            **kwargs,
+        )
         self.add_class("sw-strategy-selector")
         self._strategy.observe(self._on_strategy_change, "value")
         self._optimal.observe(self._on_optimal_change, "value")
-        own = dict(parse=lambda v: None if v == "own" else v, show=lambda z: "own" if z is None else z)
+        own = dict(
+            parse=lambda v: None if v == "own" else v, show=lambda z: "own" if z is None else z
+        )
         self._bind(self._zero, "zero", **own)
         self._split.observe(self._on_split_change, "value")
         self._stages.observe(self._on_stages_change, "value")
@@ -69,7 +77,8 @@ class StrategySelector(Bound, w.VBox):
         self._bind(self._ep, "ep")
         self._bind(self._cp, "cp")
         self._bind(self._cp_kind, "cp_kind")
-        self.analysis.observe(self._sync, "estimate")  # recomputed after every change of the scenario
+        # recomputed after every change of the scenario
+        self.analysis.observe(self._sync, "estimate")
         self._sync()
 
     def _show_scenario(self) -> None:
@@ -88,13 +97,23 @@ class StrategySelector(Bound, w.VBox):
         self._microbatches.value = int(e.microbatches)
         self._schedule.value = s.schedule
         self._virtual.disabled = not SCHEDULES[s.schedule].takes_virtual_stages
-        self._ep.disabled = s.model.moe is None and s.ep == 1  # a dense model has no experts to split
+        # a dense model has no experts to split
+        self._ep.disabled = s.model.moe is None and s.ep == 1
         self._cp_kind.disabled = s.cp == 1
         self.set_trait(
             "value",
-            {"strategy": s.strategy, "zero": int(e.zero), "optimal_split": s.optimal_split, "x": mesh.x,
-             "y": mesh.y, "z": mesh.z, "microbatches": int(e.microbatches), "ep": s.ep, "cp": s.cp},
-        )  # fmt: skip
+            {
+                "strategy": s.strategy,
+                "zero": int(e.zero),
+                "optimal_split": s.optimal_split,
+                "x": mesh.x,
+                "y": mesh.y,
+                "z": mesh.z,
+                "microbatches": int(e.microbatches),
+                "ep": s.ep,
+                "cp": s.cp,
+            },
+        )
         self._implied.value = _implied(s, e, mesh)
 
     def _on_strategy_change(self, change) -> None:
@@ -114,7 +133,13 @@ class StrategySelector(Bound, w.VBox):
         z = change["new"]
         s = self.scenario
         chips = s.chips
-        if z >= 1 and chips % z == 0 and s.strategy == BEST and not s.optimal_split and (chips // z) % s.y == 0:
+        if (
+            z >= 1
+            and chips % z == 0
+            and s.strategy == BEST
+            and not s.optimal_split
+            and (chips // z) % s.y == 0
+        ):
             self._apply(z=z, x=chips // z // s.y)
         else:
             self._apply(z=z)

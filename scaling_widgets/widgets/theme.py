@@ -65,9 +65,12 @@ body[data-jp-theme-light="false"] {{ {_variables(1)} }}
 /* Rows wrap rather than squeeze: no control shrinks below the width it was given. */
 .sw-panel .widget-hbox {{ flex-wrap: wrap; }}
 .sw-panel .widget-hbox > .widget-inline-hbox, .sw-panel .widget-hbox > .widget-button,
-.sw-panel .widget-hbox > .widget-toggle-buttons, .sw-panel .widget-hbox > .widget-html {{ flex-shrink: 0; }}
-.sw-panel .widget-toggle-button, .sw-panel .widget-toggle-buttons .widget-toggle-button {{ overflow: visible; }}
-.sw-panel .widget-html, .sw-panel .widget-html-content {{ color: var(--jp-ui-font-color1, {PALETTE["ink"][0]}); }}
+.sw-panel .widget-hbox > .widget-toggle-buttons,
+.sw-panel .widget-hbox > .widget-html {{ flex-shrink: 0; }}
+.sw-panel .widget-toggle-button,
+.sw-panel .widget-toggle-buttons .widget-toggle-button {{ overflow: visible; }}
+.sw-panel .widget-html, .sw-panel .widget-html-content {{
+  color: var(--jp-ui-font-color1, {PALETTE["ink"][0]}); }}
 .sw-panel .widget-html-content {{ white-space: normal; overflow-wrap: anywhere; }}
 .sw-panel .sw-axis-length input {{ width: 70px; flex: 0 0 70px; }}
 .sw-panel .sw-plan-table .widget-html-content {{ line-height: 1.35; }}

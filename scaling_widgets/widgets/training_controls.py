@@ -1,6 +1,7 @@
 """TrainingControls: the global batch (a log slider and a "3M" field), sequence length, the step
-(an MFU given, or predicted, SPEC C), training tokens, the precision policy, a measured step,
-the software stack whose memory the peak counts and a measured peak that calibrates it (SPEC E.2)."""
+(an MFU given, or predicted, MODEL.md §C), training tokens, the precision policy, a measured step,
+the software stack whose memory the peak counts and a measured peak that calibrates it (MODEL.md
+§E.2)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,23 @@ class TrainingControls(Bound, w.VBox):
         check_kwargs("TrainingControls", kwargs)
         self.scenario = scenario or Scenario()
         self._batch = w.FloatLogSlider(
-            description="Batch", min=3, max=9, step=0.01, base=10, readout=False, continuous_update=True,
+            description="Batch",
+            min=3,
+            max=9,
+            step=0.01,
+            base=10,
+            readout=False,
+            continuous_update=True,
             layout=w.Layout(width="330px"),
-        )  # fmt: skip
+        )
         text = dict(widget=w.Text, continuous_update=False, layout=w.Layout(width="180px"))
-        self._batch_text = w.Text(description="tokens", continuous_update=False, layout=w.Layout(width="180px"))
+        self._batch_text = w.Text(
+            description="tokens", continuous_update=False, layout=w.Layout(width="180px")
+        )
         self._seq_len = control("seq_len", **text)
-        self._mfu = control("mfu", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%")
+        self._mfu = control(
+            "mfu", w.FloatSlider, min=0.01, max=1.0, step=0.01, readout_format=".0%"
+        )
         self._predict = w.Checkbox(description="predict the step", indent=False)
         self._profile = w.HTML()
         self._forget = w.Button(description="use the chip's profile", layout=w.Layout(width="auto"))
@@ -43,33 +54,62 @@ class TrainingControls(Bound, w.VBox):
         self._flash.options = [("the stack's", ""), *self._flash.options]
         self._attention = control("attention_flops")
         self._measured = w.Text(
-            description="Measured step", placeholder="seconds, to calibrate", continuous_update=False,
-            layout=w.Layout(width="260px"), style={"description_width": "100px"},
-        )  # fmt: skip
+            description="Measured step",
+            placeholder="seconds, to calibrate",
+            continuous_update=False,
+            layout=w.Layout(width="260px"),
+            style={"description_width": "100px"},
+        )
         self._measured_peak = w.Text(
-            description="Measured peak", placeholder="GB, as the stack reports it", continuous_update=False,
-            layout=w.Layout(width="260px"), style={"description_width": "100px"},
-        )  # fmt: skip
+            description="Measured peak",
+            placeholder="GB, as the stack reports it",
+            continuous_update=False,
+            layout=w.Layout(width="260px"),
+            style={"description_width": "100px"},
+        )
         self._message = Message()
         rows = [
-            w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens]),
-            w.HBox([self._mfu, self._predict, self._precision]), w.HBox([self._remat, self._attention]),
+            w.HBox([self._batch, self._batch_text]),
+            w.HBox([self._seq_len, self._tokens]),
+            w.HBox([self._mfu, self._predict, self._precision]),
+            w.HBox([self._remat, self._attention]),
             w.HBox([self._stack, self._flash]),
-            w.HBox([self._measured, self._forget]), self._measured_peak, self._profile, self._message,
-        ]  # fmt: skip
+            w.HBox([self._measured, self._forget]),
+            self._measured_peak,
+            self._profile,
+            self._message,
+        ]
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
         self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
         self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
         self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
-        self._bind(self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu)
-        self._bind(self._predict, "mfu", parse=lambda on: None if on else self._mfu.value, show=lambda mfu: mfu is None)
+        self._bind(
+            self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu
+        )
+        self._bind(
+            self._predict,
+            "mfu",
+            parse=lambda on: None if on else self._mfu.value,
+            show=lambda mfu: mfu is None,
+        )
         self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
-        self._bind(self._precision, "precision", parse=PRECISIONS.__getitem__, show=lambda p: name_of(p, PRECISIONS))
+        self._bind(
+            self._precision,
+            "precision",
+            parse=PRECISIONS.__getitem__,
+            show=lambda p: name_of(p, PRECISIONS),
+        )
         self._bind(self._remat, "remat")
-        self._bind(self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or "")
-        self._bind(self._flash, "flash_attention", parse=lambda word: {"": None, "on": True, "off": False}[word],
-                   show=lambda on: "" if on is None else "on" if on else "off")  # fmt: skip
+        self._bind(
+            self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or ""
+        )
+        self._bind(
+            self._flash,
+            "flash_attention",
+            parse=lambda word: {"": None, "on": True, "off": False}[word],
+            show=lambda on: "" if on is None else "on" if on else "off",
+        )
         self._bind(self._attention, "attention_flops")
         self._measured.observe(self._on_measured_change, "value")
         self._measured_peak.observe(self._on_measured_peak_change, "value")
@@ -82,14 +122,19 @@ class TrainingControls(Bound, w.VBox):
         self._batch.value = s.batch
         super()._show_scenario()
         self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
-        self._mfu.disabled = s.measured_step_time is not None or s.mfu is None  # derived or predicted instead
+        # derived or predicted instead
+        self._mfu.disabled = s.measured_step_time is not None or s.mfu is None
         self._forget.layout.display = "" if s.profile is not None else "none"
-        self._profile.value = "" if s.profile is None else f"Predicting with <i>{html.escape(s.profile.name)}</i>."
-        self._measured.placeholder = "seconds: calibrate the profile" if s.mfu is None else "seconds: implied MFU"
+        self._profile.value = (
+            "" if s.profile is None else f"Predicting with <i>{html.escape(s.profile.name)}</i>."
+        )
+        self._measured.placeholder = (
+            "seconds: calibrate the profile" if s.mfu is None else "seconds: implied MFU"
+        )
 
     def _on_measured_change(self, change) -> None:
         """A measured step: with the step predicted, it calibrates the profile every what-if after
-        uses (SPEC C.3); with an MFU given, it reports the MFU it implies."""
+        uses (MODEL.md §C.3); with an MFU given, it reports the MFU it implies."""
         if self._syncing:
             return
         try:
@@ -105,8 +150,8 @@ class TrainingControls(Bound, w.VBox):
         self._apply(measured_step_time=seconds)
 
     def _on_measured_peak_change(self, change) -> None:
-        """A measured peak calibrates the memory of the profile every what-if after uses (SPEC E.2):
-        the stack's choices go into that profile."""
+        """A measured peak calibrates the memory of the profile every what-if after uses (MODEL.md
+        §E.2): the stack's choices go into that profile."""
         if self._syncing or not change["new"].strip():
             return
         try:
@@ -121,7 +166,10 @@ class TrainingControls(Bound, w.VBox):
     def _on_batch_change(self, change) -> None:
         # The slider moves in steps of 10^0.01; within one step of the batch it is not a move
         # of the user's but the browser rounding an exact value (3M) that it cannot show.
-        if abs(math.log10(change["new"]) - math.log10(self.scenario.batch)) > self._batch.step / 2 + 1e-9:
+        if (
+            abs(math.log10(change["new"]) - math.log10(self.scenario.batch))
+            > self._batch.step / 2 + 1e-9
+        ):
             self._apply(batch=float(change["new"]))
 
 
@@ -132,4 +180,3 @@ def _parser(parse, field: str):
 def _measured(text: str):
     """Seconds, or nothing: an empty field clears the calibration."""
     return None if not text.strip() else parse_count(text, "measured_step_time")
-

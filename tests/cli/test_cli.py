@@ -60,8 +60,21 @@ def test_example_16_json(capsys):
     assert data["strategies"]["dp"]["fits"] is False
     assert data["strategies"]["fsdp"]["compute_bound"] is False
     assert data["tokens_per_chip"] == pytest.approx(732, abs=0.5)
-    assert set(data["per_layer"]) >= {"t_math_s", "t_comms_s", "t_comms_x_s", "t_comms_y_s", "t_comms_dcn_s"}
-    assert set(data["memory_per_chip_bytes"]) == {"params", "grads", "optimizer", "activations", "overhead", "total"}
+    assert set(data["per_layer"]) >= {
+        "t_math_s",
+        "t_comms_s",
+        "t_comms_x_s",
+        "t_comms_y_s",
+        "t_comms_dcn_s",
+    }
+    assert set(data["memory_per_chip_bytes"]) == {
+        "params",
+        "grads",
+        "optimizer",
+        "activations",
+        "overhead",
+        "total",
+    }
     for key in (
         "params",
         "chips",
@@ -96,16 +109,39 @@ def test_pure_tp_has_no_critical_batch_and_says_it_exceeds_the_limit(capsys):
         ],
         capsys,
     )
-    assert code == 0 and "never compute-bound" in out  # SPEC A.9: the chapter's 256 x 16
+    assert code == 0 and "never compute-bound" in out  # MODEL.md §A.9: the chapter's 256 x 16
     # Pure TP over 64 chips (64 heads): a whole pod's 8960 could not split the heads.
-    args = ["estimate", "--model", "llama-3-70b", "--mesh", "4x4x4", "--batch", "1M", "--strategy", "tp", "--json"]
+    args = [
+        "estimate",
+        "--model",
+        "llama-3-70b",
+        "--mesh",
+        "4x4x4",
+        "--batch",
+        "1M",
+        "--strategy",
+        "tp",
+        "--json",
+    ]
     code, out, _ = run(args, capsys)
     assert json.loads(out)["critical_tokens_per_chip"] is None
 
 
 def test_two_pods_over_dcn(capsys):
-    # 256-token sequences: 3906 a pod, a whole one for each of the 2240 replicas of FSDP 2240 x TP 4.
-    args = ["estimate", "--model", "llama-3-70b", "--batch", "2M", "--pods", "2", "--seq-len", "256", "--json"]
+    # 256-token sequences: 3906 a pod, a whole one for each of the 2240 replicas of FSDP 2240 x TP
+    # 4.
+    args = [
+        "estimate",
+        "--model",
+        "llama-3-70b",
+        "--batch",
+        "2M",
+        "--pods",
+        "2",
+        "--seq-len",
+        "256",
+        "--json",
+    ]
     code, out, _ = run(args, capsys)
     data = json.loads(out)
     assert data["chips"] == 2 * 8960 and data["layout"]["P"] == 2
@@ -122,24 +158,38 @@ def test_two_pods_over_dcn(capsys):
         (["--batch", "lots"], "argument --batch: --batch must be a number > 0"),
         (["--mesh", "16x0x16"], "argument --mesh: --mesh must be axis lengths >= 1"),
         (["--mesh", "32x32x32"], "--mesh must be a slice that fits in the chip's pod of 16x20x28"),
-        (["--fsdp", "512", "--tp", "4"], "--fsdp must be such that x·y is the 4096 chips of a stage; got x=512, y=4"),
+        (
+            ["--fsdp", "512", "--tp", "4"],
+            "--fsdp must be such that x·y is the 4096 chips of a stage; got x=512, y=4",
+        ),
         (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--pods", "1e30"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--batch", "1e300"], "argument --batch: --batch must be a number > 0 and < 1e30"),
         (["--mfu", "1.5"], "argument --mfu: --mfu must be in (0, 1]"),
-        (["--strategy", "fsdp", "--tp", "4"], "--tp must be 1 for strategy 'fsdp' (use 'fsdp+tp'); got 4"),
-        (["--strategy", "tp", "--tp", "16"], "--tp must be the 4096 chips of a stage for strategy 'tp'; got 16"),
+        (
+            ["--strategy", "fsdp", "--tp", "4"],
+            "--tp must be 1 for strategy 'fsdp' (use 'fsdp+tp'); got 4",
+        ),
+        (
+            ["--strategy", "tp", "--tp", "16"],
+            "--tp must be the 4096 chips of a stage for strategy 'tp'; got 16",
+        ),
         (["--mesh", "²x16"], "argument --mesh: --mesh must be axis lengths"),
         (["--pp", "0"], "argument --pp: --pp must be a whole number from 1"),
         (["--pp", "4096"], "--pp must be such that Z·v is at most the model's 40 layers"),
-        (["--pp", "5"], "--pp must be a number of pipeline stages dividing the slice's 4096 chips; got 5"),
-        # 3M tokens of 32K sequences: 91.6, too few for the 512 data replicas TP 8 (40 heads) leaves.
+        (
+            ["--pp", "5"],
+            "--pp must be a number of pipeline stages dividing the slice's 4096 chips; got 5",
+        ),
+        # 3M tokens of 32K sequences: 91.6, too few for the 512 data replicas TP 8 (40 heads)
+        # leaves.
         (["--seq-len", "32768"], "--batch must be at least 16,777,216 tokens"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
-    argv = ["estimate", "--model", "llama-2-13b", "--batch", "3M", "--mesh", "16x16x16", *args]  # last flag wins
+    # last flag wins
+    argv = ["estimate", "--model", "llama-2-13b", "--batch", "3M", "--mesh", "16x16x16", *args]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     err = capsys.readouterr().err
@@ -165,7 +215,8 @@ def test_model_file(tmp_path, capsys):
         )
     )
     code, out, _ = run(
-        ["estimate", "--model-file", str(path), "--hardware", "tpu-v5e", "--batch", "1M", "--json"], capsys
+        ["estimate", "--model-file", str(path), "--hardware", "tpu-v5e", "--batch", "1M", "--json"],
+        capsys,
     )
     assert code == 0 and json.loads(out)["model"] == "custom model"
     path.write_text('{"layers": 4}')
@@ -179,12 +230,16 @@ def test_model_file(tmp_path, capsys):
 
 def test_console_script_and_module_agree():
     args = [*EXAMPLE_16, "--json"]
-    as_module = subprocess.run([sys.executable, "-m", "scaling_widgets", *args], capture_output=True, text=True)
+    as_module = subprocess.run(
+        [sys.executable, "-m", "scaling_widgets", *args], capture_output=True, text=True
+    )
     script_path = Path(sys.executable).with_name("scaling-widgets")  # installed beside this Python
     script = subprocess.run([str(script_path), *args], capture_output=True, text=True)
     assert as_module.returncode == 0 and as_module.stdout == script.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"], capture_output=True, text=True
+        [sys.executable, "-m", "scaling_widgets", "estimate", "--model", "x"],
+        capture_output=True,
+        text=True,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
@@ -213,14 +268,30 @@ def test_zero_stage_from_the_command_line(capsys):
     assert not stage0["fits"] and stage2["fits"]
     with pytest.raises(SystemExit):
         main([*base[:-3], "--strategy", "tp", "--zero", "2"])
-    assert "--zero must be 0 for strategy 'tp': a ZeRO stage shards over the data axis" in capsys.readouterr().err
+    assert (
+        "--zero must be 0 for strategy 'tp': a ZeRO stage shards over the data axis"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_closed_pipe_ends_quietly():
     # `plan --json | head -c 1`: the reader goes away while the writer still has far more than a
     # pipe holds (100 layouts of JSON), so its next write meets a closed pipe. No traceback follows.
-    command = [sys.executable, "-m", "scaling_widgets", "plan", "--model", "llama-2-13b", "--mesh", "16x16x16",
-               "--batch", "16M", "--top", "100", "--json"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scaling_widgets",
+        "plan",
+        "--model",
+        "llama-2-13b",
+        "--mesh",
+        "16x16x16",
+        "--batch",
+        "16M",
+        "--top",
+        "100",
+        "--json",
+    ]
     writer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     writer.stdout.read(1)
     writer.stdout.close()
@@ -230,37 +301,109 @@ def test_a_closed_pipe_ends_quietly():
 
 
 def test_without_an_mfu_the_step_is_predicted_and_broken_down(capsys):
-    assert main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--json"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--model",
+                "llama-2-13b",
+                "--mesh",
+                "16x16x16",
+                "--batch",
+                "4194304",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["mfu_given"] is None and out["profile"] == "TPU v5p"
     assert sum(out["step_breakdown_s"].values()) == pytest.approx(out["step_time_s"])
     assert 0 < out["mfu"] <= out["hfu"] <= 1 and "6Ψ" in out["mfu_convention"]
-    assert main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--mfu", "0.4",
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "estimate",
+                "--model",
+                "llama-2-13b",
+                "--mesh",
+                "16x16x16",
+                "--batch",
+                "4194304",
+                "--mfu",
+                "0.4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     given = json.loads(capsys.readouterr().out)
-    assert given["step_breakdown_s"] is None and given["mfu_given"] == 0.4 and given["mfu"] == pytest.approx(0.4)
+    assert (
+        given["step_breakdown_s"] is None
+        and given["mfu_given"] == 0.4
+        and given["mfu"] == pytest.approx(0.4)
+    )
 
 
 def test_measure_one_layout_save_its_profile_and_predict_another(tmp_path, capsys):
     saved = tmp_path / "my-cluster.json"
-    common = ["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304", "--json"]
+    common = [
+        "estimate",
+        "--model",
+        "llama-2-13b",
+        "--mesh",
+        "16x16x16",
+        "--batch",
+        "4194304",
+        "--json",
+    ]
     assert main([*common, "--measured-step-time", "1.25", "--save-profile", str(saved)]) == 0
     capsys.readouterr()
     assert main([*common, "--profile", str(saved)]) == 0  # the measured layout: its own step back
     assert json.loads(capsys.readouterr().out)["step_time_s"] == pytest.approx(1.25)
-    assert main([*common, "--profile", str(saved), "--fsdp", "512", "--tp", "8"]) == 0  # another layout
+    # another layout
+    assert main([*common, "--profile", str(saved), "--fsdp", "512", "--tp", "8"]) == 0
     other = json.loads(capsys.readouterr().out)
     assert other["profile"].endswith("(calibrated)") and other["step_time_s"] != pytest.approx(1.25)
 
 
 def test_save_profile_needs_a_measured_step(capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4M", "--save-profile", "p.json"])
-    assert exit_.value.code == 2 and "--save-profile needs --measured-step-time" in capsys.readouterr().err
+        main(
+            [
+                "estimate",
+                "--model",
+                "llama-2-13b",
+                "--mesh",
+                "16x16x16",
+                "--batch",
+                "4M",
+                "--save-profile",
+                "p.json",
+            ]
+        )
+    assert (
+        exit_.value.code == 2
+        and "--save-profile needs --measured-step-time" in capsys.readouterr().err
+    )
 
 
-H100_70B = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "64", "--batch", "524288", "--seq-len", "8192",
-            "--strategy", "fsdp", "--remat", "full"]  # fmt: skip
+H100_70B = [
+    "--model",
+    "llama-3-70b",
+    "--hardware",
+    "h100",
+    "--chips",
+    "64",
+    "--batch",
+    "524288",
+    "--seq-len",
+    "8192",
+    "--strategy",
+    "fsdp",
+    "--remat",
+    "full",
+]
 
 
 def test_the_stack_sets_the_peak_and_the_report_names_its_busiest_stage(capsys):
@@ -268,27 +411,53 @@ def test_the_stack_sets_the_peak_and_the_report_names_its_busiest_stage(capsys):
     for stack in ("megatron-lm", "fsdp2"):
         assert main(["estimate", *H100_70B, "--stack", stack, "--json"]) == 0
         peaks[stack] = json.loads(capsys.readouterr().out)["peak_memory_bytes"]
-    # FSDP2 keeps fp32 weights and reports reserved memory; Megatron-LM bf16 weights, reported allocated.
+    # FSDP2 keeps fp32 weights and reports reserved memory; Megatron-LM bf16 weights, reported
+    # allocated.
     assert peaks["fsdp2"]["weights"] == 2 * peaks["megatron-lm"]["weights"]
-    assert (peaks["fsdp2"]["measures"], peaks["megatron-lm"]["measures"]) == ("reserved", "allocated")
-    assert peaks["fsdp2"]["stack"] == "H100, fsdp2" and peaks["fsdp2"]["reserved"] > peaks["fsdp2"]["allocated"]
+    assert (peaks["fsdp2"]["measures"], peaks["megatron-lm"]["measures"]) == (
+        "reserved",
+        "allocated",
+    )
     assert (
-        main(["estimate", *H100_70B, "--pp", "4", "--fsdp", "16", "--microbatches", "4", "--stack", "megatron-lm"]) == 0
+        peaks["fsdp2"]["stack"] == "H100, fsdp2"
+        and peaks["fsdp2"]["reserved"] > peaks["fsdp2"]["allocated"]
+    )
+    assert (
+        main(
+            [
+                "estimate",
+                *H100_70B,
+                "--pp",
+                "4",
+                "--fsdp",
+                "16",
+                "--microbatches",
+                "4",
+                "--stack",
+                "megatron-lm",
+            ]
+        )
+        == 0
     )
     report = capsys.readouterr().out
     assert "Memory per chip, the chapter's count:" in report
     assert (
-        "Peak per chip (stage 1 of 4: the embeddings and the most microbatches in flight; H100, megatron-lm)" in report
+        "Peak per chip (stage 1 of 4: the embeddings and the most microbatches in flight; H100, "
+        "megatron-lm)" in report
     )
     with pytest.raises(SystemExit) as exit_:
         main(["estimate", *H100_70B, "--stack", "jax"])
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1 and "--stack: invalid choice: 'jax'" in err
+    assert (
+        exit_.value.code == 2 and err.count("\n") == 1 and "--stack: invalid choice: 'jax'" in err
+    )
 
 
 def test_a_measured_peak_calibrates_a_saved_profile(tmp_path, capsys):
     saved = tmp_path / "my-stack.json"
-    assert main(["estimate", *H100_70B, "--measured-peak-gb", "58", "--save-profile", str(saved)]) == 0
+    assert (
+        main(["estimate", *H100_70B, "--measured-peak-gb", "58", "--save-profile", str(saved)]) == 0
+    )
     capsys.readouterr()
     assert main(["estimate", *H100_70B, "--profile", str(saved), "--json"]) == 0
     peak = json.loads(capsys.readouterr().out)["peak_memory_bytes"]
@@ -297,12 +466,35 @@ def test_a_measured_peak_calibrates_a_saved_profile(tmp_path, capsys):
         main(["estimate", *H100_70B, "--measured-peak-gb", "1", "--save-profile", str(saved)])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1
-    assert "--measured-peak-gb must be above 27.35 GB, what the weights, gradients, optimizer state" in err
+    assert (
+        "--measured-peak-gb must be above 27.35 GB, what the weights, gradients, optimizer state"
+        in err
+    )
 
 
 def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
-    assert main(["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "64", "--batch", "1M",
-                 "--seq-len", "8192", "--stack", "megatron-lm", "--top", "3"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "llama-3-70b",
+                "--hardware",
+                "h100",
+                "--chips",
+                "64",
+                "--batch",
+                "1M",
+                "--seq-len",
+                "8192",
+                "--stack",
+                "megatron-lm",
+                "--top",
+                "3",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out.splitlines()
     head = next(line for line in table if line.lstrip().startswith("#"))
     assert "peak" in head and "HBM left" in head
@@ -313,18 +505,40 @@ def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
         assert float(peak) < 80 and int(left) == pytest.approx(100 * (1 - float(peak) / 80), abs=1)
 
 
-def test_a_measured_peak_alone_calibrates_this_estimate_and_a_saved_step_keeps_the_stack(tmp_path, capsys):
+def test_a_measured_peak_alone_calibrates_this_estimate_and_a_saved_step_keeps_the_stack(
+    tmp_path, capsys
+):
     # As the panel's "Measured peak": without --save-profile it still calibrates what is printed.
     assert main(["estimate", *H100_70B, "--measured-peak-gb", "60", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["peak_memory_bytes"]["reported"] == pytest.approx(60e9)
+    assert json.loads(capsys.readouterr().out)["peak_memory_bytes"]["reported"] == pytest.approx(
+        60e9
+    )
     # A step calibrated with a stack and flash attention off saves both into the profile.
     saved = tmp_path / "p.json"
     chosen = ["--stack", "megatron-lm", "--flash-attention", "off"]
-    assert main(["estimate", *H100_70B, *chosen, "--measured-step-time", "30", "--save-profile", str(saved)]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                *H100_70B,
+                *chosen,
+                "--measured-step-time",
+                "30",
+                "--save-profile",
+                str(saved),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["estimate", *H100_70B, *chosen, "--json"]) == 0
     direct = json.loads(capsys.readouterr().out)
     assert main(["estimate", *H100_70B, "--profile", str(saved), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["step_time_s"] == pytest.approx(30) and again["peak_memory_bytes"]["measures"] == "allocated"
-    assert again["peak_memory_bytes"]["reserved"] == pytest.approx(direct["peak_memory_bytes"]["reserved"])
+    assert (
+        again["step_time_s"] == pytest.approx(30)
+        and again["peak_memory_bytes"]["measures"] == "allocated"
+    )
+    assert again["peak_memory_bytes"]["reserved"] == pytest.approx(
+        direct["peak_memory_bytes"]["reserved"]
+    )

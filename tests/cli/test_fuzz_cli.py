@@ -23,14 +23,55 @@ from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 from scaling_widgets.widgets.scenario import Scenario
 
 BUDGET = settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-EDGE = ["0", "-1", "1e-29", "1e-31", "5e-324", "1e29", "1e400", "nan", "inf", "-inf", str(2**64), "3M", "abc", "",
-        "½", "١٢", "４", "1_0", " 8 ", "1e3", "0.5", "2**4", "16x16x16", "0x4", "é\n", "--json"]  # fmt: skip
+EDGE = [
+    "0",
+    "-1",
+    "1e-29",
+    "1e-31",
+    "5e-324",
+    "1e29",
+    "1e400",
+    "nan",
+    "inf",
+    "-inf",
+    str(2**64),
+    "3M",
+    "abc",
+    "",
+    "½",
+    "١٢",
+    "４",
+    "1_0",
+    " 8 ",
+    "1e3",
+    "0.5",
+    "2**4",
+    "16x16x16",
+    "0x4",
+    "é\n",
+    "--json",
+]
 PLAUSIBLE = {
     "--model": list(MODELS),
     "--hardware": list(HARDWARE),
-    "--mesh": ["1x1", "2x2x2", "4x4x4", "8x8x8", "16x16x16", "16x16", "4x8", "1x4", "16x8", "2x4x8", "16x20x28"],
+    "--mesh": [
+        "1x1",
+        "2x2x2",
+        "4x4x4",
+        "8x8x8",
+        "16x16x16",
+        "16x16",
+        "4x8",
+        "1x4",
+        "16x8",
+        "2x4x8",
+        "16x20x28",
+    ],
     "--chips": ["4", "8", "16", "64", "4096"],
     "--pods": ["1", "2", "4", "1000"],
     "--batch": ["1", "512", "1M", "3M", "16M", "1e9", "1e12"],
@@ -56,9 +97,24 @@ PLAUSIBLE = {
     "--precision": list(PRECISIONS),
     "--top": ["1", "3", "100", str(2**53)],
 }
-SWITCHES = ["--sequence-parallel", "--attention-flops", "--ring-factor", "--halve-without-wraparound"]
-PLAN_FLAGS = ["--model", "--hardware", "--mesh", "--chips", "--pods", "--batch", "--seq-len", "--mfu", "--precision",
-              "--top"]  # fmt: skip
+SWITCHES = [
+    "--sequence-parallel",
+    "--attention-flops",
+    "--ring-factor",
+    "--halve-without-wraparound",
+]
+PLAN_FLAGS = [
+    "--model",
+    "--hardware",
+    "--mesh",
+    "--chips",
+    "--pods",
+    "--batch",
+    "--seq-len",
+    "--mfu",
+    "--precision",
+    "--top",
+]
 ESTIMATE_FLAGS = [f for f in PLAUSIBLE if f != "--top"]
 FILE_FLAGS = ["--model-file", "--hardware-file"]
 
@@ -69,14 +125,32 @@ NOT_FINITE = re.compile(r"\b(nan|inf|infinity)\b", re.IGNORECASE)
 # ("--mesh must be slice_shape 32x32x32 does not fit ...").
 FIELD_NAMED = re.compile(r"error: [a-z_]+ must be |must be (?:--)?[a-z]+_[a-z_]+ ")
 # What every report has as a number (never null): a NaN or an infinity there is printed as null.
-ALWAYS = ["params", "chips", "batch_tokens", "tokens_per_chip", "step_time_s", "compute_s", "exposed_comm_s", "mfu",
-          "hfu", "bubble", "flops_per_token", "hardware_flops_per_token", "hbm_bytes", "stage_traffic_s"]  # fmt: skip
+ALWAYS = [
+    "params",
+    "chips",
+    "batch_tokens",
+    "tokens_per_chip",
+    "step_time_s",
+    "compute_s",
+    "exposed_comm_s",
+    "mfu",
+    "hfu",
+    "bubble",
+    "flops_per_token",
+    "hardware_flops_per_token",
+    "hbm_bytes",
+    "stage_traffic_s",
+]
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
 json_values = st.recursive(
-    json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=8
+    json_scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=8,
 )
-big_numbers = st.sampled_from([0, -1, 1e-300, 5e-324, 1e29, 1e30, 1e308, 2**53 + 1, 2**64, 10**40, 1.5, True])
+big_numbers = st.sampled_from(
+    [0, -1, 1e-300, 5e-324, 1e29, 1e30, 1e308, 2**53 + 1, 2**64, 10**40, 1.5, True]
+)
 
 
 def _mutated(base: dict):
@@ -93,7 +167,8 @@ def _preset_json(table):
 
 
 def _file_text(table):
-    """A model or chip file: a preset as JSON (maybe mutated), random JSON, deep nesting or not JSON."""
+    """A model or chip file: a preset as JSON (maybe mutated), random JSON, deep nesting or not
+    JSON."""
     valid = _preset_json(table)
     return st.one_of(
         valid.map(json.dumps),
@@ -101,7 +176,17 @@ def _file_text(table):
         json_values.map(json.dumps),
         st.integers(1, 100_000).map(lambda n: "[" * n + "]" * n),
         st.integers(1, 3_000).map(lambda n: '{"layers": ' + "[" * n + "]" * n + "}"),
-        st.sampled_from(["", "\ufeff{}", "{", "NaN", '{"layers": 1e999}', "\x00", '{"layers": ' + "9" * 5000 + "}"]),
+        st.sampled_from(
+            [
+                "",
+                "\ufeff{}",
+                "{",
+                "NaN",
+                '{"layers": 1e999}',
+                "\x00",
+                '{"layers": ' + "9" * 5000 + "}",
+            ]
+        ),
         st.binary(max_size=8),  # not UTF-8, most often
     )
 
@@ -113,15 +198,27 @@ def _scenario_base(**fields) -> dict:
 SCENARIOS = [
     _scenario_base(),
     _scenario_base(hardware="h100", slice_shape=(4, 8), batch=1e6, seq_len=2048, tokens=1e12),
-    _scenario_base(slice_shape=(4, 4, 4), batch=1e6, z=4, schedule="interleaved", virtual_stages=2,
-                   remat="selective", model="llama-3-8b", optimal_split=False, y=4, x=4),
-]  # fmt: skip
+    _scenario_base(
+        slice_shape=(4, 4, 4),
+        batch=1e6,
+        z=4,
+        schedule="interleaved",
+        virtual_stages=2,
+        remat="selective",
+        model="llama-3-8b",
+        optimal_split=False,
+        y=4,
+        x=4,
+    ),
+]
 scenario_texts = st.one_of(
     st.sampled_from(SCENARIOS).flatmap(_mutated).map(json.dumps),
-    st.sampled_from(SCENARIOS).map(lambda s: {**s, "model": dataclasses.asdict(MODELS["llama-2-7b"])})
-    .flatmap(_mutated).map(json.dumps),
+    st.sampled_from(SCENARIOS)
+    .map(lambda s: {**s, "model": dataclasses.asdict(MODELS["llama-2-7b"])})
+    .flatmap(_mutated)
+    .map(json.dumps),
     json_values.map(json.dumps),
-)  # fmt: skip
+)
 
 
 SLICES = {
@@ -146,15 +243,33 @@ def command_lines(draw, command: str):
     args = [command]
     if draw(st.integers(0, 3)):  # a command that can run, to reach the cost model
         hardware = draw(st.sampled_from(["tpu-v5p", "tpu-v4p", "tpu-v5e", "h100", "gb200-nvl72"]))
-        kind = "gpu" if HARDWARE[hardware].is_gpu else "tpu-2d" if len(HARDWARE[hardware].pod_shape) == 2 else "tpu"
-        args += ["--model", draw(st.sampled_from(list(MODELS))), "--hardware", hardware,
-                 "--mesh", draw(st.sampled_from(SLICES[kind])), "--batch", draw(st.sampled_from(["3M", "16M", "1e9"])),
-                 "--seq-len", draw(st.sampled_from(["512", "2048", "4096"]))]  # fmt: skip
+        kind = (
+            "gpu"
+            if HARDWARE[hardware].is_gpu
+            else "tpu-2d"
+            if len(HARDWARE[hardware].pod_shape) == 2
+            else "tpu"
+        )
+        args += [
+            "--model",
+            draw(st.sampled_from(list(MODELS))),
+            "--hardware",
+            hardware,
+            "--mesh",
+            draw(st.sampled_from(SLICES[kind])),
+            "--batch",
+            draw(st.sampled_from(["3M", "16M", "1e9"])),
+            "--seq-len",
+            draw(st.sampled_from(["512", "2048", "4096"])),
+        ]
     for flag in draw(st.lists(st.sampled_from(flags + FILE_FLAGS + SWITCHES), max_size=4)):
         if flag in SWITCHES:
             args.append(flag)
         elif flag in FILE_FLAGS:
-            args += [flag, draw(st.sampled_from(["model", "hardware", "missing", "dir", "/dev/null", ""]))]
+            args += [
+                flag,
+                draw(st.sampled_from(["model", "hardware", "missing", "dir", "/dev/null", ""])),
+            ]
         else:
             args += [flag, _value(draw, flag)]
     if draw(st.booleans()):
@@ -169,11 +284,20 @@ def folder(tmp_path_factory):
 
 def _with_files(args, folder, model_text, hardware_text):
     """The argument list with its file names replaced by files holding the drawn texts."""
-    paths = {"model": folder / "model.json", "hardware": folder / "hardware.json", "dir": folder,
-             "missing": folder / "missing.json"}  # fmt: skip
+    paths = {
+        "model": folder / "model.json",
+        "hardware": folder / "hardware.json",
+        "dir": folder,
+        "missing": folder / "missing.json",
+    }
     for name, text in (("model", model_text), ("hardware", hardware_text)):
-        paths[name].write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
-    return [str(paths[a]) if a in paths and i and args[i - 1] in FILE_FLAGS else a for i, a in enumerate(args)]
+        paths[name].write_bytes(
+            text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        )
+    return [
+        str(paths[a]) if a in paths and i and args[i - 1] in FILE_FLAGS else a
+        for i, a in enumerate(args)
+    ]
 
 
 def _numbers(value, where=""):
@@ -196,7 +320,9 @@ def _check_record(record: dict):
         assert record["training_time_s"] is not None
     for summary in record.get("strategies", {}).values():
         if summary["runs"]:
-            assert summary["step_time_s"] is not None and summary["memory_per_chip_bytes"] is not None
+            assert (
+                summary["step_time_s"] is not None and summary["memory_per_chip_bytes"] is not None
+            )
 
 
 def run(argv, capsys):
@@ -209,13 +335,19 @@ def run(argv, capsys):
         except SystemExit as exit_info:
             out, err = capsys.readouterr()
             assert exit_info.code == 2, (exit_info.code, err)
-            assert err.startswith("scaling-widgets") and err.endswith("\n") and "\n" not in err[:-1], err
+            assert (
+                err.startswith("scaling-widgets") and err.endswith("\n") and "\n" not in err[:-1]
+            ), err
             assert "Traceback" not in err and out == "", err
             assert "--scenario" in argv or not FIELD_NAMED.search(err), err
             code = None
     event("refused" if code is None else "ran")
     # A warning would be printed on the user's terminal beside the one line (or the report).
-    shown = [w for w in caught if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))]
+    shown = [
+        w
+        for w in caught
+        if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))
+    ]
     assert not shown, [str(w.message) for w in shown]
     if code is None:
         return
@@ -237,27 +369,43 @@ BASE = ["estimate", "--model", "llama-2-13b", "--batch", "3M"]
 
 
 @BUDGET
-@given(args=command_lines("estimate"), model_text=_file_text(MODELS), hardware_text=_file_text(HARDWARE))
+@given(
+    args=command_lines("estimate"),
+    model_text=_file_text(MODELS),
+    hardware_text=_file_text(HARDWARE),
+)
 # Found by these suites: the field named twice ("--mesh must be slice_shape 32x32x32 does not fit"),
 # a denormal chip whose step overflows to infinity (a warning on stderr, null in the JSON).
 @example(args=[*BASE, "--mesh", "32x32x32"], model_text="", hardware_text="")
 @example(args=[*BASE, "--hardware", "h100", "--mesh", "4x4x4"], model_text="", hardware_text="")
 @example(
-    args=[*BASE, "--hardware-file", "hardware", "--chips", "16", "--json"], model_text="", hardware_text=TINY_FLOPS
+    args=[*BASE, "--hardware-file", "hardware", "--chips", "16", "--json"],
+    model_text="",
+    hardware_text=TINY_FLOPS,
 )
 @example(args=[*BASE, "--hardware", "h100", "--chips", "12"], model_text="", hardware_text="")
-def test_estimate_refuses_clearly_or_reports_sound_numbers(args, model_text, hardware_text, folder, capsys):
+def test_estimate_refuses_clearly_or_reports_sound_numbers(
+    args, model_text, hardware_text, folder, capsys
+):
     run(_with_files(args, folder, model_text, hardware_text), capsys)
 
 
 @settings(BUDGET, max_examples=150)
-@given(args=command_lines("plan"), model_text=_file_text(MODELS), hardware_text=_file_text(HARDWARE))
-def test_plan_refuses_clearly_or_reports_sound_numbers(args, model_text, hardware_text, folder, capsys):
+@given(
+    args=command_lines("plan"), model_text=_file_text(MODELS), hardware_text=_file_text(HARDWARE)
+)
+def test_plan_refuses_clearly_or_reports_sound_numbers(
+    args, model_text, hardware_text, folder, capsys
+):
     run(_with_files(args, folder, model_text, hardware_text), capsys)
 
 
 @settings(BUDGET, max_examples=200)
-@given(text=scenario_texts, json_out=st.booleans(), extra=st.sampled_from([[], [], ["--pods", "2"], ["--model", "x"]]))
+@given(
+    text=scenario_texts,
+    json_out=st.booleans(),
+    extra=st.sampled_from([[], [], ["--pods", "2"], ["--model", "x"]]),
+)
 def test_a_scenario_file_is_refused_clearly_or_reported(text, json_out, extra, folder, capsys):
     path = folder / "scenario.json"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")

@@ -1,4 +1,4 @@
-"""Print the development set's predictions (SPEC C.6) at the end of a run that checked them."""
+"""Print the development set's predictions (MODEL.md §C.6) at the end of a run that checked them."""
 
 
 def pytest_terminal_summary(terminalreporter):

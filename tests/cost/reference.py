@@ -1,7 +1,7 @@
-"""A plain scalar transcription of SPEC A.3, A.4 and A.10, one layout at a time.
+"""A plain scalar transcription of MODEL.md §A.3, §A.4 and §A.10, one layout at a time.
 
 It is the oracle for the property tests and the baseline of benchmarks/bench_cost.py: the
-same formulas as the vectorized model, written as the SPEC states them, with ``math`` only.
+same formulas as the vectorized model, written as MODEL.md states them, with ``math`` only.
 """
 
 
@@ -9,7 +9,7 @@ def layer(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y):
     """Per-pass (math, x, y, dcn) times of one layer [s], forward then backward."""
     b = B / P
     math_f, math_b = 4 * b * D * F / (X * Y * C), 8 * b * D * F / (X * Y * C)
-    rows = {  # SPEC A.3, summary table: bytes on X (fwd, bwd) and on Y (fwd, bwd)
+    rows = {  # MODEL.md §A.3, summary table: bytes on X (fwd, bwd) and on Y (fwd, bwd)
         "dp": ((0, 8 * D * F), (0, 0)),
         "fsdp": ((4 * D * F, 8 * D * F), (0, 0)),
         "tp": ((0, 0), (4 * b * D, 4 * b * D)),
@@ -46,4 +46,10 @@ def evaluate(strategy, B, D, F, L, params, X, Y, P, C, W, W_dcn, M_X, M_Y, hbm, 
     passes = layer(strategy, B, D, F, X, Y, P, C, W, W_dcn, M_X, M_Y)
     comm = L * sum(max(x, y, d) for _, x, y, d in passes)
     mem = memory(params, L, D, F, B, X, Y, 1, P, strategy in ("fsdp", "fsdp+tp"))
-    return compute_bound(passes), lower_bound(passes), mem, mem <= hbm, step_time(B, params, X * Y * P, C, mfu, comm)
+    return (
+        compute_bound(passes),
+        lower_bound(passes),
+        mem,
+        mem <= hbm,
+        step_time(B, params, X * Y * P, C, mfu, comm),
+    )

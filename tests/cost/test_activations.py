@@ -1,4 +1,4 @@
-"""Activation memory with recompute policies and pipeline schedules (SPEC B.4, B.6).
+"""Activation memory with recompute policies and pipeline schedules (MODEL.md §B.4, §B.6).
 
 Sources: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 Models", Table 2 and sec. 4-5: bytes per layer s·b·h·(34 + 5·a·s/h) without recompute, /t with
@@ -9,7 +9,12 @@ the interleaved schedule's bubble is (p − 1)/(v·m); 1F1B keeps at most p micr
 
 import pytest
 
-from scaling_widgets.cost import activation_bytes_per_layer, bubble_overhead, estimate, in_flight_microbatches
+from scaling_widgets.cost import (
+    activation_bytes_per_layer,
+    bubble_overhead,
+    estimate,
+    in_flight_microbatches,
+)
 from scaling_widgets.presets import HARDWARE, MODELS
 
 GPT3 = dict(seq_len=2048, microbatch_seqs=1, d_model=12288, heads=96)
@@ -24,17 +29,20 @@ def test_korthikanti_table_2_for_gpt3_with_tp_8():
     assert none_sp == pytest.approx(sbh * (34 + 5 * 96 * 2048 / 12288) / 8)
     assert none_tp == pytest.approx(sbh * (10 + 24 / 8 + 5 * 96 * 2048 / (12288 * 8)))
     assert selective == pytest.approx(34 * sbh / 8) and full == pytest.approx(2 * sbh)
-    # The paper's point: selective recompute with SP keeps about a quarter of what TP + SP alone keeps.
+    # The paper's point: selective recompute with SP keeps about a quarter of what TP + SP alone
+    # keeps.
     assert selective / none_sp == pytest.approx(34 / 114)
 
 
 def test_schedules_hold_different_numbers_of_microbatches():
     assert in_flight_microbatches(schedule="gpipe", stages=8, microbatches=32) == 32
     assert in_flight_microbatches(schedule="1f1b", stages=8, microbatches=32) == 8
-    assert in_flight_microbatches(schedule="interleaved", stages=8, microbatches=32, virtual_stages=4) == pytest.approx(
-        8 * (1 + 7 / 32)
+    assert in_flight_microbatches(
+        schedule="interleaved", stages=8, microbatches=32, virtual_stages=4
+    ) == pytest.approx(8 * (1 + 7 / 32))
+    assert bubble_overhead(stages=8, microbatches=32, virtual_stages=4) == pytest.approx(
+        7 / (4 * 32)
     )
-    assert bubble_overhead(stages=8, microbatches=32, virtual_stages=4) == pytest.approx(7 / (4 * 32))
 
 
 def test_gpipe_needs_more_activation_memory_than_1f1b():
@@ -54,16 +62,24 @@ def test_gpipe_needs_more_activation_memory_than_1f1b():
     )
     gpipe, one_f_one_b = estimate(schedule="gpipe", **common), estimate(schedule="1f1b", **common)
     assert int(gpipe.microbatches) == 8  # 1024 sequences over 128 replicas, one a microbatch
-    # 976 sequences give each replica 7.6: 7 whole microbatches of at least one sequence, not 8 of less.
+    # 976 sequences give each replica 7.6: 7 whole microbatches of at least one sequence, not 8 of
+    # less.
     assert int(estimate(schedule="gpipe", **{**common, "batch": 4e6}).microbatches) == 7
     assert gpipe.memory.activations == pytest.approx(one_f_one_b.memory.activations * 8 / 4)
     assert gpipe.bubble == one_f_one_b.bubble == pytest.approx(3 / 8)
     interleaved = estimate(schedule="interleaved", virtual_stages=2, **common)
-    assert interleaved.stage_traffic == pytest.approx(2 * one_f_one_b.stage_traffic)  # v times the hops
+    # v times the hops
+    assert interleaved.stage_traffic == pytest.approx(2 * one_f_one_b.stage_traffic)
 
 
 def test_the_chapters_checkpoints_stay_the_default():
     e = estimate(
-        model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=16e6, slice_shape=(1, 1, 1), strategy="dp"
+        model=MODELS["llama-2-13b"],
+        chip=HARDWARE["tpu-v5p"],
+        batch=16e6,
+        slice_shape=(1, 1, 1),
+        strategy="dp",
     )
-    assert e.remat == "checkpoints" and e.memory.activations == pytest.approx(2 * 40 * 16e6 * (5120 + 2 * 13824))
+    assert e.remat == "checkpoints" and e.memory.activations == pytest.approx(
+        2 * 40 * 16e6 * (5120 + 2 * 13824)
+    )

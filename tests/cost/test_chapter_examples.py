@@ -1,4 +1,5 @@
-"""SPEC A.8: every worked example of the chapter, as a named golden test; and A.9's errors, not repeated."""
+"""MODEL.md §A.8: every worked example of the chapter, as a named golden test; and A.9's errors, not
+repeated."""
 
 import numpy as np
 import pytest
@@ -35,7 +36,9 @@ DAY = 86400
 
 def test_example_01_dp_fsdp_threshold_on_one_axis_is_2550_tokens_per_chip():
     for strategy in ("dp", "fsdp"):
-        assert critical_tokens_per_chip(strategy=strategy, d_ff=32768, mx=1, **ICI) == pytest.approx(2550)
+        assert critical_tokens_per_chip(
+            strategy=strategy, d_ff=32768, mx=1, **ICI
+        ) == pytest.approx(2550)
         # ...and the time model agrees: 64 chips on one axis turn compute-bound at 2550 tokens each.
         B = crossover_batch(strategy=strategy, d_model=8192, d_ff=32768, x=64, mx=1, **HW)
         assert B / 64 == pytest.approx(2550)
@@ -49,7 +52,9 @@ def test_example_02_dp_over_three_axes_850_per_chip_7_6m_for_a_full_pod():
 
 
 def test_example_03_largest_model_under_pure_dp_is_9_6b_params():
-    assert largest_replicated_model(hbm_bytes=V5P.hbm_bytes, bytes_per_param=10) == pytest.approx(9.6e9)
+    assert largest_replicated_model(hbm_bytes=V5P.hbm_bytes, bytes_per_param=10) == pytest.approx(
+        9.6e9
+    )
 
 
 def test_example_04_deepseek_v2_40m_batch_allows_47000_chips_of_fsdp():
@@ -83,7 +88,8 @@ def test_example_07_gemma_7b_tp_limit_19_3():
 
 def test_example_08_x_opt_13_7_on_4x4x4_chooses_16_by_4():
     opt = x_opt(batch=48_000, d_ff=32_768, chips=64, mx=2, my=1)
-    assert opt == pytest.approx(13.7, abs=0.05)  # the chapter prints 13.9; A.9: 187.5 without the square root
+    # the chapter prints 13.9; A.9: 187.5 without the square root
+    assert opt == pytest.approx(13.7, abs=0.05)
     X, Y = nearest_split(x_opt=opt, chips=64)
     assert (X, Y) == (16, 4)
 
@@ -115,7 +121,8 @@ def test_example_10_16x16x16_figure_best_split_512_by_8_crosses_at_4_35e5():
 
 
 def test_example_11_dcn_needs_73440_tokens_per_pod():
-    assert critical_tokens_per_pod(flops=V5P.flops, dcn_bw=V5P.dcn_bw) == pytest.approx(73_440)  # A.9: not 71,360
+    # A.9: not 71,360
+    assert critical_tokens_per_pod(flops=V5P.flops, dcn_bw=V5P.dcn_bw) == pytest.approx(73_440)
 
 
 def test_example_12_llama3_70b_at_2m_tokens_outgrows_a_pod():
@@ -150,14 +157,18 @@ def test_example_14_llama2_13b_parameter_count():
 def test_example_15_llama2_13b_130gb_of_state_and_42tb_of_checkpoints():
     m = MODELS["llama-2-13b"]
     params = param_count(**m.dims()).total
-    mem = memory_per_chip(params=params, layers=m.layers, d_model=m.d_model, d_ff=m.d_ff, batch=16e6)
+    mem = memory_per_chip(
+        params=params, layers=m.layers, d_model=m.d_model, d_ff=m.d_ff, batch=16e6
+    )
     assert mem.params + mem.optimizer == pytest.approx(130e9, rel=0.01)
     assert mem.activations == pytest.approx(42e12, rel=0.01)
 
 
 def test_example_16_llama2_13b_3m_tokens_on_16x16x16():
     # The chapter's token-level model (no seq_len): 3M tokens, each strategy at its own split.
-    values = split_keywords(dict(model=MODELS["llama-2-13b"], chip=V5P, batch=3e6, slice_shape=(16, 16, 16), mfu=0.4))
+    values = split_keywords(
+        dict(model=MODELS["llama-2-13b"], chip=V5P, batch=3e6, slice_shape=(16, 16, 16), mfu=0.4)
+    )
     e = compare_strategies(*values)
     # Pure TP over 4096 chips cannot split 40 attention heads: refused, naming the TP degree.
     assert isinstance(e["tp"], InputError) and e["tp"].field == "y"
@@ -169,7 +180,9 @@ def test_example_16_llama2_13b_3m_tokens_on_16x16x16():
     assert not fsdp.compute_bound and fsdp.bottleneck == "fsdp"
     assert fsdp.crossover_batch == pytest.approx(3.48e6, rel=0.01)
     # FSDP + TP: needs > 2550²/(2F) ≈ 235 tokens per chip, has 732; X_opt ≈ 1333 -> 1024 x 4.
-    assert critical_tokens_per_chip(strategy="fsdp+tp", d_ff=13_824, mx=2, my=1, **ICI) == pytest.approx(235, abs=0.5)
+    assert critical_tokens_per_chip(
+        strategy="fsdp+tp", d_ff=13_824, mx=2, my=1, **ICI
+    ) == pytest.approx(235, abs=0.5)
     assert e["fsdp+tp"].tokens_per_chip == pytest.approx(732, abs=0.5)
     opt = x_opt(batch=3e6, d_ff=13_824, chips=4096, mx=2, my=1)
     assert opt == pytest.approx(1333, abs=1)

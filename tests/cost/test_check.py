@@ -22,30 +22,83 @@ CUBE = (16, 16, 16)
     [
         # Half a token: no data replica gets a whole one, whatever the split.
         (dict(model=L13, batch=0.5), "batch", "batch must be at least"),
-        (dict(model=L13, batch=0.5, slice_shape=(1, 1, 1), strategy="dp"), "batch", "at least 1 tokens"),
-        # 4M tokens of 32K sequences are 122: not one for each of 128 replicas, let alone 16 microbatches.
-        (dict(model=L70, batch=4e6, seq_len=32768, slice_shape=CUBE, x=128, y=8, z=4, microbatches=16), "batch",
-         r"at least 67,108,864 tokens, a whole sequence of 32768 for each of the 128 data replicas x 16 microbatches"),
+        (
+            dict(model=L13, batch=0.5, slice_shape=(1, 1, 1), strategy="dp"),
+            "batch",
+            "at least 1 tokens",
+        ),
+        # 4M tokens of 32K sequences are 122: not one for each of 128 replicas, let alone 16
+        # microbatches.
+        (
+            dict(
+                model=L70,
+                batch=4e6,
+                seq_len=32768,
+                slice_shape=CUBE,
+                x=128,
+                y=8,
+                z=4,
+                microbatches=16,
+            ),
+            "batch",
+            r"at least 67,108,864 tokens, a whole sequence of 32768 for each of the 128 data "
+            r"replicas x 16 microbatches",
+        ),
         # 976 sequences over 128 replicas are 7.6 each: at most 7 microbatches, not 1000.
-        (dict(model=L70, batch=4e6, seq_len=4096, slice_shape=CUBE, x=128, y=8, z=4, microbatches=1000),
-         "microbatches", r"microbatches must be at most the 7.63 sequences of 4096 each data replica gets"),
+        (
+            dict(
+                model=L70,
+                batch=4e6,
+                seq_len=4096,
+                slice_shape=CUBE,
+                x=128,
+                y=8,
+                z=4,
+                microbatches=1000,
+            ),
+            "microbatches",
+            r"microbatches must be at most the 7.63 sequences of 4096 each data replica gets",
+        ),
         # 32 virtual stages x 4 stages = 128 chunks of 80 layers: 48 empty.
-        (dict(model=L70, batch=16e6, seq_len=4096, slice_shape=CUBE, x=128, y=8, z=4, schedule="interleaved",
-              virtual_stages=32, microbatches=8), "virtual_stages",
-         r"such that Z·v is at most the model's 80 layers.*; got 32 x 4 stages"),
+        (
+            dict(
+                model=L70,
+                batch=16e6,
+                seq_len=4096,
+                slice_shape=CUBE,
+                x=128,
+                y=8,
+                z=4,
+                schedule="interleaved",
+                virtual_stages=32,
+                microbatches=8,
+            ),
+            "virtual_stages",
+            r"such that Z·v is at most the model's 80 layers.*; got 32 x 4 stages",
+        ),
         # TP 32 cannot split 40 attention heads.
-        (dict(model=L13, batch=4e6, slice_shape=CUBE, x=128, y=32), "y",
-         "y must be a TP degree dividing the model's 40 attention heads"),
+        (
+            dict(model=L13, batch=4e6, slice_shape=CUBE, x=128, y=32),
+            "y",
+            "y must be a TP degree dividing the model's 40 attention heads",
+        ),
         # 64 stages of a 32-layer model.
-        (dict(model=L7, batch=4e6, slice_shape=CUBE, x=64, y=1, z=64), "z",
-         "z must be such that Z·v is at most the model's 32 layers: every stage needs one"),
+        (
+            dict(model=L7, batch=4e6, slice_shape=CUBE, x=64, y=1, z=64),
+            "z",
+            "z must be such that Z·v is at most the model's 32 layers: every stage needs one",
+        ),
         # A million pods: far beyond the chips of any cluster.
         (dict(model=L13, batch=4e6, pods=10**6), "pods", "pods must be a whole number from 1 to"),
         # A step a billion times faster than the chips' peak.
-        (dict(model=L13, batch=3e6, seq_len=4096, slice_shape=CUBE, measured_step_time=1e-9), "measured_step_time",
-         "measured_step_time must be at least .* s, what this layout's FLOPs take at the chips' peak"),
+        (
+            dict(model=L13, batch=3e6, seq_len=4096, slice_shape=CUBE, measured_step_time=1e-9),
+            "measured_step_time",
+            "measured_step_time must be at least .* s, what this layout's FLOPs take at the chips' "
+            "peak",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_layout_that_cannot_run_is_refused_naming_the_field(keywords, field, message):
     with pytest.raises(InputError, match=message) as err:
         estimate(chip=V5P, **keywords)
@@ -57,7 +110,8 @@ def test_the_best_split_only_picks_a_split_that_can_run():
     # would not divide the 40 heads. FSDP 512 x TP 8 is the best that can run.
     e = estimate(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=CUBE)
     assert (int(e.x), int(e.y)) == (512, 8)
-    token_level = estimate(model=L13, chip=V5P, batch=3e6, slice_shape=CUBE)  # the chapter's example 16
+    # the chapter's example 16
+    token_level = estimate(model=L13, chip=V5P, batch=3e6, slice_shape=CUBE)
     assert (int(token_level.x), int(token_level.y)) == (1024, 4)
 
 
@@ -89,7 +143,9 @@ def test_cli_on_h100_picks_a_legal_split_or_says_what_batch_it_needs(capsys):
 
 ALL_LAYOUTS = st.fixed_dictionaries(
     {
-        "cluster": st.sampled_from([(V5P, (4, 4, 4)), (V5P, (2, 2, 4)), (H100, (2, 8)), (H100, (4, 8))]),
+        "cluster": st.sampled_from(
+            [(V5P, (4, 4, 4)), (V5P, (2, 2, 4)), (H100, (2, 8)), (H100, (4, 8))]
+        ),
         "model": st.sampled_from([L7, L70]),
         "z": st.sampled_from([1, 2, 4]),
         "y": st.sampled_from([1, 2, 4, 8]),
@@ -115,9 +171,18 @@ def test_mfu_and_hfu_never_exceed_one(d):
     T = d["seq_len"] or 1
     remat = d["remat"] if d["seq_len"] else "checkpoints"  # the other policies count sequences
     keywords = dict(
-        model=d["model"], chip=chip, slice_shape=shape, batch=x * m * T * d["spare"], seq_len=d["seq_len"],
-        x=x, y=y, z=z, microbatches=m, remat=remat, schedule=d["schedule"],
-    )  # fmt: skip
+        model=d["model"],
+        chip=chip,
+        slice_shape=shape,
+        batch=x * m * T * d["spare"],
+        seq_len=d["seq_len"],
+        x=x,
+        y=y,
+        z=z,
+        microbatches=m,
+        remat=remat,
+        schedule=d["schedule"],
+    )
     predicted = estimate(mfu=d["mfu"], **keywords)
     # The chips sustain the given MFU on every FLOP, recompute included; the bubble and exposed
     # communication only lengthen the step: HFU <= the given MFU, and MFU <= HFU.
@@ -126,4 +191,6 @@ def test_mfu_and_hfu_never_exceed_one(d):
     # A measured step at or above the peak's is taken, and implies utilisations <= 1.
     at_peak = float(estimate(mfu=1.0, **keywords).step_time)
     measured = estimate(measured_step_time=at_peak * d["slower"], **keywords)
-    assert float(measured.mfu) <= float(measured.hfu) * (1 + 1e-9) and float(measured.hfu) <= 1 + 1e-9
+    assert (
+        float(measured.mfu) <= float(measured.hfu) * (1 + 1e-9) and float(measured.hfu) <= 1 + 1e-9
+    )

@@ -1,4 +1,4 @@
-"""Context parallelism (SPEC D.3): sequences split over CP chips of the data axis, the keys and
+"""Context parallelism (MODEL.md §D.3): sequences split over CP chips of the data axis, the keys and
 values they pass, and the layouts it makes possible."""
 
 import pytest
@@ -7,18 +7,36 @@ from hypothesis import strategies as st
 
 from scaling_widgets import estimate
 from scaling_widgets.cost import InputError
-from scaling_widgets.cost.transformer.context import cp_seconds_per_token, kv_bytes_per_token, ring_hides
+from scaling_widgets.cost.transformer.context import (
+    cp_seconds_per_token,
+    kv_bytes_per_token,
+    ring_hides,
+)
 from scaling_widgets.presets import HARDWARE, MODELS
 
 H100, V5P, L405 = HARDWARE["h100"], HARDWARE["tpu-v5p"], MODELS["llama-3-405b"]
 # Llama 3 405B at 128K (Grattafiori et al. 2024, Table 4): TP 8, CP 16, PP 16, DP 8 on 16,384 GPUs.
-AT_128K = dict(model=L405, chip=H100, slice_shape=(2048, 8), batch=16e6, seq_len=131072, x=128, y=8, z=16,
-               zero=1, microbatches=15, mfu=0.4)  # fmt: skip
+AT_128K = dict(
+    model=L405,
+    chip=H100,
+    slice_shape=(2048, 8),
+    batch=16e6,
+    seq_len=131072,
+    x=128,
+    y=8,
+    z=16,
+    zero=1,
+    microbatches=15,
+    mfu=0.4,
+)
 
 
 def test_fewer_sequences_than_replicas_is_refused_with_cp_suggested_and_cp_runs_it():
-    with pytest.raises(InputError, match="a whole sequence of 131072 .* \\(or split each sequence over chips:"
-                       " context parallelism, --cp\\)"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match="a whole sequence of 131072 .* \\(or split each sequence over chips:"
+        " context parallelism, --cp\\)",
+    ):
         estimate(**AT_128K)
     e = estimate(**AT_128K, cp=16, cp_kind="all-gather")
     assert bool(e.fits) and float(e.memory.total) < H100.hbm_bytes
@@ -27,16 +45,22 @@ def test_fewer_sequences_than_replicas_is_refused_with_cp_suggested_and_cp_runs_
 @given(cp=st.sampled_from([1, 2, 4, 8, 16]), kind=st.sampled_from(["ring", "all-gather"]))
 def test_cp_never_changes_the_weights_per_chip(cp, kind):
     base = dict(AT_128K, seq_len=8192, batch=64e6)
-    assert float(estimate(**base, cp=cp, cp_kind=kind).memory.params) == float(estimate(**base).memory.params)
+    assert float(estimate(**base, cp=cp, cp_kind=kind).memory.params) == float(
+        estimate(**base).memory.params
+    )
 
 
 def test_activations_per_chip_shrink_by_cp_for_the_same_replicas():
     # Llama 3's 8 data replicas of TP 8 x PP 16, each on 16 times the chips with CP 16: a chip holds
     # 1/16 of the tokens it held.
-    one = estimate(**{**AT_128K, "slice_shape": (128, 8), "x": 8, "batch": 2e6, "microbatches": 1}, remat="full")
+    one = estimate(
+        **{**AT_128K, "slice_shape": (128, 8), "x": 8, "batch": 2e6, "microbatches": 1},
+        remat="full",
+    )
     cp = estimate(**{**AT_128K, "x": 128, "batch": 2e6, "microbatches": 1}, cp=16, remat="full")
     assert float(cp.memory.activations) == pytest.approx(float(one.memory.activations) / 16)
-    # And where X is the same, CP changes nothing a chip holds: the same tokens, whoever splits them.
+    # And where X is the same, CP changes nothing a chip holds: the same tokens, whoever splits
+    # them.
     same = dict(AT_128K, seq_len=8192)
     a, b = estimate(**same, remat="full"), estimate(**same, cp=2, remat="full")
     assert float(a.memory.activations) == pytest.approx(float(b.memory.activations))
@@ -47,20 +71,29 @@ def test_the_ring_hides_exactly_when_the_spec_rule_holds():
     assert float(need) == pytest.approx(2 * 8 / 128 * V5P.flops / V5P.ici_bw)  # 2·(K/N_h)·C/W
     for s in (1024, 4096, 32768):
         for cp in (2, 4, 8):
-            exposed = cp_seconds_per_token(chip=V5P, model=L405, cp=cp, kind="ring", seq_len=s, x=cp, mx=1)
-            # Our count passes CP − 1 blocks: the SPEC's s/CP against ours s/(CP − 1).
+            exposed = cp_seconds_per_token(
+                chip=V5P, model=L405, cp=cp, kind="ring", seq_len=s, x=cp, mx=1
+            )
+            # Our count passes CP − 1 blocks: MODEL.md's s/CP against ours s/(CP − 1).
             assert (float(exposed) == 0) == (s / (cp - 1) >= float(need)), (s, cp)
 
 
 def test_the_all_gather_moves_every_other_chips_keys_and_values():
-    per_token = cp_seconds_per_token(chip=H100, model=L405, cp=16, kind="all-gather", seq_len=131072, y=8)
+    per_token = cp_seconds_per_token(
+        chip=H100, model=L405, cp=16, kind="all-gather", seq_len=131072, y=8
+    )
     kv = kv_bytes_per_token(L405, y=8)  # 2·K·H·2/Y bytes
     assert float(kv) == 2 * 8 * 128 * 2 / 8
-    assert float(per_token) == pytest.approx(15 * float(kv) / H100.scaleout_bw)  # CP 16 x TP 8 spans 16 nodes
+    # CP 16 x TP 8 spans 16 nodes
+    assert float(per_token) == pytest.approx(15 * float(kv) / H100.scaleout_bw)
 
 
 def test_ulysses_needs_kv_heads_for_each_cp_chip():
-    with pytest.raises(InputError, match="cp must be a CP degree dividing .* and the 1 KV heads of each TP shard"):
+    with pytest.raises(
+        InputError, match="cp must be a CP degree dividing .* and the 1 KV heads of each TP shard"
+    ):
         estimate(**AT_128K, cp=16, cp_kind="ulysses")
-    e = estimate(**{**AT_128K, "y": 1, "x": 1024, "batch": 64e6, "microbatches": 2}, cp=8, cp_kind="ulysses")
+    e = estimate(
+        **{**AT_128K, "y": 1, "x": 1024, "batch": 64e6, "microbatches": 2}, cp=8, cp_kind="ulysses"
+    )
     assert float(e.layer.t_comms_cp) > 0

@@ -14,16 +14,62 @@ import numpy as np
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from scaling_widgets.cost import CHAPTER, REMAT_POLICIES, SCHEDULES, STRATEGIES, Exactness, InputError, estimate, plan
+from scaling_widgets.cost import (
+    CHAPTER,
+    REMAT_POLICIES,
+    SCHEDULES,
+    STRATEGIES,
+    Exactness,
+    InputError,
+    estimate,
+    plan,
+)
 from scaling_widgets.cost.memory.peak import PARTS as PEAK_PARTS
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
-EDGE = [0, -1, 1, 2, 0.5, 1e-300, 5e-324, 1e29, 1e30, float("inf"), float("-inf"), float("nan"), 2**53 + 1, 2**64,
-        -(2**63), True, False, None, "", "abc", "4", (), [], [[1]], {}, 1j]  # fmt: skip
+EDGE = [
+    0,
+    -1,
+    1,
+    2,
+    0.5,
+    1e-300,
+    5e-324,
+    1e29,
+    1e30,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    2**53 + 1,
+    2**64,
+    -(2**63),
+    True,
+    False,
+    None,
+    "",
+    "abc",
+    "4",
+    (),
+    [],
+    [[1]],
+    {},
+    1j,
+]
 pow2 = [1, 2, 4, 8, 16, 64, 512]
 PLAUSIBLE = {
     "chip": [HARDWARE[n] for n in ("tpu-v5p", "tpu-v4p", "tpu-v5e", "h100", "gb200-nvl72")],
-    "slice_shape": [None, (2, 2, 2), (4, 4, 4), (16, 16, 16), (4, 8, 4), (16, 16), (8, 16), (1, 4), (2, 8), (16, 8)],
+    "slice_shape": [
+        None,
+        (2, 2, 2),
+        (4, 4, 4),
+        (16, 16, 16),
+        (4, 8, 4),
+        (16, 16),
+        (8, 16),
+        (1, 4),
+        (2, 8),
+        (16, 8),
+    ],
     "pods": [1, 2, 4],
     "model": list(MODELS.values()),
     "batch": [1e6, 3e6, 16e6, 1e9, 512.0],
@@ -48,17 +94,39 @@ PLAUSIBLE = {
     "mfu": [0.4, 0.5, 1.0, 1e-6],
     "measured_step_time": [None, 0.5, 10.0],
     "attention_flops": [False, True],
-    # Exactness checks itself when built: its fields are drawn, and built inside the call (``_check``).
-    "exact": [CHAPTER, dict(ring_factor=True, halve_without_wrap=True, latency=1e-5), dict(latency=-1.0),
-              dict(latency=float("nan"))],
+    # Exactness checks itself when built: its fields are drawn, and built inside the call
+    # (``_check``).
+    "exact": [
+        CHAPTER,
+        dict(ring_factor=True, halve_without_wrap=True, latency=1e-5),
+        dict(latency=-1.0),
+        dict(latency=float("nan")),
+    ],
     "overhead_bytes": [0.0, 1e9, 1e11],
     "fits_below": [1.0, 0.9],
     "stack": [None, "megatron-lm", "fsdp2", "deepspeed", "maxtext"],
 }
 NEEDED = ("chip", "model", "batch")
 SMALL = {"TPU v5e": (4, 4), "H100": (2, 8), "GB200 NVL72": (2, 72)}  # else (4, 4, 4)
-ARRAYS = ("batch", "x", "y", "z", "zero", "microbatches", "schedule", "virtual_stages", "remat", "mfu", "mx", "my",
-          "overhead_bytes", "pods", "tokens", "measured_step_time", "fits_below")  # fmt: skip
+ARRAYS = (
+    "batch",
+    "x",
+    "y",
+    "z",
+    "zero",
+    "microbatches",
+    "schedule",
+    "virtual_stages",
+    "remat",
+    "mfu",
+    "mx",
+    "my",
+    "overhead_bytes",
+    "pods",
+    "tokens",
+    "measured_step_time",
+    "fits_below",
+)
 RESULTS = ("step_time", "compute_time", "comm_time", "bubble", "mfu", "hfu")
 
 
@@ -68,14 +136,20 @@ def _value(field: str):
     edge = st.sampled_from(EDGE)
     array = st.lists(plausible | edge, min_size=1, max_size=3) if field in ARRAYS else edge
     if field in NEEDED:  # an edge value here is refused at once: rarely
-        return st.integers(0, 19).flatmap(lambda k: plausible if k < 17 else edge if k < 19 else array)
+        return st.integers(0, 19).flatmap(
+            lambda k: plausible if k < 17 else edge if k < 19 else array
+        )
     return st.integers(0, 9).flatmap(lambda k: plausible if k < 6 else edge if k < 8 else array)
 
 
 @st.composite
 def keywords(draw, fields=tuple(PLAUSIBLE), most=5):
     """The needed keywords and a few more, each with a drawn value."""
-    chosen = draw(st.lists(st.sampled_from([f for f in fields if f not in NEEDED]), max_size=most, unique=True))
+    chosen = draw(
+        st.lists(
+            st.sampled_from([f for f in fields if f not in NEEDED]), max_size=most, unique=True
+        )
+    )
     out = {name: draw(_value(name)) for name in (*NEEDED, *chosen)}
     if "slice_shape" not in out and draw(st.booleans()):  # a small slice of the chip, most often
         out["slice_shape"] = SMALL.get(getattr(out["chip"], "name", None), (4, 4, 4))
@@ -122,29 +196,70 @@ V5P, H100, L7 = HARDWARE["tpu-v5p"], HARDWARE["h100"], MODELS["llama-2-7b"]
 @given(kw=keywords())
 # Found by this suite, each once a numpy error, a TypeError, an OverflowError or an overflow:
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, pods=[1, ()]))  # a ragged list
-@example(kw=dict(chip=V5P, model=L7, batch=1e6 + 1j))  # a complex number, its imaginary part dropped
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, mfu=5e-324))  # a denormal share of peak: an infinite step
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, mx=1e-300))  # a denormal span: infinite communication
-@example(kw=dict(chip=V5P, model=L7, batch=[1e6, 2e6], x=[1024, 512, 256], y=[4, 8, 16], slice_shape=(16, 16, 16)))
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6 + 1j)
+)  # a complex number, its imaginary part dropped
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, mfu=5e-324)
+)  # a denormal share of peak: an infinite step
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, mx=1e-300)
+)  # a denormal span: infinite communication
+@example(
+    kw=dict(
+        chip=V5P,
+        model=L7,
+        batch=[1e6, 2e6],
+        x=[1024, 512, 256],
+        y=[4, 8, 16],
+        slice_shape=(16, 16, 16),
+    )
+)
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, fits_below=[1.0, 0.9]))  # a list times a float
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, measured_step_time=[1e-9, 1.0]))  # broadcast to a scalar
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, measured_step_time=[1e-9, 1.0])
+)  # broadcast to a scalar
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, slice_shape=(float("inf"), 4, 4)))  # int(inf)
 @example(kw=dict(chip=V5P, model=L7, batch=1e6, schedule=[{}]))  # a dict has no .item()
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, mfu=[1, ()], measured_step_time=1.0))  # an mfu not read
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, seq_len=512, remat=["full", ()]))  # a ragged list of names
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, mfu=[1, ()], measured_step_time=1.0)
+)  # an mfu not read
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, seq_len=512, remat=["full", ()])
+)  # a ragged list of names
 @example(kw=dict(chip=H100, model=L7, batch=1e6, pods=(), mx=1))  # no pods at all
-@example(kw=dict(chip=H100, model=L7, batch=1e6, pods=[1], mx=1))  # pods an array, the span one value
-@example(kw=dict(chip=V5P, model=L7, batch=1e6, remat=["checkpoints"]))  # a list of one name: a predicted step's shape
+@example(
+    kw=dict(chip=H100, model=L7, batch=1e6, pods=[1], mx=1)
+)  # pods an array, the span one value
+@example(
+    kw=dict(chip=V5P, model=L7, batch=1e6, remat=["checkpoints"])
+)  # a list of one name: a predicted step's shape
 def test_estimate_refuses_naming_the_field_or_gives_sound_numbers(kw):
     e = _check(estimate, kw)
     if e is not None:
         _check_estimate(e)
 
 
-SMALL_SLICES = {"tpu-v5p": [(2, 2, 2), (2, 4, 2), (4, 4, 4), (4, 2, 4)], "h100": [(1, 8), (2, 8), (4, 8), (1, 4)]}
-PLAN_FIELDS = ("pods", "precision", "tokens", "mfu", "sequence_parallel", "wraparound", "exact", "overhead_bytes",
-               "fits_below", "attention_flops", "stack")  # fmt: skip
-PLAN_EDGE = st.sampled_from([0, -1, 1e-300, float("nan"), float("inf"), 2**64, True, None, "abc", [1e6, 2e6]])
+SMALL_SLICES = {
+    "tpu-v5p": [(2, 2, 2), (2, 4, 2), (4, 4, 4), (4, 2, 4)],
+    "h100": [(1, 8), (2, 8), (4, 8), (1, 4)],
+}
+PLAN_FIELDS = (
+    "pods",
+    "precision",
+    "tokens",
+    "mfu",
+    "sequence_parallel",
+    "wraparound",
+    "exact",
+    "overhead_bytes",
+    "fits_below",
+    "attention_flops",
+    "stack",
+)
+PLAN_EDGE = st.sampled_from(
+    [0, -1, 1e-300, float("nan"), float("inf"), 2**64, True, None, "abc", [1e6, 2e6]]
+)
 
 
 @st.composite
@@ -154,7 +269,9 @@ def plan_keywords(draw):
     kw.update(chip=HARDWARE[chip], slice_shape=draw(st.sampled_from(SMALL_SLICES[chip])))
     kw["seq_len"] = draw(st.sampled_from([512, 2048, 4096]))
     if draw(st.integers(0, 3)) == 0:  # an edge value where plan checks its own
-        kw[draw(st.sampled_from(["batch", "seq_len", "slice_shape", "pods", "mfu", "chips"]))] = draw(PLAN_EDGE)
+        kw[draw(st.sampled_from(["batch", "seq_len", "slice_shape", "pods", "mfu", "chips"]))] = (
+            draw(PLAN_EDGE)
+        )
     return kw
 
 
@@ -163,7 +280,9 @@ def plan_keywords(draw):
 # Found by this suite: a plain ValueError naming no field, or numpy's from deep inside.
 @example(kw=dict(chip=H100, model=L7, batch=None, slice_shape=(1, 8), seq_len=512))
 @example(kw=dict(chip=H100, model=L7, batch=[1e6, {}], slice_shape=(2, 8), seq_len=512))
-@example(kw=dict(chip=H100, model=L7, batch=1e9, slice_shape=(2, 8), seq_len=512, fits_below=[1.0, 1.0]))
+@example(
+    kw=dict(chip=H100, model=L7, batch=1e9, slice_shape=(2, 8), seq_len=512, fits_below=[1.0, 1.0])
+)
 @example(kw=dict(chip=V5P, model=L7, batch=3e6, slice_shape=(2, 2, 2), seq_len=2048, tokens=()))
 @example(kw=dict(chip=H100, model=L7, batch=3e6, chips=12, seq_len=2048))
 def test_plan_refuses_naming_the_field_or_ranks_sound_layouts(kw):

@@ -1,8 +1,8 @@
-"""GPU clusters (SPEC B.5): NVLink inside a node, a NIC per GPU across nodes.
+"""GPU clusters (MODEL.md §B.5): NVLink inside a node, a NIC per GPU across nodes.
 
-Worked numbers from the Scaling Book's GPU chapter, as SPEC B.5 quotes them: on H100, DP/FSDP is
-compute-bound above C/W = 9.9e14/4.5e11 = 2200 tokens per GPU inside a node and 9.9e14/4e11 ≈ 2475
-across nodes (8 x 50 GB/s per node); TP inside a node is compute-bound for Y < F/2200.
+Worked numbers from the Scaling Book's GPU chapter, as MODEL.md §B.5 quotes them: on H100, DP/FSDP
+is compute-bound above C/W = 9.9e14/4.5e11 = 2200 tokens per GPU inside a node and 9.9e14/4e11 ≈
+2475 across nodes (8 x 50 GB/s per node); TP inside a node is compute-bound for Y < F/2200.
 """
 
 import pytest
@@ -31,7 +31,10 @@ def test_tp_inside_a_node_is_limited_to_f_over_2200_and_across_nodes_follows_the
     assert two.my == pytest.approx(16 * 4e11 / (8 * 4.5e11))
     assert float(two.layer.comm_ratio("y")) == pytest.approx(2475 * 8 / L70.d_ff)
     four = estimate(model=L70, chip=H100, batch=8e6, slice_shape=(512, 8), x=128, y=32)
-    assert float(four.layer.comm_ratio("y")) == pytest.approx(2475 * 24 / L70.d_ff) and four.layer.comm_ratio("y") > 1
+    assert (
+        float(four.layer.comm_ratio("y")) == pytest.approx(2475 * 24 / L70.d_ff)
+        and four.layer.comm_ratio("y") > 1
+    )
 
 
 def test_data_parallel_across_nodes_with_tp_inside_still_needs_2475_per_gpu():
@@ -50,12 +53,16 @@ ROOM = {"a100": 32_768, "h100": 32_768, "h200": 32_768, "b200": 32_768, "gb200-n
 def test_every_gpu_preset_is_a_cluster_of_nodes():
     gpus = {key for key, chip in HARDWARE.items() if chip.is_gpu}
     assert gpus == set(NVLINK_DOMAIN)  # a new GPU preset needs its NVLink domain here
-    assert {key for key, chip in HARDWARE.items() if chip.wraparound == "switched"} == gpus  # no torus on a GPU
+    assert {
+        key for key, chip in HARDWARE.items() if chip.wraparound == "switched"
+    } == gpus  # no torus on a GPU
     for key, n in NVLINK_DOMAIN.items():
         chip = HARDWARE[key]
         assert chip.node_size == n and chip.pod_shape == (ROOM[key] // n, n), key
-        assert chip.scaleout_bw == chip.dcn_bw < chip.ici_bw, key  # between pods the NIC is the DCN; NVLink is faster
-        # FSDP inside one node moves over NVLink alone: compute-bound above C / W_NVLink tokens per GPU.
+        # between pods the NIC is the DCN; NVLink is faster
+        assert chip.scaleout_bw == chip.dcn_bw < chip.ici_bw, key
+        # FSDP inside one node moves over NVLink alone: compute-bound above C / W_NVLink tokens per
+        # GPU.
         inside = estimate(model=L70, chip=chip, batch=1e6, slice_shape=(1, n), strategy="fsdp")
         assert inside.critical_tokens_per_chip == pytest.approx(chip.flops / chip.ici_bw), key
 
@@ -84,5 +91,20 @@ def test_cli_takes_chips_for_a_gpu_cluster(capsys):
     out = capsys.readouterr().out
     assert "H100 512x8" in out and "Y inside a node (NVLink)" in out and "X across nodes" in out
     with pytest.raises(SystemExit):
-        main(["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "12", "--batch", "1M"])
-    assert "--chips must be a multiple of 8 (whole nodes), or at most 8 GPUs; got 12" in capsys.readouterr().err
+        main(
+            [
+                "estimate",
+                "--model",
+                "llama-3-70b",
+                "--hardware",
+                "h100",
+                "--chips",
+                "12",
+                "--batch",
+                "1M",
+            ]
+        )
+    assert (
+        "--chips must be a multiple of 8 (whole nodes), or at most 8 GPUs; got 12"
+        in capsys.readouterr().err
+    )

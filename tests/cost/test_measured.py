@@ -1,4 +1,5 @@
-"""The measured runs of SPEC C.6 as the cost model's values, and their published outcomes as seconds.
+"""The measured runs of MODEL.md §C.6 as the cost model's values, and their published outcomes as
+seconds.
 
 The conversions follow the file's own ``conventions``; where a source also gives an MFU, the
 converted step reproduces it with that source's FLOPs count and our presets' peaks.
@@ -42,16 +43,22 @@ def test_a_run_holds_the_four_values_built_from_its_case():
     cluster, workload, layout, options = BY_ID["MX-v5p-32B-2xv5p-128"].values
     assert isinstance(cluster, Cluster) and isinstance(workload, Workload)
     assert isinstance(layout, Layout) and isinstance(options, Options)
-    assert cluster.chip is HARDWARE["tpu-v5p"] and cluster.slice_shape == (4, 4, 4) and cluster.pods == 2
+    assert (
+        cluster.chip is HARDWARE["tpu-v5p"]
+        and cluster.slice_shape == (4, 4, 4)
+        and cluster.pods == 2
+    )
     assert workload.batch == 1024 * 2048 and workload.seq_len == 2048
     assert workload.precision is PRECISIONS["mixed-adam"]
     assert (layout.x, layout.y, layout.z, layout.zero, layout.remat) == (16, 4, 1, 3, "selective")
-    assert options.mfu is None  # the step is to be predicted (SPEC C)
+    assert options.mfu is None  # the step is to be predicted (MODEL.md §C)
 
 
 def test_a_gpu_run_is_whole_nodes_of_eight_on_one_pod():
     cluster, _, layout, _ = BY_ID["M2-529.6B"].values
-    assert cluster.chip is HARDWARE["a100"] and cluster.slice_shape == (315, 8) and cluster.pods == 1
+    assert (
+        cluster.chip is HARDWARE["a100"] and cluster.slice_shape == (315, 8) and cluster.pods == 1
+    )
     assert (layout.x, layout.y, layout.z) == (9, 8, 35)
     assert (layout.schedule, layout.virtual_stages, layout.microbatches) == ("interleaved", 3, 280)
     assert BY_ID["K3-22B-full"].values[2].microbatches is None  # None stays None
@@ -108,7 +115,9 @@ def test_the_maxtext_conventions_differ_by_their_attention_term_only():
     case = BY_ID["MX-v5e-16B-1x"].case
     m, s, B = case["model"], case["seq_len"], case["global_batch_seqs"]
     causal = 6 * m["layers"] * m["heads"] * m["head_dim"] * s * B * s  # 6·L·N_h·H·s per token
-    early, mid, oct = (flops_per_step(case, c) for c in ("maxtext_early2023", "maxtext_2023", "maxtext_oct2023"))
+    early, mid, oct = (
+        flops_per_step(case, c) for c in ("maxtext_early2023", "maxtext_2023", "maxtext_oct2023")
+    )
     assert mid - early == pytest.approx(causal) and oct - early == pytest.approx(2 * causal)
 
 
@@ -121,7 +130,11 @@ def test_llama3_assumed_counts_the_models_parameters_and_causal_attention():
 
 
 def test_a_rate_for_the_whole_cluster_and_a_time_convert_as_published():
-    case = {"published": {"kind": "tokens_per_s", "value": 1e6}, "global_batch_seqs": 1024, "seq_len": 4096}
+    case = {
+        "published": {"kind": "tokens_per_s", "value": 1e6},
+        "global_batch_seqs": 1024,
+        "seq_len": 4096,
+    }
     assert seconds_per_step(case) == pytest.approx(4.194304)
     assert BY_ID["K3-175B-full"].step_time == 18.13
 
@@ -138,7 +151,9 @@ def _source_model_flops(case):
     L, D, V = m["layers"], m["d_model"], m["vocab"]
     if case["stack"] == "megatron-lm":  # Korthikanti et al. 2022, model FLOPs: no recompute
         return 72 * B * s * L * D**2 * (1 + s / (6 * D) + V / (12 * L * D))
-    if case["stack"] == "torchtitan":  # torchtitan get_num_flop_per_token: 6·N (no input embedding) + 12·L·N_h·H·s
+    if (
+        case["stack"] == "torchtitan"
+    ):  # torchtitan get_num_flop_per_token: 6·N (no input embedding) + 12·L·N_h·H·s
         n = float(param_count(**{k: v for k, v in m.items() if k != "name"}).total) - V * D
         return B * s * (6 * n + 12 * L * m["heads"] * m["head_dim"] * s)
     raise AssertionError(f"no MFU convention known for {case['id']}")
@@ -151,9 +166,12 @@ def test_the_converted_step_reproduces_the_published_mfu(run):
     assert mfu == pytest.approx(run.published["mfu"], rel=0.02)
 
 
-@pytest.mark.parametrize("run", [r for r in WITH_MFU if r.published.get("hfu")], ids=lambda run: run.id)
+@pytest.mark.parametrize(
+    "run", [r for r in WITH_MFU if r.published.get("hfu")], ids=lambda run: run.id
+)
 def test_korthikanti_hfu_counts_the_recomputed_attention(run):
-    # Korthikanti et al. 2022, Appendix: with selective recompute, 72·B·s·l·h²·(1 + s/(3h) + V/(12·l·h)).
+    # Korthikanti et al. 2022, Appendix: with selective recompute, 72·B·s·l·h²·(1 + s/(3h) +
+    # V/(12·l·h)).
     m, s, B = run.case["model"], run.case["seq_len"], run.case["global_batch_seqs"]
     L, D, V = m["layers"], m["d_model"], m["vocab"]
     hardware_flops = 72 * B * s * L * D**2 * (1 + s / (3 * D) + V / (12 * L * D))

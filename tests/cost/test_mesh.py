@@ -1,4 +1,4 @@
-"""How layouts map onto physical slices (SPEC A.1, A.7): axes spanned and wraparound."""
+"""How layouts map onto physical slices (MODEL.md §A.1, §A.7): axes spanned and wraparound."""
 
 import pytest
 
@@ -31,15 +31,25 @@ def test_a_group_wraps_only_on_whole_ring_axes():
 
 
 def test_wraparound_rules_of_the_tpu_generations():
-    assert axis_rings(slice_shape=(4, 4, 8), pod_shape=(16, 20, 28), rule="cube") == (True, True, True)
-    assert axis_rings(slice_shape=(2, 4, 4), pod_shape=(16, 20, 28), rule="cube") == (False, False, False)
+    assert axis_rings(slice_shape=(4, 4, 8), pod_shape=(16, 20, 28), rule="cube") == (
+        True,
+        True,
+        True,
+    )
+    assert axis_rings(slice_shape=(2, 4, 4), pod_shape=(16, 20, 28), rule="cube") == (
+        False,
+        False,
+        False,
+    )
     assert axis_rings(slice_shape=(16, 8), pod_shape=(16, 16), rule="full-axis") == (True, False)
 
 
 def test_overrides_replace_the_derived_spans_and_rings():
     model, chip = MODELS["llama-2-13b"], HARDWARE["tpu-v5p"]
     derived = estimate(model=model, chip=chip, batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4)
-    forced = estimate(model=model, chip=chip, batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4, mx=2, my=1)
+    forced = estimate(
+        model=model, chip=chip, batch=3e6, slice_shape=(16, 16, 16), x=1024, y=4, mx=2, my=1
+    )
     assert (derived.mx, derived.my) == (3, 1)
     assert (forced.mx, forced.my) == (2, 1)
     assert forced.layer.t_comms_x > derived.layer.t_comms_x  # two axes carry less than three
@@ -47,14 +57,25 @@ def test_overrides_replace_the_derived_spans_and_rings():
     # whole axis; it needs a model whose heads it divides (LLaMA-3 70B's 64, not LLaMA-2 13B's 40).
     model = MODELS["llama-3-70b"]
     plain = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16)
-    ringed = estimate(model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16, wraparound=True)
+    ringed = estimate(
+        model=model, chip=chip, batch=3e6, slice_shape=(2, 16, 16), x=32, y=16, wraparound=True
+    )
     assert (plain.wrap_x, plain.wrap_y) == (False, False)
     assert (ringed.wrap_x, ringed.wrap_y) == (True, True)
 
 
 def test_layout_must_use_every_chip_of_the_slice():
-    with pytest.raises(ValueError, match=r"x must be such that x·y is the 4096 chips of a stage; got x=512, y=4"):
-        estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=4e6, slice_shape=(16, 16, 16), x=512, y=4)
+    with pytest.raises(
+        ValueError, match=r"x must be such that x·y is the 4096 chips of a stage; got x=512, y=4"
+    ):
+        estimate(
+            model=MODELS["llama-2-13b"],
+            chip=HARDWARE["tpu-v5p"],
+            batch=4e6,
+            slice_shape=(16, 16, 16),
+            x=512,
+            y=4,
+        )
 
 
 def test_axis_roles_give_whole_axes_to_the_groups():
@@ -63,10 +84,14 @@ def test_axis_roles_give_whole_axes_to_the_groups():
     e = estimate(model=model, chip=chip, batch=4e6, axis_roles=("y", "x", "x"))  # 16x20x28
     assert (e.x, e.y, e.z, e.mx, e.my) == (560, 16, 1, 2, 1)
     assert bool(e.wrap_x) and bool(e.wrap_y)
-    with pytest.raises(ValueError, match="y must be a TP degree dividing the model's 64 attention heads") as err:
+    with pytest.raises(
+        ValueError, match="y must be a TP degree dividing the model's 64 attention heads"
+    ) as err:
         estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y", "x"))
     assert err.value.field == "y"
-    with pytest.raises(ValueError, match="axis_roles must be one of 'x', 'y', 'z' for each of the 3 slice axes"):
+    with pytest.raises(
+        ValueError, match="axis_roles must be one of 'x', 'y', 'z' for each of the 3 slice axes"
+    ):
         estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y"))
     with pytest.raises(ValueError, match="y must be 1 for strategy 'fsdp'"):
         estimate(model=model, chip=chip, batch=4e6, strategy="fsdp", axis_roles=("y", "x", "x"))

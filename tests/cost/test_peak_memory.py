@@ -1,4 +1,4 @@
-"""The peak a framework measures (SPEC E): the development set of measured peaks and run/OOM
+"""The peak a framework measures (MODEL.md §E): the development set of measured peaks and run/OOM
 statements, one case by hand, and the properties the physics demands."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import InputError, estimate, evaluate
-from scaling_widgets.cost.schedules import in_flight_microbatches
-from scaling_widgets.cost.step.calibrate import calibrate_memory, profile_from_json, profile_to_json
 from scaling_widgets.cost.cluster.chip import Chip
-from scaling_widgets.cost.transformer.shapes import Model
+from scaling_widgets.cost.schedules import in_flight_microbatches
 from scaling_widgets.cost.stacks import STACKS
+from scaling_widgets.cost.step.calibrate import calibrate_memory, profile_from_json, profile_to_json
 from scaling_widgets.cost.step.profiles import profile_for, with_stack
+from scaling_widgets.cost.transformer.shapes import Model
 from scaling_widgets.measured import load_memory_cases
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
@@ -35,7 +35,10 @@ def test_the_measured_peaks_are_met_within_5_percent_on_average():
     errors = {c.id: predicted(c) / c.peak_bytes - 1 for c in PEAKS}
     print(f"\n  {'case':<32} {'measured GiB':>12} {'predicted':>10} {'error':>7}")
     for c in PEAKS:
-        print(f"  {c.id:<32} {c.peak_bytes / GiB:>12.2f} {predicted(c) / GiB:>10.2f} {errors[c.id]:>+7.1%}")
+        print(
+            f"  {c.id:<32} {c.peak_bytes / GiB:>12.2f} {predicted(c) / GiB:>10.2f} "
+            f"{errors[c.id]:>+7.1%}"
+        )
     mean, worst = np.mean(np.abs(list(errors.values()))), max(np.abs(list(errors.values())))
     print(f"  mean |error| {mean:.1%}, max {worst:.1%} over {len(PEAKS)} peaks")
     assert len(PEAKS) == 12 and mean <= 0.05 and worst <= 0.10
@@ -44,7 +47,9 @@ def test_the_measured_peaks_are_met_within_5_percent_on_average():
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_every_run_and_oom_statement_agrees_with_fits(case):
     e = evaluate(*case.values)
-    assert bool(e.fits) == (case.outcome == "ran"), f"{case.id}: {float(e.peak.reserved) / GiB:.1f} GiB reserved"
+    assert bool(e.fits) == (case.outcome == "ran"), (
+        f"{case.id}: {float(e.peak.reserved) / GiB:.1f} GiB reserved"
+    )
 
 
 def test_each_source_reads_as_its_own_stack():
@@ -55,21 +60,52 @@ def test_each_source_reads_as_its_own_stack():
 def test_the_v100_logits_case_by_hand():
     """GPT-2 1.5B on one 32 GB V100, 4 sequences of 1,024 at once, Megatron-LM, full recompute:
     the fp32 logits alone are 4·1024·50304·4 bytes, the allocation that ran out of memory."""
-    v100 = Chip("V100 SXM2 32GB", flops=1.25e14, hbm_bytes=34.08e9, hbm_bw=9e11, ici_bw=1.5e11, pod_shape=(4096, 8),
-                dcn_bw=1.25e10, wraparound="switched", node_size=8, scaleout_bw=1.25e10)  # fmt: skip
-    gpt2 = Model("GPT-2 1.5B", layers=48, d_model=1600, d_ff=6400, heads=16, kv_heads=16, head_dim=100, vocab=50304,
-                 gated=False, tied_embeddings=True)  # fmt: skip
-    e = estimate(model=gpt2, chip=v100, slice_shape=(1, 1), batch=4 * 1024, seq_len=1024, strategy="dp",
-                 precision=PRECISIONS["mixed-adam"], remat="full", stack="megatron-lm")  # fmt: skip
+    v100 = Chip(
+        "V100 SXM2 32GB",
+        flops=1.25e14,
+        hbm_bytes=34.08e9,
+        hbm_bw=9e11,
+        ici_bw=1.5e11,
+        pod_shape=(4096, 8),
+        dcn_bw=1.25e10,
+        wraparound="switched",
+        node_size=8,
+        scaleout_bw=1.25e10,
+    )
+    gpt2 = Model(
+        "GPT-2 1.5B",
+        layers=48,
+        d_model=1600,
+        d_ff=6400,
+        heads=16,
+        kv_heads=16,
+        head_dim=100,
+        vocab=50304,
+        gated=False,
+        tied_embeddings=True,
+    )
+    e = estimate(
+        model=gpt2,
+        chip=v100,
+        slice_shape=(1, 1),
+        batch=4 * 1024,
+        seq_len=1024,
+        strategy="dp",
+        precision=PRECISIONS["mixed-adam"],
+        remat="full",
+        stack="megatron-lm",
+    )
     tokens, V, D, F, L = 4 * 1024, 50304, 1600, 6400, 48
     assert float(e.peak.logits) == tokens * V * (2 + 4)  # bf16 logits and their fp32 softmax
     assert 4 * 1024 * 50304 * 4 < float(e.peak.logits)
     params = L * (4 * D * D + 2 * D * F) + V * D  # attention, MLP, one (tied) embedding
-    assert float(e.peak.weights) == 2 * params and float(e.peak.grads) == 4 * params  # fp32 main gradients
+    # fp32 main gradients
+    assert float(e.peak.weights) == 2 * params and float(e.peak.grads) == 4 * params
     assert float(e.peak.optimizer) == 12 * params
     assert float(e.peak.activations) == tokens * 2 * D * L  # full recompute: each layer's input
     whole_layer = 2 * (4 * D + 2 * D + 2 * D + 2 * F)  # norms, Q, K, V, output, the MLP's two [F]
-    assert float(e.peak.working_set) == pytest.approx(2 * tokens * whole_layer)  # recomputed + its gradients
+    # recomputed + its gradients
+    assert float(e.peak.working_set) == pytest.approx(2 * tokens * whole_layer)
     allocated = 18 * params + tokens * (2 * D * L + 2 * whole_layer + 6 * V)
     assert float(e.peak.reserved) == pytest.approx(1.05 * allocated)
     assert bool(e.fits) == (1.05 * allocated <= 34.08e9)
@@ -77,12 +113,29 @@ def test_the_v100_logits_case_by_hand():
 
 def test_interleaving_holds_more_on_the_first_stage_than_1f1b():
     """Measured (issue 15): 1F1B and interleaved schedules differ; interleaving holds more."""
-    kw = dict(model=MODELS["llama-3-70b"], chip=HARDWARE["h100"], slice_shape=(8, 8), batch=64 * 4096,
-              seq_len=4096, x=2, y=8, z=4, zero=1, microbatches=32, remat="selective", stack="megatron-lm")  # fmt: skip
+    kw = dict(
+        model=MODELS["llama-3-70b"],
+        chip=HARDWARE["h100"],
+        slice_shape=(8, 8),
+        batch=64 * 4096,
+        seq_len=4096,
+        x=2,
+        y=8,
+        z=4,
+        zero=1,
+        microbatches=32,
+        remat="selective",
+        stack="megatron-lm",
+    )
     one_f_one_b = estimate(**kw, schedule="1f1b")
     interleaved = estimate(**kw, schedule="interleaved", virtual_stages=4)
-    assert float(interleaved.peak.activations) == pytest.approx(float(one_f_one_b.peak.activations) * (4 + 3 / 4) / 4)
-    assert [float(in_flight_microbatches(schedule="1f1b", stage=r, stages=4, microbatches=32)) for r in range(4)] == [
+    assert float(interleaved.peak.activations) == pytest.approx(
+        float(one_f_one_b.peak.activations) * (4 + 3 / 4) / 4
+    )
+    assert [
+        float(in_flight_microbatches(schedule="1f1b", stage=r, stages=4, microbatches=32))
+        for r in range(4)
+    ] == [
         4,
         3,
         2,
@@ -91,11 +144,27 @@ def test_interleaving_holds_more_on_the_first_stage_than_1f1b():
 
 
 @settings(deadline=None, max_examples=40, derandomize=True)
-@given(st.sampled_from(list(STACKS)), st.sampled_from(["none", "selective", "full", "checkpoints"]),
-       st.sampled_from([1, 2, 4, 8]), st.sampled_from(["gpipe", "1f1b"]))  # fmt: skip
+@given(
+    st.sampled_from(list(STACKS)),
+    st.sampled_from(["none", "selective", "full", "checkpoints"]),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from(["gpipe", "1f1b"]),
+)
 def test_a_larger_microbatch_never_needs_less_memory(stack, remat, z, schedule):
-    kw = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(8, 8), batch=256 * 4096, seq_len=4096,
-              x=64 // z, y=1, z=z, zero=1, remat=remat, schedule=schedule, stack=stack)  # fmt: skip
+    kw = dict(
+        model=MODELS["llama-3-8b"],
+        chip=HARDWARE["h100"],
+        slice_shape=(8, 8),
+        batch=256 * 4096,
+        seq_len=4096,
+        x=64 // z,
+        y=1,
+        z=z,
+        zero=1,
+        remat=remat,
+        schedule=schedule,
+        stack=stack,
+    )
     # The same batch in fewer, larger microbatches: each microbatch 1, 2, 4 sequences a replica.
     peaks = [float(estimate(**kw, microbatches=m).peak.reserved) for m in (4 * z, 2 * z, z)]
     assert peaks == sorted(peaks)
@@ -110,22 +179,47 @@ def test_more_stages_never_put_more_weights_on_a_chip(stack, zero, interleaved):
     for z in (1, 2, 4, 8, 16, 32):
         if z * v > model.layers or (z == 1 and interleaved):
             continue
-        e = estimate(model=model, chip=HARDWARE["h100"], slice_shape=(z, 8), batch=1024 * 4096, seq_len=4096,
-                     x=8, y=1, z=z, zero=zero, microbatches=4 * z, schedule="interleaved" if z > 1 and
-                     interleaved else "1f1b", virtual_stages=v if z > 1 else 1, stack=stack)  # fmt: skip
+        e = estimate(
+            model=model,
+            chip=HARDWARE["h100"],
+            slice_shape=(z, 8),
+            batch=1024 * 4096,
+            seq_len=4096,
+            x=8,
+            y=1,
+            z=z,
+            zero=zero,
+            microbatches=4 * z,
+            schedule="interleaved" if z > 1 and interleaved else "1f1b",
+            virtual_stages=v if z > 1 else 1,
+            stack=stack,
+        )
         weights.append(float(e.peak.weights + e.peak.grads + e.peak.optimizer))
     assert weights == sorted(weights, reverse=True)
 
 
 def test_flash_attention_is_the_default_and_its_switch_brings_the_scores_back():
-    kw = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 4096, seq_len=4096,
-              x=8, y=1, remat="none")  # fmt: skip
+    kw = dict(
+        model=MODELS["llama-3-8b"],
+        chip=HARDWARE["h100"],
+        slice_shape=(1, 8),
+        batch=8 * 4096,
+        seq_len=4096,
+        x=8,
+        y=1,
+        remat="none",
+    )
     flash, scores = estimate(**kw), estimate(**kw, flash_attention=False)
     heads, s, layers, tokens = 32, 4096, 32, 4096  # a chip's microbatch: one sequence
     # The softmax of the scores, A·N_h·s bytes a token and layer, kept and in the working set too.
-    assert float(scores.peak.activations - flash.peak.activations) == pytest.approx(tokens * 2 * heads * s * layers)
-    assert float(scores.peak.working_set - flash.peak.working_set) == pytest.approx(tokens * 2 * heads * s)
-    assert float(scores.step_time) > float(flash.step_time)  # the step reads the same switch (SPEC C.2)
+    assert float(scores.peak.activations - flash.peak.activations) == pytest.approx(
+        tokens * 2 * heads * s * layers
+    )
+    assert float(scores.peak.working_set - flash.peak.working_set) == pytest.approx(
+        tokens * 2 * heads * s
+    )
+    # the step reads the same switch (MODEL.md §C.2)
+    assert float(scores.step_time) > float(flash.step_time)
     with pytest.raises(InputError, match="flash_attention must be true, false or None"):
         estimate(**kw, flash_attention="yes")
 
@@ -133,8 +227,12 @@ def test_flash_attention_is_the_default_and_its_switch_brings_the_scores_back():
 def test_a_measured_peak_calibrates_the_profile_and_survives_json():
     case = PEAKS[0]
     profile = calibrate_memory(*case.values, peak_bytes=1.1 * case.peak_bytes)
-    options = dataclasses.replace(case.values[3], profile=profile_from_json(profile_to_json(profile)), stack=None)
-    assert float(evaluate(*case.values[:3], options).peak.allocated) == pytest.approx(1.1 * case.peak_bytes)
+    options = dataclasses.replace(
+        case.values[3], profile=profile_from_json(profile_to_json(profile)), stack=None
+    )
+    assert float(evaluate(*case.values[:3], options).peak.allocated) == pytest.approx(
+        1.1 * case.peak_bytes
+    )
     with pytest.raises(InputError, match="measured_peak must be above .* GB, what the weights"):
         calibrate_memory(*case.values, peak_bytes=1e9)
 
@@ -146,16 +244,33 @@ def test_a_stack_replaces_every_memory_choice_of_the_chips_profile():
     assert (h100.selective, megatron.selective) == ("alternate-matmuls", "attention")
     assert megatron.e_max == h100.e_max  # the efficiencies stay the chip's
     with pytest.raises(InputError, match="stack must be one of 'megatron-lm'.*; got 'jax'"):
-        estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=1e6, seq_len=4096, stack="jax")
+        estimate(
+            model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=1e6, seq_len=4096, stack="jax"
+        )
 
 
 def test_fsdp2_under_pipelining_keeps_its_stage_gathered_and_its_gradients_unsharded():
-    kw = dict(model=MODELS["llama-3-70b"], chip=HARDWARE["h100"], slice_shape=(8, 8), batch=64 * 4096, seq_len=4096,
-              x=8, y=2, z=4, zero=3, microbatches=8, remat="full")  # fmt: skip
+    kw = dict(
+        model=MODELS["llama-3-70b"],
+        chip=HARDWARE["h100"],
+        slice_shape=(8, 8),
+        batch=64 * 4096,
+        seq_len=4096,
+        x=8,
+        y=2,
+        z=4,
+        zero=3,
+        microbatches=8,
+        remat="full",
+    )
     fsdp2, megatron = estimate(**kw, stack="fsdp2"), estimate(**kw, stack="megatron-lm")
     model = MODELS["llama-3-70b"]
     layers = 20  # 80 over 4 stages
     p = fsdp2.params
-    stage = ((p.total - p.embeddings) / model.layers * layers + model.vocab * model.d_model) / 2  # over TP 2
-    assert float(fsdp2.peak.buffers) == pytest.approx((2 + 4) * stage)  # bf16 gathered, fp32 gradients
-    assert float(megatron.peak.buffers) < float(fsdp2.peak.buffers) / 5  # two layers ahead, one reduced
+    stage = (
+        (p.total - p.embeddings) / model.layers * layers + model.vocab * model.d_model
+    ) / 2  # over TP 2
+    # bf16 gathered, fp32 gradients
+    assert float(fsdp2.peak.buffers) == pytest.approx((2 + 4) * stage)
+    # two layers ahead, one reduced
+    assert float(megatron.peak.buffers) < float(fsdp2.peak.buffers) / 5

@@ -22,7 +22,8 @@ V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
 def test_example_16_picks_a_compute_bound_fsdp_plus_tp_layout():
     # 3M tokens in 2048-token sequences (1464): enough for 1024 data replicas. The chapter's 32K
     # sequences (91.6) cannot fill 512 replicas, the fewest TP 8 leaves on one stage.
-    ranked = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(16, 16, 16), mfu=0.4)  # the chapter's
+    # the chapter's
+    ranked = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(16, 16, 16), mfu=0.4)
     best, e = ranked.layout(0), ranked.estimate(0)
     assert best["x"] > 1 and best["y"] > 1 and e.compute_bound and e.fits
     assert float(e.step_time) == pytest.approx(0.3, abs=0.015)
@@ -31,7 +32,8 @@ def test_example_16_picks_a_compute_bound_fsdp_plus_tp_layout():
 
 def test_the_best_single_pod_split_is_within_a_power_of_two_of_x_opt():
     ranked = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(16, 16, 16))
-    # The chapter's world: whole sequences on each replica (the planner may also split them, SPEC D.3).
+    # The chapter's world: whole sequences on each replica (the planner may also split them,
+    # MODEL.md §D.3).
     rank = next(r for r in range(len(ranked)) if ranked.layout(r)["cp"] == 1)
     best = ranked.estimate(rank)
     optimum = float(x_opt(batch=3e6, d_ff=L13.d_ff, chips=4096, mx=best.mx, my=best.my))
@@ -39,23 +41,30 @@ def test_the_best_single_pod_split_is_within_a_power_of_two_of_x_opt():
     # CP only where replicas outnumber the 1,464 sequences, and just enough of it for one each.
     for r in range(len(ranked)):
         k = ranked.layout(r)
-        assert (k["cp"] > 1) == (k["x"] * k["microbatches"] > 1464) and k["x"] * k["microbatches"] <= 1464 * k["cp"]
+        assert (k["cp"] > 1) == (k["x"] * k["microbatches"] > 1464) and k["x"] * k[
+            "microbatches"
+        ] <= 1464 * k["cp"]
 
 
 def _every_layout(shape, chip, model, sequences, seq_len):
     """The planner's rules written out as plain loops: one dict per layout, every axis order."""
     chips = math.prod(shape)
     orders = [shape] if chip.is_gpu else sorted(set(itertools.permutations(shape)))
-    for order, z, y in itertools.product(orders, range(1, model.layers + 1), [2**k for k in range(12)]):
+    for order, z, y in itertools.product(
+        orders, range(1, model.layers + 1), [2**k for k in range(12)]
+    ):
         if chips % (z * y) or model.heads % y or (y % model.kv_heads and model.kv_heads % y):
             continue
         x = chips // (z * y)
         if not chip.is_gpu and span_axes(slice_shape=order, x=x, y=y, z=z).shared_axes > 1:
             continue
-        for zero, remat, (schedule, v), k in itertools.product(range(4), REMAT_POLICIES, SCHEDULES_TRIED, PER_STAGE):
+        for zero, remat, (schedule, v), k in itertools.product(
+            range(4), REMAT_POLICIES, SCHEDULES_TRIED, PER_STAGE
+        ):
             m = k * z
             # Every stage gets a layer; a replica short of a sequence a microbatch shares its
-            # sequences with the fewest chips that give it one (CP, a power of two dividing X and T).
+            # sequences with the fewest chips that give it one (CP, a power of two dividing X and
+            # T).
             cp = 1
             while m * x > sequences * cp:
                 cp *= 2
@@ -63,11 +72,29 @@ def _every_layout(shape, chip, model, sequences, seq_len):
                 continue
             if zero == 3 and m > 1:  # ZeRO-3's re-gather per microbatch is not priced
                 continue
-            yield dict(slice_shape=order, x=x, y=y, z=z, zero=zero, remat=remat, schedule=schedule,
-                       virtual_stages=v, microbatches=m, ep=1, cp=cp, cp_kind="ring")  # fmt: skip
+            yield dict(
+                slice_shape=order,
+                x=x,
+                y=y,
+                z=z,
+                zero=zero,
+                remat=remat,
+                schedule=schedule,
+                virtual_stages=v,
+                microbatches=m,
+                ep=1,
+                cp=cp,
+                cp_kind="ring",
+            )
 
 
-SMALL_CLUSTERS = [("tpu-v5p", (2, 2, 4)), ("tpu-v5p", (2, 4)), ("tpu-v5e", (4, 4)), ("h100", (2, 8)), ("h100", (1, 4))]
+SMALL_CLUSTERS = [
+    ("tpu-v5p", (2, 2, 4)),
+    ("tpu-v5p", (2, 4)),
+    ("tpu-v5e", (4, 4)),
+    ("h100", (2, 8)),
+    ("h100", (1, 4)),
+]
 
 
 @settings(max_examples=8, deadline=None)
@@ -85,9 +112,12 @@ def test_on_small_clusters_the_planner_agrees_with_brute_force(cluster, model, s
         e = estimate(strategy="fsdp+tp", **knobs, **inputs)
         runs = True
         if e.fits:
-            steps[tuple(knobs.values())] = float(e.step_time)  # recompute is charged in the step itself
+            # recompute is charged in the step itself
+            steps[tuple(knobs.values())] = float(e.step_time)
     if not runs:  # too few sequences for any layout: the batch is refused
-        with pytest.raises(InputError, match="batch must be enough for some layout the planner tries to run") as err:
+        with pytest.raises(
+            InputError, match="batch must be enough for some layout the planner tries to run"
+        ) as err:
             plan(slice_shape=shape, **inputs)
         assert err.value.field == "batch"
         return
@@ -98,16 +128,20 @@ def test_on_small_clusters_the_planner_agrees_with_brute_force(cluster, model, s
     ranked = plan(slice_shape=shape, **inputs)
     best = float(ranked.step_time[ranked.order[0]])
     assert best == pytest.approx(min(steps.values()), rel=1e-12)
-    assert steps[tuple(ranked.layout(0).values())] == pytest.approx(best, rel=1e-12)  # one of the brute force's
+    # one of the brute force's
+    assert steps[tuple(ranked.layout(0).values())] == pytest.approx(best, rel=1e-12)
 
 
 def test_the_planner_gives_tp_the_axis_that_keeps_it_compute_bound():
     # On 16x20x28, TP 8 on the 28 axis would take part of the 20 axis too; on the 16 axis it fits.
-    # 512-token sequences: 1M tokens are 1953 of them, a whole one for each of 1120 replicas (8192-token
-    # sequences, 122, could not fill them).
-    kw = dict(model=MODELS["llama-3-70b"], chip=V5P, batch=1e6, seq_len=512, slice_shape=(16, 20, 28))
+    # 512-token sequences: 1M tokens are 1953 of them, a whole one for each of 1120 replicas
+    # (8192-token sequences, 122, could not fill them).
+    kw = dict(
+        model=MODELS["llama-3-70b"], chip=V5P, batch=1e6, seq_len=512, slice_shape=(16, 20, 28)
+    )
     ranked = plan(**kw)
-    # The chapter's world: whole sequences on each replica (the planner may also split them, SPEC D.3).
+    # The chapter's world: whole sequences on each replica (the planner may also split them,
+    # MODEL.md §D.3).
     whole = [r for r in range(len(ranked)) if ranked.layout(r)["cp"] == 1]
     best = ranked.layout(whole[0])
     assert (best["slice_shape"], best["x"], best["y"]) == ((20, 28, 16), 1120, 8)
@@ -127,25 +161,51 @@ def test_ties_are_broken_the_same_way_every_time():
 
 
 def test_an_impossible_request_over_pods_asks_for_bigger_pods():
-    with pytest.raises(ValueError, match=r"fits on 16 TPU v5e chips \(4 pods\).*About \d+x the chips per pod"):
-        plan(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e5, seq_len=4096, slice_shape=(2, 2),
-             pods=4)  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"fits on 16 TPU v5e chips \(4 pods\).*About \d+x the chips per pod"
+    ):
+        plan(
+            model=MODELS["llama-3-405b"],
+            chip=HARDWARE["tpu-v5e"],
+            batch=1e5,
+            seq_len=4096,
+            slice_shape=(2, 2),
+            pods=4,
+        )
 
 
 def test_an_impossible_request_says_what_would_be_needed():
-    with pytest.raises(ValueError, match=r"no layout of LLaMA-3 405B fits on 4 TPU v5e chips.*About \d+x the chips"):
-        plan(model=MODELS["llama-3-405b"], chip=HARDWARE["tpu-v5e"], batch=1e5, seq_len=4096, slice_shape=(2, 2))
+    with pytest.raises(
+        ValueError, match=r"no layout of LLaMA-3 405B fits on 4 TPU v5e chips.*About \d+x the chips"
+    ):
+        plan(
+            model=MODELS["llama-3-405b"],
+            chip=HARDWARE["tpu-v5e"],
+            batch=1e5,
+            seq_len=4096,
+            slice_shape=(2, 2),
+        )
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
         (dict(seq_len=None), "seq_len must be one number to plan for; got None"),
-        (dict(batch=[1e6, 2e6]), r"batch must be one number to plan for; got \[1000000.0, 2000000.0\]"),
+        (
+            dict(batch=[1e6, 2e6]),
+            r"batch must be one number to plan for; got \[1000000.0, 2000000.0\]",
+        ),
         (dict(batch=-1), "batch must be a number of tokens >= 1e-30 and < 1e30; got -1"),
-        (dict(pods=0), r"pods must be a whole number from 1 to 65,536 \(at most 4,194,304 chips in all\); got 0"),
+        (
+            dict(pods=0),
+            r"pods must be a whole number from 1 to 65,536 \(at most 4,194,304 chips in all\); got "
+            r"0",
+        ),
         (dict(model="llama-2-13b"), "model must be a Model"),
-        (dict(remat="full"), "remat must be left out: plan searches x, y, z, zero, remat, .* itself; .*"),
+        (
+            dict(remat="full"),
+            "remat must be left out: plan searches x, y, z, zero, remat, .* itself; .*",
+        ),
     ],
 )
 def test_bad_input_to_the_planner_names_the_field(bad, message):
@@ -175,8 +235,12 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     # "fit" counts the layouts within HBM among those "evaluated", and some do not fit.
     every = plan(model=L13, chip=V5P, batch=16e6, seq_len=4096, slice_shape=(16, 16, 16))
     assert data["evaluated"] == len(every.memory)
-    assert data["fit"] == (every.memory <= V5P.hbm_bytes).sum() and 0 < data["fit"] < data["evaluated"]
-    assert all(layout["memory_per_chip_bytes"]["total"] <= V5P.hbm_bytes for layout in data["layouts"])
+    assert (
+        data["fit"] == (every.memory <= V5P.hbm_bytes).sum() and 0 < data["fit"] < data["evaluated"]
+    )
+    assert all(
+        layout["memory_per_chip_bytes"]["total"] <= V5P.hbm_bytes for layout in data["layouts"]
+    )
     steps = [layout["step_time_s"] for layout in data["layouts"]]
     assert steps == sorted(steps) and data["layouts"][0]["compute_bound"]
     assert {"layout", "per_layer", "memory_per_chip_bytes", "binds"} <= set(data["layouts"][0])
@@ -186,8 +250,10 @@ def test_for_a_mixture_of_experts_the_planner_searches_expert_parallelism():
     v3 = MODELS["deepseek-v3"]
     ranked = plan(model=v3, chip=HARDWARE["h100"], batch=16e6, seq_len=4096, chips=2048)
     eps = set(ranked.layouts["ep"].tolist())
-    assert eps <= {1, 2, 4, 8, 16, 32, 64, 128, 256}  # powers of two dividing the 256 experts (and X)
-    assert max(eps) > 8 and ranked.layout(0)["ep"] > 1  # without EP every chip would hold all 256 experts
+    # powers of two dividing the 256 experts (and X)
+    assert eps <= {1, 2, 4, 8, 16, 32, 64, 128, 256}
+    # without EP every chip would hold all 256 experts
+    assert max(eps) > 8 and ranked.layout(0)["ep"] > 1
     e = ranked.estimate(0)
     assert e.fits and float(e.step_time) == float(ranked.step_time[ranked.order[0]])
     dense = plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(8, 8, 8))
@@ -195,10 +261,27 @@ def test_for_a_mixture_of_experts_the_planner_searches_expert_parallelism():
 
 
 def test_a_plan_held_to_an_ep_and_a_cp_keeps_them_in_every_row():
-    ranked = plan(model=MODELS["llama-3-405b"], chip=HARDWARE["h100"], batch=16e6, seq_len=131072, chips=16384,
-                  cp=16, cp_kind="all-gather")  # Llama 3 at 128K  # fmt: skip
-    assert set(ranked.layouts["cp"].tolist()) == {16} and set(ranked.layouts["cp_kind"].tolist()) == {"all-gather"}
-    held = plan(model=MODELS["deepseek-v3"], chip=HARDWARE["h100"], batch=16e6, seq_len=4096, chips=2048, ep=64)
+    # Llama 3 at 128K
+    ranked = plan(
+        model=MODELS["llama-3-405b"],
+        chip=HARDWARE["h100"],
+        batch=16e6,
+        seq_len=131072,
+        chips=16384,
+        cp=16,
+        cp_kind="all-gather",
+    )
+    assert set(ranked.layouts["cp"].tolist()) == {16} and set(
+        ranked.layouts["cp_kind"].tolist()
+    ) == {"all-gather"}
+    held = plan(
+        model=MODELS["deepseek-v3"],
+        chip=HARDWARE["h100"],
+        batch=16e6,
+        seq_len=4096,
+        chips=2048,
+        ep=64,
+    )
     assert set(held.layouts["ep"].tolist()) == {64} and held.estimate(0).layout.ep == 64
     with pytest.raises(InputError, match="cp_kind must be one of 'ring', 'all-gather', 'ulysses'"):
         plan(model=L13, chip=V5P, batch=3e6, seq_len=2048, slice_shape=(8, 8, 8), cp_kind="tree")

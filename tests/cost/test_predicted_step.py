@@ -1,4 +1,5 @@
-"""The predicted step time (SPEC C) against the development set of measured runs, and its physics.
+"""The predicted step time (MODEL.md §C) against the development set of measured runs, and its
+physics.
 
 The table of every run (measured, predicted, error) is printed at the end of the test session.
 """
@@ -12,8 +13,8 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cost import Model, estimate, evaluate
 from scaling_widgets.cost.step.calibrate import calibrate, profile_from_json, profile_to_json
-from scaling_widgets.cost.step.profiles import PROFILES
 from scaling_widgets.cost.step.predict import TERMS, matmul_efficiency
+from scaling_widgets.cost.step.profiles import PROFILES
 from scaling_widgets.measured import load_runs
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
@@ -44,7 +45,9 @@ def test_each_doubling_of_v5e_slices_costs_per_chip_throughput_as_measured(size)
     assert all(b > a for a, b in zip(steps, steps[1:]))
 
 
-@pytest.mark.parametrize("size", ["32B-1xv5p-128", "128B-1xv5p-256", "256B-1xv5p-1024", "1024B-1xv5p-2048"])
+@pytest.mark.parametrize(
+    "size", ["32B-1xv5p-128", "128B-1xv5p-256", "256B-1xv5p-1024", "1024B-1xv5p-2048"]
+)
 def test_a_second_v5p_slice_over_dcn_costs_something(size):
     one = f"MX-v5p-{size}"
     assert PREDICTED[one.replace("-1x", "-2x")] > PREDICTED[one]
@@ -60,19 +63,30 @@ def test_the_breakdown_adds_up_to_the_step_and_has_every_term():
     assert set(e.step_breakdown) == set(TERMS)
     assert sum(e.step_breakdown.values()) == pytest.approx(float(e.step_time))
     assert all(float(t) >= 0 for t in e.step_breakdown.values())
-    assert 0 < float(e.mfu) < float(e.hfu) < 1  # full recompute: the hardware does more than the model needs
+    # full recompute: the hardware does more than the model needs
+    assert 0 < float(e.mfu) < float(e.hfu) < 1
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(g=st.floats(1e3, 1e15), more=st.floats(1.0, 1e3), e_max=st.floats(0.1, 1.0), g_half=st.floats(1e3, 1e13))
+@given(
+    g=st.floats(1e3, 1e15),
+    more=st.floats(1.0, 1e3),
+    e_max=st.floats(0.1, 1.0),
+    g_half=st.floats(1e3, 1e13),
+)
 def test_a_bigger_gemm_is_never_less_efficient(g, more, e_max, g_half):
     small, big = matmul_efficiency(gemm_flops=[g, g * more], e_max=e_max, g_half=g_half)
     assert big >= small and big <= e_max
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(rid=st.sampled_from(sorted(RUNS)), worse=st.floats(0.1, 1.0), field=st.sampled_from(
-    ["link_ici", "link_nvlink", "link_nic", "link_dcn", "o_tp", "o_dp", "o_dcn"]))  # fmt: skip
+@given(
+    rid=st.sampled_from(sorted(RUNS)),
+    worse=st.floats(0.1, 1.0),
+    field=st.sampled_from(
+        ["link_ici", "link_nvlink", "link_nic", "link_dcn", "o_tp", "o_dp", "o_dcn"]
+    ),
+)
 def test_more_exposed_traffic_never_makes_a_step_faster(rid, worse, field):
     cluster, workload, layout, options = RUNS[rid].values
     profile = PROFILES[cluster.chip.name]
@@ -86,7 +100,11 @@ def test_with_an_mfu_given_the_chapters_step_stands():
     cluster, workload, layout, options = RUNS["M2-18.4B"].values
     given_mfu = evaluate(cluster, workload, layout, dataclasses.replace(options, mfu=0.4))
     assert given_mfu.step_breakdown is None
-    ideal = float(given_mfu.batch * given_mfu.hardware_flops_per_token / (given_mfu.chips * cluster.chip.flops))
+    ideal = float(
+        given_mfu.batch
+        * given_mfu.hardware_flops_per_token
+        / (given_mfu.chips * cluster.chip.flops)
+    )
     assert float(given_mfu.step_time) == pytest.approx(max(ideal / 0.4, float(given_mfu.comm_time)))
 
 
@@ -99,7 +117,9 @@ def _with_profile(values, profile):
 def test_a_profile_calibrated_on_a_run_gives_that_run_back_and_survives_json(rid):
     run = RUNS[rid]
     profile = calibrate(*run.values, step_time=run.step_time)
-    assert float(evaluate(*_with_profile(run.values, profile)).step_time) == pytest.approx(run.step_time, rel=1e-9)
+    assert float(evaluate(*_with_profile(run.values, profile)).step_time) == pytest.approx(
+        run.step_time, rel=1e-9
+    )
     assert profile_from_json(profile_to_json(profile)) == profile
 
 
@@ -109,8 +129,12 @@ def test_calibrated_on_one_run_of_a_source_the_others_come_within_5_percent_on_a
         by_source.setdefault(run.source, []).append(run)
     errors = []
     for runs in by_source.values():
-        profile = calibrate(*runs[0].values, step_time=runs[0].step_time)  # measure one, predict the rest
-        errors += [float(evaluate(*_with_profile(r.values, profile)).step_time) / r.step_time - 1 for r in runs[1:]]
+        # measure one, predict the rest
+        profile = calibrate(*runs[0].values, step_time=runs[0].step_time)
+        errors += [
+            float(evaluate(*_with_profile(r.values, profile)).step_time) / r.step_time - 1
+            for r in runs[1:]
+        ]
     assert np.mean(np.abs(errors)) <= 0.05
 
 
@@ -137,12 +161,20 @@ def test_causal_masking_halves_the_attention_work_and_a_model_file_may_say_it_is
     causal = evaluate(*run.values)
     full = evaluate(cluster, dataclasses.replace(workload, model=bidirectional), layout, options)
     assert float(full.step_breakdown["matmul"]) > float(causal.step_breakdown["matmul"])
-    assert float(full.flops_per_token) == float(causal.flops_per_token)  # the MFU convention does not move
+    # the MFU convention does not move
+    assert float(full.flops_per_token) == float(causal.flops_per_token)
 
 
 def _step(model, chip, shape, batch, seq_len, **layout):
-    e = estimate(model=model, chip=HARDWARE[chip], slice_shape=shape, batch=batch, seq_len=seq_len,
-                 precision=PRECISIONS["mixed-adam"], **layout)  # fmt: skip
+    e = estimate(
+        model=model,
+        chip=HARDWARE[chip],
+        slice_shape=shape,
+        batch=batch,
+        seq_len=seq_len,
+        precision=PRECISIONS["mixed-adam"],
+        **layout,
+    )
     return float(e.step_time)
 
 
@@ -153,17 +185,35 @@ def test_tp_across_nodes_is_slower_than_tp_inside_a_node():
 
 
 def test_on_a_small_model_more_tp_is_slower():
-    steps = [_step(MODELS["llama-3-8b"], "h100", (8, 8), 2**22, 8192, x=64 // y, y=y, zero=1) for y in (1, 2, 4, 8)]
+    steps = [
+        _step(MODELS["llama-3-8b"], "h100", (8, 8), 2**22, 8192, x=64 // y, y=y, zero=1)
+        for y in (1, 2, 4, 8)
+    ]
     assert all(b > a for a, b in zip(steps, steps[1:]))
 
 
 def test_zero3_on_hundreds_of_gpus_loses_to_tp_and_pp_as_narayanan_et_al_measured():
-    # GPT-3 175B on 384 A100s (their Figure 10): PTD-P well ahead of ZeRO-3 without model parallelism.
-    gpt3 = Model("GPT-3 175B", layers=96, d_model=12288, d_ff=49152, heads=96, kv_heads=96, head_dim=128,
-                 vocab=51200, gated=False, tied_embeddings=True)  # fmt: skip
-    common = dict(model=gpt3, chip="a100", shape=(48, 8), batch=1536 * 2048, seq_len=2048, remat="full")
+    # GPT-3 175B on 384 A100s (their Figure 10): PTD-P well ahead of ZeRO-3 without model
+    # parallelism.
+    gpt3 = Model(
+        "GPT-3 175B",
+        layers=96,
+        d_model=12288,
+        d_ff=49152,
+        heads=96,
+        kv_heads=96,
+        head_dim=128,
+        vocab=51200,
+        gated=False,
+        tied_embeddings=True,
+    )
+    common = dict(
+        model=gpt3, chip="a100", shape=(48, 8), batch=1536 * 2048, seq_len=2048, remat="full"
+    )
     zero3 = _step(**common, x=384, y=1, zero=3)
-    ptdp = _step(**common, x=12, y=8, z=4, zero=1, microbatches=32, schedule="interleaved", virtual_stages=2)
+    ptdp = _step(
+        **common, x=12, y=8, z=4, zero=1, microbatches=32, schedule="interleaved", virtual_stages=2
+    )
     assert zero3 > 1.3 * ptdp
 
 
@@ -171,18 +221,27 @@ def test_every_chip_preset_has_a_profile_of_its_own_or_of_its_kin():
     from scaling_widgets.cost.step.profiles import GENERIC, profile_for
 
     assert all(profile_for(chip) is not GENERIC for chip in HARDWARE.values())
-    assert profile_for(HARDWARE["h200"]).e_max == PROFILES["H100"].e_max  # the same stack, the next generation
+    # the same stack, the next generation
+    assert profile_for(HARDWARE["h200"]).e_max == PROFILES["H100"].e_max
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]), stages=st.integers(1, 8),
-       groups=st.integers(1, 6), virtual=st.integers(1, 4))  # fmt: skip
-def test_the_pictured_schedule_has_the_bubble_the_estimate_charges(schedule, stages, groups, virtual):
+@given(
+    schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]),
+    stages=st.integers(1, 8),
+    groups=st.integers(1, 6),
+    virtual=st.integers(1, 4),
+)
+def test_the_pictured_schedule_has_the_bubble_the_estimate_charges(
+    schedule, stages, groups, virtual
+):
     from scaling_widgets.cost.step.pipeline import bubble_overhead
     from scaling_widgets.cost.step.timeline import timeline
 
     v = virtual if schedule == "interleaved" else 1
     m = groups * stages  # interleaving needs whole groups of Z microbatches
     t = timeline(schedule=schedule, stages=stages, microbatches=m, virtual_stages=v)
-    assert t.bubble == pytest.approx(float(bubble_overhead(stages=stages, microbatches=m, virtual_stages=v)))
+    assert t.bubble == pytest.approx(
+        float(bubble_overhead(stages=stages, microbatches=m, virtual_stages=v))
+    )
     assert len(t.start) == 2 * stages * v * m  # every forward and backward, once

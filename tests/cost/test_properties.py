@@ -5,7 +5,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaling_widgets.cost import STRATEGIES, crossover_batch, layer_times, memory_per_chip, step_time
+from scaling_widgets.cost import (
+    STRATEGIES,
+    crossover_batch,
+    layer_times,
+    memory_per_chip,
+    step_time,
+)
 
 from . import reference
 
@@ -40,9 +46,19 @@ def _shape_for(strategy, row):
 
 def _layer(strategy, c):
     return layer_times(
-        strategy=strategy, batch=c["B"], d_model=c["D"], d_ff=c["F"], x=c["X"], y=c["Y"], pods=c["P"],
-        flops=c["C"], ici_bw=c["W"], dcn_bw=c["W_dcn"], mx=c["M_X"], my=c["M_Y"],
-    )  # fmt: skip
+        strategy=strategy,
+        batch=c["B"],
+        d_model=c["D"],
+        d_ff=c["F"],
+        x=c["X"],
+        y=c["Y"],
+        pods=c["P"],
+        flops=c["C"],
+        ici_bw=c["W"],
+        dcn_bw=c["W_dcn"],
+        mx=c["M_X"],
+        my=c["M_Y"],
+    )
 
 
 def _columns(rows):
@@ -139,7 +155,9 @@ def test_compute_bound_holds_above_the_crossover_and_not_below(strategy, row, sc
 @given(row=layout)
 def test_more_fsdp_never_needs_more_memory_per_chip(row):
     X = 2 ** np.arange(13)
-    mem = memory_per_chip(params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X, zero=3)
+    mem = memory_per_chip(
+        params=7e9, layers=row["L"], d_model=row["D"], d_ff=row["F"], batch=row["B"], x=X, zero=3
+    )
     assert np.all(np.diff(mem.total) < 0)
 
 

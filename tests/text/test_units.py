@@ -30,4 +30,8 @@ def test_output_units():
     assert units.nbytes(96e9) == "96 GB"
     assert units.tokens(870_400) == "870K"
     assert units.count(13.0e9) == "13.0B" and units.count(671e9) == "671B"  # no "671."
-    assert units.sci(6.25e9) == "6.25e9" and units.sci(4.59e14) == "4.59e14" and units.sci(1e-5) == "1e-5"
+    assert (
+        units.sci(6.25e9) == "6.25e9"
+        and units.sci(4.59e14) == "4.59e14"
+        and units.sci(1e-5) == "1e-5"
+    )

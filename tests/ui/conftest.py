@@ -1,4 +1,5 @@
-"""Real servers and a real browser: Voila, JupyterLab and Notebook 7 driven by Playwright on Debian's Chromium.
+"""Real servers and a real browser: Voila, JupyterLab and Notebook 7 driven by Playwright on
+Debian's Chromium.
 
 Each server is started on a free port of 127.0.0.1 and stopped with SIGTERM. Every request that
 is not to 127.0.0.1 is aborted (Voila's page links a CDN stylesheet). Screenshots land in
@@ -13,11 +14,22 @@ import re
 
 import pytest
 
-from .servers import ARTIFACTS, CHROMIUM, FLAGS, Server, free_port, jupyter_argv, local, voila_demo_argv
+from .servers import (
+    ARTIFACTS,
+    CHROMIUM,
+    FLAGS,
+    Server,
+    free_port,
+    jupyter_argv,
+    local,
+    voila_demo_argv,
+)
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
-        raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
+        raise RuntimeError(
+            "CI needs Debian's chromium for the browser tests: apt-get install -y chromium"
+        )
     pytest.skip("no /usr/bin/chromium: apt-get install -y chromium", allow_module_level=True)
 
 
@@ -40,13 +52,16 @@ def voila_demo():
     yield server
     assert server.stop() == 0  # SIGTERM: a clean exit...
     log = (ARTIFACTS / f"server-{port}.log").read_text()
-    assert log.count("Kernel started:") == log.count("Kernel shutdown:") > 0  # ...that leaves no kernel behind
+    # ...that leaves no kernel behind
+    assert log.count("Kernel started:") == log.count("Kernel shutdown:") > 0
 
 
 @pytest.fixture(scope="session")
 def voila_dark():
     """``scaling-widgets demo --theme dark``."""
-    server = Server(voila_demo_argv(port := free_port(), "--theme", "dark"), port, "/voila/static/voila.js")
+    server = Server(
+        voila_demo_argv(port := free_port(), "--theme", "dark"), port, "/voila/static/voila.js"
+    )
     yield server
     assert server.stop() == 0
 
@@ -74,8 +89,10 @@ def jupyterlab_dark(tmp_path_factory):
 # Voila 0.5's page carries JupyterLab 4.2.5's core, while its own widget manager and
 # jupyterlab_widgets 3.0.17 (which ipywidgets 8.1.9 requires) were built against 4.5 and 4.6:
 # webpack warns that the versions do not match, and shares 4.2.5, which works. Not ours to fix.
-UPSTREAM_WARNINGS = re.compile(r"^(Unsatisfied version \S+ from \S+ of shared singleton module @jupyterlab/|"
-                               r"No satisfying version \(\S+\) of shared module @jupyterlab/)")  # fmt: skip
+UPSTREAM_WARNINGS = re.compile(
+    r"^(Unsatisfied version \S+ from \S+ of shared singleton module @jupyterlab/|"
+    r"No satisfying version \(\S+\) of shared module @jupyterlab/)"
+)
 
 
 @pytest.fixture(scope="session")
@@ -113,7 +130,9 @@ def page(browser, request):
     page.on(
         "console",
         lambda msg: (
-            page.warnings.append(msg.text) if msg.type == "warning" and not UPSTREAM_WARNINGS.match(msg.text) else None
+            page.warnings.append(msg.text)
+            if msg.type == "warning" and not UPSTREAM_WARNINGS.match(msg.text)
+            else None
         ),
     )
     yield page

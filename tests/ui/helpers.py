@@ -39,10 +39,18 @@ def wait_for_change(page, read, before, timeout: int = 20_000):
 
 
 def wait_for_panel(page) -> None:
-    page.wait_for_selector(".sw-panel .sw-roofline .curve path", state="attached", timeout=PANEL_TIMEOUT)
-    page.wait_for_selector(".sw-panel .sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT)
-    page.wait_for_selector(".sw-panel .sw-step-breakdown rect.bar", state="attached", timeout=PANEL_TIMEOUT)
-    page.wait_for_function("(document.querySelector('.sw-panel .sw-summary')?.innerText || '').length > 20")
+    page.wait_for_selector(
+        ".sw-panel .sw-roofline .curve path", state="attached", timeout=PANEL_TIMEOUT
+    )
+    page.wait_for_selector(
+        ".sw-panel .sw-memory-bar rect.bar", state="attached", timeout=PANEL_TIMEOUT
+    )
+    page.wait_for_selector(
+        ".sw-panel .sw-step-breakdown rect.bar", state="attached", timeout=PANEL_TIMEOUT
+    )
+    page.wait_for_function(
+        "(document.querySelector('.sw-panel .sw-summary')?.innerText || '').length > 20"
+    )
 
 
 def reading_problems(page, root: str = ".sw-panel") -> dict[str, list[str]]:

@@ -1,4 +1,5 @@
-"""Our servers on 127.0.0.1 and the browser's settings, shared by the browser tests and benchmarks."""
+"""Our servers on 127.0.0.1 and the browser's settings, shared by the browser tests and
+benchmarks."""
 
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -36,7 +42,9 @@ class Server:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}; see {self.log.name}")
+                raise RuntimeError(
+                    f"server exited with {self.process.returncode}; see {self.log.name}"
+                )
             try:
                 urllib.request.urlopen(self.url + ready_path, timeout=2)
                 return
@@ -58,18 +66,38 @@ class Server:
 
 def voila_demo_argv(port: int, *options: str) -> list[str]:
     """``scaling-widgets demo`` itself, as a user runs it."""
-    return [sys.executable, "-m", "scaling_widgets", "demo", "--no-browser", "--port", str(port), *options]
+    return [
+        sys.executable,
+        "-m",
+        "scaling_widgets",
+        "demo",
+        "--no-browser",
+        "--port",
+        str(port),
+        *options,
+    ]
 
 
 def jupyter_argv(app: str, port: int, *options: str) -> list[str]:
-    """JupyterLab ("jupyterlab") or Notebook 7 ("notebook") on the demo notebooks, no token, no news."""
+    """JupyterLab ("jupyterlab") or Notebook 7 ("notebook") on the demo notebooks, no token, no
+    news."""
     return [
-        sys.executable, "-m", app, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.allow_root=True",
-        "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
-        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        sys.executable,
+        "-m",
+        app,
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.token=",
+        "--ServerApp.password=",
+        "--ServerApp.allow_root=True",
+        "--ServerApp.disable_check_xsrf=True",
+        f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         *options,
-    ]  # fmt: skip
+    ]
 
 
 def local(url: str) -> bool:

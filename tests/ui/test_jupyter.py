@@ -3,18 +3,33 @@ and responds."""
 
 import pytest
 
-from .helpers import PANEL_TIMEOUT, curve_paths, reading_problems, summary, wait_for_change, wait_for_panel
+from .helpers import (
+    PANEL_TIMEOUT,
+    curve_paths,
+    reading_problems,
+    summary,
+    wait_for_change,
+    wait_for_panel,
+)
 from .servers import ARTIFACTS
 
 # Each front end: the server fixture, where the quickstart opens, what shows the kernel is ready.
 FRONT_ENDS = {
-    "JupyterLab": ("jupyterlab", "/lab/tree/01_quickstart.ipynb", ".jp-StatusBar-TextItem:has-text('| Idle')"),
+    "JupyterLab": (
+        "jupyterlab",
+        "/lab/tree/01_quickstart.ipynb",
+        ".jp-StatusBar-TextItem:has-text('| Idle')",
+    ),
     "JupyterLab Dark": (
         "jupyterlab_dark",
         "/lab/tree/01_quickstart.ipynb",
         ".jp-StatusBar-TextItem:has-text('| Idle')",
     ),
-    "Notebook 7": ("notebook7", "/notebooks/01_quickstart.ipynb", ".jp-KernelName:has-text('Python 3')"),
+    "Notebook 7": (
+        "notebook7",
+        "/notebooks/01_quickstart.ipynb",
+        ".jp-KernelName:has-text('Python 3')",
+    ),
 }
 
 # Notebook 7.6.5 logs this while loading any page, /tree included, with every extension of ours off.
@@ -46,7 +61,12 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
     last = page.locator(".jp-Cell").last
     done = "LLaMA-2 13B at its batch of 1,024 sequences on 4,096 chips: ok"
     last.locator(f".jp-OutputArea-output:has-text('{done}')").wait_for(timeout=PANEL_TIMEOUT)
-    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    assert (
+        page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+        ).count()
+        == 0
+    )
     assert "Compute-bound" in summary(page)
     if front_end.startswith("JupyterLab"):  # its theme, light or dark, and the panel reads on it
         dark = page.evaluate("document.body.dataset.jpThemeLight") == "false"
@@ -58,5 +78,7 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
     paths = curve_paths(page)
     page.select_option(".sw-panel .sw-mesh-picker select >> nth=0", label="TPU v6e")
     wait_for_change(page, curve_paths, paths)
-    page.wait_for_function("document.querySelector('.sw-panel .sw-mesh-picker').innerText.includes('256 chips')")
+    page.wait_for_function(
+        "document.querySelector('.sw-panel .sw-mesh-picker').innerText.includes('256 chips')"
+    )
     assert [e for e in page.errors if e not in NOT_OURS.get(front_end, ())] == []

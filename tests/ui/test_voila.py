@@ -1,11 +1,19 @@
-"""`scaling-widgets demo` in a real browser: the panel renders, responds, and rejects bad input inline."""
+"""`scaling-widgets demo` in a real browser: the panel renders, responds, and rejects bad input
+inline."""
 
 import re
 import time
 
 import pytest
 
-from .helpers import bar_heights, curve_paths, reading_problems, summary, wait_for_change, wait_for_panel
+from .helpers import (
+    bar_heights,
+    curve_paths,
+    reading_problems,
+    summary,
+    wait_for_change,
+    wait_for_panel,
+)
 from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
 # The plan table's rows as text: its cells in order, eight to a row, the header row left out.
@@ -23,9 +31,19 @@ def in_bytes(text: str) -> float:
     return float(number) * {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
 
 
-CONTROLS = (".sw-model-picker", ".sw-training-controls", ".sw-mesh-picker", ".sw-strategy-selector",
-            ".sw-roofline-controls", ".sw-summary", ".sw-roofline", ".sw-memory-bar", ".sw-mesh-picture",
-            ".sw-step-breakdown", ".sw-pipeline-picture")  # fmt: skip
+CONTROLS = (
+    ".sw-model-picker",
+    ".sw-training-controls",
+    ".sw-mesh-picker",
+    ".sw-strategy-selector",
+    ".sw-roofline-controls",
+    ".sw-summary",
+    ".sw-roofline",
+    ".sw-memory-bar",
+    ".sw-mesh-picture",
+    ".sw-step-breakdown",
+    ".sw-pipeline-picture",
+)
 
 
 def test_the_panel_renders_every_part_without_errors(page, voila_demo):
@@ -34,29 +52,33 @@ def test_the_panel_renders_every_part_without_errors(page, voila_demo):
     for selector in CONTROLS:
         assert page.locator(selector).first.is_visible(), selector
     assert len(curve_paths(page)) >= 5 and all(d.startswith("M") for d in curve_paths(page)[:3])
-    assert len(bar_heights(page)) == 28  # 4 strategies x 7 parts of the peak (SPEC E)
+    assert len(bar_heights(page)) == 28  # 4 strategies x 7 parts of the peak (MODEL.md §E)
     assert "Compute-bound" in summary(page) and "in use: X=1024, Y=4" in summary(page)
     assert (
         page.locator(
-            ".jp-OutputArea-output[data-mime-type*='stderr'], .jp-RenderedText[data-mime-type*='error']"
+            ".jp-OutputArea-output[data-mime-type*='stderr'], "
+            ".jp-RenderedText[data-mime-type*='error']"
         ).count()
         == 0
     )
     assert page.errors == []
     assert page.external == []  # no request leaves the machine (our Voila template drops the CDN's)
-    page.set_viewport_size({"width": page.viewport_size["width"], "height": 1800})  # all of it in view,
+    # all of it in view,
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": 1800})
     page.wait_for_timeout(1500)  # as figures draw only in view, and their first transitions end
     page.locator(".sw-panel").screenshot(path=str(ARTIFACTS / "panel.png"))  # the README's picture
 
 
 @pytest.mark.parametrize(
-    ("theme", "width"), [("light", 900), ("light", 1400), ("light", 1920), ("dark", 900), ("dark", 1920)]
+    ("theme", "width"),
+    [("light", 900), ("light", 1400), ("light", 1920), ("dark", 900), ("dark", 1920)],
 )
 def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme, width):
     """One column at 900 px, two at 1400, plots grown at 1920: nothing cut, no plot label over
     another or off its figure, every text at WCAG AA, no warning of ours in the console."""
     server = request.getfixturevalue("voila_demo" if theme == "light" else "voila_dark")
-    page.set_viewport_size({"width": width, "height": 2600})  # the whole panel in view: figures draw
+    # the whole panel in view: figures draw
+    page.set_viewport_size({"width": width, "height": 2600})
     page.goto(server.url + "/")
     wait_for_panel(page)
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
@@ -64,7 +86,8 @@ def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme,
     memory = page.locator(".sw-panel .sw-memory-bar").bounding_box()
     side_by_side = abs(roofline["y"] - memory["y"]) < 5
     assert side_by_side == (width >= 1400)  # one column on a narrow window
-    assert roofline["width"] >= (0.5 * width if width >= 1400 else 0.9 * (width - 60))  # the plots grow
+    # the plots grow
+    assert roofline["width"] >= (0.5 * width if width >= 1400 else 0.9 * (width - 60))
     page.screenshot(path=str(ARTIFACTS / f"voila-{theme}-{width}.png"))
     text = summary(page)  # and a GPU cluster: nodes, GPUs per node, its own labels
     page.select_option(".sw-mesh-picker select >> nth=0", label="H100")
@@ -81,13 +104,18 @@ def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(pag
     page.select_option(".sw-mesh-picker select >> nth=0", label="TPU v5e")  # hardware
     paths = wait_for_change(page, curve_paths, paths)
     bars = wait_for_change(page, bar_heights, bars)
-    page.wait_for_function("document.querySelector('.sw-mesh-picker').innerText.includes('256 chips')")  # v5e's pod
+    # v5e's pod
+    page.wait_for_function(
+        "document.querySelector('.sw-mesh-picker').innerText.includes('256 chips')"
+    )
 
     axis = page.locator(".sw-mesh-picker input[type=number]").first  # the slice's first axis
     axis.fill("8")
     axis.press("Enter")
     paths = wait_for_change(page, curve_paths, paths)
-    page.wait_for_function("document.querySelector('.sw-mesh-picker').innerText.includes('128 chips')")
+    page.wait_for_function(
+        "document.querySelector('.sw-mesh-picker').innerText.includes('128 chips')"
+    )
 
     text = summary(page)
     page.click(".sw-strategy-selector button:has-text('FSDP') >> nth=0")
@@ -127,17 +155,22 @@ def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voi
     page.goto(voila_demo.url + "/")
     wait_for_panel(page)
     text = summary(page)
-    page.click("text=Recommendations: the best layouts of this cluster")  # open the collapsed section
+    # open the collapsed section
+    page.click("text=Recommendations: the best layouts of this cluster")
     page.click(".sw-recommendations button:has-text('Plan every layout')")
     page.wait_for_function("document.querySelectorAll('.sw-plan-table .sw-plan-use').length == 10")
     assert "layouts evaluated" in page.inner_text(".sw-recommendations")
     rows = lambda: page.evaluate(ROWS)  # noqa: E731 - the table as the reader sees it, row by row
     page.click(".sw-plan-header:has-text('memory/chip')")
-    page.wait_for_function("document.querySelector('.sw-plan-table').innerText.includes('memory/chip ▲')")
+    page.wait_for_function(
+        "document.querySelector('.sw-plan-table').innerText.includes('memory/chip ▲')"
+    )
     memory = [in_bytes(row[4]) for row in rows()]
     assert memory == sorted(memory)  # sorted by the peak per chip, smallest first
-    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}  # the table reads too
-    other = next(i for i, row in enumerate(rows()) if not row[1].startswith("1024 x 4 x 1,"))  # not the layout shown
+    # the table reads too
+    assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
+    # not the layout shown
+    other = next(i for i, row in enumerate(rows()) if not row[1].startswith("1024 x 4 x 1,"))
     step, used = rows()[other][2], rows()[other][4]
     page.locator(".sw-plan-table .sw-plan-use").nth(other).click()
     shown = wait_for_change(page, summary, text)
@@ -172,7 +205,10 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
         pages = []
         for _ in range(8):
             page = browser.new_context().new_page()
-            page.route("**/*", lambda route, request: route.continue_() if local(request.url) else route.abort())
+            page.route(
+                "**/*",
+                lambda route, request: route.continue_() if local(request.url) else route.abort(),
+            )
             page.goto(server.url + "/")
             wait_for_panel(page)
             pages.append(page)
@@ -188,8 +224,12 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
             time.sleep(0.5)
         text = log.read_text()
         # A kernel the culler and the page's own call both shut down is logged twice: count kernels.
-        assert len(kernels("started")) == 10 and len(kernels("shutdown")) == 6, text[-3000:]  # 4 open, 4 running
-        assert not re.search(r"(^|\s)[45]\d\d (GET|POST|PUT|DELETE|PATCH) /", text, re.M), text[-3000:]  # no 4xx/5xx
+        # 4 open, 4 running
+        assert len(kernels("started")) == 10 and len(kernels("shutdown")) == 6, text[-3000:]
+        # no 4xx/5xx
+        assert not re.search(r"(^|\s)[45]\d\d (GET|POST|PUT|DELETE|PATCH) /", text, re.M), text[
+            -3000:
+        ]
         for page in pages[:2] + pages[6:]:
             page.context.close()
     finally:
@@ -206,15 +246,23 @@ def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_d
     text = wait_for_change(page, summary, text)
     page.select_option(".sw-model-picker select >> nth=0", label="DeepSeek-V3")
     text = wait_for_change(page, summary, text)
-    page.wait_for_function("document.querySelector('.sw-model-picker').innerText.includes('37.6B active')")
+    page.wait_for_function(
+        "document.querySelector('.sw-model-picker').innerText.includes('37.6B active')"
+    )
     assert "MoE: a chip holds" in text
-    ep = page.locator(".sw-strategy-selector input[type=number]").nth(3)  # Z, microbatches, virtual, EP
+    # Z, microbatches, virtual, EP
+    ep = page.locator(".sw-strategy-selector input[type=number]").nth(3)
     ep.fill("8")
     ep.press("Enter")
     text = wait_for_change(page, summary, text)
     assert "EP 8: its all-to-alls take" in text and "inside an NVLink node" in text
-    page.wait_for_function("document.querySelector('.sw-strategy-selector').innerText.includes('with EP 8')")
+    page.wait_for_function(
+        "document.querySelector('.sw-strategy-selector').innerText.includes('with EP 8')"
+    )
     assert "EP 8 of them split the experts" in page.inner_text(".sw-mesh-picker")
-    page.wait_for_function("document.querySelector('.sw-mesh-picture').textContent.includes('EP 8, CP 1')")  # drawn
+    # drawn
+    page.wait_for_function(
+        "document.querySelector('.sw-mesh-picture').textContent.includes('EP 8, CP 1')"
+    )
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
     assert page.errors == [] and page.external == []

@@ -27,13 +27,13 @@ from scaling_widgets import explore
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
 from scaling_widgets.cost.stacks import STACKS
+from scaling_widgets.cost.strategies import STRATEGIES
+from scaling_widgets.cost.views import BAR_PARTS
+from scaling_widgets.fields import FIELDS, scenario_start
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
 from scaling_widgets.text.command import command
 from scaling_widgets.text.units import nbytes, seconds, tokens
-from scaling_widgets.cost.strategies import STRATEGIES
-from scaling_widgets.cost.views import BAR_PARTS
-from scaling_widgets.fields import FIELDS, scenario_start
 from scaling_widgets.widgets.memory_bar import GB
 from scaling_widgets.widgets.recommendations import TOP
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
@@ -74,7 +74,8 @@ def scenario_fields(draw) -> dict:
     chips = math.prod(shape)
     pods = draw(st.integers(1, 4))
     seq_len = draw(st.sampled_from((1024, 2048, 4096)))
-    strategy = draw(st.sampled_from(("fsdp+tp", "fsdp+tp", "fsdp", "dp", "tp")))  # the panel's default, twice
+    # the panel's default, twice
+    strategy = draw(st.sampled_from(("fsdp+tp", "fsdp+tp", "fsdp", "dp", "tp")))
     stages = [z for z in _divisors(model.layers) if chips % z == 0]
     if strategy == "tp":  # TP puts a whole stage on Y: keep the stages whose chips the heads allow
         stages = [z for z in stages if _heads_ok(model, chips // z)] or stages
@@ -103,18 +104,36 @@ def scenario_fields(draw) -> dict:
     sequences = replicas * m * draw(st.integers(1, 3)) + draw(st.integers(0, replicas - 1))
     zero = draw(st.sampled_from((None, 0) if strategy == "tp" else (None, 0, 1, 2, 3)))
     return dict(
-        model=name, hardware=hardware, slice_shape=shape, pods=pods, batch=float(sequences * seq_len),
-        seq_len=seq_len, strategy=strategy, zero=zero, optimal_split=optimal, x=x, y=y, z=z,
-        microbatches=microbatches, precision=draw(st.sampled_from(list(PRECISIONS))),
-        mfu=draw(st.floats(0.05, 1.0)), tokens=draw(st.sampled_from((2e12, 15e12, 3.3e11))),
-        attention_flops=draw(st.booleans()), remat=draw(st.sampled_from(REMAT_POLICIES)),
-        ring_factor=draw(st.booleans()), halve_without_wrap=draw(st.booleans()),
+        model=name,
+        hardware=hardware,
+        slice_shape=shape,
+        pods=pods,
+        batch=float(sequences * seq_len),
+        seq_len=seq_len,
+        strategy=strategy,
+        zero=zero,
+        optimal_split=optimal,
+        x=x,
+        y=y,
+        z=z,
+        microbatches=microbatches,
+        precision=draw(st.sampled_from(list(PRECISIONS))),
+        mfu=draw(st.floats(0.05, 1.0)),
+        tokens=draw(st.sampled_from((2e12, 15e12, 3.3e11))),
+        attention_flops=draw(st.booleans()),
+        remat=draw(st.sampled_from(REMAT_POLICIES)),
+        ring_factor=draw(st.booleans()),
+        halve_without_wrap=draw(st.booleans()),
         latency=draw(st.one_of(st.just(0.0), st.floats(1e-7, 1e-4))),
         overhead_bytes=draw(st.one_of(st.just(0.0), st.floats(1e8, 2e10))),
-        fits_below=draw(st.one_of(st.just(1.0), st.floats(0.5, 1.0))), schedule=schedule, virtual_stages=virtual,
-        sequence_parallel=draw(st.booleans()), _measure=draw(st.one_of(st.none(), st.floats(1.01, 4.0))),
-        stack=draw(st.sampled_from((None, None, *STACKS))), flash_attention=draw(st.sampled_from((None, True, False))),
-    )  # fmt: skip
+        fits_below=draw(st.one_of(st.just(1.0), st.floats(0.5, 1.0))),
+        schedule=schedule,
+        virtual_stages=virtual,
+        sequence_parallel=draw(st.booleans()),
+        _measure=draw(st.one_of(st.none(), st.floats(1.01, 4.0))),
+        stack=draw(st.sampled_from((None, None, *STACKS))),
+        flash_attention=draw(st.sampled_from((None, True, False))),
+    )
 
 
 def case(**fields) -> dict:
@@ -128,13 +147,47 @@ def case(**fields) -> dict:
 # over two stages (their 4·Z microbatches once refused the curves' smallest batches: no panel).
 EXAMPLES = (
     case(model="llama-2-13b", slice_shape=(16, 16, 16), batch=3e6, seq_len=512),
-    case(model="llama-3-70b", hardware="h100", slice_shape=(64, 8), pods=2, batch=16 * 2**20, seq_len=4096, z=4,
-         schedule="interleaved", virtual_stages=2, remat="selective", sequence_parallel=True, _measure=1.5),
-    case(model="llama-3-8b", hardware="tpu-v5e", slice_shape=(16, 16), batch=2**20, seq_len=2048, optimal_split=False,
-         x=64, y=4, zero=1, microbatches=2, attention_flops=True, overhead_bytes=2e9, fits_below=0.9, ring_factor=True),
-    case(model="llama-2-7b", slice_shape=(4, 12, 16), pods=4, batch=12 * 2**20, seq_len=1024, strategy="dp", z=2,
-         schedule="gpipe"),
-)  # fmt: skip
+    case(
+        model="llama-3-70b",
+        hardware="h100",
+        slice_shape=(64, 8),
+        pods=2,
+        batch=16 * 2**20,
+        seq_len=4096,
+        z=4,
+        schedule="interleaved",
+        virtual_stages=2,
+        remat="selective",
+        sequence_parallel=True,
+        _measure=1.5,
+    ),
+    case(
+        model="llama-3-8b",
+        hardware="tpu-v5e",
+        slice_shape=(16, 16),
+        batch=2**20,
+        seq_len=2048,
+        optimal_split=False,
+        x=64,
+        y=4,
+        zero=1,
+        microbatches=2,
+        attention_flops=True,
+        overhead_bytes=2e9,
+        fits_below=0.9,
+        ring_factor=True,
+    ),
+    case(
+        model="llama-2-7b",
+        slice_shape=(4, 12, 16),
+        pods=4,
+        batch=12 * 2**20,
+        seq_len=1024,
+        strategy="dp",
+        z=2,
+        schedule="gpipe",
+    ),
+)
 
 
 def valid(fields: dict) -> dict:
@@ -229,21 +282,34 @@ def assert_panel_shows(panel, data: dict) -> None:
     memory, peak = data["memory_per_chip_bytes"], data["peak_memory_bytes"]
     assert float(e.step_time) == data["step_time_s"] and float(e.memory.total) == memory["total"]
     assert float(e.peak.reserved) == peak["reserved"]
-    assert (float(e.mfu), float(e.hfu), float(e.bubble)) == (data["mfu"], data["hfu"], data["bubble"])
+    assert (float(e.mfu), float(e.hfu), float(e.bubble)) == (
+        data["mfu"],
+        data["hfu"],
+        data["bubble"],
+    )
     assert (bool(e.fits), bool(e.compute_bound)) == (data["fits"], data["compute_bound"])
     layout = data["layout"]
     xyz = (layout["X"], layout["Y"], layout["Z"])
     assert (int(e.x), int(e.y), int(e.z)) == xyz
     # The controls show that layout.
     chosen, placed = panel.strategy_selector.value, panel.mesh_picker.value
-    assert (chosen["x"], chosen["y"], chosen["z"]) == xyz and (placed["x"], placed["y"], placed["z"]) == xyz
+    assert (chosen["x"], chosen["y"], chosen["z"]) == xyz and (
+        placed["x"],
+        placed["y"],
+        placed["z"],
+    ) == xyz
     assert chosen["microbatches"] == layout["microbatches"] and chosen["zero"] == data["zero_stage"]
-    assert panel.training._batch_text.value == tokens(data["batch_tokens"]) and panel.training._mfu.value == s.mfu
+    assert (
+        panel.training._batch_text.value == tokens(data["batch_tokens"])
+        and panel.training._mfu.value == s.mfu
+    )
     assert panel.exactness._fits_below.value == s.fits_below
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
     # The memory bars: the current strategy's peak by part, in GB, and its total above it.
     bars, mem = panel.memory_bar._bars, panel.memory_bar.data
-    assert [str(x).removeprefix("● ") for x in bars.x] == [STRATEGIES[name].label for name in mem.strategies]
+    assert [str(x).removeprefix("● ") for x in bars.x] == [
+        STRATEGIES[name].label for name in mem.strategies
+    ]
     i = mem.strategies.index(s.strategy)
     assert str(bars.x[i]).startswith("● ")  # the current layout's bar is marked
     # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
@@ -255,11 +321,13 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert np.allclose(np.asarray(bars.y)[:, i], parts, rtol=1e-12) and (
         not clipped or parts.sum() == pytest.approx(top)
     )
-    assert mem.labels[i] == data["layout_name"].split(", ")[0]  # named by its layout (in the tooltip)
+    # named by its layout (in the tooltip)
+    assert mem.labels[i] == data["layout_name"].split(", ")[0]
     total_text = panel.memory_bar._totals.text[i]
     over = "" if data["fits"] else " > HBM" if s.fits_below == 1 else " too big"
     assert total_text == nbytes(peak["reserved"]) + over + (" ▲" if clipped else "")
-    # The other strategies' bars are the JSON's strategies; one that cannot run is an empty bar saying so.
+    # The other strategies' bars are the JSON's strategies; one that cannot run is an empty bar
+    # saying so.
     for j, name in enumerate(mem.strategies):
         entry = data["strategies"][name]
         if name == s.strategy:
@@ -275,7 +343,10 @@ def assert_panel_shows(panel, data: dict) -> None:
     # The summary prints the same step, memory and utilisation.
     summary = panel.summary.value
     assert seconds(data["step_time_s"]) in summary
-    assert f"= {nbytes(peak['reserved'])} reserved" in summary and f"of {nbytes(data['hbm_bytes'])} HBM" in summary
+    assert (
+        f"= {nbytes(peak['reserved'])} reserved" in summary
+        and f"of {nbytes(data['hbm_bytes'])} HBM" in summary
+    )
     assert f"{100 * data['mfu']:.1f}" in summary
     assert ("DOES NOT FIT" in summary) == (not data["fits"])
 
@@ -300,7 +371,9 @@ def test_the_panel_shows_what_estimate_json_prints(fields):
     assert flags is not None  # every value here has a flag
     assert_close(data, cli_json(flags))
     # And the API, called on the scenario's values directly.
-    assert report.record(panel.scenario.estimate()) == {k: v for k, v in data.items() if k != "strategies"}
+    assert report.record(panel.scenario.estimate()) == {
+        k: v for k, v in data.items() if k != "strategies"
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,25 +392,39 @@ def test_a_picked_recommendation_shows_its_own_step_and_memory(fields, row):
         assert rec.plan is None and rec.rows == [], rec._message.text
         event(f"planner refused: {rec._message.text.split(' ')[0]}")
         assume(False)
-    rank = rec.rows[min(row, len(rec.rows) - 1)].rank  # the rows listed: the best ten groups, or all that fit
+    rank = rec.rows[
+        min(row, len(rec.rows) - 1)
+    ].rank  # the rows listed: the best ten groups, or all that fit
     rec._cells[rank][-1].click()
-    assert rec._message.text == "", rec._message.text  # the planner's row is a layout the scenario takes
+    # the planner's row is a layout the scenario takes
+    assert rec._message.text == "", rec._message.text
     plan, s = rec.plan, panel.scenario
     index = plan.order[rank]
     step, memory = float(plan.step_time[index]), float(plan.memory[index])
     knobs = plan.layout(rank)
-    assert {k: getattr(s, k) for k in knobs} == knobs and s.strategy == "fsdp+tp" and not s.optimal_split
+    assert (
+        {k: getattr(s, k) for k in knobs} == knobs
+        and s.strategy == "fsdp+tp"
+        and not s.optimal_split
+    )
     # The panel's estimate and the CLI's JSON of the scenario now are that row, exactly.
     e = panel.analysis.estimate
     assert float(e.step_time) == step and float(e.peak.reserved) == memory
     exported = exported_json(panel)
     assert exported["step_time_s"] == step and exported["peak_memory_bytes"]["reserved"] == memory
-    assert report.record(plan.estimate(rank)) == {k: v for k, v in exported.items() if k != "strategies"}
+    assert report.record(plan.estimate(rank)) == {
+        k: v for k, v in exported.items() if k != "strategies"
+    }
     assert_panel_shows(panel, exported)
     # The row's label and the summary write the same step and memory.
     cells = [cell.value for cell in rec._cells[rank][:-1]]
-    assert f">{seconds(step)}<" in cells[2] and f">{nbytes(memory)}<" in cells[4] and "●" in cells[0]
-    assert seconds(step) in panel.summary.value and f"= {nbytes(memory)} reserved" in panel.summary.value
+    assert (
+        f">{seconds(step)}<" in cells[2] and f">{nbytes(memory)}<" in cells[4] and "●" in cells[0]
+    )
+    assert (
+        seconds(step) in panel.summary.value
+        and f"= {nbytes(memory)} reserved" in panel.summary.value
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,14 +455,21 @@ def _tp_not_dividing_heads(panel, data):
     bad = [(x, y) for x, y in panel.analysis.mesh.splits if not _heads_ok(s.model, y) and enough(x)]
     assume(bad)
     x, y = data.draw(st.sampled_from(bad), label="split")
-    return selector, lambda: setattr(selector._split, "value", (x, y)), {"fsdp": str(x), "tp": str(y)}, {"y"}
+    return (
+        selector,
+        lambda: setattr(selector._split, "value", (x, y)),
+        {"fsdp": str(x), "tp": str(y)},
+        {"y"},
+    )
 
 
 def _more_stages_than_layers(panel, data):
     s, selector = panel.scenario, panel.strategy_selector
     layers, chips = s.model.layers, s.chips
     dividing = [z for z in _divisors(chips) if z > layers]
-    z = data.draw(st.sampled_from(dividing) if dividing else st.integers(layers + 1, 4 * layers), label="z")
+    z = data.draw(
+        st.sampled_from(dividing) if dividing else st.integers(layers + 1, 4 * layers), label="z"
+    )
     flags = {"pp": str(z)}
     if "--fsdp" in flags_of(s):  # a split by hand: the selector keeps TP and gives X what is left
         whole = chips % z == 0 and (chips // z) % s.y == 0
@@ -389,7 +483,12 @@ def _too_many_microbatches(panel, data):
     e = panel.analysis.estimate
     per_replica = s.batch / (s.seq_len * int(e.x) * s.pods)
     m = math.floor(per_replica) + data.draw(st.integers(1, 3), label="extra microbatches")
-    return selector, lambda: setattr(selector._microbatches, "value", m), {"microbatches": str(m)}, {"microbatches"}
+    return (
+        selector,
+        lambda: setattr(selector._microbatches, "value", m),
+        {"microbatches": str(m)},
+        {"microbatches"},
+    )
 
 
 def _batch_below_a_sequence_per_replica(panel, data):
@@ -398,7 +497,12 @@ def _batch_below_a_sequence_per_replica(panel, data):
     # Fewer tokens than a sequence for each data replica; with the best split, for even one.
     replicas = 1 if s.strategy == "fsdp+tp" and s.optimal_split else int(e.x)
     batch = data.draw(st.integers(1, s.seq_len * replicas * s.pods - 1), label="batch")
-    return training, lambda: setattr(training._batch_text, "value", str(batch)), {"batch": str(batch)}, {"batch"}
+    return (
+        training,
+        lambda: setattr(training._batch_text, "value", str(batch)),
+        {"batch": str(batch)},
+        {"batch"},
+    )
 
 
 def _more_virtual_stages_than_layers(panel, data):
@@ -415,8 +519,11 @@ def _more_virtual_stages_than_layers(panel, data):
 def _bad_axis_length(panel, data):
     s, picker = panel.scenario, panel.mesh_picker
     pod = s.hardware.pod_shape
-    axis = 0 if s.hardware.is_gpu else data.draw(st.integers(0, len(s.slice_shape) - 1), label="axis")
-    longest = pod[0] if s.hardware.is_gpu else max(pod)  # the nodes of a GPU cluster; a TPU pod's longest axis
+    axis = (
+        0 if s.hardware.is_gpu else data.draw(st.integers(0, len(s.slice_shape) - 1), label="axis")
+    )
+    # the nodes of a GPU cluster; a TPU pod's longest axis
+    longest = pod[0] if s.hardware.is_gpu else max(pod)
     n = data.draw(st.integers(longest + 1, 2 * longest), label="n")
     shape = tuple(n if i == axis else length for i, length in enumerate(s.slice_shape))
     fitted = s.fitted_to(shape)
@@ -444,7 +551,14 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     event(f"{fields['hardware']}, {fields['strategy']}")
     control, change, flags, fields_named = IMPOSSIBLE[kind](panel, data)
     s = panel.scenario
-    before = (s.state(), s.to_json(), s.revision, panel.summary.value, panel.export.value, panel.analysis.estimate)
+    before = (
+        s.state(),
+        s.to_json(),
+        s.revision,
+        panel.summary.value,
+        panel.export.value,
+        panel.analysis.estimate,
+    )
     words = with_flags(flags_of(s), **flags)  # the equivalent command, before the change
     change()
     # Refused in the panel, inline, naming the field; the control shows the scenario again.
@@ -452,11 +566,21 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     field, rest = _must_be(message)
     assert field in fields_named, message
     event(f"refused: {message.split('; got')[0][:60]}")
-    after = (s.state(), s.to_json(), s.revision, panel.summary.value, panel.export.value, panel.analysis.estimate)
+    after = (
+        s.state(),
+        s.to_json(),
+        s.revision,
+        panel.summary.value,
+        panel.export.value,
+        panel.analysis.estimate,
+    )
     assert after[:5] == before[:5] and after[5] is before[5]
     assert panel.strategy_selector._stages.value == panel.analysis.mesh.z
     assert panel.strategy_selector._microbatches.value == int(panel.analysis.estimate.microbatches)
-    assert panel.strategy_selector._split.value in (None, (panel.analysis.mesh.x, panel.analysis.mesh.y))
+    assert panel.strategy_selector._split.value in (
+        None,
+        (panel.analysis.mesh.x, panel.analysis.mesh.y),
+    )
     assert panel.strategy_selector._virtual.value == s.virtual_stages
     assert tuple(box.value for box in panel.mesh_picker._axes.children) == s.slice_shape
     assert panel.training._batch_text.value == tokens(s.batch)

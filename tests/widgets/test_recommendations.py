@@ -18,29 +18,47 @@ def test_recommendations_plan_and_apply_a_row():
     table._cells[third][-1].click()  # its "use" button
     chosen = table.plan.layout(third)
     s = panel.scenario
-    assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (chosen["x"], chosen["y"], chosen["z"], chosen["zero"], False)
-    assert panel.memory_bar.data is not memory and (int(panel.analysis.estimate.x), int(panel.analysis.estimate.y)) == (
+    assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (
+        chosen["x"],
+        chosen["y"],
+        chosen["z"],
+        chosen["zero"],
+        False,
+    )
+    assert panel.memory_bar.data is not memory and (
+        int(panel.analysis.estimate.x),
+        int(panel.analysis.estimate.y),
+    ) == (
         chosen["x"],
         chosen["y"],
     )
 
 
 def test_recommendations_say_what_an_impossible_cluster_would_need():
-    table = Recommendations(Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5))
+    table = Recommendations(
+        Scenario(model="llama-3-405b", hardware="tpu-v5e", slice_shape=(2, 2), batch=1e5)
+    )
     table._run.click()
-    assert "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text and table.rows == []
+    assert (
+        "no layout of LLaMA-3 405B fits on 4 TPU v5e chips" in table._message.text
+        and table.rows == []
+    )
     assert table._table.children == ()
 
 
 def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
     # 256-token sequences (3906): enough for FSDP 2240 x TP 4 in the order given and 1120 x 8 in
     # another (8192-token ones, 122, could run no layout of a whole pod).
-    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=256)
+    panel = sw.explore(
+        model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 20, 28), batch=1e6, seq_len=256
+    )
     table = panel.recommendations
     table._run.click()
     assert "on 20x28x16" in table._cells[0][1].value  # TP takes the 16 axis, the last in that order
     table.pick(0)
-    assert panel.scenario.slice_shape == (20, 28, 16) and bool(panel.analysis.estimate.compute_bound)
+    assert panel.scenario.slice_shape == (20, 28, 16) and bool(
+        panel.analysis.estimate.compute_bound
+    )
 
 
 def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
@@ -66,7 +84,12 @@ def test_the_table_sorts_by_any_column_and_marks_the_scenarios_own_row():
     shown = lambda: [table._table.children.index(table._cells[r.rank][0]) for r in table.rows]  # noqa: E731
     assert shown() == sorted(shown())  # best first to start
     table._headers["memory"].click()
-    on_show = lambda: sorted(table.rows, key=lambda r: table._table.children.index(table._cells[r.rank][0]))  # noqa: E731
+
+    def on_show():
+        return sorted(
+            table.rows, key=lambda r: table._table.children.index(table._cells[r.rank][0])
+        )
+
     memory = [r.memory for r in on_show()]
     assert memory == sorted(memory) and table._headers["memory"].description == "memory/chip ▲"
     table._headers["memory"].click()  # again: the other way
@@ -84,10 +107,14 @@ def test_near_identical_layouts_share_one_row():
     panel = sw.explore(**EXAMPLE_16)
     table = panel.recommendations
     table._run.click()
-    assert sum(len(row.alike) for row in table.rows) > 0 and "near-identical" in table._summary.value
+    assert (
+        sum(len(row.alike) for row in table.rows) > 0 and "near-identical" in table._summary.value
+    )
     split = lambda knobs: (knobs["x"], knobs["y"], knobs["z"], knobs["slice_shape"])  # noqa: E731
     for row in table.rows:
-        for rank in row.alike:  # folded in: the same split, the same step to half a percent, a worse rank
+        for (
+            rank
+        ) in row.alike:  # folded in: the same split, the same step to half a percent, a worse rank
             e = table.plan.estimate(rank)
             assert split(table.plan.layout(rank)) == split(row.knobs) and rank > row.rank
             assert abs(float(e.step_time) / row.step - 1) <= 0.005

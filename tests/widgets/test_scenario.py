@@ -60,13 +60,24 @@ def test_one_update_is_one_revision():
 
 def test_json_round_trip_loses_nothing():
     # TP 4 must divide the heads: 8 query heads, 2 KV heads.
-    own = Model("tiny", layers=2, d_model=64, d_ff=256, heads=8, kv_heads=2, head_dim=8, vocab=1000, gated=False)
+    own = Model(
+        "tiny",
+        layers=2,
+        d_model=64,
+        d_ff=256,
+        heads=8,
+        kv_heads=2,
+        head_dim=8,
+        vocab=1000,
+        gated=False,
+    )
     s = Scenario(
         model=own,
         hardware="tpu-v5e",
         slice_shape=(8, 16),
         pods=3,
-        batch=123456.5,  # 964 sequences of 128: one for each of 32 replicas x 3 pods x 7 microbatches
+        # 964 sequences of 128: one for each of 32 replicas x 3 pods x 7 microbatches
+        batch=123456.5,
         seq_len=128,
         strategy="fsdp+tp",
         optimal_split=False,

@@ -35,4 +35,5 @@ def test_the_page_chooses_the_colour_and_without_a_theme_the_light_one_holds():
     assert f"--sw-blue: {PALETTE['blue'][0]};" in CSS and f"--sw-blue: {PALETTE['blue'][1]};" in CSS
     assert 'body[data-jp-theme-light="false"]' in CSS
     assert css_color("blue") == f"var(--sw-blue, {PALETTE['blue'][0]})"
-    assert color("blue") in (css_color("blue"), PALETTE["blue"][0])  # ipywidgets 7 takes no variables
+    # ipywidgets 7 takes no variables
+    assert color("blue") in (css_color("blue"), PALETTE["blue"][0])

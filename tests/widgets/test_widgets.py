@@ -16,7 +16,7 @@ from scaling_widgets.widgets import (
     StrategySelector,
     Summary,
     TrainingControls,
-)  # fmt: skip
+)
 from scaling_widgets.widgets.analysis import Analysis
 from scaling_widgets.widgets.scenario import Scenario
 from scaling_widgets.widgets.theme import color
@@ -32,7 +32,8 @@ def test_switching_the_chip_to_v5e_moves_the_compute_line():
     assert s.hardware.name == "TPU v5e" and s.slice_shape == (16, 16)
     assert picker.value["hardware"] == "TPU v5e" and picker.value["x"] * picker.value["y"] == 256
     after = np.array(plot._compute.y)
-    assert after.shape == before.shape and np.all(after > before)  # fewer, slower chips: more time per layer
+    # fewer, slower chips: more time per layer
+    assert after.shape == before.shape and np.all(after > before)
 
 
 def test_a_bad_axis_length_shows_a_message_and_keeps_the_last_valid_state():
@@ -48,7 +49,9 @@ def test_a_bad_axis_length_shows_a_message_and_keeps_the_last_valid_state():
 def test_axis_roles_by_hand():
     s = Scenario(**EXAMPLE_16)
     picker = MeshPicker(s)
-    picker._by_hand.value = True  # TP takes the innermost axis: 16 does not divide LLaMA-2 13B's 40 heads
+    picker._by_hand.value = (
+        True  # TP takes the innermost axis: 16 does not divide LLaMA-2 13B's 40 heads
+    )
     assert "y must be a TP degree dividing the model's 40 attention heads" in picker._message.text
     assert s.axis_roles == ()
     s = Scenario(**{**EXAMPLE_16, "model": "llama-3-70b"})  # 64 heads: TP 16 can run
@@ -89,15 +92,25 @@ def test_pipeline_stages_must_divide_the_chips():
 
 def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
     figure = Model(
-        "SPEC example 10", layers=80, d_model=8192, d_ff=32768, heads=64, kv_heads=8, head_dim=128, vocab=128256
+        "the chapter's example 10",
+        layers=80,
+        d_model=8192,
+        d_ff=32768,
+        heads=64,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
     )
-    # 512-token sequences: 1953, enough for FSDP 512 (4096-token ones, 244, would force FSDP 128 x TP 32).
+    # 512-token sequences: 1953, enough for FSDP 512 (4096-token ones, 244, would force FSDP 128 x
+    # TP 32).
     s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6, seq_len=512)
     plot = RooflinePlot(s)
     d = plot.data
     assert d.labels["fsdp+tp"] == "FSDP X=512 x TP Y=8"
     assert d.crossover["optimal"] == pytest.approx(4.35e5, rel=0.005)
-    assert any("FSDP+TP, best split" in label and label.endswith(": 435K") for label in plot._labels.text)
+    assert any(
+        "FSDP+TP, best split" in label and label.endswith(": 435K") for label in plot._labels.text
+    )
     below = d.batch < 4.06e5  # every strategy is comm-bound below the chapter's bound
     assert "tp" not in d.comm  # pure TP over 4096 chips cannot split 64 heads: no curve
     for name in ("dp", "fsdp", "optimal"):
@@ -111,7 +124,11 @@ def test_roofline_controls_toggle_curves_and_passes():
     controls = RooflineControls(plot)
     assert plot._lines["dcn"].visible
     # Pure TP over 4096 chips cannot split 40 heads: it has no curve.
-    assert "tp" not in plot.data.comm and not plot._lines["tp"].visible and len(plot._lines["tp"].y) == 0
+    assert (
+        "tp" not in plot.data.comm
+        and not plot._lines["tp"].visible
+        and len(plot._lines["tp"].y) == 0
+    )
     assert plot._lines["optimal"].visible
     controls._curves["optimal"].value = False
     assert not plot._lines["optimal"].visible and len(plot._lines["optimal"].y) == 0
@@ -134,12 +151,19 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     s = Scenario(**EXAMPLE_16)
     bar = MemoryBar(s)
     assert bar.data.strategies == ("dp", "fsdp", "tp", "fsdp+tp")
-    # Each bar is the busiest chip's peak (SPEC E): DP's copy of the model does not fit, FSDP's shards do.
-    peaks = {n: e.peak.reserved for n, e in compare_strategies(*s.values()).items() if not isinstance(e, Exception)}
-    assert bar._totals.text[0].startswith(nbytes(peaks["dp"]) + " > HBM") and bar._totals.text[1] == nbytes(
-        peaks["fsdp"]
-    )
-    assert bar._totals.colors[:2] == [color("error"), color("green")] and bar._totals.colors[3] == color("green")
+    # Each bar is the busiest chip's peak (MODEL.md §E): DP's copy of the model does not fit, FSDP's
+    # shards do.
+    peaks = {
+        n: e.peak.reserved
+        for n, e in compare_strategies(*s.values()).items()
+        if not isinstance(e, Exception)
+    }
+    assert bar._totals.text[0].startswith(nbytes(peaks["dp"]) + " > HBM") and bar._totals.text[
+        1
+    ] == nbytes(peaks["fsdp"])
+    assert bar._totals.colors[:2] == [color("error"), color("green")] and bar._totals.colors[
+        3
+    ] == color("green")
     assert bar._hbm.y[0] == pytest.approx(96)
     # TP over 4096 chips cannot split the 40 heads: an empty bar labelled so.
     assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
@@ -149,13 +173,18 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     assert weights_tp > 0 and bar.data.labels[2] == "TP Y=8"  # each bar is named by its layout
     # DP's copy of the model and the batch's activations on 8 chips: far above HBM, clipped at the
     # top of the scale (twice HBM) so the others stay readable; its label gives the whole value.
-    assert np.asarray(bar._bars.y)[:, 0].sum() == pytest.approx(2 * 96) and bar._totals.text[0].endswith("▲")
+    assert np.asarray(bar._bars.y)[:, 0].sum() == pytest.approx(2 * 96) and bar._totals.text[
+        0
+    ].endswith("▲")
     assert str(bar._bars.x[3]).startswith("● ")  # the layout in use
     s.update(slice_shape=(2, 2, 1))  # TP over 4 chips instead of 8
     assert bar.data.parts[0][2] == pytest.approx(2 * weights_tp)
     s.update(slice_shape=(2, 2, 2), strategy="tp")
-    assert bar.data.parts[0][2] == pytest.approx(weights_tp) and str(bar._bars.x[2]).startswith("● ")
-    bar._on_bars_hover(bar._bars, {"data": {"index": 2, "sub_index": 3}})  # hovering a piece names it
+    assert bar.data.parts[0][2] == pytest.approx(weights_tp) and str(bar._bars.x[2]).startswith(
+        "● "
+    )
+    # hovering a piece names it
+    bar._on_bars_hover(bar._bars, {"data": {"index": 2, "sub_index": 3}})
     assert bar._bars.tooltip.value.startswith("TP Y=8: activations ")
 
 
@@ -176,7 +205,10 @@ def test_model_picker_custom_dimensions():
     picker._dims["layers"].value = 20
     assert s.model.layers == 20 and s.model.d_model == 5120
     picker._dims["d_ff"].value = 0
-    assert "d_ff must be a whole number from 1 to 2**31" in picker._message.text and s.model.d_ff == 13824
+    assert (
+        "d_ff must be a whole number from 1 to 2**31" in picker._message.text
+        and s.model.d_ff == 13824
+    )
 
 
 def test_explore_shows_example_16():
@@ -185,11 +217,14 @@ def test_explore_shows_example_16():
     assert "Compute-bound" in text and "in use: X=1024, Y=4" in text and "312 ms" in text
     assert panel.scenario.batch == 3e6
     panel.scenario.batch = 5e5  # set from code: every part follows
-    assert "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
+    assert (
+        "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
+    )
 
 
 @pytest.mark.parametrize(
-    "widget", [MeshPicker, StrategySelector, RooflinePlot, MemoryBar, ModelPicker, TrainingControls, Summary]
+    "widget",
+    [MeshPicker, StrategySelector, RooflinePlot, MemoryBar, ModelPicker, TrainingControls, Summary],
 )
 def test_unknown_constructor_keywords_raise(widget):
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
@@ -208,7 +243,9 @@ def test_zero_stage_from_the_selector_shrinks_the_memory():
     before = float(analysis.estimate.memory.total)
     selector._zero.value = 1
     assert s.zero == 1 and float(analysis.estimate.memory.total) < before / 3
-    selector._strategy.value = "tp"  # TP over 4096 chips cannot split 40 heads: refused, nothing changes
+    selector._strategy.value = (
+        "tp"  # TP over 4096 chips cannot split 40 heads: refused, nothing changes
+    )
     assert "y must be a TP degree" in selector._message.text and (s.strategy, s.zero) == ("dp", 1)
     s.update(slice_shape=(2, 2, 2))  # TP 8 can
     selector._strategy.value = "tp"  # ZeRO stages shard over the data axis, which TP has not
@@ -224,7 +261,9 @@ def test_a_measured_step_time_calibrates_the_mfu_in_the_panel():
     assert r"\cdot 0.5} = 24.9\%" in panel.summary.value  # η = B·f/(N·C·t) = 24.9%, in LaTeX
     assert panel.training._mfu.disabled
     panel.training._remat.value = "full"
-    assert abs(float(panel.analysis.estimate.hfu) / float(panel.analysis.estimate.mfu) - 4 / 3) < 1e-3
+    assert (
+        abs(float(panel.analysis.estimate.hfu) / float(panel.analysis.estimate.mfu) - 4 / 3) < 1e-3
+    )
     panel.training._measured.value = "soon"
     assert "measured_step_time must be a number" in panel.training._message.text
     panel.training._measured.value = ""
@@ -239,11 +278,14 @@ def test_exactness_controls_reach_the_cost_model_and_the_memory_bar():
     bar = panel.memory_bar
     before = bar.data.parts[5][0]
     panel.exactness._overhead.value = "8"
-    assert bar.data.parts.shape[0] == 7 and bar.data.parts[5][0] == pytest.approx(before + 8e9)  # with the buffers
+    # with the buffers
+    assert bar.data.parts.shape[0] == 7 and bar.data.parts[5][0] == pytest.approx(before + 8e9)
     panel.exactness._fits_below.value = 0.9
     assert bar._limit.visible and bar._limit.y[0] == pytest.approx(86.4)
     panel.exactness._latency.value = "fast"
-    assert "latency must be a number" in panel.exactness._message.text and panel.scenario.latency == 0
+    assert (
+        "latency must be a number" in panel.exactness._message.text and panel.scenario.latency == 0
+    )
 
 
 def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble():
@@ -251,7 +293,9 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
         model="llama-3-70b",
         hardware="h100",
         slice_shape=(512, 8),
-        batch=16e6,  # 3906 sequences: 30 for each of 128 replicas, enough for 16 microbatches (4M, 976, were not)
+        # 3906 sequences: 30 for each of 128 replicas, enough for 16 microbatches (4M, 976, were
+        # not)
+        batch=16e6,
         seq_len=4096,
         strategy="fsdp+tp",
         zero=1,
@@ -275,7 +319,13 @@ def test_with_axes_given_by_hand_the_current_point_sits_on_its_own_curve():
     # TP on the first axis, FSDP on the other two: the curve must be placed by those roles,
     # not by the automatic rule, or its crossover would not be the layout's.
     roles = ("y", "x", "x")
-    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6, axis_roles=roles)
+    s = Scenario(
+        model="llama-3-70b",
+        hardware="tpu-v5p",
+        slice_shape=(16, 16, 16),
+        batch=16e6,
+        axis_roles=roles,
+    )
     e, d = Analysis.of(s).estimate, Analysis.of(s).roofline
     assert (int(e.x), int(e.y)) == (256, 16)
     assert d.crossover[d.current_curve] == pytest.approx(float(e.crossover_batch))
@@ -288,12 +338,16 @@ def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_
     training._predict.value = True
     e = panel.analysis.estimate
     assert panel.scenario.mfu is None and training._mfu.disabled
-    assert np.asarray(bar._bars.y).sum() == pytest.approx(float(e.step_time)) and "Predicted step" in bar.title
+    assert (
+        np.asarray(bar._bars.y).sum() == pytest.approx(float(e.step_time))
+        and "Predicted step" in bar.title
+    )
     assert "Predicted step" in panel.summary.value
     training._measured.value = "2.5"  # calibrates the profile: this layout now takes 2.5 s
     assert panel.scenario.profile is not None and panel.scenario.measured_step_time is None
     assert float(panel.analysis.estimate.step_time) == pytest.approx(2.5)
-    panel.scenario.update(batch=panel.scenario.batch * 2)  # a what-if: the calibrated profile predicts it
+    # a what-if: the calibrated profile predicts it
+    panel.scenario.update(batch=panel.scenario.batch * 2)
     assert float(panel.analysis.estimate.step_time) > 2.5
     assert "calibrated" in panel.export.value  # the profile is saved with the scenario
     training._forget.click()
@@ -301,20 +355,34 @@ def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_
 
 
 def test_the_stack_menu_and_a_measured_peak_set_the_memory_bar():
-    panel = sw.explore(model="llama-3-70b", hardware="h100", slice_shape=(8, 8), batch=64 * 8192, seq_len=8192,
-                       strategy="fsdp", remat="full")  # fmt: skip
+    panel = sw.explore(
+        model="llama-3-70b",
+        hardware="h100",
+        slice_shape=(8, 8),
+        batch=64 * 8192,
+        seq_len=8192,
+        strategy="fsdp",
+        remat="full",
+    )
     training, bar = panel.training, panel.memory_bar
     fsdp = bar.data.strategies.index("fsdp")
     weights_fsdp2 = bar.data.parts[0][fsdp]  # the H100's own stack, torchtitan: fp32 weights
     training._stack.value = "megatron-lm"
-    assert panel.scenario.stack == "megatron-lm" and bar.data.parts[0][fsdp] == pytest.approx(weights_fsdp2 / 2)
+    assert panel.scenario.stack == "megatron-lm" and bar.data.parts[0][fsdp] == pytest.approx(
+        weights_fsdp2 / 2
+    )
     training._measured_peak.value = "50"  # GB, allocated as Megatron-LM reports it
-    assert panel.scenario.profile.name.endswith("megatron-lm (peak calibrated)") and panel.scenario.stack is None
+    assert (
+        panel.scenario.profile.name.endswith("megatron-lm (peak calibrated)")
+        and panel.scenario.stack is None
+    )
     assert float(panel.analysis.estimate.peak.allocated) == pytest.approx(50e9)
     assert "(peak calibrated)" in panel.export.value  # saved with the scenario
     before = panel.scenario.profile
     training._measured_peak.value = "1"  # below the weights alone: refused inline, nothing changes
-    assert "measured_peak must be above" in training._message.text and panel.scenario.profile is before
+    assert (
+        "measured_peak must be above" in training._message.text and panel.scenario.profile is before
+    )
 
 
 def test_every_dropdown_shows_a_value_that_ipywidgets_8_can_display():
@@ -331,23 +399,45 @@ def _children(widget):
 
 
 def test_switching_to_a_gpu_gives_a_cluster_a_gpu_engineer_would_pick_with_tp_inside_a_node():
-    panel = sw.explore(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6)
+    panel = sw.explore(
+        model="llama-3-70b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=16e6
+    )
     panel.mesh_picker._hardware.value = "h100"
     s, e = panel.scenario, panel.analysis.estimate
     assert s.slice_shape == (128, 8) and int(e.y) <= 8  # 1,024 GPUs; TP in the NVLink domain
-    assert "keeps TP inside a node of 8" in panel.summary.value and "in units of NVLink" in panel.summary.value
+    assert (
+        "keeps TP inside a node of 8" in panel.summary.value
+        and "in units of NVLink" in panel.summary.value
+    )
 
 
 def test_interleaving_starts_at_two_virtual_stages():
-    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, strategy="fsdp+tp",
-                       optimal_split=False, x=128, y=8, z=4, zero=1)  # fmt: skip
+    panel = sw.explore(
+        model="llama-3-70b",
+        slice_shape=(16, 16, 16),
+        batch=16e6,
+        strategy="fsdp+tp",
+        optimal_split=False,
+        x=128,
+        y=8,
+        z=4,
+        zero=1,
+    )
     panel.strategy_selector._schedule.value = "interleaved"
     assert (panel.scenario.schedule, panel.scenario.virtual_stages) == ("interleaved", 2)
 
 
 def test_the_headline_of_a_layout_that_does_not_fit_says_so_first():
-    panel = sw.explore(**{**EXAMPLE_16, "strategy": "fsdp+tp", "optimal_split": False, "x": 4096, "y": 1,
-                          "zero": 0})  # fmt: skip
+    panel = sw.explore(
+        **{
+            **EXAMPLE_16,
+            "strategy": "fsdp+tp",
+            "optimal_split": False,
+            "x": 4096,
+            "y": 1,
+            "zero": 0,
+        }
+    )
     assert not panel.analysis.estimate.fits
     assert panel.summary.value.startswith("<b>Does not fit:") and "if it fit" in panel.summary.value
     step = next(line for line in panel.summary.value.split("<br>") if line.startswith("Step time"))
@@ -357,20 +447,45 @@ def test_the_headline_of_a_layout_that_does_not_fit_says_so_first():
 def test_the_mesh_picture_shows_the_pods_over_dcn():
     picker = MeshPicker(Scenario(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, pods=4))
     bars = picker._picture._bars
-    assert list(bars.x)[-1] == "pods over DCN (4)" and np.asarray(bars.y)[0, -1] == pytest.approx(2)  # log2 4, data
+    # log2 4, data
+    assert list(bars.x)[-1] == "pods over DCN (4)" and np.asarray(bars.y)[0, -1] == pytest.approx(2)
 
 
 def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
-    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=2**23, strategy="fsdp+tp",
-                       optimal_split=False, x=128, y=8, z=4, zero=1, microbatches=16)  # fmt: skip
+    panel = sw.explore(
+        model="llama-3-70b",
+        slice_shape=(16, 16, 16),
+        batch=2**23,
+        strategy="fsdp+tp",
+        optimal_split=False,
+        x=128,
+        y=8,
+        z=4,
+        zero=1,
+        microbatches=16,
+    )
     picture = panel.pipeline
-    assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title  # (Z - 1)/m = 3/16
+    # (Z - 1)/m = 3/16
+    assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title
     panel.strategy_selector._schedule.value = "interleaved"  # two virtual stages: half the bubble
     assert len(picture._passes.x) == 2 * 4 * 2 * 16 and "bubble 9%" in picture.title
 
 
 def test_the_pipeline_picture_says_why_when_a_schedule_cannot_be_drawn():
-    panel = sw.explore(model="llama-3-70b", slice_shape=(16, 16, 16), batch=2**23, strategy="fsdp+tp",
-                       optimal_split=False, x=256, y=8, z=2, zero=1, microbatches=3, schedule="interleaved",
-                       virtual_stages=2)  # fmt: skip
-    assert "no picture" in panel.pipeline.title and "multiple of the 2 stages" in panel.pipeline.title
+    panel = sw.explore(
+        model="llama-3-70b",
+        slice_shape=(16, 16, 16),
+        batch=2**23,
+        strategy="fsdp+tp",
+        optimal_split=False,
+        x=256,
+        y=8,
+        z=2,
+        zero=1,
+        microbatches=3,
+        schedule="interleaved",
+        virtual_stages=2,
+    )
+    assert (
+        "no picture" in panel.pipeline.title and "multiple of the 2 stages" in panel.pipeline.title
+    )

@@ -14,13 +14,13 @@ LARGEST_POD = 2**24  # chips in a pod: 500 times the largest preset's 32,768 GPU
 
 @dataclass(frozen=True)
 class Chip:
-    """One accelerator and the pod it sits in (SPEC A.7). SI units: FLOP/s, bytes, bytes/s.
+    """One accelerator and the pod it sits in (MODEL.md §A.7). SI units: FLOP/s, bytes, bytes/s.
 
     ``wraparound`` says which slice axes are rings: ``"cube"`` (TPU v4p/v5p) when the slice is
     made of whole 4x4x4 cubes, every axis wraps; ``"full-axis"`` (v5e/v6e) an axis wraps only
     when it is as long as the pod's; ``"switched"`` (GPUs) there is no torus at all.
 
-    A GPU (SPEC B.5) has ``node_size`` > 0: its NVLink domain. ``ici_bw`` is then the NVLink
+    A GPU (MODEL.md §B.5) has ``node_size`` > 0: its NVLink domain. ``ici_bw`` is then the NVLink
     egress per GPU, ``scaleout_bw`` the NIC per GPU, and ``pod_shape`` is (nodes, node_size).
     """
 
@@ -40,19 +40,43 @@ class Chip:
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
             require(self, field, is_positive(getattr(self, field)), "a number >= 1e-30 and < 1e30")
         shape = self.pod_shape
-        ok = isinstance(shape, (tuple, list)) and 0 < len(shape) <= 4 and all(is_whole(n, 2**20) for n in shape)
+        ok = (
+            isinstance(shape, (tuple, list))
+            and 0 < len(shape) <= 4
+            and all(is_whole(n, 2**20) for n in shape)
+        )
         ok = ok and math.prod(shape) <= LARGEST_POD
-        require(self, "pod_shape", ok, "1 to 4 axis lengths from 1 to 2**20 each, of 2**24 chips at most")
+        require(
+            self,
+            "pod_shape",
+            ok,
+            "1 to 4 axis lengths from 1 to 2**20 each, of 2**24 chips at most",
+        )
         object.__setattr__(self, "pod_shape", tuple(shape))
         rule = self.wraparound
-        require(self, "wraparound", isinstance(rule, str) and rule in WRAPAROUND_RULES, f"one of {WRAPAROUND_RULES}")
-        require(self, "node_size", is_whole(self.node_size, 2**20, smallest=0), "a whole number from 0 to 2**20")
+        require(
+            self,
+            "wraparound",
+            isinstance(rule, str) and rule in WRAPAROUND_RULES,
+            f"one of {WRAPAROUND_RULES}",
+        )
+        require(
+            self,
+            "node_size",
+            is_whole(self.node_size, 2**20, smallest=0),
+            "a whole number from 0 to 2**20",
+        )
         nic = self.scaleout_bw
         require(self, "scaleout_bw", is_number(nic) and 0 <= nic < 1e30, "a number >= 0 and < 1e30")
         if self.node_size:
             gpu = len(shape) == 2 and shape[1] == self.node_size
             require(self, "node_size", gpu, "the second axis of pod_shape (nodes, GPUs per node)")
-            require(self, "scaleout_bw", nic >= 1e-30, "a number >= 1e-30 and < 1e30 on a GPU (node_size > 0)")
+            require(
+                self,
+                "scaleout_bw",
+                nic >= 1e-30,
+                "a number >= 1e-30 and < 1e30 on a GPU (node_size > 0)",
+            )
 
     @property
     def is_gpu(self) -> bool:
@@ -73,5 +97,3 @@ class Chip:
         if not self.is_gpu:
             return self.pod_shape
         return (max(1, min(self.pod_shape[0], 1024 // self.node_size)), self.node_size)
-
-

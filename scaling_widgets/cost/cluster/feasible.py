@@ -1,5 +1,5 @@
 """Whether a layout can run: the checks that need more than one value, and the physics of a
-placed layout (SPEC A.3, A.6, D.2, D.3).
+placed layout (MODEL.md §A.3, §A.6, §D.2, §D.3).
 
 ``together`` refuses values that contradict each other (a recompute policy without sequences,
 arrays of layouts that do not broadcast); ``possible`` refuses a placed layout that cannot run: a
@@ -25,13 +25,21 @@ def together(cluster, workload, layout, options) -> None:
         if options.attention_flops:
             raise refuse("seq_len", "given to count attention FLOPs (12·L·T·N_h·H a token)", None)
         if np.any(np.asarray(layout.remat) != "checkpoints") or layout.microbatch_seqs is not None:
-            raise refuse("seq_len", "given for microbatch sizes or a recompute policy other than 'checkpoints'",
-                         None)  # fmt: skip
+            raise refuse(
+                "seq_len",
+                "given for microbatch sizes or a recompute policy other than 'checkpoints'",
+                None,
+            )
         if np.any(np.asarray(layout.cp) > 1):
-            raise refuse("seq_len", "given to split sequences over chips (context parallelism)", None)
+            raise refuse(
+                "seq_len", "given to split sequences over chips (context parallelism)", None
+            )
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
-        raise refuse("axis_roles", f"one of 'x', 'y', 'z' for each of the {len(cluster.slice_shape)} slice axes",
-                     tuple(layout.axis_roles))  # fmt: skip
+        raise refuse(
+            "axis_roles",
+            f"one of 'x', 'y', 'z' for each of the {len(cluster.slice_shape)} slice axes",
+            tuple(layout.axis_roles),
+        )
     _broadcast(cluster, workload, layout, options)
 
 
@@ -46,14 +54,29 @@ def _broadcast(*values) -> None:
             try:
                 shape = np.broadcast_shapes(shape, got)
             except ValueError:
-                raise refuse(field.name, f"one value, or an array that broadcasts with the shape {shape} of the"
-                             " others", f"an array of shape {got}") from None  # fmt: skip
+                raise refuse(
+                    field.name,
+                    f"one value, or an array that broadcasts with the shape {shape} of the others",
+                    f"an array of shape {got}",
+                ) from None
 
 
 def runs(
-    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep=1, cp=1, cp_kind="ring"
-) -> dict:  # fmt: skip
-    """Which layouts can run, rule by rule: name -> boolean array (SPEC A.3, A.6).
+    *,
+    model: Model,
+    seq_len,
+    batch,
+    pods,
+    x,
+    y,
+    z,
+    virtual_stages,
+    microbatches,
+    ep=1,
+    cp=1,
+    cp_kind="ring",
+) -> dict:
+    """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6).
 
     - "sequences": a data replica gets at least one whole sequence (one token without
       ``seq_len``) per microbatch: B / (T·X·P·m) >= 1, its CP chips sharing each sequence:
@@ -62,9 +85,10 @@ def runs(
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
     - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
       busiest, ``pipeline.busiest_stage_layers``);
-    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; SPEC D.2);
+    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; MODEL.md
+      §D.2);
     - "context": CP divides the data axis and the sequence, and under Ulysses the KV heads of
-      each TP shard (SPEC D.3).
+      each TP shard (MODEL.md §D.3).
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
@@ -75,20 +99,47 @@ def runs(
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": np.asarray(z) * virtual_stages <= model.layers,
         "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
-        "context": (np.asarray(x) % CP == 0) & (T % CP == 0) & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
+        "context": (np.asarray(x) % CP == 0)
+        & (T % CP == 0)
+        & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
     }
 
 
 def possible(
-    *, model: Model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, given: Layout, ep=1, cp=1,
+    *,
+    model: Model,
+    seq_len,
+    batch,
+    pods,
+    x,
+    y,
+    z,
+    virtual_stages,
+    microbatches,
+    given: Layout,
+    ep=1,
+    cp=1,
     cp_kind="ring",
-) -> None:  # fmt: skip
-    """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that cannot."""
+) -> None:
+    """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that
+    cannot."""
     batch, pods, x, y, z, virtual_stages, microbatches, ep, cp = np.broadcast_arrays(
         *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep, cp))
     )
-    ok = runs(model=model, seq_len=seq_len, batch=batch, pods=pods, x=x, y=y, z=z, virtual_stages=virtual_stages,
-              microbatches=microbatches, ep=ep, cp=cp, cp_kind=cp_kind)  # fmt: skip
+    ok = runs(
+        model=model,
+        seq_len=seq_len,
+        batch=batch,
+        pods=pods,
+        x=x,
+        y=y,
+        z=z,
+        virtual_stages=virtual_stages,
+        microbatches=microbatches,
+        ep=ep,
+        cp=cp,
+        cp_kind=cp_kind,
+    )
     T = 1 if seq_len is None else seq_len
     unit = "token" if seq_len is None else f"sequence of {seq_len}"
     if not ok["sequences"].all():
@@ -97,32 +148,58 @@ def possible(
         got = batch[i].item() / (T * X * P)
         if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
             units = "tokens" if seq_len is None else f"sequences of {seq_len}"
-            raise refuse("microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m)
+            raise refuse(
+                "microbatches",
+                f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)",
+                m,
+            )
         replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
         need = X * P * m * T
         suggest_cp = seq_len is not None and CP == 1
-        raise refuse("batch", f"at least {need:,} tokens, a whole {unit} for each of the {replicas}"
-                     + (" (or split each sequence over chips: context parallelism, --cp)" if suggest_cp else ""),
-                     f"{batch[i].item():,.6g} ({got:.3g} per replica)")  # fmt: skip
+        raise refuse(
+            "batch",
+            f"at least {need:,} tokens, a whole {unit} for each of the {replicas}"
+            + (
+                " (or split each sequence over chips: context parallelism, --cp)"
+                if suggest_cp
+                else ""
+            ),
+            f"{batch[i].item():,.6g} ({got:.3g} per replica)",
+        )
     if not ok["heads"].all():
         Y = int(y[first(~ok["heads"])])
-        raise refuse("y", f"a TP degree dividing the model's {model.heads} attention heads, that its"
-                     f" {model.kv_heads} KV heads divide or that divides them", Y)  # fmt: skip
+        raise refuse(
+            "y",
+            f"a TP degree dividing the model's {model.heads} attention heads, that its"
+            f" {model.kv_heads} KV heads divide or that divides them",
+            Y,
+        )
     stages(model=model, z=z, virtual_stages=virtual_stages)
     if not ok["experts"].all():
         i = first(~ok["experts"])
         EP, X = int(ep[i]), int(x[i])
         if model.moe is None:
             raise refuse("ep", "1 for a dense model: it has no experts to split", EP)
-        raise refuse("ep", f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
-                     f" X = {X} it is taken from", EP)  # fmt: skip
+        raise refuse(
+            "ep",
+            f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
+            f" X = {X} it is taken from",
+            EP,
+        )
     if not ok["context"].all():
         i = first(~ok["context"])
         CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
         shard_heads = max(model.kv_heads // Y, 1)
-        raise refuse("cp", f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of {T}"
-                     + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if cp_kind == "ulysses" else ""),
-                     CP)  # fmt: skip
+        raise refuse(
+            "cp",
+            f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of {T}"
+            + (
+                f", and the {shard_heads} KV heads of each TP shard (Ulysses)"
+                if cp_kind == "ulysses"
+                else ""
+            ),
+            CP,
+        )
 
 
 def stages(*, model: Model, z, virtual_stages) -> None:
@@ -133,5 +210,8 @@ def stages(*, model: Model, z, virtual_stages) -> None:
         i = first(empty)
         Z, v = int(z[i]), int(virtual_stages[i])
         field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
-        raise refuse(field, f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
-                     got)  # fmt: skip
+        raise refuse(
+            field,
+            f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
+            got,
+        )

@@ -1,11 +1,12 @@
-"""How a layout X·Y·Z sits on a physical TPU slice: axes spanned and wraparound (SPEC A.1, A.7).
+"""How a layout X·Y·Z sits on a physical TPU slice: axes spanned and wraparound (MODEL.md §A.1,
+§A.7).
 
 The rule, innermost first: the tensor group Y takes the slice's last axis first, then the
 FSDP/data group X what is left, then the pipeline group Z. Each group takes, axis by axis
 from the innermost, the largest factor of its size that the axis still has (a gcd), until it
 is whole. M_X and M_Y count the axes a group touches, even partly: on 16x16x16, Y = 8 uses half
 of the last axis (M_Y = 1) and X = 512 the other half and both other axes (M_X = 3), which is
-how SPEC A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
+how MODEL.md §A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
 
 Both X and Y count an axis they share, as example 10 needs; so that two groups cannot claim
 the same links twice over, ``best_split`` only offers splits that share at most one axis (on
@@ -61,13 +62,17 @@ def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
     pod_longest = sorted(pod, reverse=True)
     fits = len(shape) <= len(pod) and all(s <= p for s, p in zip(longest, pod_longest))
     if not fits:
-        raise refuse("slice_shape", f"a slice that fits in the chip's pod of {'x'.join(map(str, pod))} (at most"
-                             f" {len(pod)} axes, compared longest to longest)", "x".join(map(str, shape)))  # fmt: skip
+        raise refuse(
+            "slice_shape",
+            f"a slice that fits in the chip's pod of {'x'.join(map(str, pod))} (at most"
+            f" {len(pod)} axes, compared longest to longest)",
+            "x".join(map(str, shape)),
+        )
     return shape
 
 
 def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
-    """Which axes of the slice wrap around (SPEC A.7).
+    """Which axes of the slice wrap around (MODEL.md §A.7).
 
     ``"cube"`` (v4p, v5p): every axis, when every axis is a multiple of 4 (whole cubes);
     none otherwise. ``"full-axis"`` (v5e, v6e): an axis whose length is the pod's longest.
@@ -118,9 +123,13 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
     (my, mx, mz), (wrap_y, wrap_x, _) = spans, wraps
     n = len(shape)
     by_group = {"y": takes[:n], "x": takes[n : 2 * n], "z": takes[2 * n :]}  # each innermost first
-    shares = tuple((by_group["x"][i], by_group["y"][i], by_group["z"][i]) for i in reversed(range(n)))
+    shares = tuple(
+        (by_group["x"][i], by_group["y"][i], by_group["z"][i]) for i in reversed(range(n))
+    )
     shared = sum((x > 1) & (y > 1) for x, y in zip(by_group["x"], by_group["y"]))
-    return MeshSpan(mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares, shared_axes=shared)
+    return MeshSpan(
+        mx=mx, my=my, mz=mz, wrap_x=wrap_x, wrap_y=wrap_y, shares=shares, shared_axes=shared
+    )
 
 
 ROLES = ("x", "y", "z")
@@ -158,8 +167,8 @@ def role_layout(*, slice_shape, roles, rings=None):
 
 def subgroup_span(*, size, x, mx):
     """The torus axes a group of ``size`` chips taken from the data axis X spans (an EP or CP
-    group, SPEC D): its share of X's M_X axes by the log of its size (all of X spans all of them,
-    sqrt(X) half); 0 for a group of one.
+    group, MODEL.md §D): its share of X's M_X axes by the log of its size (all of X spans all of
+    them, sqrt(X) half); 0 for a group of one.
 
     >>> subgroup_span(size=[1, 16, 256], x=256, mx=2).tolist()
     [0.0, 1.0, 2.0]

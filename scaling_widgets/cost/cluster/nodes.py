@@ -1,4 +1,4 @@
-"""GPU clusters: NVLink inside a node, one NIC per GPU across nodes (SPEC B.5).
+"""GPU clusters: NVLink inside a node, one NIC per GPU across nodes (MODEL.md §B.5).
 
 A GPU slice is (nodes, GPUs per node). Groups are placed as on a TPU slice (``span_axes``):
 TP innermost, inside a node first, then FSDP/data, then pipeline. Each group's bandwidth is
@@ -8,7 +8,7 @@ given as a multiple of the NVLink egress W (the M_X, M_Y of the TPU formulas):
 - an X (data/FSDP) group across nodes, k·W_nic/W where k is how many of its GPUs share a node:
   the collective is hierarchical, so each of those GPUs sends its own slice through its own NIC
   (H100: 8 x 50 GB/s = 400 GB/s, so FSDP needs C/400 GB/s = 2475 tokens per GPU, not 2200);
-- a Y (tensor) group across nodes is hierarchical too (SPEC B.5): each of its g GPUs in a node
+- a Y (tensor) group across nodes is hierarchical too (MODEL.md §B.5): each of its g GPUs in a node
   sends its own slice through its own NIC, and only the (Y − g)/Y of the array held in other
   nodes crosses them, so its time is that share at the node's egress g·W_nic, Y·g·W_nic/((Y − g)·W)
   in units of NVLink. This is the GPU chapter's rule F > (C/W_node)·(Y − 8): TP 16 over exactly
@@ -33,7 +33,9 @@ def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     if chips <= node_size:
         return (1, int(chips))
     if chips % node_size:
-        raise refuse("chips", f"a multiple of {node_size} (whole nodes), or at most {node_size} GPUs", chips)
+        raise refuse(
+            "chips", f"a multiple of {node_size} (whole nodes), or at most {node_size} GPUs", chips
+        )
     return (chips // node_size, node_size)
 
 
@@ -41,10 +43,18 @@ def check_gpu_slice(slice_shape, pod_shape) -> tuple[int, int]:
     """The slice if it is (nodes, GPUs per node) within the cluster, else ``InputError``."""
     shape = parse_slice(slice_shape)
     nodes, per_node = pod_shape
-    ok = len(shape) == 2 and shape[0] <= nodes and (shape[1] == per_node or (shape[0] == 1 and shape[1] < per_node))
+    ok = (
+        len(shape) == 2
+        and shape[0] <= nodes
+        and (shape[1] == per_node or (shape[0] == 1 and shape[1] < per_node))
+    )
     if not ok:
-        raise refuse("slice_shape", f"(nodes, GPUs per node) on a GPU cluster: at most {nodes}x{per_node}, or 1xN"
-                     " for part of a node", "x".join(map(str, shape)))  # fmt: skip
+        raise refuse(
+            "slice_shape",
+            f"(nodes, GPUs per node) on a GPU cluster: at most {nodes}x{per_node}, or 1xN"
+            " for part of a node",
+            "x".join(map(str, shape)),
+        )
     return shape
 
 
@@ -53,7 +63,8 @@ def node_spans(*, slice_shape, x, y=1, z=1, nvlink_bw, nic_bw) -> MeshSpan:
 
     Examples
     --------
-    >>> s = node_spans(slice_shape=(512, 8), x=[4096, 512, 256], y=[1, 8, 16], nvlink_bw=4.5e11, nic_bw=5e10)
+    >>> s = node_spans(slice_shape=(512, 8), x=[4096, 512, 256], y=[1, 8, 16], nvlink_bw=4.5e11,
+    ...                nic_bw=5e10)
     >>> s.mx.round(3).tolist(), s.my.round(3).tolist()
     ([0.889, 0.111, 0.111], [1.0, 1.0, 1.778])
     """
@@ -63,7 +74,16 @@ def node_spans(*, slice_shape, x, y=1, z=1, nvlink_bw, nic_bw) -> MeshSpan:
     x_across, y_across = nodes_axis[0] > 1, nodes_axis[1] > 1
     mx = np.where(x_across, x_per_node * nic_bw / nvlink_bw, 1.0)
     Y = np.asarray(y, dtype=float)
-    crossing = np.where(y_across, (Y - y_per_node) / Y, 1.0)  # the share of the array in other nodes
+    # the share of the array in other nodes
+    crossing = np.where(y_across, (Y - y_per_node) / Y, 1.0)
     my = np.where(y_across, y_per_node * nic_bw / (crossing * nvlink_bw), 1.0)
     inside = np.ones(np.shape(mx), dtype=bool)
-    return MeshSpan(mx=mx, my=my, mz=placed.mz, wrap_x=inside, wrap_y=inside, shares=placed.shares, shared_axes=0)
+    return MeshSpan(
+        mx=mx,
+        my=my,
+        mz=placed.mz,
+        wrap_x=inside,
+        wrap_y=inside,
+        shares=placed.shares,
+        shared_axes=0,
+    )

@@ -1,4 +1,5 @@
-"""Where a layout's groups sit: X, Y, Z, the microbatches, and the axes they span (SPEC A.3, A.7).
+"""Where a layout's groups sit: X, Y, Z, the microbatches, and the axes they span (MODEL.md §A.3,
+§A.7).
 
 ``place`` turns a checked ``Layout`` into numbers: DP and FSDP put a stage's chips on X, TP on
 Y; FSDP + TP without ``x``/``y`` takes the best legal split (``best_split``, offered only the
@@ -52,24 +53,42 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
     Z = 1 if z is None else z
     stage_chips, leftover = divmod(math.prod(shape), Z)
     if np.any(leftover):
-        raise refuse("z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z)
-    stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)  # before a split is sought for them
+        raise refuse(
+            "z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z
+        )
+    # before a split is sought for them
+    stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)
     m = _default_microbatches(layout, Z)
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
-    if layout.microbatch_seqs is not None:  # as many microbatches of at least that size as each replica gets
-        per_replica = workload.batch / workload.seq_len / (X * P) * layout.cp  # CP chips share sequences
+    if (
+        layout.microbatch_seqs is not None
+    ):  # as many microbatches of at least that size as each replica gets
+        # CP chips share sequences
+        per_replica = workload.batch / workload.seq_len / (X * P) * layout.cp
         m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
     if span is None and chip.is_gpu:
-        span = node_spans(slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw)
+        span = node_spans(
+            slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
+        )
     elif span is None:
         span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
     possible(
-        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=P, x=X, y=Y, z=Z,
-        virtual_stages=layout.virtual_stages, microbatches=m, given=layout, ep=layout.ep, cp=layout.cp,
+        model=workload.model,
+        seq_len=workload.seq_len,
+        batch=workload.batch,
+        pods=P,
+        x=X,
+        y=Y,
+        z=Z,
+        virtual_stages=layout.virtual_stages,
+        microbatches=m,
+        given=layout,
+        ep=layout.ep,
+        cp=layout.cp,
         cp_kind=layout.cp_kind,
-    )  # fmt: skip
+    )
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
     return Placement(x=X, y=Y, z=Z, microbatches=m, span=span, mx=M_X, my=M_Y)
@@ -89,19 +108,35 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     chip, model, P = cluster.chip, workload.model, cluster.pods
     T = workload.seq_len or 1
     per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
-    max_x = workload.batch * layout.cp / (T * P * per_microbatch)  # a whole sequence per replica and microbatch
+    # a whole sequence per replica and microbatch
+    max_x = workload.batch * layout.cp / (T * P * per_microbatch)
     split = dict(
-        exact=exact, node_size=chip.node_size, scaleout_bw=chip.scaleout_bw, batch=workload.batch,
-        d_model=model.d_model, d_ff=model.active_width, d_ff_weights=held_width(model, layout.ep),
+        exact=exact,
+        node_size=chip.node_size,
+        scaleout_bw=chip.scaleout_bw,
+        batch=workload.batch,
+        d_model=model.d_model,
+        d_ff=model.active_width,
+        d_ff_weights=held_width(model, layout.ep),
         x_multiple_of=np.lcm(layout.ep, layout.cp),
         all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
-        slice_shape=cluster.slice_shape, z=Z, pods=P, rings=rings,
-        mx=layout.mx, my=layout.my, flops=chip.flops, ici_bw=chip.ici_bw, dcn_bw=chip.dcn_bw,
-        heads=model.heads, kv_heads=model.kv_heads,
-    )  # fmt: skip
+        slice_shape=cluster.slice_shape,
+        z=Z,
+        pods=P,
+        rings=rings,
+        mx=layout.mx,
+        my=layout.my,
+        flops=chip.flops,
+        ici_bw=chip.ici_bw,
+        dcn_bw=chip.dcn_bw,
+        heads=model.heads,
+        kv_heads=model.kv_heads,
+    )
     x, y = best_split(**split, max_x=max_x)
     if np.any(x == 0):
-        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), int(np.max(layout.cp)))
+        raise _no_split(
+            workload, split, stage_chips, P, T, np.max(per_microbatch), int(np.max(layout.cp))
+        )
     return x, y
 
 
@@ -110,7 +145,11 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp:
     this slice has (TP dividing the heads, X and Y sharing at most one axis, CP dividing it) sets
     what is needed: a whole sequence for each replica of CP chips."""
     smallest = next(
-        (X for X in sorted(set(split_candidates(stage_chips)[0].tolist())) if np.all(best_split(**split, max_x=X)[0])),
+        (
+            X
+            for X in sorted(set(split_candidates(stage_chips)[0].tolist()))
+            if np.all(best_split(**split, max_x=X)[0])
+        ),
         None,
     )
     replicas = None if smallest is None else smallest // cp
@@ -118,18 +157,29 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp:
     got = f"{float(np.min(workload.batch)):,.6g}"
     if smallest is None:
         heads = workload.model.heads
-        return refuse("batch", f"split by a TP degree the model's {heads} heads allow on this slice: none"
-                      " does (use pipeline stages or another slice)", got)  # fmt: skip
+        return refuse(
+            "batch",
+            f"split by a TP degree the model's {heads} heads allow on this slice: none"
+            " does (use pipeline stages or another slice)",
+            got,
+        )
     need = replicas * int(np.max(P)) * T * float(per_microbatch)
-    return refuse("batch", f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
-                  f" {smallest:,} chips, {replicas:,} replicas per pod" + (f" of {cp} CP chips" if cp > 1 else "")
-                  + f", each needing a whole {unit} per microbatch (or use pipeline stages, context parallelism to"
-                  " split each sequence (--cp), or another order of the slice's axes)", got)  # fmt: skip
+    return refuse(
+        "batch",
+        f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
+        f" {smallest:,} chips, {replicas:,} replicas per pod"
+        + (f" of {cp} CP chips" if cp > 1 else "")
+        + f", each needing a whole {unit} per microbatch (or use pipeline stages, context "
+        "parallelism to"
+        " split each sequence (--cp), or another order of the slice's axes)",
+        got,
+    )
 
 
 def _strategy_split(strategy: str, stage_chips: int, x, y):
     """X and Y of a strategy: DP/FSDP put a stage's chips on X, TP on Y, FSDP + TP splits them."""
-    forced = {"x": ("y", 1), "y": ("x", 1)}.get(STRATEGIES[strategy].on)  # the group left with one chip
+    # the group left with one chip
+    forced = {"x": ("y", 1), "y": ("x", 1)}.get(STRATEGIES[strategy].on)
     given = {"x": x, "y": y}
     if forced is not None:
         name, one = forced
@@ -140,12 +190,20 @@ def _strategy_split(strategy: str, stage_chips: int, x, y):
         if given[name] is None:
             share = np.asarray(given[other])
             if np.any(stage_chips % share):
-                raise refuse(other, f"a divisor of the {stage_chips} chips of a stage", given[other])
+                raise refuse(
+                    other, f"a divisor of the {stage_chips} chips of a stage", given[other]
+                )
             given[name] = stage_chips // share
     X, Y = np.asarray(given["x"], dtype=np.int64), np.asarray(given["y"], dtype=np.int64)
     if np.any(X * Y != stage_chips):
-        if forced is not None:  # the strategy set one group to 1: the other, the one given, is wrong
+        if (
+            forced is not None
+        ):  # the strategy set one group to 1: the other, the one given, is wrong
             name = "y" if forced[0] == "x" else "x"
-            raise refuse(name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name])
-        raise refuse("x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}")
+            raise refuse(
+                name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name]
+            )
+        raise refuse(
+            "x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}"
+        )
     return X, Y

@@ -1,11 +1,11 @@
-"""Memory per chip: weights, gradients, optimizer state, activation checkpoints (SPEC A.4, A.10)."""
+"""Memory per chip: weights, gradients, optimizer state, activation checkpoints (MODEL.md §A.4,
+§A.10)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -16,7 +16,9 @@ class MemoryPerChip:
     grads: np.ndarray
     optimizer: np.ndarray
     activations: np.ndarray
-    overhead: np.ndarray | float = 0.0  # framework, collective buffers, fragmentation (SPEC B.8)
+    overhead: np.ndarray | float = (
+        0.0  # framework, collective buffers, fragmentation (MODEL.md §B.8)
+    )
 
     def __repr__(self):
         return f"MemoryPerChip(shape={np.shape(self.total)})"
@@ -44,10 +46,10 @@ def memory_per_chip(
     optimizer_bytes=8.0,
     activation_bytes=2.0,
 ) -> MemoryPerChip:
-    """Bytes per chip under a layout (SPEC A.4).
+    """Bytes per chip under a layout (MODEL.md §A.4).
 
     Weights, gradients and optimizer state: Ψ·bytes / (Y·Z), and also / X for what the ZeRO
-    stage shards over the data axis (SPEC B.3): 1 the optimizer state, 2 the gradients too, 3
+    stage shards over the data axis (MODEL.md §B.3): 1 the optimizer state, 2 the gradients too, 3
     the weights too (FSDP). The defaults are the chapter's 2 + 0 + 8 = 10 bytes per parameter.
     Activation checkpoints, one after each big matmul: bytes·L·B·(D + 2F)
     for a gated MLP (D + F ungated) over the batch shards (X, P), the hidden shards (Y) and the
@@ -68,7 +70,8 @@ def memory_per_chip(
     def sharded_from(first_stage):  # ZeRO shards this over X from ``first_stage`` on
         return replica / np.where(stage >= first_stage, X, 1)
 
-    checkpoint_width = D + np.where(gated, 2, 1) * F  # [B, D] after W_out, [B, F] after each up-projection
+    # [B, D] after W_out, [B, F] after each up-projection
+    checkpoint_width = D + np.where(gated, 2, 1) * F
     return MemoryPerChip(
         params=weight_bytes * sharded_from(3),
         grads=grad_bytes * sharded_from(2),
@@ -78,7 +81,8 @@ def memory_per_chip(
 
 
 def largest_replicated_model(*, hbm_bytes, bytes_per_param=10.0):
-    """Parameters that fit on one chip with a full copy each, as in pure DP: HBM / bytes (SPEC A.4).
+    """Parameters that fit on one chip with a full copy each, as in pure DP: HBM / bytes (MODEL.md
+    §A.4).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Peak memory per chip as a framework measures it (SPEC E.1): the busiest pipeline stage.
+"""Peak memory per chip as a framework measures it (MODEL.md §E.1): the busiest pipeline stage.
 
 Part A's memory (``chapter.py``) is the chapter's lower bound. The peak adds what a framework
 really holds at its busiest moment, the start of the first backward pass:
@@ -12,7 +12,7 @@ really holds at its busiest moment, the start of the first backward pass:
 - the caching allocator's rounding and fragmentation: reserved memory over allocated.
 
 The first and the last stage are evaluated; any other holds no more than the first (fewer
-microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (SPEC E.2).
+microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (MODEL.md §E.2).
 """
 
 from __future__ import annotations
@@ -26,7 +26,17 @@ from ..schedules import in_flight_microbatches, logits_in_flight
 from ..step.pipeline import busiest_stage_layers
 from ..transformer.experts import dispatch_bytes, routed_params
 
-PARTS = ("weights", "grads", "optimizer", "activations", "working_set", "logits", "buffers", "overhead", "allocator")
+PARTS = (
+    "weights",
+    "grads",
+    "optimizer",
+    "activations",
+    "working_set",
+    "logits",
+    "buffers",
+    "overhead",
+    "allocator",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,8 +76,11 @@ class PeakMemory:
         return self.reserved if self.measures == "reserved" else self.allocated
 
 
-def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flash, selective, activation_bytes=2.0):
-    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (SPEC B.4, E.1).
+def layer_activation_bytes(
+    *, model, seq_len, tp, remat, sequence_parallel, flash, selective, activation_bytes=2.0
+):
+    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (MODEL.md
+    §B.4, §E.1).
 
     Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
     with A bytes an element, N_h·H query width and K·H key/value width:
@@ -84,14 +97,28 @@ def layer_activation_bytes(*, model, seq_len, tp, remat, sequence_parallel, flas
 
     >>> from scaling_widgets.presets import MODELS
     >>> kw = dict(model=MODELS["llama-3-70b"], seq_len=4096, flash=True, selective="attention")
-    >>> (layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw) / 1024).tolist()
+    >>> kept = layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw)
+    >>> (kept / 1024).tolist()
     [268.0, 33.5]
     """
-    D, F, s, t, A = model.d_model, model.active_width, seq_len, np.asarray(tp, dtype=float), activation_bytes
-    q, kv, dropout = model.heads * model.head_dim, model.kv_heads * model.head_dim, model.dropout > 0
+    D, F, s, t, A = (
+        model.d_model,
+        model.active_width,
+        seq_len,
+        np.asarray(tp, dtype=float),
+        activation_bytes,
+    )
+    q, kv, dropout = (
+        model.heads * model.head_dim,
+        model.kv_heads * model.head_dim,
+        model.dropout > 0,
+    )
     sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
     every_chip = (4 * A + 2 * dropout) * D / sp
-    layer = every_chip + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
+    layer = (
+        every_chip
+        + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
+    )
     if remat == "none":
         return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
     if remat == "selective" and selective == "attention":
@@ -107,12 +134,15 @@ def working_layers(remat, selective) -> float:
     """Layers' worth of whole activations that exist besides what is kept, while one layer runs
     its backward pass: the gradients of its activations, as large as they are, and when the layer
     is recomputed, its recomputed activations too."""
-    recomputed = remat in ("full", "checkpoints") or (remat == "selective" and selective == "alternate-matmuls")
+    recomputed = remat in ("full", "checkpoints") or (
+        remat == "selective" and selective == "alternate-matmuls"
+    )
     return 2.0 if recomputed else 1.0
 
 
 def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
-    """The busiest stage's peak per chip (SPEC E.1), from a placed layout and the stack's ``profile``.
+    """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
+    ``profile``.
 
     Weights, gradients and optimizer state: ``_state``. Activations: ``layer_activation_bytes``
     x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
@@ -127,10 +157,15 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
 
     def kept(policy):
         return layer_activation_bytes(
-            model=model, seq_len=(workload.seq_len or 1) / layout.cp, tp=Y, remat=policy,
-            sequence_parallel=layout.sequence_parallel, flash=profile.flash_attention, selective=profile.selective,
+            model=model,
+            seq_len=(workload.seq_len or 1) / layout.cp,
+            tp=Y,
+            remat=policy,
+            sequence_parallel=layout.sequence_parallel,
+            flash=profile.flash_attention,
+            selective=profile.selective,
             activation_bytes=precision.activation_bytes,
-        )  # fmt: skip
+        )
 
     per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
 
@@ -145,15 +180,24 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
     logits = profile.activation_factor * tokens * model.vocab / Y * profile.logits_bytes * in_flight
     first, at_last = on_stage(0), on_stage(last) + logits
     busiest = np.where(at_last > first, last, 0)
-    working = per_choice(layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective))
+    working = per_choice(
+        layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective)
+    )
     state = _state(workload, layout, placed, pods, params, profile, layers)
     parts = dict(
-        **state, activations=np.where(busiest == last, at_last - logits, first),
-        working_set=profile.activation_factor * working * tokens, logits=np.where(busiest == last, logits, 0.0),
-    )  # fmt: skip
+        **state,
+        activations=np.where(busiest == last, at_last - logits, first),
+        working_set=profile.activation_factor * working * tokens,
+        logits=np.where(busiest == last, logits, 0.0),
+    )
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
-    return PeakMemory(**parts, overhead=np.asarray(overhead, dtype=float), allocator=cached * (profile.allocator - 1),
-                      stage=busiest, measures=profile.measures)  # fmt: skip
+    return PeakMemory(
+        **parts,
+        overhead=np.asarray(overhead, dtype=float),
+        allocator=cached * (profile.allocator - 1),
+        stage=busiest,
+        measures=profile.measures,
+    )
 
 
 def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
@@ -164,26 +208,47 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
     over X (X/EP for experts) what the ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
     """
-    model, precision, X, Y, Z, zero = workload.model, workload.precision, placed.x, placed.y, placed.z, layout.zero
+    model, precision, X, Y, Z, zero = (
+        workload.model,
+        workload.precision,
+        placed.x,
+        placed.y,
+        placed.z,
+        layout.zero,
+    )
     weight_bytes = profile.weight_bytes or precision.weight_bytes
     grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
     optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
     routed, embedding = routed_params(model), float(model.vocab * model.d_model)
     stage_embedding = np.where(Z == 1, params.embeddings, embedding)
-    layer = (params.total - params.embeddings - routed) / model.layers  # the weights every EP chip holds
+    layer = (
+        params.total - params.embeddings - routed
+    ) / model.layers  # the weights every EP chip holds
     layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
 
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
-        return ((layer * layers + stage_embedding) / np.where(sharded, X, 1)
-                + layer_routed * layers / np.where(sharded, X / layout.ep, 1)) / Y  # fmt: skip
+        return (
+            (layer * layers + stage_embedding) / np.where(sharded, X, 1)
+            + layer_routed * layers / np.where(sharded, X / layout.ep, 1)
+        ) / Y
 
-    unit = np.maximum(layer + layer_routed, embedding) / Y  # ZeRO-3 gathers a layer, or the output layer
+    # ZeRO-3 gathers a layer, or the output layer
+    unit = np.maximum(layer + layer_routed, embedding) / Y
     gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
-    if profile.pipeline_unsharded:  # under pipelining the whole stage, its gradients accumulated unsharded
+    if (
+        profile.pipeline_unsharded
+    ):  # under pipelining the whole stage, its gradients accumulated unsharded
         stage = ((layer + layer_routed) * layers + stage_embedding) / Y
         gathered = np.where(Z > 1, (precision.activation_bytes + grad_bytes) * stage, gathered)
-    buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0),
-                       np.where(X * pods > 1, profile.bucket_bytes, 0.0))  # fmt: skip
-    return dict(weights=weight_bytes * over_x(3), grads=grad_bytes * over_x(2), optimizer=optimizer_bytes * over_x(1),
-                buffers=buffers)  # fmt: skip
+    buffers = np.where(
+        np.asarray(zero) == 3,
+        np.where(X > 1, gathered, 0.0),
+        np.where(X * pods > 1, profile.bucket_bytes, 0.0),
+    )
+    return dict(
+        weights=weight_bytes * over_x(3),
+        grads=grad_bytes * over_x(2),
+        optimizer=optimizer_bytes * over_x(1),
+        buffers=buffers,
+    )

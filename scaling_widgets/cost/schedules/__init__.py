@@ -11,7 +11,8 @@ A schedule's module gives everything the rest of the house asks of it:
   pipeline stage r (0 the first) holds at once, at the start of its first backward pass;
 - ``logits_in_flight(stages, microbatches)``: the last stage's microbatches whose logits are alive;
 - ``passes(device, stages, microbatches, virtual_stages)``: the forward ("F") and backward ("B")
-  passes a device runs, in order, as (kind, microbatch, chunk), for the timeline (``step/timeline.py``).
+  passes a device runs, in order, as (kind, microbatch, chunk), for the timeline
+  (``step/timeline.py``).
 
 Every function takes keyword arguments that may be arrays, except ``passes`` (one layout's picture).
 The functions below dispatch over a name or an array of names, one per layout.
@@ -19,8 +20,8 @@ The functions below dispatch over a name or an array of names, one per layout.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -48,9 +49,14 @@ class Schedule:
 
 def _member(module) -> Schedule:
     return Schedule(
-        name=module.NAME, label=module.LABEL, order=module.ORDER,
-        virtual_stages=tuple(module.VIRTUAL_STAGES), bubble=module.bubble,
-        in_flight=module.in_flight, logits_in_flight=module.logits_in_flight, passes=module.passes,
+        name=module.NAME,
+        label=module.LABEL,
+        order=module.ORDER,
+        virtual_stages=tuple(module.VIRTUAL_STAGES),
+        bubble=module.bubble,
+        in_flight=module.in_flight,
+        logits_in_flight=module.logits_in_flight,
+        passes=module.passes,
     )
 
 

@@ -39,4 +39,6 @@ def passes(*, device, stages, microbatches, virtual_stages):
     groups = range(0, m, Z)
     forwards = [("F", g + i, c) for g in groups for c in chunks for i in range(Z)]
     backwards = [("B", g + i, c) for g in groups for c in reversed(chunks) for i in range(Z)]
-    return alternate(forwards, backwards, warmup=min((Z - device - 1) * 2 + (v - 1) * Z, len(forwards)))
+    return alternate(
+        forwards, backwards, warmup=min((Z - device - 1) * 2 + (v - 1) * Z, len(forwards))
+    )

@@ -7,18 +7,18 @@ A layout is
   gives TP the last axis first). Every distinct order of a TPU slice's axes is tried, and two
   orders that give a split the same spans and rings count once; a GPU cluster's order is fixed,
   TP inside a node first (``node_spans``);
-- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of SPEC
-  B.4), a pipeline schedule (GPipe, 1F1B, interleaved with 2 or 4 virtual stages) and a number
-  of microbatches (1 to 32 per stage);
+- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of MODEL.md
+  §B.4), a pipeline schedule (every one of ``schedules/``, with each count of virtual stages it
+  runs) and a number of microbatches (1 to 32 per stage);
 - for a mixture of experts, expert parallelism: 1 and every power of two that divides both the
-  experts and X (SPEC D.2);
+  experts and X (MODEL.md §D.2);
 - context parallelism where a data replica would otherwise get less than a sequence a
-  microbatch: the smallest power of two CP that gives it one, as a ring (SPEC D.3). More CP
+  microbatch: the smallest power of two CP that gives it one, as a ring (MODEL.md §D.3). More CP
   only adds traffic, and the ring moves what the all-gather moves but hides it.
 
 The layouts are built as flat arrays and evaluated by one ``estimate`` call per axis order
 (one on a GPU cluster, at most six on a 3D slice); there is no Python loop per layout. Layouts
-that do not fit are dropped; the rest are ranked by step time, recompute charged (SPEC B.1).
+that do not fit are dropped; the rest are ranked by step time, recompute charged (MODEL.md §B.1).
 A layout that cannot run (``feasible.runs``) is never evaluated. Each row is a ``Layout``:
 ``Plan.estimate(rank)`` evaluates it by the same path as every other estimate.
 """
@@ -46,19 +46,23 @@ from ..values import VALUES, Cluster, Layout, Options, Workload
 
 ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
-MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
+# m = these x Z (x 1 without pipelining: gradient accumulation)
+MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)
 # The knobs of a layout the plan chooses; EP, CP and the CP kind are chosen unless given.
 SEARCHED = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
 HELD = ("ep", "cp", "cp_kind")
 KNOBS = SEARCHED + HELD
-# What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and measured step.
+# What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and
+# measured step.
 BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time")
-WHERE = ("model", "chip", "batch", "seq_len", "slice_shape", "pods", "mfu", "precision")  # named arguments
+# named arguments
+WHERE = ("model", "chip", "batch", "seq_len", "slice_shape", "pods", "mfu", "precision")
 # Every other field of the four values a plan takes as it is, for every layout it evaluates.
 OPTIONS = tuple(
     f for v in VALUES for f in v.__dataclass_fields__ if f not in (*KNOBS, *BY_HAND, *WHERE)
 )
-ONE_VALUE = ("batch", "pods", "mfu", "tokens", "overhead_bytes", "fits_below")  # one for every layout
+# one for every layout
+ONE_VALUE = ("batch", "pods", "mfu", "tokens", "overhead_bytes", "fits_below")
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +73,7 @@ class Plan:
     axis_orders: tuple  # the slice shapes tried, its axes in each order; "axis_order" indexes it
     step_time: np.ndarray  # seconds, recompute charged
     fits: np.ndarray
-    memory: np.ndarray  # the busiest chip's peak, reserved [bytes] (SPEC E)
+    memory: np.ndarray  # the busiest chip's peak, reserved [bytes] (MODEL.md §E)
     order: np.ndarray  # indices of the layouts that fit, best first
     cluster: Cluster  # what was planned for: the slice in the order given
     workload: Workload
@@ -107,9 +111,21 @@ class Plan:
 
 
 def plan(
-    *, model, chip, batch, seq_len, slice_shape=None, chips=None, pods=1, mfu=None, precision=None, ep=None, cp=None,
-    cp_kind=None, **options,
-):  # fmt: skip
+    *,
+    model,
+    chip,
+    batch,
+    seq_len,
+    slice_shape=None,
+    chips=None,
+    pods=1,
+    mfu=None,
+    precision=None,
+    ep=None,
+    cp=None,
+    cp_kind=None,
+    **options,
+):
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
@@ -125,28 +141,50 @@ def plan(
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
     """
-    cluster, workload, base, opts = _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision,
-                                            options)  # fmt: skip
+    cluster, workload, base, opts = _values(
+        model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options
+    )
     shape = cluster.slice_shape
     # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
     orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
     placed = _placements(orders, _splits(math.prod(shape), workload.model), chip)
     fixed = _fixed_degrees(ep, cp, cp_kind)
     evaluated = [
-        _evaluate(dataclasses.replace(cluster, slice_shape=order), workload, base, opts,
-                  _only(placed, placed["axis_order"] == i), **fixed)
+        _evaluate(
+            dataclasses.replace(cluster, slice_shape=order),
+            workload,
+            base,
+            opts,
+            _only(placed, placed["axis_order"] == i),
+            **fixed,
+        )
         for i, order in enumerate(orders)
-    ]  # fmt: skip
-    evaluated = [e for e in evaluated if e]  # an order whose placements all repeat an earlier order's
+    ]
+    # an order whose placements all repeat an earlier order's
+    evaluated = [e for e in evaluated if e]
     if not evaluated:
-        raise refuse("batch", "enough for some layout the planner tries to run: a whole sequence per data replica and"
-                     " microbatch, with 1 to 32 microbatches per stage", batch)  # fmt: skip
+        raise refuse(
+            "batch",
+            "enough for some layout the planner tries to run: a whole sequence per data replica and"
+            " microbatch, with 1 to 32 microbatches per stage",
+            batch,
+        )
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
         raise _what_would_fit(merged, cluster, workload, opts)
     layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
-    return Plan(layouts, orders, merged["step_time"], merged["fits"], merged["memory"], _ranking(merged), cluster,
-                workload, opts, base)  # fmt: skip
+    return Plan(
+        layouts,
+        orders,
+        merged["step_time"],
+        merged["fits"],
+        merged["memory"],
+        _ranking(merged),
+        cluster,
+        workload,
+        opts,
+        base,
+    )
 
 
 def plan_keywords(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> dict:
@@ -160,22 +198,39 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
     """The four values a plan is for, checked: one batch, sequence length, count of pods and MFU."""
     for name in options:
         if name not in OPTIONS:
-            raise refuse(name, f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
-                         f" takes {', '.join(OPTIONS)}", repr(options[name]))  # fmt: skip
+            raise refuse(
+                name,
+                f"left out: plan searches {', '.join(KNOBS)} itself; of estimate's other options it"
+                f" takes {', '.join(OPTIONS)}",
+                repr(options[name]),
+            )
     if seq_len is None:
         raise refuse("seq_len", "one number to plan for", None)
     if chips is not None:
         chips = Whole()("chips", chips)
         if not chip.is_gpu:
-            raise refuse("chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips)
+            raise refuse(
+                "chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips
+            )
         slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
-    keywords = dict(model=model, chip=chip, batch=batch, seq_len=seq_len, slice_shape=slice_shape, pods=pods,
-                    mfu=mfu, **options, **({} if precision is None else {"precision": precision}))  # fmt: skip
+    keywords = dict(
+        model=model,
+        chip=chip,
+        batch=batch,
+        seq_len=seq_len,
+        slice_shape=slice_shape,
+        pods=pods,
+        mfu=mfu,
+        **options,
+        **({} if precision is None else {"precision": precision}),
+    )
     values = split_keywords(keywords)
     for value in values:
         for name in ONE_VALUE:
             if np.ndim(getattr(value, name, None)):
-                raise refuse(name, "one number to plan for", np.asarray(getattr(value, name)).tolist())
+                raise refuse(
+                    name, "one number to plan for", np.asarray(getattr(value, name)).tolist()
+                )
     cluster, workload, base, opts = values
     feasible.together(*values)
     return cluster, workload, dataclasses.replace(base, strategy=BEST), opts
@@ -187,9 +242,17 @@ def _ranking(merged: dict) -> np.ndarray:
     (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
     stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
     keys = (
-        merged["zero"], merged["memory"], _rank_of(merged["remat"], REMAT_POLICIES), merged["microbatches"],
-        merged["z"], merged["y"], merged["worst_ratio"], merged["crossover"], merged["cp"], merged["step_time"],
-    )  # fmt: skip
+        merged["zero"],
+        merged["memory"],
+        _rank_of(merged["remat"], REMAT_POLICIES),
+        merged["microbatches"],
+        merged["z"],
+        merged["y"],
+        merged["worst_ratio"],
+        merged["crossover"],
+        merged["cp"],
+        merged["step_time"],
+    )
     order = np.lexsort(keys)
     return order[merged["fits"][order]]
 
@@ -234,7 +297,10 @@ def _placements(orders, splits: dict, chip) -> dict:
     for i, order in enumerate(orders):
         rings = axis_rings(slice_shape=order, pod_shape=chip.pod_shape, rule=chip.wraparound)
         span = span_axes(slice_shape=order, rings=rings, **splits)
-        spans = {k: np.broadcast_to(getattr(span, k), len(splits["x"])) for k in ("mx", "my", "wrap_x", "wrap_y")}
+        spans = {
+            k: np.broadcast_to(getattr(span, k), len(splits["x"]))
+            for k in ("mx", "my", "wrap_x", "wrap_y")
+        }
         table = {**splits, **spans, "axis_order": np.full(len(splits["x"]), i)}
         tables.append(_only(table, span.shared_axes <= 1))
     placed = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
@@ -248,9 +314,15 @@ def _only(table: dict, keep) -> dict:
 
 
 def _evaluate(
-    cluster: Cluster, workload: Workload, base: Layout, options: Options, placed: dict, ep=None, cp=None,
+    cluster: Cluster,
+    workload: Workload,
+    base: Layout,
+    options: Options,
+    placed: dict,
+    ep=None,
+    cp=None,
     cp_kind="ring",
-) -> dict:  # fmt: skip
+) -> dict:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``."""
     degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
@@ -260,22 +332,41 @@ def _evaluate(
     c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
     c["cp_kind"] = np.full(len(c["x"]), cp_kind)
     ok = feasible.runs(
-        model=workload.model, seq_len=workload.seq_len, batch=workload.batch, pods=cluster.pods, x=c["x"],
-        y=c["y"], z=c["z"], virtual_stages=c["virtual_stages"], microbatches=c["microbatches"], ep=c["ep"],
+        model=workload.model,
+        seq_len=workload.seq_len,
+        batch=workload.batch,
+        pods=cluster.pods,
+        x=c["x"],
+        y=c["y"],
+        z=c["z"],
+        virtual_stages=c["virtual_stages"],
+        microbatches=c["microbatches"],
+        ep=c["ep"],
         cp=c["cp"],
-    )  # fmt: skip
+    )
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
-    # again for every microbatch, which the cost model does not charge (SPEC A.6): it is offered at m = 1.
-    legal = (ok["sequences"] & ok["heads"] & ok["stages"] & ok["experts"] & ok["context"]
-             & ((c["z"] > 1) | (c["schedule"] == "1f1b")))  # fmt: skip
+    # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
+    # offered at m = 1.
+    legal = (
+        ok["sequences"]
+        & ok["heads"]
+        & ok["stages"]
+        & ok["experts"]
+        & ok["context"]
+        & ((c["z"] > 1) | (c["schedule"] == "1f1b"))
+    )
     c = _only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
     e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
     return {
-        **c, "step_time": e.step_time, "fits": e.fits, "memory": e.peak.reserved,
-        "worst_ratio": e.layer.worst_ratio, "crossover": e.crossover_batch,
-    }  # fmt: skip
+        **c,
+        "step_time": e.step_time,
+        "fits": e.fits,
+        "memory": e.peak.reserved,
+        "worst_ratio": e.layer.worst_ratio,
+        "crossover": e.crossover_batch,
+    }
 
 
 def _fixed_degrees(ep, cp, cp_kind) -> dict:
@@ -307,17 +398,25 @@ def _rank_of(values: np.ndarray, names) -> np.ndarray:
     return sorter[np.searchsorted(names, values, sorter=sorter)]
 
 
-def _what_would_fit(merged: dict, cluster: Cluster, workload: Workload, options: Options) -> ValueError:
+def _what_would_fit(
+    merged: dict, cluster: Cluster, workload: Workload, options: Options
+) -> ValueError:
     """The refusal when no layout fits: what the leanest needs, and how many more chips would do."""
     chip, model, pods = cluster.chip, workload.model, cluster.pods
     need, overhead = float(merged["memory"].min()), float(options.overhead_bytes)
     limit = options.fits_below * chip.hbm_bytes
-    more = math.ceil((need - overhead) / (limit - overhead)) if overhead < limit else 0  # overhead does not shrink
+    # overhead does not shrink
+    more = math.ceil((need - overhead) / (limit - overhead)) if overhead < limit else 0
     return ValueError(
-        f"no layout of {model.name} fits on {math.prod(cluster.slice_shape) * pods:,} {chip.name} chips"
+        f"no layout of {model.name} fits on {math.prod(cluster.slice_shape) * pods:,} {chip.name} "
+        "chips"
         + (f" ({pods} pods)" if pods > 1 else "")
         + f": the leanest needs {need / 1e9:.1f} GB per chip of {limit / 1e9:.0f} GB"
-        + (f", and the runtime overhead alone is {overhead / 1e9:.0f} GB" if overhead >= limit else
-           f". About {more}x the chips{' per pod (each pod holds a replica)' if pods > 1 else ''} would do"
-           " (or a smaller batch, or a leaner precision)")
-    )  # fmt: skip
+        + (
+            f", and the runtime overhead alone is {overhead / 1e9:.0f} GB"
+            if overhead >= limit
+            else f". About {more}x the "
+            f"chips{' per pod (each pod holds a replica)' if pods > 1 else ''} would do"
+            " (or a smaller batch, or a leaner precision)"
+        )
+    )

@@ -1,4 +1,4 @@
-"""The best legal FSDP x TP split on a physical slice (SPEC A.3, A.8 examples 10 and 16)."""
+"""The best legal FSDP x TP split on a physical slice (MODEL.md §A.3, §A.8 examples 10 and 16)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,29 @@ def split_candidates(chips: int):
 
 
 def best_split(
-    *, batch, d_model, d_ff, slice_shape, flops, ici_bw, dcn_bw, z=1, pods=1, rings=None, mx=None, my=None,
-    node_size=0, scaleout_bw=0.0, exact=CHAPTER, heads=None, kv_heads=None, max_x=None, d_ff_weights=None,
-    x_multiple_of=1, all_to_all=None,
-):  # fmt: skip
+    *,
+    batch,
+    d_model,
+    d_ff,
+    slice_shape,
+    flops,
+    ici_bw,
+    dcn_bw,
+    z=1,
+    pods=1,
+    rings=None,
+    mx=None,
+    my=None,
+    node_size=0,
+    scaleout_bw=0.0,
+    exact=CHAPTER,
+    heads=None,
+    kv_heads=None,
+    max_x=None,
+    d_ff_weights=None,
+    x_multiple_of=1,
+    all_to_all=None,
+):
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
     Every candidate of ``split_candidates`` is mapped onto the slice (``span_axes``) and
@@ -36,8 +55,8 @@ def best_split(
     ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
     axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
     left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
-    only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come out of
-    them), and ``all_to_all(X, Y, M_X)``
+    only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come
+    out of them), and ``all_to_all(X, Y, M_X)``
     gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
@@ -57,15 +76,27 @@ def best_split(
     else:
         span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
     # Candidates run along a new last axis; every other argument gains one to broadcast.
-    D, F, P, C, W, W_dcn = (np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw))
+    D, F, P, C, W, W_dcn = (
+        np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw)
+    )
     F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)[..., None]
     M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]
     M_Y = span.my if my is None else np.asarray(my, dtype=float)[..., None]
     layout = dict(
-        strategy="fsdp+tp", d_model=D, d_ff=F, x=X, y=Y, pods=P, mx=M_X, my=M_Y, exact=exact,
-        wrap_x=span.wrap_x, wrap_y=span.wrap_y, d_ff_weights=F_w,
+        strategy="fsdp+tp",
+        d_model=D,
+        d_ff=F,
+        x=X,
+        y=Y,
+        pods=P,
+        mx=M_X,
+        my=M_Y,
+        exact=exact,
+        wrap_x=span.wrap_x,
+        wrap_y=span.wrap_y,
+        d_ff_weights=F_w,
         ep_seconds=0.0 if all_to_all is None else all_to_all(X, Y, M_X),
-    )  # fmt: skip
+    )
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
     legal = _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of)

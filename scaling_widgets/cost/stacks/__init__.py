@@ -27,8 +27,12 @@ class Stack:
 
 
 def _member(module) -> Stack:
-    return Stack(name=module.NAME, order=module.ORDER, memory={**module.MEMORY, "flash_attention": True})
+    return Stack(
+        name=module.NAME, order=module.ORDER, memory={**module.MEMORY, "flash_attention": True}
+    )
 
 
-STACKS: dict[str, dict] = {name: stack.memory for name, stack in members(__name__, __path__, _member).items()}
+STACKS: dict[str, dict] = {
+    name: stack.memory for name, stack in members(__name__, __path__, _member).items()
+}
 NAMES = tuple(STACKS)

@@ -8,6 +8,11 @@ NAME, ORDER = "fsdp2", 1
 # microbatch only, so they accumulate unsharded (in fp32, FSDP's reduce dtype); its log reports
 # peak reserved memory.
 MEMORY = dict(
-    weight_bytes=4.0, grad_bytes=4.0, optimizer_bytes=8.0, selective="alternate-matmuls",
-    logits_bytes=12.0, pipeline_unsharded=True, measures="reserved",
+    weight_bytes=4.0,
+    grad_bytes=4.0,
+    optimizer_bytes=8.0,
+    selective="alternate-matmuls",
+    logits_bytes=12.0,
+    pipeline_unsharded=True,
+    measures="reserved",
 )

@@ -5,6 +5,11 @@ NAME, ORDER = "megatron-lm", 0
 # estimate: 6 + 12/DP bytes a parameter); the loss keeps the fp32 softmax beside the bf16 logits;
 # gradients reduced in place; report_memory: allocated.
 MEMORY = dict(
-    weight_bytes=2.0, grad_bytes=4.0, optimizer_bytes=12.0, selective="attention",
-    logits_bytes=6.0, bucket_bytes=0.0, measures="allocated",
+    weight_bytes=2.0,
+    grad_bytes=4.0,
+    optimizer_bytes=12.0,
+    selective="attention",
+    logits_bytes=6.0,
+    bucket_bytes=0.0,
+    measures="allocated",
 )

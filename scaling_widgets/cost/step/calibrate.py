@@ -1,4 +1,4 @@
-"""Calibrate a profile from one measured step (SPEC C.3), and read or write a profile as JSON.
+"""Calibrate a profile from one measured step (MODEL.md §C.3), and read or write a profile as JSON.
 
 The everyday workflow: measure one configuration on your cluster, calibrate, then predict the
 others with the same software stack. ``calibrate`` scales how fast the stack runs, one factor k
@@ -16,8 +16,8 @@ import math
 
 from ..checks import refuse
 from ..evaluate import evaluate
-from .profiles import Profile, profile_of
 from ..values import Cluster, Layout, Options, Workload
+from .profiles import Profile, profile_of
 
 FASTER = ("e_max", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # scaled by k
 SLOWER = ("kappa", "kappa_scores", "latency")  # scaled by 1/k
@@ -32,33 +32,42 @@ def scaled(profile: Profile, k: float) -> Profile:
     return dataclasses.replace(profile, name=f"{profile.name} (calibrated)", **changes)
 
 
-def calibrate(cluster: Cluster, workload: Workload, layout: Layout, options: Options, step_time: float) -> Profile:
+def calibrate(
+    cluster: Cluster, workload: Workload, layout: Layout, options: Options, step_time: float
+) -> Profile:
     """The profile (``options.profile``, else the chip's default, with ``options.stack`` and
     ``options.flash_attention``) scaled so that this layout's predicted step is ``step_time``
     seconds. Refuses a step the chips could not run at full matmul efficiency (e_max above 1).
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
-    >>> values = (Cluster(HARDWARE["tpu-v5p"], (16, 16, 16)), Workload(MODELS["llama-2-13b"], 2**22, 4096),
-    ...           Layout(), Options(mfu=None))
+    >>> values = (Cluster(HARDWARE["tpu-v5p"], (16, 16, 16)),
+    ...           Workload(MODELS["llama-2-13b"], 2**22, 4096), Layout(), Options(mfu=None))
     >>> profile = calibrate(*values, step_time=1.25)
     >>> options = dataclasses.replace(values[3], profile=profile)
     >>> round(float(evaluate(*values[:3], options).step_time), 6)
     1.25
     """
     base = profile_of(cluster.chip, options)  # the stack and the flash switch go into the profile
-    predict = dataclasses.replace(options, mfu=None, measured_step_time=None, stack=None, flash_attention=None)
+    predict = dataclasses.replace(
+        options, mfu=None, measured_step_time=None, stack=None, flash_attention=None
+    )
 
     def step(k: float) -> float:
         return float(
-            evaluate(cluster, workload, layout, dataclasses.replace(predict, profile=scaled(base, k))).step_time
+            evaluate(
+                cluster, workload, layout, dataclasses.replace(predict, profile=scaled(base, k))
+            ).step_time
         )
 
     if not (isinstance(step_time, (int, float)) and 0 < step_time < 1e30):
         raise refuse("measured_step_time", "a number of seconds > 0", repr(step_time))
     top = 1 / base.e_max  # the fastest the stack can run: every large GEMM at the chip's peak
     if step(top) > step_time:
-        raise refuse("measured_step_time", f"at least {step(top):.4g} s: faster would need matmuls above the chip's"
-                     " peak", f"{step_time:g}")  # fmt: skip
+        raise refuse(
+            "measured_step_time",
+            f"at least {step(top):.4g} s: faster would need matmuls above the chip's peak",
+            f"{step_time:g}",
+        )
     lo, hi = math.log(1e-6), math.log(top)  # the step falls as k grows: bisect on log k
     for _ in range(60):
         mid = (lo + hi) / 2
@@ -66,24 +75,30 @@ def calibrate(cluster: Cluster, workload: Workload, layout: Layout, options: Opt
     return scaled(base, math.exp((lo + hi) / 2))
 
 
-def calibrate_memory(cluster: Cluster, workload: Workload, layout: Layout, options: Options, peak_bytes: float):
+def calibrate_memory(
+    cluster: Cluster, workload: Workload, layout: Layout, options: Options, peak_bytes: float
+):
     """The profile (with ``options.stack``) whose activations, working set and logits are scaled by
     one factor k so that this layout's predicted peak, as its stack reports it, is ``peak_bytes``
-    (SPEC E.2). The peak is linear in k; a peak below what the weights, gradients, optimizer
+    (MODEL.md §E.2). The peak is linear in k; a peak below what the weights, gradients, optimizer
     state and buffers need alone is refused.
 
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> values = (Cluster(HARDWARE["h100"], (1, 8)), Workload(MODELS["llama-3-8b"], 8 * 8192, 8192),
     ...           Layout(strategy="fsdp", remat="full"), Options(mfu=None))
     >>> profile = calibrate_memory(*values, peak_bytes=40e9)
-    >>> round(float(evaluate(*values[:3], dataclasses.replace(values[3], profile=profile)).peak.reported) / 1e9, 3)
+    >>> calibrated = dataclasses.replace(values[3], profile=profile)
+    >>> round(float(evaluate(*values[:3], calibrated).peak.reported) / 1e9, 3)
     40.0
     """
     base = profile_of(cluster.chip, options)
 
     def peak(k: float) -> float:
         scaled_options = dataclasses.replace(
-            options, profile=dataclasses.replace(base, activation_factor=k), stack=None, flash_attention=None
+            options,
+            profile=dataclasses.replace(base, activation_factor=k),
+            stack=None,
+            flash_attention=None,
         )
         return float(evaluate(cluster, workload, layout, scaled_options).peak.reported)
 
@@ -91,14 +106,20 @@ def calibrate_memory(cluster: Cluster, workload: Workload, layout: Layout, optio
         raise refuse("measured_peak", "a number of bytes > 0", repr(peak_bytes))
     fixed, one = peak(0.0), peak(1.0)
     if peak_bytes <= fixed:
-        raise refuse("measured_peak", f"above {fixed / 1e9:.4g} GB, what the weights, gradients, optimizer state and"
-                     " buffers alone take", f"{peak_bytes / 1e9:.4g} GB")  # fmt: skip
+        raise refuse(
+            "measured_peak",
+            f"above {fixed / 1e9:.4g} GB, what the weights, gradients, optimizer state and"
+            " buffers alone take",
+            f"{peak_bytes / 1e9:.4g} GB",
+        )
     k = (peak_bytes - fixed) / (one - fixed)
     return dataclasses.replace(base, name=f"{base.name} (peak calibrated)", activation_factor=k)
 
 
 def profile_to_json(profile: Profile) -> str:
-    return json.dumps({f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}, indent=2)
+    return json.dumps(
+        {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}, indent=2
+    )
 
 
 def profile_from_json(text: str) -> Profile:
@@ -106,7 +127,9 @@ def profile_from_json(text: str) -> Profile:
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as err:
-        raise refuse("profile", "a JSON object of profile fields", f"invalid JSON ({err})") from None
+        raise refuse(
+            "profile", "a JSON object of profile fields", f"invalid JSON ({err})"
+        ) from None
     fields = {f.name: f for f in dataclasses.fields(Profile)}
     if not isinstance(data, dict) or set(data) - set(fields):
         unknown = sorted(set(data) - set(fields)) if isinstance(data, dict) else type(data).__name__
@@ -116,7 +139,9 @@ def profile_from_json(text: str) -> Profile:
             raise refuse("profile name", "a string", repr(value))
         if name in SWITCHES and not isinstance(value, bool):
             raise refuse(f"profile {name}", "true or false", repr(value))
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e30
+        number = (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e30
+        )
         if name not in ("name", *SWITCHES, *WORDS) and not number:
             raise refuse(f"profile {name}", "a number >= 0 and < 1e30", repr(value))
     return Profile(**{"name": "from JSON", **data})

@@ -1,5 +1,5 @@
 """The chapter's step with a utilisation given, the time to train, and the utilisation a step
-achieves (SPEC A.5, A.10, B.1)."""
+achieves (MODEL.md §A.5, §A.10, §B.1)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import numpy as np
 
 
 def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, flops_per_token=None):
-    """Seconds per step (SPEC A.5, A.10).
+    """Seconds per step (MODEL.md §A.5, §A.10).
 
     The compute time 6·B·Ψ / (N·C·η) at model-FLOPs utilisation η (B·f/(N·C·η) with the model
-    FLOPs per token f of ``flops_per_token``, SPEC B.1), or the exposed
+    FLOPs per token f of ``flops_per_token``, MODEL.md §B.1), or the exposed
     communication ``comm_time`` if that is longer, stretched by the pipeline ``bubble``
     (idle time relative to useful work, (Z − 1)/m).
 
@@ -26,7 +26,7 @@ def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, fl
 
 
 def time_to_train(*, tokens, batch, step_time):
-    """Seconds to train on ``tokens``: tokens / B steps of ``step_time`` each (SPEC A.10).
+    """Seconds to train on ``tokens``: tokens / B steps of ``step_time`` each (MODEL.md §A.10).
 
     Examples
     --------
@@ -38,7 +38,7 @@ def time_to_train(*, tokens, batch, step_time):
 
 
 def utilisation(*, batch, flops_per_token, chips, flops, step_time):
-    """The share of peak FLOP/s a step of ``step_time`` seconds uses: B·f / (N·C·t) (SPEC B.1).
+    """The share of peak FLOP/s a step of ``step_time`` seconds uses: B·f / (N·C·t) (MODEL.md §B.1).
 
     With model FLOPs per token this is the MFU; with hardware FLOPs (recompute counted) the HFU.
     Calibration: give a measured step time and read off the MFU it implies.
@@ -47,5 +47,7 @@ def utilisation(*, batch, flops_per_token, chips, flops, step_time):
     ...                         step_time=0.311)), 2)
     0.4
     """
-    B, f, N, C, t = (np.asarray(v, dtype=float) for v in (batch, flops_per_token, chips, flops, step_time))
+    B, f, N, C, t = (
+        np.asarray(v, dtype=float) for v in (batch, flops_per_token, chips, flops, step_time)
+    )
     return B * f / (N * C * t)

@@ -1,7 +1,8 @@
-"""Pipeline parallelism: the bubble, the stage-to-stage traffic and the busiest stage (SPEC A.6).
+"""Pipeline parallelism: the bubble, the stage-to-stage traffic and the busiest stage (MODEL.md
+§A.6).
 
 Each schedule's own bubble and microbatches in flight are in ``schedules/``; the formulas here
-are the chapter's, for GPipe and 1F1B, and interleaved 1F1B's (SPEC B.6).
+are the chapter's, for GPipe and 1F1B, and interleaved 1F1B's (MODEL.md §B.6).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 
 
 def bubble_fraction(*, stages, microbatches):
-    """Share of a GPipe/1F1B step that each stage idles: (Z − 1) / (m + Z − 1) (SPEC A.6).
+    """Share of a GPipe/1F1B step that each stage idles: (Z − 1) / (m + Z − 1) (MODEL.md §A.6).
 
     Examples
     --------
@@ -22,8 +23,8 @@ def bubble_fraction(*, stages, microbatches):
 
 
 def bubble_overhead(*, stages, microbatches, virtual_stages=1):
-    """Idle time relative to the useful work: (Z − 1) / m for GPipe and 1F1B (SPEC A.6), and
-    (Z − 1) / (v·m) for interleaved 1F1B with v virtual stages per device (SPEC B.6).
+    """Idle time relative to the useful work: (Z − 1) / m for GPipe and 1F1B (MODEL.md §A.6), and
+    (Z − 1) / (v·m) for interleaved 1F1B with v virtual stages per device (MODEL.md §B.6).
 
     Examples
     --------
@@ -36,9 +37,10 @@ def bubble_overhead(*, stages, microbatches, virtual_stages=1):
 
 def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth, virtual_stages=1):
     """Seconds a step spends sending activations between stages: 2·B·D/(W·m) · (m + Z − 2),
-    v times that with v virtual stages (each microbatch crosses every device v times, SPEC B.6).
+    v times that with v virtual stages (each microbatch crosses every device v times, MODEL.md
+    §B.6).
 
-    Each microbatch of B/m tokens moves 2·(B/m)·D bytes each way (SPEC A.6); ``bandwidth`` is
+    Each microbatch of B/m tokens moves 2·(B/m)·D bytes each way (MODEL.md §A.6); ``bandwidth`` is
     that of the link between neighbouring stages. Zero with one stage.
 
     Examples
@@ -48,7 +50,8 @@ def stage_traffic_time(*, batch, d_model, stages, microbatches, bandwidth, virtu
     array([0.    , 0.1024])
     """
     B, D, Z, m, W, v = (
-        np.asarray(a, dtype=float) for a in (batch, d_model, stages, microbatches, bandwidth, virtual_stages)
+        np.asarray(a, dtype=float)
+        for a in (batch, d_model, stages, microbatches, bandwidth, virtual_stages)
     )
     return (Z > 1) * v * 2 * B * D / (W * m) * (m + Z - 2)
 
@@ -66,4 +69,6 @@ def busiest_stage_layers(*, layers, stages, virtual_stages=1):
 
 def stage_share(*, layers, stages, virtual_stages=1):
     """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly."""
-    return layers / busiest_stage_layers(layers=layers, stages=stages, virtual_stages=virtual_stages)
+    return layers / busiest_stage_layers(
+        layers=layers, stages=stages, virtual_stages=virtual_stages
+    )

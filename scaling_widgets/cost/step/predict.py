@@ -1,4 +1,4 @@
-"""The predicted step time (SPEC C.1, C.2): one microbatch on the busiest stage, then a step.
+"""The predicted step time (MODEL.md §C.1, §C.2): one microbatch on the busiest stage, then a step.
 
 Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
 - matmuls: 2·b·Ψ_layer/Y FLOPs forward plus the attention scores 4·b·s·N_h·H·c/Y (c = 1/2,
@@ -32,9 +32,19 @@ from .pipeline import busiest_stage_layers
 from .profiles import Profile
 
 TERMS = (
-    "matmul", "memory_bound", "tp_exposed", "stage_to_stage", "bubble", "dp_exposed", "fsdp_exposed", "dcn_exposed",
-    "ep_exposed", "cp_exposed", "optimizer", "stragglers",
-)  # fmt: skip
+    "matmul",
+    "memory_bound",
+    "tp_exposed",
+    "stage_to_stage",
+    "bubble",
+    "dp_exposed",
+    "fsdp_exposed",
+    "dcn_exposed",
+    "ep_exposed",
+    "cp_exposed",
+    "optimizer",
+    "stragglers",
+)
 
 
 def matmul_efficiency(*, gemm_flops, e_max, g_half):
@@ -58,7 +68,8 @@ def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-
     """
     n = np.asarray(group, dtype=float)
     rounds = 2.0 if kind == "all-reduce" else 1.0
-    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)  # a group of one sends nothing
+    # a group of one sends nothing
+    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)
     steps = np.log2(np.maximum(n, 1))
     return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
 
@@ -66,8 +77,8 @@ def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-
 def group_bandwidth(chip: Chip, span, crosses=False):
     """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
     NVLink inside a node, and across nodes (``crosses``) one NIC per GPU, what a collective library
-    achieves there (SPEC C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of a
-    node's every NIC working for one group)."""
+    achieves there (MODEL.md §C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of
+    a node's every NIC working for one group)."""
     if not chip.is_gpu:
         return np.asarray(span, dtype=float) * chip.ici_bw
     return np.where(crosses, chip.scaleout_bw, chip.ici_bw)
@@ -75,7 +86,10 @@ def group_bandwidth(chip: Chip, span, crosses=False):
 
 def crosses_nodes(chip: Chip, *inner_groups):
     """Whether a group leaves its NVLink node: the groups inside it (TP first) outgrow the node."""
-    return np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0) > chip.node_size
+    return (
+        np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0)
+        > chip.node_size
+    )
 
 
 def link_efficiency(chip: Chip, profile: Profile, span, crosses=False):
@@ -88,7 +102,7 @@ def link_efficiency(chip: Chip, profile: Profile, span, crosses=False):
 
 
 def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
-    """The step's terms [s] (SPEC C.5) for an estimate's placement, and the step itself.
+    """The step's terms [s] (MODEL.md §C.5) for an estimate's placement, and the step itself.
 
     ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none), and
     ``attention_forward`` whether the attention core is recomputed (selective).
@@ -100,16 +114,23 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
-    layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, remat_forward, attention_forward)
+    layer_matmul, head_matmul, backward_last = _matmuls(
+        e, profile, b, remat_forward, attention_forward
+    )
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
-    layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / chip.hbm_bw
+    layer_memory = (
+        profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)
+    ) / chip.hbm_bw
     layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
-    elsewhere = routed_params(model) * (1 - 1 / np.asarray(layout.ep))  # experts that live on other EP chips
-    psi_layer = (e.params.mlp - elsewhere + e.params.attention) / L  # the weights a chip's layer holds: FSDP's
+    # experts that live on other EP chips
+    elsewhere = routed_params(model) * (1 - 1 / np.asarray(layout.ep))
+    psi_layer = (
+        e.params.mlp - elsewhere + e.params.attention
+    ) / L  # the weights a chip's layer holds: FSDP's
     data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
@@ -123,7 +144,8 @@ def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
-    # Every term in the shape of all of them: a knob given as a list of one name still makes an array.
+    # Every term in the shape of all of them: a knob given as a list of one name still makes an
+    # array.
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
 
@@ -132,22 +154,33 @@ def _matmuls(e, profile, b, remat_forward, attention_forward):
     """One layer's matmuls on a chip for a microbatch of b tokens, recompute included; the output
     layer's; and one layer's backward pass without recompute (what the reductions hide under) [s].
 
-    A layer's matmuls are the MLP a token goes through (a MoE layer's k + S experts, SPEC D.1) and
-    the rest, attention scores included. Current MoE kernels (grouped GEMMs: MegaBlocks, megablox)
-    run the routed experts as one GEMM of b·k tokens by F_e, not E small ones: its size sets their
-    efficiency."""
+    A layer's matmuls are the MLP a token goes through (a MoE layer's k + S experts, MODEL.md §D.1)
+    and the rest, attention scores included. Current MoE kernels (grouped GEMMs: MegaBlocks,
+    megablox) run the routed experts as one GEMM of b·k tokens by F_e, not E small ones: its size
+    sets their efficiency."""
     chip, model, Y = e.chip, e.model, e.y
     D, L, s = model.d_model, model.layers, e.seq_len or 1
-    causal = 0.5 if profile.flash_attention and model.causal else 1.0  # unfused attention computes every score
+    # unfused attention computes every score
+    causal = 0.5 if profile.flash_attention and model.causal else 1.0
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
     forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
     forward_rest = 2 * b * e.params.attention / L / Y + attention
-    e_mm = matmul_efficiency(gemm_flops=2 * b * D * model.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half)
-    e_mlp = e_mm if model.moe is None else matmul_efficiency(
-        gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half,
-    )  # fmt: skip
+    e_mm = matmul_efficiency(
+        gemm_flops=2 * b * D * model.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half
+    )
+    e_mlp = (
+        e_mm
+        if model.moe is None
+        else matmul_efficiency(
+            gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y,
+            e_max=profile.e_max,
+            g_half=profile.g_half,
+        )
+    )
     recomputed_rest = remat_forward * forward_rest + attention_forward * attention
-    layer = ((3 * forward_rest + recomputed_rest) / e_mm + (3 + remat_forward) * forward_mlp / e_mlp) / chip.flops
+    layer = (
+        (3 * forward_rest + recomputed_rest) / e_mm + (3 + remat_forward) * forward_mlp / e_mlp
+    ) / chip.flops
     head = 6 * b * D * model.vocab / Y / (chip.flops * e_mm)  # the output layer, on the last stage
     backward = 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops
     return layer, head, backward
@@ -159,16 +192,20 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
     chip, Y = e.chip, e.y
     crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
     one = collective_time(
-        nbytes=2 * b * e.model.d_model, group=Y, bandwidth=group_bandwidth(chip, e.my, crosses),
-        efficiency=link_efficiency(chip, profile, e.my, crosses), latency=profile.latency,
-    )  # fmt: skip
+        nbytes=2 * b * e.model.d_model,
+        group=Y,
+        bandwidth=group_bandwidth(chip, e.my, crosses),
+        efficiency=link_efficiency(chip, profile, e.my, crosses),
+        latency=profile.latency,
+    )
     return np.maximum(0.0, one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
 
 
 def _all_to_alls(e, profile, stage_layers, remat_forward):
-    """One microbatch's expert all-to-alls on a stage (SPEC D.2): dispatch and combine each pass
-    (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden. One
-    all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m microbatches."""
+    """One microbatch's expert all-to-alls on a stage (MODEL.md §D.2): dispatch and combine each
+    pass (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden.
+    One all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m
+    microbatches."""
     model, chip, EP = e.model, e.chip, np.asarray(e.layout.ep)
     if model.moe is None:
         return 0.0
@@ -184,30 +221,45 @@ def _all_to_alls(e, profile, stage_layers, remat_forward):
 
 
 def _context(e, profile, stage_layers, remat_forward):
-    """One microbatch's context-parallel traffic on a stage (SPEC D.3): what the ring does not hide
-    under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
-    again under full recompute: the layer's forward CP time (``LayerTimes.cp``) over m microbatches."""
+    """One microbatch's context-parallel traffic on a stage (MODEL.md §D.3): what the ring does not
+    hide under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
+    again under full recompute: the layer's forward CP time (``LayerTimes.cp``) over m
+    microbatches."""
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
     return stage_layers * (3 + remat_forward) * e.layer.cp[0] / e.microbatches / efficiency
 
 
-def _data_parallel(e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere) -> dict:
+def _data_parallel(
+    e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere
+) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
     W_x = group_bandwidth(chip, e.mx, x_crosses)
     link_x = link_efficiency(chip, profile, e.mx, x_crosses)
-    shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2  # a replica's bf16 gradients
+    # a replica's bf16 gradients
+    shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2
     sharded = np.asarray(e.zero) == 3
-    reduce = collective_time(nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency)
+    reduce = collective_time(
+        nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency
+    )
     dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))
-    # ZeRO-3: per layer and microbatch, gather the weights forward and again backward, scatter the grads.
+    # ZeRO-3: per layer and microbatch, gather the weights forward and again backward, scatter the
+    # grads.
     layer_bytes = psi_layer / Y * 2
-    gather = collective_time(nbytes=layer_bytes, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency,
-                             kind="all-gather")  # fmt: skip
-    fsdp = np.where(sharded, m * stage_layers * np.maximum(0.0, 3 * gather - profile.o_dp * layer_matmul), 0.0)
+    gather = collective_time(
+        nbytes=layer_bytes,
+        group=X,
+        bandwidth=W_x,
+        efficiency=link_x,
+        latency=profile.latency,
+        kind="all-gather",
+    )
+    fsdp = np.where(
+        sharded, m * stage_layers * np.maximum(0.0, 3 * gather - profile.o_dp * layer_matmul), 0.0
+    )
     over_pods = np.log2(P) * (shard / X / (chip.dcn_bw * profile.link_dcn) + profile.latency)
     dcn = np.maximum(0.0, over_pods - profile.o_dcn * backward_last)
     return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}

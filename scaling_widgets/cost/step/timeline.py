@@ -1,4 +1,4 @@
-"""A pipeline schedule slot by slot, for a picture (SPEC A.6, B.6).
+"""A pipeline schedule slot by slot, for a picture (MODEL.md §A.6, §B.6).
 
 Each device runs its forward and backward passes in the order its schedule gives (``passes`` of
 the schedule's module in ``schedules/``); a pass starts
@@ -20,7 +20,8 @@ from ..schedules import SCHEDULES
 
 @dataclass(frozen=True, eq=False)
 class Timeline:
-    """Every pass of a step: its device, start and end [slots], whether it is a backward, its microbatch."""
+    """Every pass of a step: its device, start and end [slots], whether it is a backward, its
+    microbatch."""
 
     device: np.ndarray
     start: np.ndarray

@@ -16,8 +16,8 @@ A strategy's module gives everything the rest of the house asks of it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..registry import members
 
@@ -41,8 +41,13 @@ class Strategy:
 
 def _member(module) -> Strategy:
     return Strategy(
-        name=module.NAME, label=module.LABEL, order=module.ORDER, zero=module.ZERO, on=module.ON,
-        traffic=tuple(module.TRAFFIC), critical_tokens_per_chip=module.critical_tokens_per_chip,
+        name=module.NAME,
+        label=module.LABEL,
+        order=module.ORDER,
+        zero=module.ZERO,
+        on=module.ON,
+        traffic=tuple(module.TRAFFIC),
+        critical_tokens_per_chip=module.critical_tokens_per_chip,
     )
 
 

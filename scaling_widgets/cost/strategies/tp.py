@@ -10,5 +10,6 @@ TRAFFIC = ("tp", "tp")
 
 
 def critical_tokens_per_chip(*, alpha, weights_per_compute, mx, my, d_ff):
-    """None: its traffic grows with the batch as its compute does (its limit is on Y, ``tp_limit``)."""
+    """None: its traffic grows with the batch as its compute does (its limit is on Y,
+    ``tp_limit``)."""
     return np.full(np.broadcast(alpha, d_ff, mx, my).shape, np.nan)

@@ -1,4 +1,4 @@
-"""Context parallelism (SPEC D.3): each sequence split over CP chips of the data axis.
+"""Context parallelism (MODEL.md §D.3): each sequence split over CP chips of the data axis.
 
 The CP chips of a group hold the same weights and see different parts of the same sequences,
 so the data axis X is DP x CP: the gradients are reduced, and ZeRO shards, over all of it, and
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..cluster.chip import Chip
-from .shapes import Model
 from ..cluster.mesh import subgroup_span
+from .shapes import Model
 
 CP_KINDS = ("ring", "all-gather", "ulysses")
 
@@ -33,11 +33,19 @@ def attention_seconds_per_token(chip: Chip, model: Model, seq_len, y=1):
     """One layer's attention scores and weighted sum for a token, forward: 4·s·N_h·H/Y FLOPs at
     peak, halved under causal masking (every query sees the keys before it)."""
     causal = 0.5 if model.causal else 1.0
-    return 4 * seq_len * model.heads * model.head_dim * causal / (np.asarray(y, dtype=float) * chip.flops)
+    return (
+        4
+        * seq_len
+        * model.heads
+        * model.head_dim
+        * causal
+        / (np.asarray(y, dtype=float) * chip.flops)
+    )
 
 
 def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, x=1, y=1, mx=1):
-    """The context-parallel traffic of one layer's forward pass, exposed, per token a chip holds [s].
+    """The context-parallel traffic of one layer's forward pass, exposed, per token a chip holds
+    [s].
 
     The ring hides under the attention it overlaps; the all-gather and Ulysses do not. The
     backward pass moves about twice the bytes against twice the compute: twice this.
@@ -51,7 +59,9 @@ def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, 
         bandwidth = chip.ici_bw * np.maximum(subgroup_span(size=CP, x=x, mx=mx), 1.0)
     kv = kv_bytes_per_token(model, Y)
     if kind == "ulysses":
-        per_token = (2 * model.heads + 2 * model.kv_heads) * model.head_dim * 2.0 / Y * (CP - 1) / CP
+        per_token = (
+            (2 * model.heads + 2 * model.kv_heads) * model.head_dim * 2.0 / Y * (CP - 1) / CP
+        )
         moved = 2 * per_token / bandwidth  # two all-to-alls
         return np.where(CP > 1, moved, 0.0)
     passed = (CP - 1) * kv / bandwidth  # every other chip's K/V block reaches this one
@@ -61,8 +71,8 @@ def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, 
 
 
 def ring_hides(*, chip: Chip, model: Model, seq_len, cp):
-    """The SPEC's rule for the ring: s/CP ≥ (K/N_h)·C/W, doubled under causal masking. Returns
-    (what s/CP must reach, what it is)."""
+    """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking.
+    Returns (what s/CP must reach, what it is)."""
     causal = 2.0 if model.causal else 1.0
     need = causal * model.kv_heads / model.heads * chip.flops / chip.ici_bw
     return need, seq_len / np.asarray(cp, dtype=float)

@@ -1,4 +1,4 @@
-"""Parameters and training FLOPs (SPEC A.5, B.1, D.1).
+"""Parameters and training FLOPs (MODEL.md §A.5, §B.1, §D.1).
 
 Every product here is formed in float64: a model's dimensions arrive as integers, and their
 product (L·D·F, or L·T·N_h·H with a long sequence) would wrap around as int64.
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
-
 @dataclass(frozen=True, eq=False)
 class ParamCount:
     """Parameters of a LLaMA-style model by part; ``mlp_active`` is the MLP a token goes through
-    (a MoE model's top-k and shared experts and its routers, SPEC D.1; the whole MLP if dense)."""
+    (a MoE model's top-k and shared experts and its routers, MODEL.md §D.1; the whole MLP if
+    dense)."""
 
     mlp: np.ndarray
     attention: np.ndarray
@@ -36,14 +36,26 @@ class ParamCount:
 
     @property
     def active(self):
-        """The parameters each token uses: what the training FLOPs count (SPEC D.1)."""
+        """The parameters each token uses: what the training FLOPs count (MODEL.md §D.1)."""
         return self.mlp_used + self.attention + self.embeddings
 
 
 def param_count(
-    *, layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated=True, tied_embeddings=False, moe=None, mla=None
-):  # fmt: skip
-    """Parameters of a LLaMA-style decoder (SPEC A.5), with MoE layers and latent attention (D.1).
+    *,
+    layers,
+    d_model,
+    d_ff,
+    heads,
+    kv_heads,
+    head_dim,
+    vocab,
+    gated=True,
+    tied_embeddings=False,
+    moe=None,
+    mla=None,
+):
+    """Parameters of a LLaMA-style decoder (MODEL.md §A.5), with MoE layers and latent attention
+    (D.1).
 
     MLP 3·L·D·F (gated; 2·L·D·F ungated); attention 2·D·(N_h + K)·H·L (Q and O are D x N_h·H,
     K and V are D x K·H); embeddings 2·V·D (V·D when tied). Norms and biases are ignored.
@@ -68,19 +80,22 @@ def param_count(
     router = moe_layers * moe.experts * D
     experts = moe_layers * c * D * moe.d_ff  # per expert, over the MoE layers
     return ParamCount(
-        mlp=dense + (moe.experts + moe.shared) * experts + router, attention=attention, embeddings=embeddings,
+        mlp=dense + (moe.experts + moe.shared) * experts + router,
+        attention=attention,
+        embeddings=embeddings,
         mlp_active=dense + (moe.top_k + moe.shared) * experts + router,
-    )  # fmt: skip
+    )
 
 
 def mla_attention(D, N_h, mla):
-    """Parameters of one layer of multi-head latent attention (SPEC D.1): the query's down and up
-    projections (or one D x N_h·(d_nope + d_rope) without a query rank), the key/value down
+    """Parameters of one layer of multi-head latent attention (MODEL.md §D.1): the query's down and
+    up projections (or one D x N_h·(d_nope + d_rope) without a query rank), the key/value down
     projection D x (r_kv + d_rope) and up projection r_kv x N_h·(d_nope + d_v), and the output
     N_h·d_v x D.
 
     >>> from scaling_widgets.cost.transformer.shapes import MLA
-    >>> v3 = MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536)
+    >>> v3 = MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
+    ...          q_lora_rank=1536)
     >>> round(float(mla_attention(7168.0, 128.0, v3)) / 1e6, 1)  # DeepSeek-V3, per layer
     187.1
     """
@@ -88,12 +103,14 @@ def mla_attention(D, N_h, mla):
     r_q = mla.q_lora_rank
     query = D * r_q + r_q * N_h * qk if r_q else D * N_h * qk
     r_kv = mla.kv_lora_rank
-    key_value = D * (r_kv + mla.qk_rope_head_dim) + r_kv * N_h * (mla.qk_nope_head_dim + mla.v_head_dim)
+    key_value = D * (r_kv + mla.qk_rope_head_dim) + r_kv * N_h * (
+        mla.qk_nope_head_dim + mla.v_head_dim
+    )
     return query + key_value + N_h * mla.v_head_dim * D
 
 
 def training_flops(*, params, tokens):
-    """Training FLOPs ≈ 6 · params · tokens (SPEC A.5).
+    """Training FLOPs ≈ 6 · params · tokens (MODEL.md §A.5).
 
     Examples
     --------
@@ -108,7 +125,7 @@ REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
 
 
 def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False):
-    """Model FLOPs per trained token: 6·Ψ, plus 12·L·T·N_h·H with ``attention`` (SPEC B.1).
+    """Model FLOPs per trained token: 6·Ψ, plus 12·L·T·N_h·H with ``attention`` (MODEL.md §B.1).
 
     The attention scores and their weighted sum (Q·Kᵀ and A·V) cost 4·T·N_h·H per token and
     layer forward, three times that forward and backward; causal masking is not subtracted.
@@ -123,14 +140,17 @@ def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False
     return 6 * Psi + np.where(attention, 12 * L * T * N_h * H, 0.0)
 
 
-def recompute_flops_per_token(*, params, layers, seq_len, heads, head_dim, remat="checkpoints", attention=True):
-    """Hardware FLOPs per token that recomputation adds to the model's (SPEC B.1, B.4).
+def recompute_flops_per_token(
+    *, params, layers, seq_len, heads, head_dim, remat="checkpoints", attention=True
+):
+    """Hardware FLOPs per token that recomputation adds to the model's (MODEL.md §B.1, §B.4).
 
     "full": the whole forward again, 2·Ψ (+ 4·L·T·N_h·H when ``attention`` is counted);
     "selective": only the attention core, 4·L·T·N_h·H (Korthikanti et al. 2022); "none" and the
     chapter's "checkpoints": nothing.
 
-    >>> float(recompute_flops_per_token(params=1e9, layers=1, seq_len=1, heads=1, head_dim=1, remat="full"))
+    >>> one = dict(layers=1, seq_len=1, heads=1, head_dim=1)
+    >>> float(recompute_flops_per_token(params=1e9, remat="full", **one))
     2000000004.0
     """
     Psi, L, T, N_h, H = _floats(params, layers, seq_len, heads, head_dim)

@@ -1,4 +1,4 @@
-"""Expert parallelism (SPEC D.2): each chip of an EP group holds E/EP of a MoE layer's experts,
+"""Expert parallelism (MODEL.md §D.2): each chip of an EP group holds E/EP of a MoE layer's experts,
 and two all-to-alls a pass bring every token to its k experts and back.
 
 The EP group is taken from the data axis X: EP of its chips split the experts, and the rest
@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..cluster.chip import Chip
-from .shapes import Model
 from ..cluster.mesh import subgroup_span
+from .shapes import Model
 
 
 def held_width(model: Model, ep=1):
-    """The MLP width one chip holds of a (MoE) layer before FSDP or TP: (E/EP + S)·F_e (F if dense)."""
+    """The MLP width one chip holds of a (MoE) layer before FSDP or TP: (E/EP + S)·F_e (F if
+    dense)."""
     if model.moe is None:
         return float(model.d_ff) * np.ones_like(np.asarray(ep, dtype=float))
     moe = model.moe
@@ -23,7 +24,7 @@ def held_width(model: Model, ep=1):
 
 
 def routed_params(model: Model) -> float:
-    """The routed experts' parameters, all layers: what EP divides (c·D·F_e each, SPEC D.1)."""
+    """The routed experts' parameters, all layers: what EP divides (c·D·F_e each, MODEL.md §D.1)."""
     if model.moe is None:
         return 0.0
     moe, c = model.moe, 3 if model.gated else 2
@@ -31,13 +32,18 @@ def routed_params(model: Model) -> float:
 
 
 def dispatch_bytes(model: Model, activation_bytes) -> float:
-    """A MoE layer's dispatch buffer, its tokens' k·CF copies sorted by expert (SPEC D.2), per
+    """A MoE layer's dispatch buffer, its tokens' k·CF copies sorted by expert (MODEL.md §D.2), per
     token and layer on average over all L layers: A·k·CF·D·(L − L_dense)/L; 0 if dense."""
     if model.moe is None:
         return 0.0
     moe = model.moe
     return (
-        activation_bytes * moe.top_k * model.padding * model.d_model * (model.layers - moe.dense_layers) / model.layers
+        activation_bytes
+        * moe.top_k
+        * model.padding
+        * model.d_model
+        * (model.layers - moe.dense_layers)
+        / model.layers
     )
 
 
@@ -46,13 +52,15 @@ def all_to_all(chip: Chip, model: Model, ep):
     degree Y and the axes M_X that X spans."""
 
     def seconds(x, y, mx):
-        return all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=subgroup_span(size=ep, x=x, mx=mx))
+        return all_to_all_seconds(
+            chip=chip, model=model, ep=ep, y=y, mx=subgroup_span(size=ep, x=x, mx=mx)
+        )
 
     return seconds
 
 
 def all_to_all_seconds(*, chip: Chip, model: Model, ep, y=1, mx=1, bytes_per_element=2.0):
-    """Seconds one all-to-all takes per token a chip sends (SPEC D.2): multiply by its tokens.
+    """Seconds one all-to-all takes per token a chip sends (MODEL.md §D.2): multiply by its tokens.
 
     Each token goes to k experts (k·CF with padding to a capacity factor): k·D·bytes leave the
     chip for the (1 − 1/EP) of them that live elsewhere.

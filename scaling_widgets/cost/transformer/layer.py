@@ -1,4 +1,5 @@
-"""One MLP layer's compute and communication per chip, for each strategy (SPEC A.2, A.3, A.10)."""
+"""One MLP layer's compute and communication per chip, for each strategy (MODEL.md §A.2, §A.3,
+§A.10)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from ..checks import Number, Switch, check_fields, checked
 from ..choices import per_choice
 
 AXES = ("x", "y", "dcn", "ep", "cp")
-DATA_PARALLEL = ("dp", "dp+tp")  # the strategies whose X axis holds whole weights (its role is "dp")
+# the strategies whose X axis holds whole weights (its role is "dp")
+DATA_PARALLEL = ("dp", "dp+tp")
 
 
 def _dp(B, D, F, X, Y):
@@ -31,11 +33,13 @@ def _fsdp_tp(B, D, F, X, Y):
 
 
 def _dp_tp(B, D, F, X, Y):
-    return (0.0, 8 * D * F / Y), (4 * D * B / X, 8 * D * B / X)  # DP's AllReduce of a 1/Y shard; TP as above
+    # DP's AllReduce of a 1/Y shard; TP as above
+    return (0.0, 8 * D * F / Y), (4 * D * B / X, 8 * D * B / X)
 
 
-# SPEC A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward, backward).
-# "dp+tp" (ZeRO 0-2 with TP, as PP wants, SPEC A.6) combines its DP and FSDP + TP rows.
+# MODEL.md §A.3, the summary table: bytes per chip per layer on the X and Y axes, (forward,
+# backward). "dp+tp" (ZeRO 0-2 with TP, as PP wants, MODEL.md §A.6) combines its DP and FSDP + TP
+# rows.
 TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp, "dp+tp": _dp_tp}
 # The collectives behind those bytes, for a fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
 COLLECTIVES = {
@@ -49,7 +53,7 @@ COLLECTIVES = {
 
 @dataclass(frozen=True)
 class Exactness:
-    """Corrections the chapter leaves out (SPEC B.7); all off by default.
+    """Corrections the chapter leaves out (MODEL.md §B.7); all off by default.
 
     ``ring_factor``: a ring collective over n chips moves (n − 1)/n of the array, not all of
     it. ``halve_without_wrap``: a TPU group that is not a ring has only one direction of its
@@ -71,7 +75,7 @@ CHAPTER = Exactness()
 class LayerTimes:
     """Per-layer, per-chip times [s] of each pass: compute and each axis' communication.
 
-    The axes overlap each other and the compute (SPEC A.3, A.10): a pass takes
+    The axes overlap each other and the compute (MODEL.md §A.3, §A.10): a pass takes
     max(T_math, T_x, T_y, T_dcn). ``x_role`` names the X axis ("dp" or "fsdp"; an array of
     them when the strategy differs per layout).
     """
@@ -81,8 +85,9 @@ class LayerTimes:
     y: tuple[np.ndarray, np.ndarray]
     dcn: tuple[np.ndarray, np.ndarray]
     x_role: str | np.ndarray = "fsdp"
-    ep: tuple = (0.0, 0.0)  # a MoE layer's all-to-alls, dispatch and combine (SPEC D.2)
-    cp: tuple = (0.0, 0.0)  # context parallelism's keys and values, beyond what hides (SPEC D.3)
+    ep: tuple = (0.0, 0.0)  # a MoE layer's all-to-alls, dispatch and combine (MODEL.md §D.2)
+    # context parallelism's keys and values, beyond what hides (MODEL.md §D.3)
+    cp: tuple = (0.0, 0.0)
 
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
@@ -114,7 +119,10 @@ class LayerTimes:
     @cached_property
     def _comms(self):
         """Per pass, the slowest axis [s]."""
-        return tuple(np.maximum.reduce(np.broadcast_arrays(*(getattr(self, a)[p] for a in AXES))) for p in (0, 1))
+        return tuple(
+            np.maximum.reduce(np.broadcast_arrays(*(getattr(self, a)[p] for a in AXES)))
+            for p in (0, 1)
+        )
 
     @cached_property
     def t_comms(self):
@@ -128,7 +136,8 @@ class LayerTimes:
 
     @cached_property
     def upper_bound(self):
-        """Compute and communication not overlapped: T_math + T_comms (the axes still overlap) [s]."""
+        """Compute and communication not overlapped: T_math + T_comms (the axes still overlap)
+        [s]."""
         return self.t_math + self.t_comms
 
     def comm_ratio(self, axis: str):
@@ -143,26 +152,44 @@ class LayerTimes:
 
     @cached_property
     def compute_bound(self):
-        """T_math >= every axis' communication in each pass separately (SPEC A.10)."""
+        """T_math >= every axis' communication in each pass separately (MODEL.md §A.10)."""
         return (self.math[0] >= self._comms[0]) & (self.math[1] >= self._comms[1])
 
     @cached_property
     def worst_axis(self):
         """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
-        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep", "cp"])[worst])[()]  # one: a np.str_
+        # one: a np.str_
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep", "cp"])[worst])[()]
 
     @cached_property
     def bottleneck(self):
-        """'compute', or the worst axis when its ratio exceeds 1 (SPEC A.10)."""
+        """'compute', or the worst axis when its ratio exceeds 1 (MODEL.md §A.10)."""
         return np.where(self.compute_bound, "compute", self.worst_axis)
 
 
 def layer_times(
-    *, strategy, batch, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER,
-    wrap_x=True, wrap_y=True, d_ff_weights=None, ep_seconds=0.0, cp_seconds=0.0,
-):  # fmt: skip
-    """Per-chip compute and communication times of one layer (SPEC A.3).
+    *,
+    strategy,
+    batch,
+    d_model,
+    d_ff,
+    x=1,
+    y=1,
+    pods=1,
+    flops,
+    ici_bw,
+    dcn_bw,
+    mx=1,
+    my=1,
+    exact=CHAPTER,
+    wrap_x=True,
+    wrap_y=True,
+    d_ff_weights=None,
+    ep_seconds=0.0,
+    cp_seconds=0.0,
+):
+    """Per-chip compute and communication times of one layer (MODEL.md §A.3).
 
     T_math = {4, 8}·(B/P)·D·F / (X·Y·C) for the forward and backward pass; the X traffic of
     the summary table rides on mx·W_ici, the Y traffic on my·W_ici, and with P > 1 pods the
@@ -173,16 +200,18 @@ def layer_times(
     strategy : one of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout)
     batch : global batch [tokens]; d_model, d_ff : D, F
     d_ff_weights : the width the layer holds as weights, when it is not the width a token goes
-        through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (SPEC D.1). The weights'
-        traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
+        through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (MODEL.md §D.1). The
+        weights' traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
     ep_seconds : a MoE layer's all-to-all, seconds per token a chip sends (``experts``): two
-        a pass, over the B/(P·X·Y) tokens of each chip (SPEC D.2); 0 without expert parallelism.
+        a pass, over the B/(P·X·Y) tokens of each chip (MODEL.md §D.2); 0 without expert
+        parallelism.
     cp_seconds : context parallelism's exposed traffic, seconds per token a chip holds, forward
-        (``context``), over its B/(P·X) tokens; twice that backward (SPEC D.3).
+        (``context``), over its B/(P·X) tokens; twice that backward (MODEL.md §D.3).
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
-    exact, wrap_x, wrap_y : the SPEC B.7 corrections (``Exactness``) and whether X and Y are rings
+    exact, wrap_x, wrap_y : the MODEL.md §B.7 corrections (``Exactness``) and whether X and Y are
+    rings
 
     Examples
     --------
@@ -202,13 +231,19 @@ def layer_times(
     flops_per_k = per_pod * (D * F / C) / XY  # one B·D·F/(X·Y·C); forward 4, backward 8
     math = (4 * flops_per_k, 8 * flops_per_k)
     # The table's F in a weight's bytes is the width held; TP's bytes hold no F.
-    (x_fwd, x_bwd), (y_fwd, y_bwd) = per_choice(strategy, lambda s: TRAFFIC[s](per_pod, D, F_w, X, Y))
+    (x_fwd, x_bwd), (y_fwd, y_bwd) = per_choice(
+        strategy, lambda s: TRAFFIC[s](per_pod, D, F_w, X, Y)
+    )
     # A group of one chip moves nothing (and spans no axis: M = 0); a group spanning M axes gets
-    # M·W_ici (SPEC A.2). On GPUs M is a fraction of the NVLink bandwidth (SPEC B.5).
+    # M·W_ici (MODEL.md §A.2). On GPUs M is a fraction of the NVLink bandwidth (MODEL.md §B.5).
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
     per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
     dcn_bwd = (P > 1) * (8 * D * F_w / W_dcn) / XY
-    x, y, dcn = (x_fwd * per_x_byte, x_bwd * per_x_byte), (y_fwd * per_y_byte, y_bwd * per_y_byte), (0.0, dcn_bwd)
+    x, y, dcn = (
+        (x_fwd * per_x_byte, x_bwd * per_x_byte),
+        (y_fwd * per_y_byte, y_bwd * per_y_byte),
+        (0.0, dcn_bwd),
+    )
     if exact != CHAPTER:
         x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
     all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
@@ -231,7 +266,7 @@ def _x_role(strategy):
 
 
 def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
-    """The communication times with the SPEC B.7 corrections that are switched on."""
+    """The communication times with the MODEL.md §B.7 corrections that are switched on."""
     scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
     if exact.ring_factor:
         scale = {"x": (X - 1) / X, "y": (Y - 1) / Y, "dcn": (P - 1) / P}
@@ -242,18 +277,36 @@ def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
     counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
     groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
     times = {"x": x, "y": y, "dcn": dcn}
-    return tuple(tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a]))
-                 for a in ("x", "y", "dcn"))  # fmt: skip
+    return tuple(
+        tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a]))
+        for a in ("x", "y", "dcn")
+    )
 
 
 def crossover_batch(
-    *, strategy, d_model, d_ff, x=1, y=1, pods=1, flops, ici_bw, dcn_bw, mx=1, my=1, exact=CHAPTER, wrap_x=True,
-    wrap_y=True, d_ff_weights=None, ep_seconds=0.0, cp_seconds=0.0,
-):  # fmt: skip
+    *,
+    strategy,
+    d_model,
+    d_ff,
+    x=1,
+    y=1,
+    pods=1,
+    flops,
+    ici_bw,
+    dcn_bw,
+    mx=1,
+    my=1,
+    exact=CHAPTER,
+    wrap_x=True,
+    wrap_y=True,
+    d_ff_weights=None,
+    ep_seconds=0.0,
+    cp_seconds=0.0,
+):
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
     Compute grows as m·B and every communication time as a + b·B, so each pass and axis is
-    compute-bound from B = a / (m − b) on (SPEC A.3); the layout needs the largest of these.
+    compute-bound from B = a / (m − b) on (MODEL.md §A.3); the layout needs the largest of these.
 
     Examples
     --------
@@ -262,9 +315,23 @@ def crossover_batch(
     array([435200.,     inf])
     """
     layout = dict(
-        strategy=strategy, d_model=d_model, d_ff=d_ff, x=x, y=y, pods=pods, flops=flops,
-        ici_bw=ici_bw, dcn_bw=dcn_bw, mx=mx, my=my, exact=exact, wrap_x=wrap_x, wrap_y=wrap_y,
-        d_ff_weights=d_ff_weights, ep_seconds=ep_seconds, cp_seconds=cp_seconds,
+        strategy=strategy,
+        d_model=d_model,
+        d_ff=d_ff,
+        x=x,
+        y=y,
+        pods=pods,
+        flops=flops,
+        ici_bw=ici_bw,
+        dcn_bw=dcn_bw,
+        mx=mx,
+        my=my,
+        exact=exact,
+        wrap_x=wrap_x,
+        wrap_y=wrap_y,
+        d_ff_weights=d_ff_weights,
+        ep_seconds=ep_seconds,
+        cp_seconds=cp_seconds,
     )
     at_zero, at_one = layer_times(batch=0.0, **layout), layer_times(batch=1.0, **layout)
     needed = []

@@ -1,5 +1,5 @@
 """What is trained: a model's shape, its experts and latent attention, and the precision policy
-(SPEC A.1, B.2, D.1).
+(MODEL.md §A.1, §B.2, §D.1).
 
 Frozen dataclasses, checked when built, so a model of your own from a JSON file fails with a
 message naming the field. The presets in ``scaling_widgets.presets`` are instances.
@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..checks import is_number, is_whole, require
+
 # The ceiling of each Model dimension (see Model): far above any model trained, low enough that
 # the parameter count stays below 1e28.
 LARGEST_DIMS = {
@@ -26,13 +27,13 @@ LARGEST_DIMS = {
 
 @dataclass(frozen=True)
 class MoE:
-    """The mixture-of-experts MLP of a model's MoE layers (SPEC D.1).
+    """The mixture-of-experts MLP of a model's MoE layers (MODEL.md §D.1).
 
     ``experts`` routed experts of width ``d_ff`` each (F_e), ``top_k`` of them per token, plus
     ``shared`` experts every token goes through; the first ``dense_layers`` layers are dense (the
     model's own d_ff). ``capacity_factor``: tokens are padded to CF times their share (absent:
     dropless routing, nothing padded). ``routed_nodes``: node-limited routing, a token's experts on
-    at most this many nodes (DeepSeek-V3: 4), which caps its copies across nodes (SPEC D.2).
+    at most this many nodes (DeepSeek-V3: 4), which caps its copies across nodes (MODEL.md §D.2).
     """
 
     experts: int  # E
@@ -48,18 +49,38 @@ class MoE:
         top_k_ok = is_whole(self.top_k, self.experts)
         require(self, "top_k", top_k_ok, f"a whole number from 1 to experts ({self.experts})")
         require(self, "d_ff", is_whole(self.d_ff, 2**31), "a whole number from 1 to 2**31")
-        require(self, "shared", is_whole(self.shared, 2**10, smallest=0), "a whole number from 0 to 2**10")
-        require(self, "dense_layers", is_whole(self.dense_layers, 2**20, smallest=0), "a whole number from 0")
+        require(
+            self,
+            "shared",
+            is_whole(self.shared, 2**10, smallest=0),
+            "a whole number from 0 to 2**10",
+        )
+        require(
+            self,
+            "dense_layers",
+            is_whole(self.dense_layers, 2**20, smallest=0),
+            "a whole number from 0",
+        )
         cf = self.capacity_factor
-        require(self, "capacity_factor", cf is None or (is_number(cf) and 1 <= cf <= 64), "absent, or from 1 to 64")
+        require(
+            self,
+            "capacity_factor",
+            cf is None or (is_number(cf) and 1 <= cf <= 64),
+            "absent, or from 1 to 64",
+        )
         nodes = self.routed_nodes
-        require(self, "routed_nodes", nodes is None or is_whole(nodes, 2**20), "absent, or a whole number from 1")
+        require(
+            self,
+            "routed_nodes",
+            nodes is None or is_whole(nodes, 2**20),
+            "absent, or a whole number from 1",
+        )
 
 
 @dataclass(frozen=True)
 class MLA:
     """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through
-    low-rank projections (SPEC D.1). ``q_lora_rank`` 0: queries projected directly."""
+    low-rank projections (MODEL.md §D.1). ``q_lora_rank`` 0: queries projected directly."""
 
     kv_lora_rank: int
     qk_rope_head_dim: int
@@ -69,13 +90,20 @@ class MLA:
 
     def __post_init__(self):
         for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-            require(self, field, is_whole(getattr(self, field), 2**20), "a whole number from 1 to 2**20")
-        require(self, "q_lora_rank", is_whole(self.q_lora_rank, 2**20, smallest=0), "a whole number from 0 to 2**20")
+            require(
+                self, field, is_whole(getattr(self, field), 2**20), "a whole number from 1 to 2**20"
+            )
+        require(
+            self,
+            "q_lora_rank",
+            is_whole(self.q_lora_rank, 2**20, smallest=0),
+            "a whole number from 0 to 2**20",
+        )
 
 
 @dataclass(frozen=True)
 class Model:
-    """A LLaMA-style decoder's dimensions (SPEC A.1, A.5).
+    """A LLaMA-style decoder's dimensions (MODEL.md §A.1, §A.5).
 
     Each dimension is a whole number up to a ceiling (``LARGEST_DIMS``) far above any model ever
     trained: 2**20 for layers, heads, kv_heads and head_dim, 2**31 for d_model, d_ff and vocab.
@@ -93,10 +121,12 @@ class Model:
     vocab: int  # V
     gated: bool = True
     tied_embeddings: bool = False
-    causal: bool = True  # a decoder: causal masking halves the attention work (SPEC C.4)
-    moe: MoE | None = None  # its MoE layers (SPEC D.1); None: every layer dense
-    mla: MLA | None = None  # latent attention (SPEC D.1); None: N_h query and K key/value heads
-    dropout: float = 0.0  # hidden dropout: above 0 each layer keeps two byte masks (SPEC E.1)
+    causal: bool = True  # a decoder: causal masking halves the attention work (MODEL.md §C.4)
+    moe: MoE | None = None  # its MoE layers (MODEL.md §D.1); None: every layer dense
+    mla: MLA | None = (
+        None  # latent attention (MODEL.md §D.1); None: N_h query and K key/value heads
+    )
+    dropout: float = 0.0  # hidden dropout: above 0 each layer keeps two byte masks (MODEL.md §E.1)
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
@@ -108,34 +138,61 @@ class Model:
             require(self, field, isinstance(getattr(self, field), bool), "true or false")
         require(self, "moe", self.moe is None or isinstance(self.moe, MoE), "absent or a MoE")
         require(self, "mla", self.mla is None or isinstance(self.mla, MLA), "absent or an MLA")
-        require(self, "dropout", is_number(self.dropout) and 0 <= self.dropout < 1, "a probability from 0 to below 1")
+        require(
+            self,
+            "dropout",
+            is_number(self.dropout) and 0 <= self.dropout < 1,
+            "a probability from 0 to below 1",
+        )
         if self.moe is not None:
             dense = self.moe.dense_layers
-            require(self, "moe", dense < self.layers, f"a MoE with fewer dense_layers than layers ({self.layers})")
-            require(self, "moe", self.largest_width < 2**40, "a MoE whose (experts + shared) x d_ff is below 2**40")
+            require(
+                self,
+                "moe",
+                dense < self.layers,
+                f"a MoE with fewer dense_layers than layers ({self.layers})",
+            )
+            require(
+                self,
+                "moe",
+                self.largest_width < 2**40,
+                "a MoE whose (experts + shared) x d_ff is below 2**40",
+            )
 
     @property
     def active_width(self) -> float:
         """The MLP width a token goes through in a (MoE) layer: F, or (k + S)·F_e, its routed
-        part padded to the capacity factor (k·CF + S)·F_e (SPEC D.1, D.2)."""
+        part padded to the capacity factor (k·CF + S)·F_e (MODEL.md §D.1, §D.2)."""
         if self.moe is None:
             return self.d_ff
         return (self.moe.top_k * self.padding + self.moe.shared) * self.moe.d_ff
 
     @property
     def padding(self) -> float:
-        """How much the routed experts' work grows by padding to the capacity factor (1: dropless)."""
-        return 1.0 if self.moe is None or self.moe.capacity_factor is None else float(self.moe.capacity_factor)
+        """How much the routed experts' work grows by padding to the capacity factor (1:
+        dropless)."""
+        return (
+            1.0
+            if self.moe is None or self.moe.capacity_factor is None
+            else float(self.moe.capacity_factor)
+        )
 
     @property
     def padded_work(self) -> float:
-        """A MoE layer's MLP work with the padding over without it, (k·CF + S)/(k + S); 1 if dense."""
-        return 1.0 if self.moe is None else self.active_width / ((self.moe.top_k + self.moe.shared) * self.moe.d_ff)
+        """A MoE layer's MLP work with the padding over without it, (k·CF + S)/(k + S); 1 if
+        dense."""
+        return (
+            1.0
+            if self.moe is None
+            else self.active_width / ((self.moe.top_k + self.moe.shared) * self.moe.d_ff)
+        )
 
     @property
     def largest_width(self) -> int:
-        """The MLP width a (MoE) layer holds as weights: F, or (E + S)·F_e (SPEC D.1)."""
-        return self.d_ff if self.moe is None else (self.moe.experts + self.moe.shared) * self.moe.d_ff
+        """The MLP width a (MoE) layer holds as weights: F, or (E + S)·F_e (MODEL.md §D.1)."""
+        return (
+            self.d_ff if self.moe is None else (self.moe.experts + self.moe.shared) * self.moe.d_ff
+        )
 
     def dims(self) -> dict:
         """The dimensions as keyword arguments for the cost functions."""
@@ -148,7 +205,7 @@ class Model:
 
 @dataclass(frozen=True)
 class Precision:
-    """Bytes per parameter and per activation element (SPEC A.4, B.2)."""
+    """Bytes per parameter and per activation element (MODEL.md §A.4, §B.2)."""
 
     name: str
     weight_bytes: float
@@ -160,7 +217,12 @@ class Precision:
         require(self, "name", isinstance(self.name, str), "a string")
         for field in ("weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes"):
             value = getattr(self, field)
-            require(self, field, is_number(value) and 0 <= value <= 1024, "a number of bytes from 0 to 1024")
+            require(
+                self,
+                field,
+                is_number(value) and 0 <= value <= 1024,
+                "a number of bytes from 0 to 1024",
+            )
 
     @property
     def bytes_per_param(self) -> float:
@@ -168,4 +230,4 @@ class Precision:
 
 
 BOOK_PRECISION = Precision("book", weight_bytes=2, grad_bytes=0, optimizer_bytes=8)
-"""The chapter's convention: bf16 weights, two fp32 Adam moments, no gradient (SPEC A.4)."""
+"""The chapter's convention: bf16 weights, two fp32 Adam moments, no gradient (MODEL.md §A.4)."""

@@ -1,4 +1,5 @@
-"""Where each strategy turns compute-bound, and the chapter's optimal FSDP/TP split (SPEC A.3, A.10)."""
+"""Where each strategy turns compute-bound, and the chapter's optimal FSDP/TP split (MODEL.md §A.3,
+§A.10)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import numpy as np
 from ..strategies import STRATEGIES
 
 
-def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1, d_ff_weights=None):
-    """Tokens per chip above which a strategy is compute-bound (SPEC A.3, A.10).
+def critical_tokens_per_chip(
+    *, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1, d_ff_weights=None
+):
+    """Tokens per chip above which a strategy is compute-bound (MODEL.md §A.3, §A.10).
 
     DP and FSDP: α / M_X; FSDP + TP at the optimal split: α² / (M_X·M_Y·F); pure TP has no
     batch threshold (NaN; see ``tp_limit``). α = C / W_ici. With Z pipeline stages, a chip
     sees 1/Z of the tokens of a stage's layer, so the per-chip threshold is divided by Z.
-    A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (SPEC D.1,
+    A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (MODEL.md §D.1,
     D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
     (r·α/M_X, the "(E/k)·C/W" of data parallelism over experts); FSDP + TP's is α²·r/(M_X·M_Y·F).
 
@@ -22,7 +25,9 @@ def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stage
     >>> critical_tokens_per_chip(strategy="fsdp", flops=4.59e14, ici_bw=1.8e11, d_ff=1, mx=[1, 3])
     array([2550.,  850.])
     """
-    C, W, F, M_X, M_Y, Z = (np.asarray(v, dtype=float) for v in (flops, ici_bw, d_ff, mx, my, stages))
+    C, W, F, M_X, M_Y, Z = (
+        np.asarray(v, dtype=float) for v in (flops, ici_bw, d_ff, mx, my, stages)
+    )
     r = 1.0 if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float) / F
     per_stage = STRATEGIES[strategy].critical_tokens_per_chip(
         alpha=C / W, weights_per_compute=r, mx=M_X, my=M_Y, d_ff=F
@@ -31,7 +36,7 @@ def critical_tokens_per_chip(*, strategy, flops, ici_bw, d_ff, mx=1, my=1, stage
 
 
 def tp_limit(*, flops, ici_bw, d_ff, my=1):
-    """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (SPEC A.3).
+    """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (MODEL.md §A.3).
 
     Examples
     --------
@@ -43,8 +48,9 @@ def tp_limit(*, flops, ici_bw, d_ff, my=1):
 
 
 def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
-    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (SPEC A.3),
-    times F_w/F for a MoE model (``weights_per_compute``, SPEC D.2): its gradients per FLOP.
+    """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (MODEL.md
+    §A.3), times F_w/F for a MoE model (``weights_per_compute``, MODEL.md §D.2): its gradients per
+    FLOP.
 
     Examples
     --------
@@ -56,11 +62,11 @@ def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
 
 
 def x_opt(*, batch, d_ff, chips, mx=1, my=1):
-    """The continuous FSDP degree that balances FSDP and TP traffic (SPEC A.3).
+    """The continuous FSDP degree that balances FSDP and TP traffic (MODEL.md §A.3).
 
     X_opt = sqrt( (B/F) · (M_X/M_Y) · N ), with B the batch of one pod and N its chips per
-    stage. (The translated chapter drops the square root: SPEC A.9.) FSDP moves weights, so for
-    a MoE layer F is the width it holds, (E + S)·F_e (SPEC D.1).
+    stage. (The translated chapter drops the square root: MODEL.md §A.9.) FSDP moves weights, so for
+    a MoE layer F is the width it holds, (E + S)·F_e (MODEL.md §D.1).
 
     Examples
     --------
@@ -75,7 +81,7 @@ def nearest_split(*, x_opt, chips):
     """The chapter's rounding of X_opt: X = the power-of-two share nearest X_opt, Y = N / X.
 
     Y runs over the powers of two that divide N; the one whose X = N/Y is nearest X_opt on a
-    log scale wins (SPEC A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
+    log scale wins (MODEL.md §A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
 
     Examples
     --------
