@@ -1,6 +1,6 @@
 """Fit the default efficiency profiles (MODEL.md §C.3) on the development set, and report the error.
 
-For each chip family of ``benchmarks/data/dev_runs.json`` it searches the profile numbers that
+For each chip family of ``scaling_widgets/data/dev_runs.json`` it searches the profile numbers that
 minimise the squared log error of the predicted step time over that family's runs, within
 physical bounds, with scipy's least squares. Parameters the family's runs cannot see (a tier
 they never cross) keep the generic value. It prints, per run, the measured and predicted step

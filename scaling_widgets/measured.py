@@ -1,10 +1,11 @@
-"""Published training runs as the cost model's four values and a measured step time (MODEL.md §C.6).
+"""Published training runs as the cost model's four values and a measured step time (MODEL.md
+§C.6), and published peaks as the values and the peak they measured (MODEL.md §E.3).
 
-``load_runs`` reads ``dev_runs.json`` (by default the repository's copy in
-``benchmarks/data/``; it is not in the wheel, so an installed package passes a path) and builds
-each case exactly as its source describes it: the chip preset, the slice, the model, the batch,
-the layout. ``seconds_per_step`` converts the published outcome to seconds per step by the
-file's own ``conventions``. Nothing is fitted here.
+``load_runs`` reads ``dev_runs.json`` (the development set, which ships in the package's
+``data/``; pass a path for a file of your own in the same form) and builds each case exactly as
+its source describes it: the chip preset, the slice, the model, the batch, the layout.
+``seconds_per_step`` converts the published outcome to seconds per step by the file's own
+``conventions``. Nothing is fitted here.
 
 >>> run = next(r for r in load_runs() if r.id == "M2-1.7B")
 >>> round(run.step_time, 2), run.values[2].x, run.values[0].slice_shape
@@ -25,7 +26,9 @@ from .cost.cluster.chip import Chip
 from .cost.cluster.nodes import gpu_slice
 from .presets import PRECISIONS
 
-DEV_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "dev_runs.json"
+DEV_RUNS = (
+    Path(__file__).resolve().parent / "data" / "dev_runs.json"
+)  # package data: the wheel has it
 
 # Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
 # 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).
@@ -71,7 +74,7 @@ def load_runs(path: str | Path | None = None) -> list[Run]:
 
 
 def read_cases(path: str | Path | None = None) -> list[dict]:
-    """The raw cases of a measured-runs file (default: the repository's ``DEV_RUNS``)."""
+    """The raw cases of a measured-runs file (default: the development set, ``DEV_RUNS``)."""
     data = json.loads(Path(DEV_RUNS if path is None else path).read_text(encoding="utf-8"))
     unknown = {_convention(case) for case in data["cases"]} - set(CONVENTIONS)
     if unknown:
@@ -229,7 +232,7 @@ class MemoryCase:
 
 
 def load_memory_cases(path: str | Path | None = None) -> list[MemoryCase]:
-    """Every case of a measured-memory file (default: the repository's ``DEV_MEMORY``), in its
+    """Every case of a measured-memory file (default: the development set, ``DEV_MEMORY``), in its
     order."""
     data = json.loads(Path(DEV_MEMORY if path is None else path).read_text(encoding="utf-8"))
     return [_memory_case(case, data) for case in data["cases"]]

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from .. import catalog, fields
 from ..cost import InputError, compare_strategies, evaluate, plan
-from ..cost.search.plan import HELD, plan_keywords
+from ..cost.search.layouts import HELD
+from ..cost.search.plan import plan_keywords
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.strategies import BEST
 from ..fields import FIELDS
-from ..text import explain, report
+from ..text import report
+from ..text.step import binds
 from .options import ACTIONS, build_parser
 
 # What is refused without a field of its own, as the flag that set it.
@@ -128,7 +130,7 @@ def _plan(args, state: dict, given: dict) -> int:
     top = range(min(args.top, len(ranked)))
     if args.json:
         best = [ranked.estimate(r) for r in top]
-        layouts = [{**report.record(e), "binds": explain.binds(e)} for e in best]
+        layouts = [{**report.record(e), "binds": binds(e)} for e in best]
         print(
             json.dumps(
                 {"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts},

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cost.search.plan import HELD, SEARCHED
+from ..cost.search.layouts import HELD, SEARCHED
 from ..fields import FIELDS_TABLE, Field
 from ..text import units
 

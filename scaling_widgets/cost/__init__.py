@@ -35,7 +35,8 @@ from .transformer.counts import (
     recompute_flops_per_token,
     training_flops,
 )
-from .transformer.layer import CHAPTER, Exactness, LayerTimes, crossover_batch, layer_times
+from .transformer.exactness import CHAPTER, Exactness
+from .transformer.layer import LayerTimes, crossover_batch, layer_times
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 from .transformer.thresholds import (
     critical_tokens_per_chip,

@@ -39,7 +39,7 @@ from .step.profiles import Profile
 from .strategies import STRATEGIES
 from .transformer.context import CP_KINDS
 from .transformer.counts import REMAT_POLICIES
-from .transformer.layer import CHAPTER, Exactness
+from .transformer.exactness import CHAPTER, Exactness
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
@@ -217,3 +217,20 @@ class Options:
 
 
 VALUES = (Cluster, Workload, Layout, Options)
+
+
+def split_keywords(keywords: dict) -> tuple[Cluster, Workload, Layout, Options]:
+    """The four values from their fields given as keywords; an unknown keyword raises."""
+    groups = {kind: tuple(kind.__dataclass_fields__) for kind in VALUES}
+    unknown = set(keywords) - {name for names in groups.values() for name in names}
+    if unknown:
+        known = ", ".join(name for names in groups.values() for name in names)
+        raise TypeError(
+            f"estimate() got an unexpected keyword {sorted(unknown)[0]!r}; allowed: {known}"
+        )
+    for needed in ("chip", "model", "batch"):
+        if needed not in keywords:
+            raise TypeError(f"estimate() needs the keyword {needed!r}")
+    return tuple(
+        kind(**{k: keywords[k] for k in names if k in keywords}) for kind, names in groups.items()
+    )

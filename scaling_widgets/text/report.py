@@ -10,6 +10,7 @@ import numpy as np
 from ..cost import Estimate
 from . import explain, memory, moe_and_context, units
 from .lines import plain
+from .step import MFU_CONVENTION, binds
 
 
 def _num(value):
@@ -64,7 +65,7 @@ def record(e: Estimate, others=None) -> dict:
         "mfu": _num(e.mfu),
         "hfu": _num(e.hfu),
         "mfu_given": None if e.calibrated else e.options.mfu,
-        "mfu_convention": explain.MFU_CONVENTION,
+        "mfu_convention": MFU_CONVENTION,
         "step_breakdown_s": None
         if e.step_breakdown is None
         else {k: _num(v) for k, v in e.step_breakdown.items()},
@@ -229,7 +230,7 @@ def plan_table(ranked, ranks) -> str:
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "
             f"{k['microbatches']:>4}"
             f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9} {_left(ranked, index):>8}"
-            f"  {explain.binds(ranked.estimate(r))}"
+            f"  {binds(ranked.estimate(r))}"
         )
     return "\n".join(rows)
 

@@ -18,7 +18,7 @@ import ipywidgets as w
 from ..cost import Estimate, plan
 from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
-from ..text.explain import binds
+from ..text.step import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario

@@ -14,7 +14,7 @@ from traitlets import Instance, observe
 
 from ..cost import Estimate
 from ..cost.step.predict import TERMS
-from ..text.explain import TERM_NAMES
+from ..text.step import TERM_NAMES
 from ..text.units import seconds
 from ._base import EstimateFigure, check_kwargs
 from .scenario import Scenario

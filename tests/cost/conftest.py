@@ -7,7 +7,7 @@ def pytest_terminal_summary(terminalreporter):
     if not test_predicted_step.TABLE:
         return
     write = terminalreporter.write_line
-    write("predicted step time on the development set (benchmarks/data/dev_runs.json):")
+    write("predicted step time on the development set (scaling_widgets/data/dev_runs.json):")
     write(f"  {'run':<26} {'measured s':>11} {'predicted s':>12} {'error':>7}")
     for rid, measured, predicted, error in test_predicted_step.TABLE:
         write(f"  {rid:<26} {measured:>11.4g} {predicted:>12.4g} {error:>+7.1%}")

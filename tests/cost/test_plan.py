@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, InputError, estimate, span_axes, x_opt
-from scaling_widgets.cost.search.plan import MICROBATCHES_PER_STAGE as PER_STAGE
-from scaling_widgets.cost.search.plan import SCHEDULES_TRIED, plan
+from scaling_widgets.cost.search.layouts import MICROBATCHES_PER_STAGE as PER_STAGE
+from scaling_widgets.cost.search.layouts import SCHEDULES_TRIED
+from scaling_widgets.cost.search.plan import plan
 from scaling_widgets.presets import HARDWARE, MODELS
-from scaling_widgets.text.explain import binds
+from scaling_widgets.text.step import binds
 
 V5P, L13 = HARDWARE["tpu-v5p"], MODELS["llama-2-13b"]
 

@@ -17,8 +17,8 @@ import numpy as np
 from ..checks import refuse
 from ..search.split import best_split, split_candidates
 from ..strategies import BEST, STRATEGIES
+from ..transformer.exactness import Exactness
 from ..transformer.experts import all_to_all, held_width
-from ..transformer.layer import Exactness
 from ..values import Cluster, Layout, Workload
 from .feasible import possible, stages
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes

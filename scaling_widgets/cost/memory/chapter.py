@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..choices import per_choice
+from ..schedules import in_flight_microbatches
+from ..step.pipeline import stage_share
+from ..transformer.activations import activation_bytes_per_layer
+from ..transformer.experts import dispatch_bytes, routed_params
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,3 +97,87 @@ def largest_replicated_model(*, hbm_bytes, bytes_per_param=10.0):
     array([9.6, 1.6])
     """
     return np.asarray(hbm_bytes, dtype=float) / bytes_per_param
+
+
+def layout_memory(workload, layout, options, placed, P, Psi) -> MemoryPerChip:
+    """Memory per chip (MODEL.md §A.4, §B.3, §B.4, §B.8, §D.2), the activations of the microbatches
+    in flight.
+
+    A MoE model's routed experts are split over EP chips of the data axis, and what ZeRO shards of
+    them is sharded over the X/EP chips that hold the same experts.
+    """
+    model, precision = workload.model, workload.precision
+    X, Y, Z, m, v, EP = (
+        placed.x,
+        placed.y,
+        placed.z,
+        placed.microbatches,
+        layout.virtual_stages,
+        layout.ep,
+    )
+    routed = routed_params(model)
+    # The busiest stage holds v·ceil(L/(Z·v)) layers: it counts as L over that many stages.
+    Z_busiest = stage_share(layers=model.layers, stages=Z, virtual_stages=v)
+    shape = dict(
+        layers=model.layers,
+        d_model=model.d_model,
+        d_ff=model.active_width,
+        batch=workload.batch,
+        z=Z_busiest,
+        pods=P,
+        zero=layout.zero,
+        gated=model.gated,
+        weight_bytes=precision.weight_bytes,
+        grad_bytes=precision.grad_bytes,
+        optimizer_bytes=precision.optimizer_bytes,
+        activation_bytes=precision.activation_bytes,
+    )
+    memory = memory_per_chip(params=Psi - routed, x=X, y=Y, **shape)
+    if routed:
+        experts = memory_per_chip(params=routed, x=X / EP, y=Y * EP, **shape)
+        memory = dataclasses.replace(
+            memory,
+            params=memory.params + experts.params,
+            grads=memory.grads + experts.grads,
+            optimizer=memory.optimizer + experts.optimizer,
+        )
+
+    # Microbatches whose activations a stage holds at once (MODEL.md §B.4, §B.6).
+    in_flight = in_flight_microbatches(
+        schedule=layout.schedule, stages=Z, microbatches=m, virtual_stages=v
+    )
+
+    def kept(policy):  # the chapter's checkpoints of one microbatch, or Korthikanti et al.'s bytes
+        if policy == "checkpoints":
+            return memory.activations / m * in_flight
+        # a chip's s/CP tokens of each of its sequences (MODEL.md §D.3)
+        per_layer = activation_bytes_per_layer(
+            seq_len=workload.seq_len / layout.cp,
+            microbatch_seqs=workload.batch / workload.seq_len / (X / layout.cp * P * m),
+            d_model=model.d_model,
+            heads=model.heads,
+            tp=Y,
+            remat=policy,
+            sequence_parallel=layout.sequence_parallel,
+        )
+        return per_layer * model.layers / Z_busiest * in_flight
+
+    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt in the backward
+    # pass.
+    dispatch = _dispatch_buffers(workload, placed, P, in_flight, Z_busiest) * (
+        np.asarray(layout.remat) != "full"
+    )
+    activations = per_choice(layout.remat, kept) + dispatch
+    return dataclasses.replace(
+        memory, activations=activations, overhead=np.asarray(options.overhead_bytes, float)
+    )
+
+
+def _dispatch_buffers(workload, placed, P, in_flight, Z_busiest):
+    """Each MoE layer keeps its tokens' k copies, sorted by expert, for the backward pass
+    (``experts.dispatch_bytes``), on the stage's layers, per microbatch in flight."""
+    model = workload.model
+    # a chip's, one microbatch
+    tokens = workload.batch / (placed.x * placed.y * P * placed.microbatches)
+    per_token = dispatch_bytes(model, workload.precision.activation_bytes)
+    return per_token * tokens * model.layers / Z_busiest * in_flight

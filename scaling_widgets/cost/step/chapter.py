@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import refuse
+
 
 def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, flops_per_token=None):
     """Seconds per step (MODEL.md §A.5, §A.10).
@@ -51,3 +53,44 @@ def utilisation(*, batch, flops_per_token, chips, flops, step_time):
         np.asarray(v, dtype=float) for v in (batch, flops_per_token, chips, flops, step_time)
     )
     return B * f / (N * C * t)
+
+
+def chapter_step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
+    """Compute, exposed communication, the step, and the utilisation it achieves (MODEL.md §A.10,
+    §B.1).
+
+    The chips sustain ``mfu`` of peak on every FLOP they do, recompute included: compute takes
+    B·f_hw/(N·C·η). The exposed communication is the layer's communication per compute over the
+    whole model's compute at peak. A step is the longer of the two, stretched by the bubble; the
+    MFU and HFU reported are what that step achieves. A measured step replaces it instead.
+    """
+    B = workload.batch
+    ideal = B * flops["hardware"] / (chips * C)  # the step's FLOPs at peak
+    # The layer is the chapter's two-matrix MLP; the rest of the model moves and computes in the
+    # same proportion, so its communication per compute scales to the whole model.
+    comm = layer.t_comms / layer.t_math * 6 * B * Psi / (chips * C)
+    if options.measured_step_time is None:
+        # None: predicted afterwards
+        compute = ideal / (1.0 if options.mfu is None else options.mfu)
+        step = np.maximum(compute, comm) * (1 + bubble)
+    else:
+        step = np.broadcast_arrays(
+            np.asarray(options.measured_step_time, dtype=float), ideal * bubble
+        )[0]
+        short = ideal > step
+        if np.any(short):  # the first layout whose measured step is shorter than its FLOPs at peak
+            need, got = (np.broadcast_to(a, short.shape)[short][0] for a in (ideal, step))
+            raise refuse(
+                "measured_step_time",
+                f"at least {need:.4g} s, what this layout's FLOPs take at the chips'"
+                " peak (a shorter step would mean a utilisation above 100%)",
+                f"{got:g}",
+            )
+        compute = step
+    return {
+        "compute_time": compute,
+        "comm_time": comm,
+        "step_time": step,
+        "mfu": B * flops["model"] / (chips * C * step),
+        "hfu": ideal / step,
+    }

@@ -1,10 +1,10 @@
 """Default profiles, one per chip preset (MODEL.md §C.3), and the software stacks (MODEL.md §E.2).
 
 Each was fitted by ``benchmarks/fit_profiles.py`` on the development set of measured runs
-(``benchmarks/data/dev_runs.json``): the stack those runs used on that chip. Rerun the script to
-refit; it prints the numbers to paste here and the error on every run. A preset without runs of
-its own borrows its nearest kin's (``KIN``); a chip of your own gets ``GENERIC``: plausible
-values, not a fit.
+(``scaling_widgets/data/dev_runs.json``): the stack those runs used on that chip. Rerun the
+script to refit; it prints the numbers to paste here and the error on every run. A preset
+without runs of its own borrows its nearest kin's (``KIN``); a chip of your own gets
+``GENERIC``: plausible values, not a fit.
 """
 
 from __future__ import annotations

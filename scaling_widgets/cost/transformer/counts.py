@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import per_choice
+
 
 @dataclass(frozen=True, eq=False)
 class ParamCount:
@@ -162,3 +164,35 @@ def recompute_flops_per_token(
 def _floats(*values) -> tuple[np.ndarray, ...]:
     """Each value as float64: a product of five integers' dimensions stays exact and finite."""
     return tuple(np.asarray(v, dtype=np.float64) for v in values)
+
+
+def token_flops(workload, layout, options, Psi) -> dict:
+    """Model FLOPs per token, and hardware FLOPs with the recompute (MODEL.md §B.1) and a MoE's
+    padding to its capacity factor (MODEL.md §D.2): work done that trains nothing."""
+    model = workload.model
+    shape = dict(
+        layers=model.layers,
+        seq_len=workload.seq_len or 1,
+        heads=model.heads,
+        head_dim=model.head_dim,
+    )
+    f = flops_per_token(params=Psi, attention=options.attention_flops, **shape)
+
+    def recompute(policy):
+        return recompute_flops_per_token(
+            params=Psi, remat=policy, attention=options.attention_flops, **shape
+        )
+
+    return {"model": f, "hardware": f + per_choice(layout.remat, recompute) + padding_flops(model)}
+
+
+def padding_flops(model) -> float:
+    """6·(CF − 1)·k/(k + S) of the experts' active parameters: the padded tokens' FLOPs per
+    token."""
+    if model.moe is None:
+        return 0.0
+    moe, c = model.moe, 3 if model.gated else 2
+    experts = (
+        (moe.top_k + moe.shared) * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers)
+    )
+    return 6 * (model.padded_work - 1) * experts

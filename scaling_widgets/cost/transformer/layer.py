@@ -8,8 +8,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..checks import Number, Switch, check_fields, checked
 from ..choices import per_choice
+from .exactness import CHAPTER, corrected
 
 AXES = ("x", "y", "dcn", "ep", "cp")
 # the strategies whose X axis holds whole weights (its role is "dp")
@@ -41,34 +41,6 @@ def _dp_tp(B, D, F, X, Y):
 # backward). "dp+tp" (ZeRO 0-2 with TP, as PP wants, MODEL.md §A.6) combines its DP and FSDP + TP
 # rows.
 TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp, "dp+tp": _dp_tp}
-# The collectives behind those bytes, for a fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
-COLLECTIVES = {
-    "dp": ((0, 2), (0, 0)),  # AllReduce of dW_in and dW_out
-    "fsdp": ((2, 4), (0, 0)),  # AllGather both weights; again, and ReduceScatter both gradients
-    "tp": ((0, 0), (2, 2)),  # AllGather In, ReduceScatter Out; the same backward
-    "fsdp+tp": ((2, 4), (2, 4)),
-    "dp+tp": ((0, 2), (2, 4)),
-}
-
-
-@dataclass(frozen=True)
-class Exactness:
-    """Corrections the chapter leaves out (MODEL.md §B.7); all off by default.
-
-    ``ring_factor``: a ring collective over n chips moves (n − 1)/n of the array, not all of
-    it. ``halve_without_wrap``: a TPU group that is not a ring has only one direction of its
-    links to use. ``latency``: seconds each collective costs however small it is.
-    """
-
-    ring_factor: bool = checked(False, Switch())
-    halve_without_wrap: bool = checked(False, Switch())
-    latency: float = checked(0.0, Number(low=0, unit="seconds"))
-
-    def __post_init__(self):
-        check_fields(self)
-
-
-CHAPTER = Exactness()
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,7 +217,7 @@ def layer_times(
         (0.0, dcn_bwd),
     )
     if exact != CHAPTER:
-        x, y, dcn = _corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
+        x, y, dcn = corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
     all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
     context = KV * per_pod / X  # the keys and values CP passes, forward; about twice that backward
     return LayerTimes(
@@ -263,24 +235,6 @@ def _x_role(strategy):
     if isinstance(strategy, str):
         return "dp" if strategy in DATA_PARALLEL else "fsdp"
     return np.where(np.isin(strategy, DATA_PARALLEL), "dp", "fsdp")
-
-
-def _corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
-    """The communication times with the MODEL.md §B.7 corrections that are switched on."""
-    scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
-    if exact.ring_factor:
-        scale = {"x": (X - 1) / X, "y": (Y - 1) / Y, "dcn": (P - 1) / P}
-    if exact.halve_without_wrap:  # one direction of a line of links, not both of a ring
-        scale["x"] = scale["x"] * np.where(wrap_x, 1.0, 2.0)
-        scale["y"] = scale["y"] * np.where(wrap_y, 1.0, 2.0)
-    (x_count, y_count), dcn_count = per_choice(strategy, COLLECTIVES.get), (0, 2)
-    counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
-    groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
-    times = {"x": x, "y": y, "dcn": dcn}
-    return tuple(
-        tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a]))
-        for a in ("x", "y", "dcn")
-    )
 
 
 def crossover_batch(

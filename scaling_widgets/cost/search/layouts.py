@@ -1,0 +1,162 @@
+"""The layouts a plan evaluates: every split of a pod's chips, on every order of a TPU slice's
+axes, with every ZeRO stage, recompute policy, schedule and count of microbatches, built as flat
+arrays and evaluated one ``evaluate`` call per axis order (MODEL.md §A.3, §A.6, §B.3, §B.4, §D)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..checks import Choice, Whole
+from ..cluster import feasible
+from ..cluster.mesh import axis_rings, span_axes
+from ..evaluate import evaluate
+from ..schedules import SCHEDULES
+from ..transformer.context import CP_KINDS
+from ..transformer.counts import REMAT_POLICIES
+from ..values import Cluster, Layout, Options, Workload
+
+ZERO_STAGES = (0, 1, 2, 3)
+SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
+# m = these x Z (x 1 without pipelining: gradient accumulation)
+MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)
+# The knobs of a layout the plan chooses; EP, CP and the CP kind are chosen unless given.
+SEARCHED = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
+HELD = ("ep", "cp", "cp_kind")
+KNOBS = SEARCHED + HELD
+
+
+def splits(chips: int, model) -> dict:
+    """Every (X, Y, Z): Z divides the chips and is at most the layers, Y a power of two dividing
+    the rest and the heads, X what is left."""
+    Z = np.arange(1, min(chips, model.layers) + 1)
+    Z = Z[chips % Z == 0]
+    Y = 2 ** np.arange(int(math.log2(chips & -chips)) + 1)
+    Z, Y = (a.ravel() for a in np.meshgrid(Z, Y, indexing="ij"))
+    legal = ((chips // Z) % Y == 0) & (model.heads % Y == 0)
+    Z, Y = Z[legal], Y[legal]
+    return {"x": chips // (Y * Z), "y": Y, "z": Z}
+
+
+def knob_combinations() -> dict:
+    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage."""
+    schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
+    return product(
+        {"zero": np.array(ZERO_STAGES)},
+        {"remat": np.array(REMAT_POLICIES)},
+        {"schedule": schedules[0], "virtual_stages": schedules[1]},
+        {"per_stage": np.array(MICROBATCHES_PER_STAGE)},
+    )
+
+
+def product(*tables: dict) -> dict:
+    """Every combination of one row of each table (a dict of equal-length columns), as columns."""
+    sizes = [len(next(iter(t.values()))) for t in tables]
+    rows = np.indices(sizes).reshape(len(sizes), -1)
+    return {name: column[r] for t, r in zip(tables, rows) for name, column in t.items()}
+
+
+def placements(orders, splits: dict, chip) -> dict:
+    """Every (X, Y, Z) in every axis order, legal and distinct: on a TPU slice X and Y share at
+    most one axis (the rule of ``best_split``), and two orders that give a split the same spans
+    and rings are one placement to the cost model (the first order keeps it)."""
+    if chip.is_gpu:
+        return {**splits, "axis_order": np.zeros(len(splits["x"]), dtype=np.int64)}
+    tables = []
+    for i, order in enumerate(orders):
+        rings = axis_rings(slice_shape=order, pod_shape=chip.pod_shape, rule=chip.wraparound)
+        span = span_axes(slice_shape=order, rings=rings, **splits)
+        spans = {
+            k: np.broadcast_to(getattr(span, k), len(splits["x"]))
+            for k in ("mx", "my", "wrap_x", "wrap_y")
+        }
+        table = {**splits, **spans, "axis_order": np.full(len(splits["x"]), i)}
+        tables.append(only(table, span.shared_axes <= 1))
+    placed = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
+    key = np.column_stack([placed[k] for k in ("x", "y", "z", "mx", "my", "wrap_x", "wrap_y")])
+    first = np.sort(np.unique(key, axis=0, return_index=True)[1])
+    return {k: placed[k][first] for k in (*splits, "axis_order")}
+
+
+def only(table: dict, keep) -> dict:
+    return {k: v[keep] for k, v in table.items()}
+
+
+def evaluate_order(
+    cluster: Cluster,
+    workload: Workload,
+    base: Layout,
+    options: Options,
+    placed: dict,
+    ep=None,
+    cp=None,
+    cp_kind="ring",
+) -> dict:
+    """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
+    the order of ``cluster.slice_shape``."""
+    degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
+    c = product(placed, knob_combinations(), degrees)
+    c["microbatches"] = c.pop("per_stage") * c["z"]
+    minimal = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
+    c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
+    c["cp_kind"] = np.full(len(c["x"]), cp_kind)
+    ok = feasible.runs(
+        model=workload.model,
+        seq_len=workload.seq_len,
+        batch=workload.batch,
+        pods=cluster.pods,
+        x=c["x"],
+        y=c["y"],
+        z=c["z"],
+        virtual_stages=c["virtual_stages"],
+        microbatches=c["microbatches"],
+        ep=c["ep"],
+        cp=c["cp"],
+    )
+    # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
+    # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
+    # offered at m = 1.
+    legal = (
+        ok["sequences"]
+        & ok["heads"]
+        & ok["stages"]
+        & ok["experts"]
+        & ok["context"]
+        & ((c["z"] > 1) | (c["schedule"] == "1f1b"))
+    )
+    c = only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
+    if not len(c["x"]):
+        return {}
+    e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
+    return {
+        **c,
+        "step_time": e.step_time,
+        "fits": e.fits,
+        "memory": e.peak.reserved,
+        "worst_ratio": e.layer.worst_ratio,
+        "crossover": e.crossover_batch,
+    }
+
+
+def fixed_degrees(ep, cp, cp_kind) -> dict:
+    """The EP, CP and CP kind a plan is held to, checked (None: searched)."""
+    fixed = {"cp_kind": Choice(CP_KINDS)("cp_kind", cp_kind or "ring")}
+    for name, value in (("ep", ep), ("cp", cp)):
+        fixed[name] = None if value is None else Whole()(name, value)
+    return fixed
+
+
+def _expert_degrees(model) -> dict:
+    """EP 1, and for a mixture of experts every power of two that divides its experts."""
+    E = 1 if model.moe is None else model.moe.experts
+    return {"ep": np.array([2**k for k in range(int(math.log2(E & -E)) + 1)])}
+
+
+def _context_degrees(workload: Workload, pods, x, microbatches) -> np.ndarray:
+    """The smallest power of two CP that gives each data replica a whole sequence a microbatch
+    (1 where it has one already): B·CP/(T·X·P) ≥ m."""
+    T = workload.seq_len or 1
+    short = microbatches * T * x * pods / workload.batch  # replicas per sequence: > 1 needs CP
+    return np.where(short > 1, 2 ** np.ceil(np.log2(np.maximum(short, 1))), 1).astype(np.int64)

@@ -1,0 +1,59 @@
+"""The corrections the chapter leaves out (MODEL.md §B.7): a ring's (n − 1)/n, half the
+bandwidth of a group that is no ring, and a latency per collective. All off: the chapter's model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks import Number, Switch, check_fields, checked
+from ..choices import per_choice
+
+# The collectives behind the bytes of the chapter's summary table (``layer.TRAFFIC``), for a
+# fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
+COLLECTIVES = {
+    "dp": ((0, 2), (0, 0)),  # AllReduce of dW_in and dW_out
+    "fsdp": ((2, 4), (0, 0)),  # AllGather both weights; again, and ReduceScatter both gradients
+    "tp": ((0, 0), (2, 2)),  # AllGather In, ReduceScatter Out; the same backward
+    "fsdp+tp": ((2, 4), (2, 4)),
+    "dp+tp": ((0, 2), (2, 4)),
+}
+
+
+@dataclass(frozen=True)
+class Exactness:
+    """Corrections the chapter leaves out (MODEL.md §B.7); all off by default.
+
+    ``ring_factor``: a ring collective over n chips moves (n − 1)/n of the array, not all of
+    it. ``halve_without_wrap``: a TPU group that is not a ring has only one direction of its
+    links to use. ``latency``: seconds each collective costs however small it is.
+    """
+
+    ring_factor: bool = checked(False, Switch())
+    halve_without_wrap: bool = checked(False, Switch())
+    latency: float = checked(0.0, Number(low=0, unit="seconds"))
+
+    def __post_init__(self):
+        check_fields(self)
+
+
+CHAPTER = Exactness()
+
+
+def corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
+    """The communication times with the MODEL.md §B.7 corrections that are switched on."""
+    scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
+    if exact.ring_factor:
+        scale = {"x": (X - 1) / X, "y": (Y - 1) / Y, "dcn": (P - 1) / P}
+    if exact.halve_without_wrap:  # one direction of a line of links, not both of a ring
+        scale["x"] = scale["x"] * np.where(wrap_x, 1.0, 2.0)
+        scale["y"] = scale["y"] * np.where(wrap_y, 1.0, 2.0)
+    (x_count, y_count), dcn_count = per_choice(strategy, COLLECTIVES.get), (0, 2)
+    counts = {"x": x_count, "y": y_count, "dcn": dcn_count}
+    groups = {"x": X > 1, "y": Y > 1, "dcn": P > 1}
+    times = {"x": x, "y": y, "dcn": dcn}
+    return tuple(
+        tuple(t * scale[a] + exact.latency * n * groups[a] for t, n in zip(times[a], counts[a]))
+        for a in ("x", "y", "dcn")
+    )

@@ -1,0 +1,178 @@
+"""A scenario's state: a flat dict, field name -> value, from a user's input to the four values.
+
+``checked`` turns what a user gave (the panel, a saved file, the command line) into a checked
+state, and ``values`` turns a state into the four values ``evaluate`` takes: the one path from any
+of them to a number. ``to_json`` and ``from_json`` save and read it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..cost import Cluster, Layout, Options, Workload
+from ..cost.checks import InputError
+from ..cost.evaluate import validate
+from ..cost.strategies import BEST, STRATEGIES
+from ..cost.transformer.exactness import Exactness
+from .field import VALUES, Field
+from .table import FIELDS, FIELDS_TABLE, READABLE, SCENARIO, VERSION
+
+
+def scenario_start() -> dict:
+    """The panel's first state (before it is checked)."""
+    return {name: FIELDS[name].first() for name in SCENARIO}
+
+
+def defaults() -> dict:
+    """What the command line takes for a field it is not given (before it is checked)."""
+    return {name: FIELDS[name].fallback() for name in SCENARIO}
+
+
+def checked(state: dict, changed=()) -> dict:
+    """The state with every field checked (a preset's name becomes the preset), the slice and the
+    split filled in, and the layout checked whole by the cost model: ``ValueError`` naming the
+    field otherwise. ``changed`` names the fields the user just set (see ``filled``)."""
+    out = filled(coerced(state), changed)
+    validate(*values(out))
+    return out
+
+
+def coerced(state: dict) -> dict:
+    """Every field checked on its own: a preset's name becomes the preset, a number its type."""
+    return {name: _checked_field(FIELDS[name], value) for name, value in state.items()}
+
+
+def filled(state: dict, changed=()) -> dict:
+    """The slice (None: the chip's default) and a split by hand filled in.
+
+    The split by hand is kept whole: a group left out (None) is the rest of a stage, and when the
+    slice or the stages change under it, X follows unless it was just given. Choosing a strategy
+    that does not split a stage, without a split, turns the split by hand off.
+    """
+    out = dict(state)
+    if out["slice_shape"] is None:
+        out["slice_shape"] = out["hardware"].default_slice
+    splits = STRATEGIES[out["strategy"]].on == STRATEGIES[BEST].on
+    if "strategy" in changed and not splits and not {"x", "y"} & set(changed):
+        out["optimal_split"] = True
+    chips, z = math.prod(out["slice_shape"]), out["z"]
+    stage = chips // z if z and chips % z == 0 else 0
+    x, y = out["x"], out["y"]
+    if not splits or not stage:  # the strategy sets its own groups; or no whole stage to split
+        return out
+    if x is None and y is not None and stage % y == 0:
+        out["x"] = stage // y
+    elif y is None and x is not None and stage % x == 0:
+        out["y"] = stage // x
+    elif (
+        x is not None and y is not None and x * y != stage and "x" not in changed and stage % y == 0
+    ):
+        out["x"] = stage // y
+    return out
+
+
+def given_by_hand(state: dict, given: dict) -> dict:
+    """``state`` with the fields ``given`` on the command line (or beside a saved scenario): X or
+    Y given is a split by hand, the other group the rest of a stage unless it is given too."""
+    out = {**state, **given}
+    if {"x", "y"} & set(given):
+        out["optimal_split"] = False
+        for name, partner in (("x", "y"), ("y", "x")):
+            if name in given and partner not in given:
+                out[partner] = None
+    return out
+
+
+def from_flags(parsed: dict, state: dict) -> dict:
+    """The fields given on the command line (argparse's namespace of what was typed): a word such
+    as ``on`` read as its value, another flag of a field (``--chips``) resolved against
+    ``state``."""
+    given = {}
+    for dest, value in parsed.items():
+        name, _, alt = dest.partition(":")
+        field = FIELDS[name]
+        if alt:
+            flag = next(f for f in field.also if f.name == alt)
+            value = value if flag.resolve is None else flag.resolve(value, {**state, **given})
+        elif field.choices is not None and field.parse is not None:
+            value = field.parse(value, field.flag)
+        given[name] = value
+    return given
+
+
+def _checked_field(field: Field, value):
+    if field.coerce is not None:
+        try:
+            value = field.coerce(field.name, value)
+        except InputError:
+            raise
+        except (TypeError, ValueError) as err:  # a preset's name or a file's JSON: its own words
+            raise ValueError(f"{field.name}: {err}") from None
+    check = field.checker()
+    return value if check is None else check(field.name, value)
+
+
+def values(state: dict) -> tuple[Cluster, Workload, Layout, Options]:
+    """The cluster, workload, layout and options a checked state stands for.
+
+    ``x`` and ``y`` are a split by hand, used when ``optimal_split`` is off (by every strategy:
+    DP, FSDP and TP refuse a split other than their own); ``axis_roles`` (one of "x", "y", "z" per
+    slice axis; empty: the automatic rule) give whole axes to the groups instead, and set Z.
+    """
+    roles = tuple(state["axis_roles"]) or None
+    by_hand = not state["optimal_split"]
+    given = {
+        **state,
+        "axis_roles": roles,
+        "z": None if roles else state["z"],
+        "x": state["x"] if by_hand and roles is None else None,
+        "y": state["y"] if by_hand and roles is None else None,
+    }
+    parts: dict[str, dict] = {kind: {} for kind in VALUES}
+    for field in FIELDS_TABLE:
+        if field.value is not None and field.name in given:
+            parts[field.value.split(".")[0]][field.attribute] = given[field.name]
+    exact = Exactness(**parts.pop("exact"))
+    return (
+        Cluster(**parts["cluster"]),
+        Workload(**parts["workload"]),
+        Layout(**parts["layout"]),
+        Options(**parts["options"], exact=exact),
+    )
+
+
+def to_json(state: dict) -> str:
+    """A checked state as a saved scenario: a JSON object with its version, presets by name."""
+    data = {"version": VERSION}
+    for name in SCENARIO:
+        field, value = FIELDS[name], state[name]
+        if value is not None and field.dump is not None:
+            value = field.dump(value)
+        data[name] = list(value) if isinstance(value, tuple) else value
+    return json.dumps(data)
+
+
+def from_json(text: str) -> dict:
+    """A saved scenario's state, not yet checked. Unknown or missing keys and other versions raise
+    ``ValueError``; a key its version did not have yet takes its default."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ValueError(f"scenario is not valid JSON: {err}") from None
+    if not isinstance(data, dict) or data.get("version") not in READABLE:
+        got = data.get("version") if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"scenario version must be one of {READABLE}; got {got!r}")
+    version = data.pop("version")
+    unknown = sorted(set(data) - set(SCENARIO), key=str)
+    if unknown:
+        raise ValueError(f"unknown scenario key {unknown[0]!r}; allowed: {', '.join(SCENARIO)}")
+    for name in SCENARIO:
+        field = FIELDS[name]
+        if name not in data:
+            if field.since <= version and not field.absent_ok:
+                raise ValueError(f"scenario key {name!r} is missing")
+            data[name] = field.fallback()
+    if version < 4 and STRATEGIES.get(data["strategy"], STRATEGIES[BEST]).on != STRATEGIES[BEST].on:
+        data["optimal_split"] = True  # before version 4 a split by hand counted for FSDP + TP only
+    return {name: data[name] for name in SCENARIO}

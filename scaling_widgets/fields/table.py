@@ -1,0 +1,221 @@
+"""The table of fields: every field a user sets, one row each, and how its text is read."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from .. import catalog
+from ..catalog import name_of
+from ..cost.checks import Switch, refuse
+from ..cost.cluster.mesh import ROLES
+from ..cost.cluster.nodes import gpu_slice
+from ..cost.schedules import SCHEDULES
+from ..cost.stacks import STACKS
+from ..cost.step.calibrate import profile_from_json
+from ..cost.strategies import STRATEGIES
+from ..cost.transformer.context import CP_KINDS
+from ..cost.transformer.counts import REMAT_POLICIES
+from ..cost.transformer.shapes import Precision
+from ..presets import HARDWARE, MODELS, PRECISIONS
+from ..text import units
+from .field import Field, Flag
+
+
+def _name(table: dict):
+    """A preset's name for the command line; None for one of your own (no flag says it)."""
+    return lambda value: name_of(value, table)
+
+
+def _named(table: dict):
+    """A preset saved by its name; one of your own by its fields."""
+    return lambda value: name_of(value, table) or dataclasses.asdict(value)
+
+
+def _preset(find, read):
+    """A preset's name or the preset itself (``find``), or one of your own as JSON (``read``)."""
+    return lambda name, value: read(value) if isinstance(value, dict) else find(value)
+
+
+def _file(read):
+    """A flag that names a file: read it."""
+    return lambda text, flag: read(text)
+
+
+def _on_off(value) -> str:
+    return "on" if value else "off"
+
+
+def _shape(name: str, value):
+    """Axis lengths as a tuple, or None for the chip's default slice (JSON gives lists)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _roles(name: str, value):
+    ok = isinstance(value, (tuple, list)) and len(value) <= 4 and all(r in ROLES for r in value)
+    if not ok:
+        raise refuse(
+            name, "one of 'x', 'y', 'z' per slice axis, or empty for the automatic rule", value
+        )
+    return tuple(value)
+
+
+def _profile(name: str, value):
+    """An efficiency profile, or its fields as a JSON object."""
+    if isinstance(value, dict):
+        return profile_from_json(json.dumps(value))
+    return value
+
+
+def _profile_file(path: str):
+    return profile_from_json(catalog.read_text(path))
+
+
+def _fraction(text: str, field: str) -> float:
+    value = units.parse_count(text, field)
+    if value > 1:
+        raise ValueError(f"{field} must be in (0, 1], such as 0.4; got {text!r}")
+    return value
+
+
+def _gigabytes(text: str, field: str) -> float:
+    value = units.parse_count(text, field) * 1e9
+    if not value < 1e30:
+        raise ValueError(f"{field} must be a number of GB below 1e21; got {text!r}")
+    return value
+
+
+def _on(text: str, flag: str) -> bool:
+    """A flag's word for a switch: ``--flash-attention on`` is True."""
+    return {"on": True, "off": False}[text]
+
+
+COUNT, WHOLE = units.parse_count, units.parse_whole
+
+
+def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
+    """``--chips N``: whole nodes of the chip's preset, or part of one."""
+    chip = catalog.hardware(hardware)
+    if not chip.is_gpu:
+        raise refuse(
+            "chips", f"left out for a TPU torus ({chip.name}): give its shape with --mesh", chips
+        )
+    return gpu_slice(chips=chips, node_size=chip.node_size)
+
+
+FIELDS_TABLE = (
+    # The cluster.
+    Field("hardware", "cluster.chip", "a chip preset", flag="--hardware", default="tpu-v5p",
+          choices=tuple(HARDWARE), coerce=_preset(catalog.hardware, catalog.chip_from_json),
+          also=(Flag("--hardware-file", _file(catalog.chip_from_json), "F.json",
+                     "your own chip as JSON"),),
+          words=_name(HARDWARE), dump=_named(HARDWARE), label="Hardware"),
+    Field("slice_shape", "cluster.slice_shape",
+          "slice shape such as 16x16x16 (default: a TPU's full pod, 1,024 GPUs)", flag="--mesh",
+          parse=units.parse_mesh, coerce=_shape, words=units.mesh, absent_ok=True,
+          also=(Flag("--chips", WHOLE, None, "GPUs in all (GPU presets; nodes from the preset)",
+                     resolve=lambda chips, state: _gpu_slice(chips, state["hardware"])),)),
+    Field("pods", "cluster.pods", "pods joined by DCN", flag="--pods", parse=WHOLE,
+          label="Pods (DCN)"),
+    # The workload.
+    Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
+          start="llama-2-13b", coerce=lambda name, value: catalog.model(value),
+          also=(Flag("--model-file", _file(catalog.model_from_json), "F.json",
+                     "your own model as JSON"),),
+          words=_name(MODELS), dump=_named(MODELS), label="Model"),
+    Field("batch", "workload.batch", "global batch in tokens: 3M, 3e6 or 3000000", flag="--batch",
+          parse=COUNT, start=16e6, words=lambda v: repr(float(v)), label="Batch"),
+    Field("seq_len", "workload.seq_len", "sequence length", flag="--seq-len", parse=WHOLE,
+          default=4096, label="Seq length"),
+    Field("precision", "workload.precision", "bytes per parameter policy (book: 10)",
+          flag="--precision", default="book", choices=tuple(PRECISIONS),
+          coerce=_preset(catalog.precision, lambda fields: Precision(**fields)),
+          words=_name(PRECISIONS), dump=_named(PRECISIONS), label="Precision"),
+    Field("tokens", "workload.tokens", "training tokens, such as 15T: reports time to train",
+          flag="--tokens", parse=COUNT, start=2e12, words=lambda v: repr(float(v)),
+          label="Train on"),
+    # The layout.
+    Field("strategy", "layout.strategy", "the parallelism strategy", flag="--strategy",
+          commands=("estimate",), choices=tuple(STRATEGIES), label="Strategy",
+          choice_labels={name: s.label for name, s in STRATEGIES.items()}),
+    Field("optimal_split", None, "FSDP + TP at its best legal split (off: x and y by hand)",
+          default=True, check=Switch(), label="Best split (computed)"),
+    Field("x", "layout.x", "FSDP/data degree", flag="--fsdp", metavar="X", parse=WHOLE),
+    Field("y", "layout.y", "tensor-parallel degree", flag="--tp", metavar="Y", parse=WHOLE,
+          default=1),
+    Field("z", "layout.z", "pipeline stages", flag="--pp", metavar="Z", parse=WHOLE, default=1,
+          label="PP stages Z"),
+    Field("microbatches", "layout.microbatches", "pipeline microbatches (default 4·Z)",
+          flag="--microbatches", parse=WHOLE, label="Microbatches"),
+    Field("axis_roles", "layout.axis_roles", "the group each slice axis is given to, by hand",
+          default=(), check=_roles),
+    Field("zero", "layout.zero", "ZeRO stage on the data axis (dp, tp: 0; fsdp, fsdp+tp: 3)",
+          flag="--zero", parse=lambda text, flag: int(text), choices=(0, 1, 2, 3), label="ZeRO"),
+    Field("ep", "layout.ep",
+          "expert parallelism: EP chips of the data axis split a MoE model's experts",
+          flag="--ep", metavar="EP", parse=WHOLE, since=2, label="EP (experts)"),
+    Field("cp", "layout.cp", "context parallelism: CP chips of the data axis split each sequence",
+          flag="--cp", metavar="CP", parse=WHOLE, since=2, label="CP (sequence)"),
+    Field("cp_kind", "layout.cp_kind", "how CP passes keys and values", flag="--cp-kind",
+          choices=CP_KINDS, since=2, label="CP passes",
+          choice_labels={"ring": "a ring", "all-gather": "an all-gather",
+                         "ulysses": "Ulysses all-to-all"}),
+    Field("schedule", "layout.schedule", "pipeline schedule", flag="--schedule",
+          choices=tuple(SCHEDULES), label="Schedule",
+          choice_labels={name: s.label for name, s in SCHEDULES.items()}),
+    Field("virtual_stages", "layout.virtual_stages",
+          "virtual stages per device, with an interleaved schedule", flag="--virtual-stages",
+          parse=WHOLE, label="virtual stages"),
+    Field("sequence_parallel", "layout.sequence_parallel",
+          "shard LayerNorm and dropout activations over TP", flag="--sequence-parallel",
+          switch=True, label="sequence parallel"),
+    Field("microbatch_seqs", "layout.microbatch_seqs", "sequences per microbatch",
+          flag="--microbatch-seqs", parse=WHOLE, commands=("estimate",), since=4),
+    Field("remat", "layout.remat", "recompute policy", flag="--remat", choices=REMAT_POLICIES,
+          label="Recompute"),
+    Field("mx", "layout.mx", "override: mesh axes the X group spans", flag="--mx", parse=COUNT,
+          commands=("estimate",), since=4),
+    Field("my", "layout.my", "override: mesh axes the Y group spans", flag="--my", parse=COUNT,
+          commands=("estimate",), since=4),
+    Field("wraparound", "layout.wraparound",
+          "override: every group a ring (on) or none (off); default the chip's rule",
+          flag="--wraparound", parse=_on, choices=("on", "off"), words=_on_off, since=4),
+    # How the numbers are read.
+    Field("mfu", "options.mfu",
+          "take this utilisation as given, the chapter's model (default: predict the step)",
+          flag="--mfu", parse=_fraction, start=0.4, label="MFU"),
+    Field("measured_step_time", "options.measured_step_time",
+          "calibrate: report the MFU and HFU a measured step time implies",
+          flag="--measured-step-time", metavar="SECONDS", parse=COUNT, commands=("estimate",),
+          label="Measured step"),
+    Field("profile", "options.profile",
+          "efficiency profile for the predicted step (default: the chip's)", flag="--profile",
+          metavar="FILE.json", parse=_file(_profile_file), coerce=_profile,
+          words=lambda v: None, dump=dataclasses.asdict, absent_ok=True),
+    Field("attention_flops", "options.attention_flops",
+          "count attention FLOPs, 12·L·T·N_h·H a token", flag="--attention-flops", switch=True,
+          label="count attention FLOPs"),
+    Field("ring_factor", "exact.ring_factor", "a ring over n chips moves (n-1)/n of the array",
+          flag="--ring-factor", switch=True, label="ring factor (n-1)/n"),
+    Field("halve_without_wrap", "exact.halve_without_wrap",
+          "halve a TPU group's bandwidth without a ring", flag="--halve-without-wraparound",
+          switch=True, label="halve bandwidth without wraparound"),
+    Field("latency", "exact.latency", "seconds per collective", flag="--latency",
+          metavar="SECONDS", parse=COUNT, label="latency (µs)"),
+    Field("overhead_bytes", "options.overhead_bytes", "runtime memory per chip, GB",
+          flag="--overhead-gb", parse=_gigabytes, words=lambda v: repr(v / 1e9),
+          label="overhead (GB)"),
+    Field("fits_below", "options.fits_below", "share of HBM a layout may fill (0.9)",
+          flag="--fits-below", parse=_fraction, label="fits below"),
+    Field("stack", "options.stack", "what the software keeps in memory, for the peak and whether"
+          " it fits; it also turns flash attention on (default: the chip's profile's)",
+          flag="--stack", choices=tuple(STACKS), since=3, label="Stack"),
+    Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
+          " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
+          choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),
+)  # fmt: skip
+FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
+VERSION = max(f.since for f in FIELDS_TABLE)  # the saved scenario's version
+READABLE = tuple(range(1, VERSION + 1))
+# the scenario's keys, in the JSON's order
+SCENARIO = tuple(f.name for f in FIELDS_TABLE if f.since)

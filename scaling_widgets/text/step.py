@@ -1,0 +1,137 @@
+"""The step in words: the chapter's at a given MFU, the predicted one term by term, the time to
+train, and what binds a layout (MODEL.md §A.10, §C.4, §C.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cost import Estimate
+from . import memory, units
+from .lines import Line, Math, tex_sci, tex_text
+
+# What moves on the axis that binds (MODEL.md §A.3, §B.3), by LayerTimes.worst_axis.
+COLLECTIVES = {
+    "dp": "DP AllReduce of the gradients (X)",
+    "fsdp": "FSDP AllGather and ReduceScatter (X)",
+    "tp": "TP AllGather and ReduceScatter (Y)",
+    "dcn": "AllReduce across pods (DCN)",
+    "ep": "expert all-to-all (EP)",
+    "cp": "context-parallel keys and values (CP)",
+}
+
+
+# The MFU convention beside every MFU (MODEL.md §C.4): sources count differently.
+MFU_CONVENTION = (
+    "model FLOPs 6Ψ per token (+ 12·L·T·N_h·H with attention FLOPs on); recompute is counted in the"
+    " HFU only"
+)
+TERM_NAMES = {
+    "matmul": "matmuls",
+    "memory_bound": "memory-bound work",
+    "tp_exposed": "TP collectives",
+    "stage_to_stage": "stage-to-stage",
+    "bubble": "bubble",
+    "dp_exposed": "DP reduction",
+    "fsdp_exposed": "ZeRO-3 traffic",
+    "ep_exposed": "expert all-to-all",
+    "cp_exposed": "context-parallel K/V",
+    "dcn_exposed": "DCN reduction",
+    "optimizer": "optimizer",
+    "stragglers": "stragglers",
+}
+
+
+def predicted_step(e: Estimate) -> Line:
+    """The predicted step (MODEL.md §C.5), term by term, and the MFU and HFU it achieves."""
+    t, mfu, hfu = float(e.step_time), float(e.mfu), float(e.hfu)
+    terms = [
+        (TERM_NAMES[k], float(v)) for k, v in e.step_breakdown.items() if float(v) >= 0.0005 * t
+    ]
+    parts = " + ".join(f"{name} {units.seconds(v)}" for name, v in terms)
+    return Line.of(
+        "step",
+        f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)};"
+        f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION})",
+    )
+
+
+def step(e: Estimate) -> Line:
+    """The step time: compute at the utilisation, or the exposed communication, and the bubble."""
+    if e.step_breakdown is not None:
+        return predicted_step(e)
+    n, C = int(e.chips), e.chip.flops
+    B = units.tokens(float(e.batch))
+    mfu, hfu, t = float(e.mfu), float(e.hfu), float(e.step_time)
+    hardware = "" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)"
+    if e.calibrated:
+        f = float(e.flops_per_token)
+        plain = f"MFU = B·f/(N·C·t) = {B}·{units.sci(f)}/({n:,}·{units.sci(C)}·{t:g}) = {mfu:.1%}"
+        tex = (
+            rf"\eta = \frac{{B f}}{{N C t}} = "
+            rf"\frac{{{tex_text(B)}\cdot {tex_sci(f)}}}{{{n:,}\cdot {tex_sci(C)}"
+            rf"\cdot {t:g}}} = {100 * mfu:.1f}\%"
+        )
+        return Line.of(
+            "step", f"A measured step of {units.seconds(t)} implies ", Math(plain, tex), hardware
+        )
+    f_hw, eta = float(e.hardware_flops_per_token), e.options.mfu
+    per_token = "6Ψ + 12·L·T·N_h·H" if e.options.attention_flops else "6Ψ"
+    per_token += " + recompute" if f_hw > float(e.flops_per_token) else ""
+    compute, comm = float(e.compute_time), float(e.comm_time)
+    parts = [
+        f"Step time at {eta:.0%} of peak: ",
+        Math(
+            f"B·f/(N·C·η) = {B}·{units.sci(f_hw)}/({n:,}·{units.sci(C)}·{eta:g}) = "
+            f"{units.seconds(compute)}",
+            rf"\frac{{B f}}{{N C \eta}} = "
+            rf"\frac{{{tex_text(B)}\cdot {tex_sci(f_hw)}}}{{{n:,}\cdot {tex_sci(C)}\cdot"
+            rf" {eta:g}}} = \text{{{units.seconds(compute)}}}",
+        ),
+        f" with f = {per_token} = {units.sci(f_hw)} FLOPs a token",
+    ]
+    if comm > compute:  # MODEL.md §A.10: the exposed communication sets the step
+        parts.append(f"; the exposed communication is longer, {units.seconds(comm)}")
+    if e.bubble > 0:
+        parts.append(
+            f"; the pipeline bubble adds {float(e.bubble):.0%} (and "
+            f"{units.seconds(float(e.stage_traffic))}"
+            " of stage-to-stage traffic, overlapped)"
+        )
+    if not np.isclose(t, compute):  # the bubble or the exposed communication stretched it
+        parts.append(f" → {units.seconds(t)}")
+    parts.append(f"; MFU {mfu:.1%}{hardware}")
+    return Line.of("step", *parts)
+
+
+def time_to_train(e: Estimate) -> Line:
+    days = units.seconds(float(e.training_time))
+    if not e.fits:
+        return Line.of(
+            "time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}, if it fit."
+        )
+    return Line.of("time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}.")
+
+
+def binds(e: Estimate) -> str:
+    """What limits a layout (an estimate of one), and by what margin, in a few words."""
+    if e.step_breakdown is not None:  # predicted: the largest term beside the matmuls
+        t = float(e.step_time)
+        name, worst = max(
+            ((k, float(v)) for k, v in e.step_breakdown.items() if k != "matmul"),
+            key=lambda kv: kv[1],
+        )
+        if worst < 0.02 * t:
+            return "compute (nothing else above 2% of the step)"
+        return f"the {TERM_NAMES[name]}, {worst / t:.0%} of the step"
+    compute, exposed = float(e.compute_time), float(e.comm_time)
+    ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
+    if exposed >= compute:
+        return f"the {collective} sets the step ({exposed / compute:.2f}x the compute)"
+    if not e.compute_bound:
+        return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the utilisation"
+    if float(e.bubble) >= 0.05:
+        return f"the pipeline bubble, +{float(e.bubble):.0%}"
+    used = float(e.peak.reserved) / e.chip.hbm_bytes
+    if used >= 0.9:
+        return f"memory, {used:.0%} of HBM"
+    return f"compute (slowest: the {collective}, {ratio:.2f}x)"
