@@ -4,10 +4,12 @@ The layers, each a folder or file that says its role, imports pointing down only
 
 - ``cost/``: the vectorized numpy model. ``evaluate(cluster, workload, layout, options)``
   checks one layout (or a million) and reports it; ``plan`` ranks every layout of a cluster.
-- ``presets.py`` and ``catalog.py``: chips and models as data, and reading your own.
+- ``presets.py`` and ``catalog.py``: chips and models as data, and reading your own;
+  ``measured.py``: published runs and peaks as the model's values.
+- ``fields/``: every field a user sets, declared once (its flag, saved key and panel label).
 - ``text/``: units, and the explanations of an estimate written once (CLI text, panel HTML).
 - ``widgets/``: the scenario (shared state), the analysis that evaluates it, one file per widget.
-- ``app.py`` (the panel, ``explore``), ``cli.py`` and ``demo.py``.
+- ``app.py`` (the panel, ``explore``), ``cli/`` and ``demo.py``.
 """
 
 from .cost import estimate, evaluate, plan

@@ -1,6 +1,6 @@
 """The command line: ``scaling-widgets estimate``, ``plan`` and ``demo``.
 
-``estimate`` reads a state of the fields (``fields.py``): the command line's defaults, or a saved
+``estimate`` reads a state of the fields (``fields/``): the command line's defaults, or a saved
 scenario (``--scenario FILE.json``), with every flag given on top, and evaluates the four values
 it stands for by the same path as the panel. A flag given beside ``--scenario`` overrides that
 field of the file. Bad input prints one line naming the option, the value and what is allowed, and

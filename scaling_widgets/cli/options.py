@@ -1,4 +1,4 @@
-"""The command line's options, generated from the table of fields (``fields.py``): what
+"""The command line's options, generated from the table of fields (``fields/``): what
 ``estimate``, ``plan`` and ``demo`` accept, parsed and checked for their form; the cost model
 checks what they mean.
 

@@ -13,11 +13,11 @@ module a member: ``schedules/``, ``strategies/``, ``stacks/``. ``views.py`` hold
 panel's plots draw, computed here so the CLI and the API reach it too.
 """
 
-from .checks import InputError
 from .cluster.chip import Chip
 from .cluster.mesh import MeshSpan, axis_rings, span_axes
 from .evaluate import compare_strategies, estimate, evaluate, split_keywords, validate
 from .memory.chapter import MemoryPerChip, largest_replicated_model, memory_per_chip
+from .refusals import InputError
 from .result import Estimate, pick
 from .schedules import SCHEDULES as _SCHEDULES
 from .schedules import in_flight_microbatches

@@ -13,36 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-LARGEST = 1e30  # far beyond any real quantity; keeps products of several inputs finite
-SMALLEST = 1e-30  # far below any real quantity; keeps quotients of several inputs finite
-LARGEST_WHOLE = 2**53  # whole numbers stay exact as floats and never wrap as int64
-
-
-class InputError(ValueError):
-    """A value the cost model cannot take: ``field`` names it, ``allowed`` says what would do.
-
-    The message reads "<field> must be <allowed>; got <got>"; the CLI writes its own flag for
-    the field (``--tp`` for ``y``), the panel shows the message as it is.
-    """
-
-    def __init__(self, field: str, allowed: str, got: str):
-        super().__init__(f"{field} must be {allowed}; got {got}")
-        self.field, self.allowed, self.got = field, allowed, got
-
-    def named(self, name: str) -> str:
-        """The message with the field called ``name``."""
-        return f"{name} must be {self.allowed}; got {self.got}"
-
-
-def refuse(field: str, allowed: str, got) -> InputError:
-    """The error for ``field``: raise what this returns. ``got`` is shown as it is if it is a
-    string (already formatted), else by its repr."""
-    return InputError(field, allowed, got if isinstance(got, str) else repr(got))
+from .refusals import LARGEST, LARGEST_WHOLE, SMALLEST, refuse, shown
 
 
 @dataclass(frozen=True)
@@ -63,14 +41,14 @@ class Number:
         top = "<=" if self.closed else "<"
         return f"{self.what}{unit} >= {_short(self.low)} and {top} {_short(self.high)}"
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> float | np.ndarray:
         if _is_real(value):  # the common case, a plain number: no array at all
             if self.low <= value and (value <= self.high if self.closed else value < self.high):
                 return float(value)
             raise refuse(name, self.allowed + self._arrays, _number_shown(value))
         return _array(name, value, self, self.allowed + self._arrays, whole=False)
 
-    def ok(self, a):
+    def ok(self, a: np.ndarray) -> np.ndarray:
         return (a >= self.low) & ((a <= self.high) if self.closed else (a < self.high))
 
     @property
@@ -94,14 +72,14 @@ class Whole:
             return self.allowed_words
         return f"a whole number from {self.low} to {_whole_shown(self.high)}"
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> int | np.ndarray:
         if _is_real(value):
             if self.low <= value <= self.high and value == int(value):
                 return int(value)
             raise refuse(name, self.allowed, _number_shown(value))
         return _array(name, value, self, self.allowed, whole=True)
 
-    def ok(self, a):
+    def ok(self, a: np.ndarray) -> np.ndarray:
         return (a >= self.low) & (a <= self.high) & (a == np.round(a))
 
 
@@ -117,7 +95,7 @@ class Choice:
         listed = ", ".join(map(repr, self.options))
         return f"one of {listed}" + (", or an array of them" if self.per_layout else "")
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> str | np.ndarray:
         if isinstance(value, str) and value in self.options:
             return value
         if isinstance(value, str) or not self.per_layout:
@@ -145,7 +123,7 @@ class Switch:
 
     allowed: str = "true or false"
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> bool:
         if not isinstance(value, (bool, np.bool_)):
             raise refuse(name, self.allowed, shown(value))
         return bool(value)
@@ -158,7 +136,7 @@ class Instance:
     kind: type
     where: str = " (see scaling_widgets.presets)"
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> Any:
         if not isinstance(value, self.kind):
             article = "an" if self.kind.__name__[0] in "AEIOU" else "a"
             raise refuse(name, f"{article} {self.kind.__name__}{self.where}", shown(value))
@@ -169,66 +147,83 @@ class Instance:
 class Maybe:
     """None (the default it stands for is written in ``absent``), or what ``inner`` takes."""
 
-    inner: object
+    inner: Callable[[str, object], Any]
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> Any:
         return None if value is None else self.inner(name, value)
 
 
-def checked(default, check):
-    """A dataclass field with its default and the check a value runs on it when it is built."""
+def checked(default: Any, check: Callable[[str, object], Any]) -> Any:
+    """A dataclass field with its default and the check a value runs on it when it is built.
+
+    Returns
+    -------
+    field : dataclasses.Field
+        The field, its check in its metadata (typed ``Any``: a type checker reads it as the
+        field's value, as it reads ``dataclasses.field``).
+    """
     return dataclasses.field(default=default, metadata={"check": check})
 
 
-def required(check):
-    """A dataclass field with no default, and the check a value runs on it when it is built."""
+def required(check: Callable[[str, object], Any]) -> Any:
+    """A dataclass field with no default, and the check a value runs on it when it is built.
+
+    Returns
+    -------
+    field : dataclasses.Field
+        The field, its check in its metadata (typed ``Any``, as ``checked``).
+    """
     return dataclasses.field(metadata={"check": check})
 
 
-def check_fields(value, skip=()) -> None:
+def check_fields(value: Any, skip: tuple[str, ...] = ()) -> None:
     """Run every field's check on a frozen dataclass being built; keep what each returns (a list
-    becomes an array, a one-element array its Python value). ``skip``: fields checked otherwise."""
+    becomes an array, a one-element array its Python value). ``skip``: fields checked otherwise.
+
+    Returns
+    -------
+    None
+        ``value``'s fields are set in place; a field that fails its check raises ``InputError``.
+    """
     for field in dataclasses.fields(value):
         check = field.metadata.get("check")
         if check is not None and field.name not in skip:
             object.__setattr__(value, field.name, check(field.name, getattr(value, field.name)))
 
 
-def per_layout(check) -> bool:
-    """Whether a field's check takes an array, one value per layout."""
+def per_layout(check: Callable[[str, object], Any] | None) -> bool:
+    """Whether a field's check takes an array, one value per layout.
+
+    Returns
+    -------
+    per_layout : bool
+        True when the check (or the check inside a ``Maybe``) is ``per_layout``; False for a
+        field without one (None).
+    """
     return getattr(getattr(check, "inner", check), "per_layout", False)
 
 
-def require(obj, field: str, ok: bool, allowed: str) -> None:
-    """Refuse a field of a preset-like value (a chip, a model) as "<Kind> <field> must be ..."."""
-    if not ok:
-        raise refuse(f"{type(obj).__name__} {field}", allowed, shown(getattr(obj, field)))
-
-
-def is_number(value) -> bool:
-    """A finite int or float (not a bool); an int of any size, never converted to float."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    return isinstance(value, int) or math.isfinite(value)
-
-
-def is_positive(value) -> bool:
-    """Within 1e-30 and 1e30, as the formulas take: their products and quotients stay finite."""
-    return is_number(value) and SMALLEST <= value < LARGEST
-
-
-def is_whole(value, largest: int, smallest: int = 1) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and smallest <= value <= largest
-
-
-def scalar(a):
+def scalar(a: Any) -> Any:
     """A 0-d array as its Python value (an int, a float or a name), so that one layout's fields
-    print and serialize as themselves."""
+    print and serialize as themselves.
+
+    Returns
+    -------
+    value : int, float, str or what ``a`` is
+        ``a.item()`` for a 0-d array; anything else as it is.
+    """
     return a.item() if isinstance(a, np.ndarray) and a.ndim == 0 else a
 
 
-def first(mask) -> int | tuple:
-    """The index of the first True in ``mask`` (``()`` for one value)."""
+def first(mask: ArrayLike) -> tuple[int, ...]:
+    """The index of the first True in ``mask`` (``()`` for one value).
+
+    Returns
+    -------
+    index : tuple of int
+        The position of the first True, one entry per axis; ``()`` for a 0-d mask, whatever it
+        holds.
+    """
     mask = np.asarray(mask)
     return () if mask.ndim == 0 else tuple(np.argwhere(mask)[0].tolist())
 
@@ -268,13 +263,6 @@ def _is_real(value) -> bool:
         and not isinstance(value, (bool, np.bool_))
         and (not isinstance(value, int) or abs(value) < 2**1023)
     )
-
-
-def shown(value) -> str:
-    """``value`` for a message: short, and safe for an int of any size or a deep list."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of {value.bit_length()} bits"
-    return reprlib.repr(value)
 
 
 def _number_shown(value) -> str:

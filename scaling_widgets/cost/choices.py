@@ -3,15 +3,27 @@ different formula for each layout of an array."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def per_choice(choices, evaluate):
+def per_choice(choices: str | ArrayLike, evaluate: Callable[[str], Any]) -> Any:
     """``evaluate(name)`` for each layout's name in ``choices`` (a str, or an array of names).
 
     Each distinct name is evaluated once, over every layout, and each layout keeps its own;
     tuples (of tuples) of arrays are chosen leaf by leaf.
 
+    Returns
+    -------
+    value : float, np.ndarray, or tuple of them
+        What ``evaluate`` returns for the one name; for several names, its values chosen layout
+        by layout (an array of the shape of ``choices``, or tuples of them).
+
+    Examples
+    --------
     >>> formulas = {"a": 1.0, "b": np.arange(3.0) * 10}
     >>> per_choice(np.array(["a", "b", "a"]), lambda name: formulas[name])
     array([ 1., 10.,  1.])

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
-from .checks import InputError, scalar
+from .checks import scalar
 from .choices import per_choice
 from .cluster import feasible
 from .cluster.placement import Placement, place
 from .memory.chapter import layout_memory
 from .memory.peak import peak_memory
+from .refusals import InputError
 from .result import Estimate
 from .schedules import bubble
 from .step.chapter import chapter_step, time_to_train
@@ -32,12 +34,7 @@ from .transformer.context import cp_seconds_per_token
 from .transformer.counts import param_count, token_flops
 from .transformer.experts import all_to_all, held_width
 from .transformer.layer import crossover_batch, layer_times
-from .transformer.thresholds import (
-    critical_tokens_per_chip,
-    critical_tokens_per_pod,
-    tp_limit,
-    x_opt,
-)
+from .transformer.thresholds import layout_thresholds
 from .values import Cluster, Layout, Options, Workload, split_keywords
 
 
@@ -46,12 +43,24 @@ def evaluate(
     workload: Workload,
     layout: Layout | None = None,
     options: Options | None = None,
-):
+) -> Estimate:
     """Evaluate a layout: per-layer times, thresholds, memory, step time (MODEL.md §A.3 to §A.6,
     §A.10).
 
     Raises ``InputError`` (a ``ValueError`` naming the field) for a value out of range or a
-    layout that cannot run (``check``).
+    layout that cannot run (``feasible.together``, ``place``).
+
+    Parameters
+    ----------
+    cluster, workload : the chips, and what is trained on them
+    layout : how the work is spread; None: ``Layout()``, the strategy's own split and ZeRO stage
+    options : how the numbers are read; None: ``Options()``, the step predicted term by term
+
+    Returns
+    -------
+    estimate : Estimate
+        Everything MODEL.md §A.10 reports, one entry per layout where the inputs are arrays
+        (times [s], memory [bytes], batch [tokens]).
 
     Examples
     --------
@@ -73,6 +82,11 @@ def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
 
     A measured step is the exception: whether it is possible depends on the layout's FLOPs at
     peak, which only the evaluation knows (``step.chapter.chapter_step``).
+
+    Returns
+    -------
+    None
+        When the four values can run together; otherwise it raises ``InputError``.
     """
     layout = _resolved(layout)
     feasible.together(cluster, workload, layout, options)
@@ -81,9 +95,14 @@ def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
         _evaluate(cluster, workload, layout, options, placed)
 
 
-def estimate(**keywords) -> Estimate:
+def estimate(**keywords: Any) -> Estimate:
     """``evaluate`` with the fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` as
     keywords.
+
+    Returns
+    -------
+    estimate : Estimate
+        As ``evaluate`` returns it (times [s], memory [bytes], batch [tokens]).
 
     Examples
     --------
@@ -134,7 +153,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         params=params,
         layer=layer,
         crossover_batch=crossover_batch(**on_mesh),
-        **_thresholds(cluster, workload, layout, placed),
+        **layout_thresholds(cluster, workload, layout, placed),
         memory=layout_memory(workload, layout, options, placed, P, params.total),
         peak=peak_memory(
             workload=workload,
@@ -199,38 +218,6 @@ def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
     )
 
 
-def _thresholds(cluster, workload, layout, placed: Placement) -> dict:
-    """Where the layout's strategy turns compute-bound, TP's limit, DCN's threshold and the
-    chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2)."""
-    chip, model, Z = cluster.chip, workload.model, placed.z
-    held, F = held_width(model, layout.ep), model.active_width
-    mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
-    C, W = chip.flops, chip.ici_bw
-    return dict(
-        critical_tokens_per_chip=critical_tokens_per_chip(
-            strategy=layout.strategy,
-            flops=C,
-            ici_bw=W,
-            d_ff=F,
-            stages=Z,
-            d_ff_weights=held,
-            mx=mx,
-            my=my,
-        ),
-        tp_limit=tp_limit(flops=C, ici_bw=W, d_ff=F, my=my),
-        critical_tokens_per_pod=critical_tokens_per_pod(
-            flops=C, dcn_bw=chip.dcn_bw, weights_per_compute=held / F
-        ),
-        x_opt=x_opt(
-            batch=workload.batch / cluster.pods,
-            d_ff=held,
-            chips=math.prod(cluster.slice_shape) // Z,
-            mx=mx,
-            my=my,
-        ),
-    )
-
-
 def _stage_traffic(cluster, workload, layout, placed: Placement):
     """Each chip of a stage sends its [B/(X·Y·P), D] share of the activations on (MODEL.md §A.6,
     §B.6)."""
@@ -277,9 +264,15 @@ def _training_time(workload, step):
 
 def compare_strategies(
     cluster: Cluster, workload: Workload, layout: Layout, options: Options
-) -> dict:
+) -> dict[str, Estimate | InputError]:
     """Each strategy's own layout (its default split and ZeRO stage) with the rest of ``layout``
-    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run."""
+    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run.
+
+    Returns
+    -------
+    estimates : dict of str to Estimate or InputError
+        By strategy name, in ``STRATEGIES``' order: its estimate, or why it cannot run.
+    """
     out = {}
     for name in STRATEGIES:
         own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)

@@ -8,10 +8,27 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
 
 
-def members(package: str, path, build) -> dict:
-    """``build(module)`` for every module of ``package`` (its ``__path__``), by name, in order."""
+def members(
+    package: str, path: Iterable[str], build: Callable[[ModuleType], Any]
+) -> dict[str, Any]:
+    """``build(module)`` for every module of ``package`` (its ``__path__``), by name, in order.
+
+    Parameters
+    ----------
+    package : the family's dotted name (its ``__name__``)
+    path : the folders its modules are found in (its ``__path__``)
+    build : what a member is made of its module; it has a ``name`` and an ``order``
+
+    Returns
+    -------
+    members : dict of str to what ``build`` returns
+        Every member by its name, in the order the members declare.
+    """
     built = [
         build(importlib.import_module(f"{package}.{info.name}"))
         for info in pkgutil.iter_modules(path)

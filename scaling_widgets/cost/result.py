@@ -5,14 +5,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .memory.chapter import MemoryPerChip
 from .memory.peak import PeakMemory
 from .transformer.counts import ParamCount
 from .transformer.layer import LayerTimes
 from .values import Cluster, Layout, Options, Workload
+
+if TYPE_CHECKING:
+    from .cluster.chip import Chip
+    from .transformer.exactness import Exactness
+    from .transformer.shapes import Model, Precision
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,58 +72,120 @@ class Estimate:
         None  # the predicted step's terms [s] (MODEL.md §C.5); None with an MFU given
     )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shape = np.shape(self.step_time)
         return f"Estimate({self.model.name} on {self.chip.name}, {self.strategy}, shape={shape})"
 
     # The inputs, by the names the formulas use.
-    model = property(lambda self: self.workload.model)
-    chip = property(lambda self: self.cluster.chip)
-    precision = property(lambda self: self.workload.precision)
-    batch = property(lambda self: self.workload.batch)
-    seq_len = property(lambda self: self.workload.seq_len)
-    tokens = property(lambda self: self.workload.tokens)
-    slice_shape = property(lambda self: self.cluster.slice_shape)
-    pods = property(lambda self: self.cluster.pods)
-    strategy = property(lambda self: self.layout.strategy)
-    zero = property(lambda self: self.layout.zero)
-    remat = property(lambda self: self.layout.remat)
-    schedule = property(lambda self: self.layout.schedule)
-    virtual_stages = property(lambda self: self.layout.virtual_stages)
-    sequence_parallel = property(lambda self: self.layout.sequence_parallel)
-    exact = property(lambda self: self.options.exact)
-    fits_below = property(lambda self: self.options.fits_below)
-    calibrated = property(lambda self: self.options.measured_step_time is not None)
+    @property
+    def model(self) -> Model:
+        return self.workload.model
 
     @property
-    def chips(self):
+    def chip(self) -> Chip:
+        return self.cluster.chip
+
+    @property
+    def precision(self) -> Precision:
+        return self.workload.precision
+
+    @property
+    def batch(self) -> float | np.ndarray:
+        return self.workload.batch
+
+    @property
+    def seq_len(self) -> int | None:
+        return self.workload.seq_len
+
+    @property
+    def tokens(self) -> float | np.ndarray | None:
+        return self.workload.tokens
+
+    @property
+    def slice_shape(self) -> tuple[int, ...]:
+        return self.cluster.slice_shape
+
+    @property
+    def pods(self) -> int | np.ndarray:
+        return self.cluster.pods
+
+    @property
+    def strategy(self) -> str:
+        return self.layout.strategy
+
+    @property
+    def zero(self) -> int | np.ndarray:
+        return self.layout.zero
+
+    @property
+    def remat(self) -> str | np.ndarray:
+        return self.layout.remat
+
+    @property
+    def schedule(self) -> str | np.ndarray:
+        return self.layout.schedule
+
+    @property
+    def virtual_stages(self) -> int | np.ndarray:
+        return self.layout.virtual_stages
+
+    @property
+    def sequence_parallel(self) -> bool:
+        return self.layout.sequence_parallel
+
+    @property
+    def exact(self) -> Exactness:
+        return self.options.exact
+
+    @property
+    def fits_below(self) -> float | np.ndarray:
+        return self.options.fits_below
+
+    @property
+    def calibrated(self) -> bool:
+        return self.options.measured_step_time is not None
+
+    @property
+    def chips(self) -> int | np.ndarray:
         """All chips of all pods."""
         return math.prod(self.slice_shape) * self.pods
 
     @property
-    def tokens_per_chip(self):
+    def tokens_per_chip(self) -> float | np.ndarray:
         return self.batch / self.chips
 
     @property
-    def compute_bound(self):
+    def compute_bound(self) -> np.bool_ | np.ndarray:
         return self.layer.compute_bound
 
     @property
-    def bottleneck(self):
+    def bottleneck(self) -> np.ndarray:
         return self.layer.bottleneck
 
     @property
-    def fits(self):
+    def fits(self) -> np.bool_ | np.ndarray:
         """The busiest chip's peak, reserved by its allocator and overhead included, within
         ``fits_below`` of HBM (MODEL.md §B.8, §E)."""
         return self.peak.reserved <= self.fits_below * self.chip.hbm_bytes
 
 
-def pick(result, index):
+def pick(result: T, index: int | slice | tuple | ArrayLike) -> T:
     """One layout (or a subset) of an array-valued result: every array field indexed alike.
 
     Scalars and fields that are not arrays (the model, the chip, names) are kept as they are.
 
+    Parameters
+    ----------
+    result : a frozen dataclass of arrays, such as an ``Estimate`` (or its ``LayerTimes``)
+    index : what indexes each array field: a layout's position, a slice, a mask
+
+    Returns
+    -------
+    result : the same kind as ``result``
+        A copy whose array fields (those of the dataclasses it holds too) are indexed.
+
+    Examples
+    --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> from scaling_widgets.cost import estimate
     >>> e = estimate(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=[1e6, 3e6])
@@ -141,5 +212,5 @@ def _holds_arrays(value) -> bool:
     )
 
 
-def _index(value: np.ndarray, index):
+def _index(value: Any, index: int | slice | tuple | ArrayLike) -> Any:
     return value[index] if np.ndim(value) else value

@@ -15,24 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .checks import (
-    Choice,
-    Instance,
-    Maybe,
-    Number,
-    Switch,
-    Whole,
-    check_fields,
-    checked,
-    refuse,
-    required,
-)
+from .checks import Choice, Instance, Maybe, Number, Switch, Whole, check_fields, checked, required
 from .cluster.chip import Chip
 from .cluster.mesh import ROLES, check_fits_pod
 from .cluster.nodes import check_gpu_slice
+from .refusals import refuse
 from .schedules import SCHEDULES
 from .stacks import STACKS
 from .step.profiles import Profile
@@ -58,7 +49,7 @@ class Cluster:
     slice_shape: tuple | None = None
     pods: int | np.ndarray = checked(1, Whole(high=MAX_CHIPS, per_layout=True))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self, skip=("pods",))  # the pods' limit depends on the slice
         chip, shape = self.chip, self.slice_shape
         if shape is None:
@@ -77,7 +68,7 @@ class Cluster:
         object.__setattr__(self, "pods", whole_pods("pods", self.pods))
 
     @property
-    def chips(self):
+    def chips(self) -> int | np.ndarray:
         """All chips of all pods."""
         return math.prod(self.slice_shape) * self.pods
 
@@ -97,7 +88,7 @@ class Workload:
     precision: Precision = checked(BOOK_PRECISION, Instance(Precision))
     tokens: float | np.ndarray | None = checked(None, Maybe(Number(unit="tokens", per_layout=True)))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
 
 
@@ -144,7 +135,7 @@ class Layout:
     cp: int | np.ndarray = checked(1, Whole(per_layout=True))
     cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if self.strategy == "tp" and np.any(
             np.asarray(self.zero if self.zero is not None else 0) > 0
@@ -212,15 +203,26 @@ class Options:
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
 
 
 VALUES = (Cluster, Workload, Layout, Options)
 
 
-def split_keywords(keywords: dict) -> tuple[Cluster, Workload, Layout, Options]:
-    """The four values from their fields given as keywords; an unknown keyword raises."""
+def split_keywords(keywords: dict[str, Any]) -> tuple[Cluster, Workload, Layout, Options]:
+    """The four values from their fields given as keywords; an unknown keyword raises.
+
+    Parameters
+    ----------
+    keywords : the fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` by name;
+        ``chip``, ``model`` and ``batch`` are needed
+
+    Returns
+    -------
+    cluster, workload, layout, options : Cluster, Workload, Layout, Options
+        The four values, each built (and checked) from its own fields.
+    """
     groups = {kind: tuple(kind.__dataclass_fields__) for kind in VALUES}
     unknown = set(keywords) - {name for names in groups.values() for name in names}
     if unknown:

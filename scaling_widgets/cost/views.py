@@ -13,11 +13,12 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .checks import InputError
 from .cluster.mesh import axis_rings, role_layout, span_axes
 from .cluster.nodes import node_spans
 from .evaluate import evaluate
+from .refusals import InputError
 from .result import Estimate
 from .search.split import split_candidates
 from .strategies import BEST, STRATEGIES
@@ -58,7 +59,7 @@ class RooflineData:
     pods: int = 1
     labels: dict = field(default_factory=dict)  # curve -> its name (``text/views.py``)
 
-    def compute_at(self, batch, passes: str = "both"):
+    def compute_at(self, batch: ArrayLike, passes: str = "both") -> float | np.ndarray:
         """The compute line at any batch (it is proportional to the batch)."""
         per_token = self.compute[passes][0] / self.batch[0]
         return np.asarray(batch, dtype=float) * per_token
@@ -80,11 +81,12 @@ class MemoryData:
     stages: tuple = ()  # per strategy: its busiest stage, "stage 1 of 4" ("" with one stage)
 
     @property
-    def totals(self):
+    def totals(self) -> np.ndarray:
+        """Per strategy: its peak, the sum of its bar's parts [bytes]."""
         return self.parts.sum(axis=0)
 
     @property
-    def runs(self) -> tuple:
+    def runs(self) -> tuple[bool, ...]:
         """Per strategy: False where it cannot run here (its bar is empty)."""
         return tuple(isinstance(e, Estimate) for e in self.estimates)
 
@@ -114,14 +116,32 @@ class MeshData:
 
 def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
     """Global batches for the curves: 1e4 to 1e9 tokens, widened to hold ``batch``, and at
-    least a token per chip (no layout runs on less)."""
+    least a token per chip (no layout runs on less).
+
+    Parameters
+    ----------
+    batch : the current global batch [tokens]
+    chips : all the chips of all pods
+
+    Returns
+    -------
+    grid : np.ndarray
+        ``GRID_POINTS`` global batches, evenly spaced on a log scale [tokens].
+    """
     lo, hi = max(min(1e4, batch / 10), chips), max(1e9, batch * 10)
     return np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
 
 
 def roofline(current: Estimate) -> RooflineData:
     """The chapter's per-layer times over a grid of batches, token by token (no sequences): each
-    strategy's own layout, the split in use held fixed, and the best split re-chosen per batch."""
+    strategy's own layout, the split in use held fixed, and the best split re-chosen per batch.
+
+    Returns
+    -------
+    data : RooflineData
+        Each curve's compute and communication per layer over the grid, where each turns
+        compute-bound, and the current layout's point [s, tokens].
+    """
     cluster, workload, layout, options = (
         current.cluster,
         current.workload,
@@ -194,9 +214,21 @@ def _full(values, t) -> np.ndarray:
     return np.broadcast_to(values, t.t_math.shape)
 
 
-def memory_bars(strategies: dict, current: Estimate) -> MemoryData:
+def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate) -> MemoryData:
     """The peak of each strategy's own layout (``compare_strategies``), the current one's as it is:
-    one bar per strategy, an empty one where it cannot run."""
+    one bar per strategy, an empty one where it cannot run.
+
+    Parameters
+    ----------
+    strategies : strategy -> its ``Estimate``, or the ``InputError`` saying why it cannot run
+    current : the current layout's estimate, which replaces its strategy's
+
+    Returns
+    -------
+    data : MemoryData
+        Each strategy's peak by part (``BAR_PARTS``), HBM and the share a layout may fill
+        [bytes].
+    """
     estimates = {**strategies, current.strategy: current}
     parts = np.array(
         [[_bar_part(e, kinds) for e in estimates.values()] for kinds in BAR_PARTS.values()]
@@ -217,7 +249,14 @@ def _bar_part(e, kinds) -> float:
 
 
 def mesh(e: Estimate) -> MeshData:
-    """Where the groups of one layout sit on its slice: each axis's share of X, Y and Z."""
+    """Where the groups of one layout sit on its slice: each axis's share of X, Y and Z.
+
+    Returns
+    -------
+    data : MeshData
+        The slice, each axis' (X, Y, Z) share, the groups and their spans, and every legal
+        (X, Y) split of one pipeline stage.
+    """
     chip, shape = e.chip, e.slice_shape
     rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
     x, y, z = int(e.x), int(e.y), int(e.z)

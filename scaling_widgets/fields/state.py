@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+
 from ..cost import Cluster, Layout, Options, Workload
-from ..cost.checks import InputError
 from ..cost.evaluate import validate
+from ..cost.refusals import InputError, refuse
 from ..cost.strategies import BEST, STRATEGIES
 from ..cost.transformer.exactness import Exactness
 from .field import VALUES, Field
@@ -110,7 +112,10 @@ def _checked_field(field: Field, value):
         except (TypeError, ValueError) as err:  # a preset's name or a file's JSON: its own words
             raise ValueError(f"{field.name}: {err}") from None
     check = field.checker()
-    return value if check is None else check(field.name, value)
+    value = value if check is None else check(field.name, value)
+    if isinstance(value, np.ndarray):  # the values take one per layout; a state is one layout
+        raise refuse(field.name, "one value: a scenario is one layout", value.tolist())
+    return value
 
 
 def values(state: dict) -> tuple[Cluster, Workload, Layout, Options]:

@@ -7,9 +7,10 @@ import json
 
 from .. import catalog
 from ..catalog import name_of
-from ..cost.checks import Switch, refuse
-from ..cost.cluster.mesh import ROLES
+from ..cost.checks import Switch
+from ..cost.cluster.mesh import ROLES, parse_slice
 from ..cost.cluster.nodes import gpu_slice
+from ..cost.refusals import refuse
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
 from ..cost.step.calibrate import profile_from_json
@@ -47,8 +48,8 @@ def _on_off(value) -> str:
 
 
 def _shape(name: str, value):
-    """Axis lengths as a tuple, or None for the chip's default slice (JSON gives lists)."""
-    return tuple(value) if isinstance(value, list) else value
+    """Axis lengths as a tuple of whole numbers, or None for the chip's default slice."""
+    return None if value is None else parse_slice(value)
 
 
 def _roles(name: str, value):

@@ -1,7 +1,7 @@
 """The ``scaling-widgets estimate`` command that evaluates the same values as a scenario.
 
 ``command(cluster, workload, layout, options)`` writes a flag for every field of the table
-(``fields.py``) whose value the flags can say and that differs from its default; the cluster
+(``fields/``) whose value the flags can say and that differs from its default; the cluster
 and the workload are always written. A value no flag can say (your own model or chip, axis roles,
 a calibrated profile) makes it ``None``: then ``--scenario FILE.json`` is the way.
 """

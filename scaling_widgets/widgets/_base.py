@@ -31,7 +31,7 @@ def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
 
 def control(name: str, widget=None, **kwargs) -> w.ValueWidget:
     """The panel's control of a field: its kind, label and choices from the table of fields
-    (``fields.py``); ``widget`` chooses another kind (toggle buttons for a strategy)."""
+    (``fields/``); ``widget`` chooses another kind (toggle buttons for a strategy)."""
     field = FIELDS[name]
     if field.switch or isinstance(field.checker(), Switch):
         return (widget or w.Checkbox)(description=field.label, indent=False, **kwargs)

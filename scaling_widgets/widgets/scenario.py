@@ -1,6 +1,6 @@
 """The scenario: everything a user chooses, shared by every widget bound to it.
 
-A ``Scenario`` holds one state of the fields (``fields.py``), replaced whole: a change is checked
+A ``Scenario`` holds one state of the fields (``fields/``), replaced whole: a change is checked
 with the rest of the state before any of it is applied (``fields.checked``, the cost model's own
 checks), so a refused change keeps nothing and says why in a ``ScenarioError`` that names the
 field. Each field is also a trait, which widgets observe; setting one is an ``update`` of that

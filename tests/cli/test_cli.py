@@ -542,3 +542,40 @@ def test_a_measured_peak_alone_calibrates_this_estimate_and_a_saved_step_keeps_t
     assert again["peak_memory_bytes"]["reserved"] == pytest.approx(
         direct["peak_memory_bytes"]["reserved"]
     )
+
+
+def test_a_flag_beside_a_saved_scenario_overrides_that_field(tmp_path, capsys):
+    from scaling_widgets.widgets.scenario import Scenario
+
+    saved = tmp_path / "s.json"
+    saved.write_text(
+        Scenario(model="llama-3-70b", batch=16e6, seq_len=4096, mfu=None, tokens=None).to_json()
+    )
+    same = ["--model", "llama-3-70b", "--batch", "16M", "--seq-len", "4096", "--json"]
+    for extra in (
+        [],
+        ["--pp", "4", "--microbatches", "4"],
+        ["--pp", "1"],
+        ["--fsdp", "1120", "--tp", "8"],
+    ):
+        assert main(["estimate", "--scenario", str(saved), "--json", *extra]) == 0
+        from_file = json.loads(capsys.readouterr().out)
+        assert main(["estimate", *same, *extra]) == 0
+        assert from_file == json.loads(capsys.readouterr().out), extra
+    assert (from_file["layout"]["X"], from_file["layout"]["Y"]) == (
+        1120,
+        8,
+    )  # the split by hand beside it
+
+
+def test_a_flag_the_layout_would_not_use_is_refused_by_name(tmp_path, capsys):
+    from scaling_widgets.widgets.scenario import Scenario
+
+    saved = tmp_path / "s.json"
+    roles = Scenario(model="llama-3-70b", batch=16e6, axis_roles=("y", "x", "x"))
+    saved.write_text(roles.to_json())
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", "--scenario", str(saved), "--fsdp", "512"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert "--fsdp 512 is not used: the scenario's axis roles set the groups" in err

@@ -13,14 +13,29 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..checks import first, per_layout, refuse
+from ..checks import first, per_layout
+from ..refusals import refuse
 from ..transformer.shapes import Model
-from ..values import Layout
+from ..values import Cluster, Layout, Options, Workload
 
 
-def together(cluster, workload, layout, options) -> None:
-    """Refuse values that each check out but contradict each other."""
+def together(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
+    """Refuse values that each check out but contradict each other.
+
+    Returns
+    -------
+    None
+        Nothing: the values go together.
+
+    Raises
+    ------
+    InputError
+        Naming the first field that contradicts the others: ``seq_len`` absent where attention
+        FLOPs, microbatch sizes, a recompute policy or context parallelism need it; as many
+        ``axis_roles`` as slice axes; arrays of layouts that do not broadcast together.
+    """
     if workload.seq_len is None:
         if options.attention_flops:
             raise refuse("seq_len", "given to count attention FLOPs (12·L·T·N_h·H a token)", None)
@@ -64,18 +79,18 @@ def _broadcast(*values) -> None:
 def runs(
     *,
     model: Model,
-    seq_len,
-    batch,
-    pods,
-    x,
-    y,
-    z,
-    virtual_stages,
-    microbatches,
-    ep=1,
-    cp=1,
-    cp_kind="ring",
-) -> dict:
+    seq_len: int | None,
+    batch: ArrayLike,
+    pods: ArrayLike,
+    x: ArrayLike,
+    y: ArrayLike,
+    z: ArrayLike,
+    virtual_stages: ArrayLike,
+    microbatches: ArrayLike,
+    ep: ArrayLike = 1,
+    cp: ArrayLike = 1,
+    cp_kind: str | np.ndarray = "ring",
+) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6).
 
     - "sequences": a data replica gets at least one whole sequence (one token without
@@ -89,6 +104,12 @@ def runs(
       §D.2);
     - "context": CP divides the data axis and the sequence, and under Ulysses the KV heads of
       each TP shard (MODEL.md §D.3).
+
+    Returns
+    -------
+    ok : dict of str to np.bool_ or np.ndarray
+        Per rule ("sequences", "heads", "stages", "experts", "context"): True where the layout
+        keeps it, one boolean per layout.
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
@@ -108,21 +129,39 @@ def runs(
 def possible(
     *,
     model: Model,
-    seq_len,
-    batch,
-    pods,
-    x,
-    y,
-    z,
-    virtual_stages,
-    microbatches,
+    seq_len: int | None,
+    batch: ArrayLike,
+    pods: ArrayLike,
+    x: ArrayLike,
+    y: ArrayLike,
+    z: ArrayLike,
+    virtual_stages: ArrayLike,
+    microbatches: ArrayLike,
     given: Layout,
-    ep=1,
-    cp=1,
-    cp_kind="ring",
+    ep: ArrayLike = 1,
+    cp: ArrayLike = 1,
+    cp_kind: str | np.ndarray = "ring",
 ) -> None:
     """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that
-    cannot."""
+    cannot.
+
+    Parameters
+    ----------
+    model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep, cp, cp_kind : as for
+        ``runs``
+    given : the layout as asked for (whether its microbatches were given, to name the field)
+
+    Returns
+    -------
+    None
+        Nothing: every layout can run.
+
+    Raises
+    ------
+    InputError
+        Naming the field of the first rule the first layout breaks (``microbatches``, ``batch``,
+        ``y``, ``z``, ``virtual_stages``, ``ep`` or ``cp``).
+    """
     batch, pods, x, y, z, virtual_stages, microbatches, ep, cp = np.broadcast_arrays(
         *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep, cp))
     )
@@ -190,20 +229,28 @@ def possible(
         i = first(~ok["context"])
         CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
         shard_heads = max(model.kv_heads // Y, 1)
+        ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
         raise refuse(
             "cp",
             f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of {T}"
-            + (
-                f", and the {shard_heads} KV heads of each TP shard (Ulysses)"
-                if cp_kind == "ulysses"
-                else ""
-            ),
+            + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if ulysses else ""),
             CP,
         )
 
 
-def stages(*, model: Model, z, virtual_stages) -> None:
-    """Refuse more (virtual) pipeline stages than layers (see ``runs``)."""
+def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
+    """Refuse more (virtual) pipeline stages than layers (see ``runs``).
+
+    Returns
+    -------
+    None
+        Nothing: every (virtual) stage gets a layer.
+
+    Raises
+    ------
+    InputError
+        Naming ``z`` (or ``virtual_stages``) where Z·v exceeds the model's layers.
+    """
     z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(virtual_stages))
     empty = z * virtual_stages > model.layers
     if empty.any():

@@ -19,11 +19,13 @@ and the axis itself is a ring on this slice (``axis_rings``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..checks import refuse
+from ..refusals import refuse
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,8 +44,19 @@ class MeshSpan:
         return f"MeshSpan(shape={np.shape(self.mx)})"
 
 
-def parse_slice(slice_shape) -> tuple[int, ...]:
-    """A slice shape as a tuple of whole numbers >= 1."""
+def parse_slice(slice_shape: Sequence[int]) -> tuple[int, ...]:
+    """A slice shape as a tuple of whole numbers >= 1.
+
+    Returns
+    -------
+    shape : tuple of int
+        The axis lengths, outermost first.
+
+    Raises
+    ------
+    InputError
+        Naming ``slice_shape`` when it is empty or an axis is not a whole number >= 1.
+    """
     try:
         shape = tuple(int(n) for n in slice_shape)
         ok = len(shape) > 0 and all(n >= 1 and n == m for n, m in zip(shape, slice_shape))
@@ -54,8 +67,19 @@ def parse_slice(slice_shape) -> tuple[int, ...]:
     return shape
 
 
-def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
-    """The slice if it fits in the pod (axes compared longest to longest), else ``InputError``."""
+def check_fits_pod(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tuple[int, ...]:
+    """The slice if it fits in the pod (axes compared longest to longest), else ``InputError``.
+
+    Returns
+    -------
+    shape : tuple of int
+        The slice's axis lengths, outermost first.
+
+    Raises
+    ------
+    InputError
+        Naming ``slice_shape`` when it is no slice (``parse_slice``) or does not fit in the pod.
+    """
     shape = parse_slice(slice_shape)
     pod = tuple(pod_shape)
     longest = sorted(shape, reverse=True)
@@ -71,11 +95,23 @@ def check_fits_pod(slice_shape, pod_shape) -> tuple[int, ...]:
     return shape
 
 
-def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
+def axis_rings(
+    *, slice_shape: Sequence[int], pod_shape: Sequence[int], rule: str
+) -> tuple[bool, ...]:
     """Which axes of the slice wrap around (MODEL.md §A.7).
 
     ``"cube"`` (v4p, v5p): every axis, when every axis is a multiple of 4 (whole cubes);
     none otherwise. ``"full-axis"`` (v5e, v6e): an axis whose length is the pod's longest.
+
+    Parameters
+    ----------
+    slice_shape, pod_shape : the slice's and the pod's axis lengths
+    rule : the chip's ``wraparound``: "cube", "full-axis" or "switched" (GPUs: every axis)
+
+    Returns
+    -------
+    rings : tuple of bool
+        Per slice axis, outermost first: whether it wraps around.
     """
     shape = tuple(slice_shape)
     if rule == "switched":  # a GPU fabric has no torus to wrap
@@ -86,10 +122,23 @@ def axis_rings(*, slice_shape, pod_shape, rule: str) -> tuple[bool, ...]:
     return tuple(n == max(pod_shape) for n in shape)
 
 
-def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
+def span_axes(
+    *,
+    slice_shape: Sequence[int],
+    x: ArrayLike,
+    y: ArrayLike = 1,
+    z: ArrayLike = 1,
+    rings: Sequence[bool] | None = None,
+) -> MeshSpan:
     """Map the groups X, Y, Z (broadcastable arrays) onto ``slice_shape`` (rule above).
 
     ``rings`` gives, per axis, whether it wraps around (default: all do).
+
+    Returns
+    -------
+    span : MeshSpan
+        The axes each group spans (M_X, M_Y, M_Z), whether X and Y are rings, each axis' (X, Y,
+        Z) share and the axes X and Y share, of the broadcast shape of ``x``, ``y``, ``z``.
 
     Examples
     --------
@@ -135,11 +184,20 @@ def span_axes(*, slice_shape, x, y=1, z=1, rings=None) -> MeshSpan:
 ROLES = ("x", "y", "z")
 
 
-def role_layout(*, slice_shape, roles, rings=None):
+def role_layout(
+    *, slice_shape: Sequence[int], roles: Sequence[str], rings: Sequence[bool] | None = None
+) -> tuple[int, int, int, MeshSpan]:
     """X, Y, Z and their spans when each physical axis is given whole to one group.
 
     ``roles`` names the group of every axis, e.g. ("x", "x", "y"): X = 16·16 and Y = 16 on
     16x16x16, M_X = 2, M_Y = 1. Returns (X, Y, Z, MeshSpan).
+
+    Returns
+    -------
+    X, Y, Z : int
+        The sizes of the groups: the product of the axes each is given [chips].
+    span : MeshSpan
+        The axes each group spans (of length > 1) and whether X and Y are rings; one layout.
 
     Examples
     --------
@@ -165,11 +223,18 @@ def role_layout(*, slice_shape, roles, rings=None):
     return size["x"], size["y"], size["z"], span
 
 
-def subgroup_span(*, size, x, mx):
+def subgroup_span(*, size: ArrayLike, x: ArrayLike, mx: ArrayLike) -> np.ndarray:
     """The torus axes a group of ``size`` chips taken from the data axis X spans (an EP or CP
     group, MODEL.md §D): its share of X's M_X axes by the log of its size (all of X spans all of
     them, sqrt(X) half); 0 for a group of one.
 
+    Returns
+    -------
+    span : np.ndarray
+        The (fractional) axes the group spans, at least 1 for a group of more than one chip.
+
+    Examples
+    --------
     >>> subgroup_span(size=[1, 16, 256], x=256, mx=2).tolist()
     [0.0, 1.0, 2.0]
     """

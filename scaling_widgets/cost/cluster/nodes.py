@@ -18,15 +18,32 @@ given as a multiple of the NVLink egress W (the M_X, M_Y of the TPU formulas):
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
 
-from ..checks import refuse
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..refusals import refuse
 from .mesh import MeshSpan, parse_slice, span_axes
 
 
 def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     """(nodes, GPUs per node) for ``chips`` GPUs: whole nodes, or part of one.
 
+    Returns
+    -------
+    nodes : int
+        The nodes the GPUs fill.
+    per_node : int
+        The GPUs of each node in use: ``node_size``, or ``chips`` within one node.
+
+    Raises
+    ------
+    InputError
+        Naming ``chips`` when they are more than a node and not whole nodes.
+
+    Examples
+    --------
     >>> gpu_slice(chips=4096, node_size=8), gpu_slice(chips=4, node_size=8)
     ((512, 8), (1, 4))
     """
@@ -39,8 +56,24 @@ def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     return (chips // node_size, node_size)
 
 
-def check_gpu_slice(slice_shape, pod_shape) -> tuple[int, int]:
-    """The slice if it is (nodes, GPUs per node) within the cluster, else ``InputError``."""
+def check_gpu_slice(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tuple[int, int]:
+    """The slice if it is (nodes, GPUs per node) within the cluster, else ``InputError``.
+
+    Parameters
+    ----------
+    slice_shape : the slice asked for, (nodes, GPUs per node)
+    pod_shape : the cluster's (nodes, GPUs per node)
+
+    Returns
+    -------
+    shape : tuple of (int, int)
+        The slice, (nodes, GPUs per node).
+
+    Raises
+    ------
+    InputError
+        Naming ``slice_shape`` when it is not whole nodes of the cluster, nor part of one node.
+    """
     shape = parse_slice(slice_shape)
     nodes, per_node = pod_shape
     ok = (
@@ -58,8 +91,28 @@ def check_gpu_slice(slice_shape, pod_shape) -> tuple[int, int]:
     return shape
 
 
-def node_spans(*, slice_shape, x, y=1, z=1, nvlink_bw, nic_bw) -> MeshSpan:
+def node_spans(
+    *,
+    slice_shape: Sequence[int],
+    x: ArrayLike,
+    y: ArrayLike = 1,
+    z: ArrayLike = 1,
+    nvlink_bw: ArrayLike,
+    nic_bw: ArrayLike,
+) -> MeshSpan:
     """Spans of X and Y as multiples of the NVLink egress (rule above).
+
+    Parameters
+    ----------
+    slice_shape : (nodes, GPUs per node)
+    x, y, z : the data/FSDP, tensor and pipeline groups (broadcastable arrays)
+    nvlink_bw, nic_bw : W, a GPU's NVLink egress, and W_nic, its NIC [bytes/s]
+
+    Returns
+    -------
+    span : MeshSpan
+        M_X and M_Y as multiples of the NVLink egress (``mx``, ``my``), the pipeline group's
+        axes (``mz``), each axis' (X, Y, Z) share; every group counts as a ring.
 
     Examples
     --------

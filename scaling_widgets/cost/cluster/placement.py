@@ -4,7 +4,7 @@
 ``place`` turns a checked ``Layout`` into numbers: DP and FSDP put a stage's chips on X, TP on
 Y; FSDP + TP without ``x``/``y`` takes the best legal split (``best_split``, offered only the
 TP degrees that divide the heads and the data axes that keep a whole sequence per replica);
-``axis_roles`` give whole axes to the groups. Then ``check.possible`` refuses what cannot run.
+``axis_roles`` give whole axes to the groups. Then ``feasible.possible`` refuses what cannot run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import refuse
+from ..refusals import refuse
 from ..search.split import best_split, split_candidates
 from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
@@ -42,7 +42,23 @@ class Placement:
 
 
 def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness) -> Placement:
-    """The placement of a checked layout; raises ``InputError`` for one that cannot run."""
+    """The placement of a checked layout; raises ``InputError`` for one that cannot run.
+
+    Parameters
+    ----------
+    cluster, workload, layout : the checked values
+    exact : the MODEL.md §B.7 corrections, for the best split when one is sought
+
+    Returns
+    -------
+    placement : Placement
+        X, Y, Z, the microbatches m, and the axes (TPU) or NVLink multiples (GPU) X and Y span.
+
+    Raises
+    ------
+    InputError
+        For a layout that cannot be placed or run (``feasible.possible``).
+    """
     chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
     rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
     if layout.wraparound is not None:

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..choices import per_choice
 from ..schedules import in_flight_microbatches
 from ..step.pipeline import stage_share
 from ..transformer.activations import activation_bytes_per_layer
 from ..transformer.experts import dispatch_bytes, routed_params
+
+if TYPE_CHECKING:
+    from ..cluster.placement import Placement
+    from ..values import Layout, Options, Workload
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,31 +33,31 @@ class MemoryPerChip:
         0.0  # framework, collective buffers, fragmentation (MODEL.md §B.8)
     )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MemoryPerChip(shape={np.shape(self.total)})"
 
     @property
-    def total(self):
+    def total(self) -> float | np.ndarray:
         return self.params + self.grads + self.optimizer + self.activations + self.overhead
 
 
 def memory_per_chip(
     *,
-    params,
-    layers,
-    d_model,
-    d_ff,
-    batch,
-    x=1,
-    y=1,
-    z=1,
-    pods=1,
-    zero=0,
-    gated=True,
-    weight_bytes=2.0,
-    grad_bytes=0.0,
-    optimizer_bytes=8.0,
-    activation_bytes=2.0,
+    params: ArrayLike,
+    layers: ArrayLike,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    batch: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    z: ArrayLike = 1,
+    pods: ArrayLike = 1,
+    zero: ArrayLike = 0,
+    gated: ArrayLike = True,
+    weight_bytes: float | np.ndarray = 2.0,
+    grad_bytes: float | np.ndarray = 0.0,
+    optimizer_bytes: float | np.ndarray = 8.0,
+    activation_bytes: float | np.ndarray = 2.0,
 ) -> MemoryPerChip:
     """Bytes per chip under a layout (MODEL.md §A.4).
 
@@ -61,6 +67,20 @@ def memory_per_chip(
     Activation checkpoints, one after each big matmul: bytes·L·B·(D + 2F)
     for a gated MLP (D + F ungated) over the batch shards (X, P), the hidden shards (Y) and the
     layer shards (Z).
+
+    Parameters
+    ----------
+    params, layers, d_model, d_ff, batch : Ψ, L, D, F and the global batch B [tokens]
+    x, y, z, pods : the data, tensor and pipeline groups X, Y, Z, and the pods P
+    zero : the ZeRO stage, 0 to 3
+    gated : whether the MLP has a gate (two up-projections)
+    weight_bytes, grad_bytes, optimizer_bytes, activation_bytes : bytes per parameter of each
+        state, and per element of an activation checkpoint [bytes]
+
+    Returns
+    -------
+    memory : MemoryPerChip
+        The bytes per chip of the weights, gradients, optimizer state and activations [bytes].
 
     Examples
     --------
@@ -87,9 +107,16 @@ def memory_per_chip(
     )
 
 
-def largest_replicated_model(*, hbm_bytes, bytes_per_param=10.0):
+def largest_replicated_model(
+    *, hbm_bytes: ArrayLike, bytes_per_param: ArrayLike = 10.0
+) -> float | np.ndarray:
     """Parameters that fit on one chip with a full copy each, as in pure DP: HBM / bytes (MODEL.md
     §A.4).
+
+    Returns
+    -------
+    params : float or np.ndarray
+        The largest model a chip holds whole [parameters].
 
     Examples
     --------
@@ -99,12 +126,31 @@ def largest_replicated_model(*, hbm_bytes, bytes_per_param=10.0):
     return np.asarray(hbm_bytes, dtype=float) / bytes_per_param
 
 
-def layout_memory(workload, layout, options, placed, P, Psi) -> MemoryPerChip:
+def layout_memory(
+    workload: Workload,
+    layout: Layout,
+    options: Options,
+    placed: Placement,
+    P: int | np.ndarray,
+    Psi: float | np.ndarray,
+) -> MemoryPerChip:
     """Memory per chip (MODEL.md §A.4, §B.3, §B.4, §B.8, §D.2), the activations of the microbatches
     in flight.
 
     A MoE model's routed experts are split over EP chips of the data axis, and what ZeRO shards of
     them is sharded over the X/EP chips that hold the same experts.
+
+    Parameters
+    ----------
+    workload, layout, options : the checked values (``layout`` with its ZeRO stage filled in)
+    placed : X, Y, Z and the microbatches (``place``)
+    P : the pods
+    Psi : Ψ, all the model's parameters (``ParamCount.total``)
+
+    Returns
+    -------
+    memory : MemoryPerChip
+        The bytes per chip of each kind, the runtime's overhead included [bytes].
     """
     model, precision = workload.model, workload.precision
     X, Y, Z, m, v, EP = (

@@ -18,13 +18,22 @@ microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..choices import per_choice
 from ..schedules import in_flight_microbatches, logits_in_flight
 from ..step.pipeline import busiest_stage_layers
-from ..transformer.experts import dispatch_bytes, routed_params
+from ..transformer.activations import layer_activation_bytes, working_layers
+from ..transformer.experts import routed_params
+
+if TYPE_CHECKING:
+    from ..cluster.placement import Placement
+    from ..step.profiles import Profile
+    from ..transformer.counts import ParamCount
+    from ..values import Layout, Workload
 
 PARTS = (
     "weights",
@@ -59,88 +68,33 @@ class PeakMemory:
     stage: np.ndarray
     measures: str = "allocated"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PeakMemory(shape={np.shape(self.reserved)})"
 
     @property
-    def allocated(self):
+    def allocated(self) -> float | np.ndarray:
         return sum(getattr(self, part) for part in PARTS if part != "allocator")
 
     @property
-    def reserved(self):
+    def reserved(self) -> float | np.ndarray:
         return self.allocated + self.allocator
 
     @property
-    def reported(self):
+    def reported(self) -> float | np.ndarray:
         """The peak as the stack reports it: allocated or reserved bytes."""
         return self.reserved if self.measures == "reserved" else self.allocated
 
 
-def layer_activation_bytes(
-    *, model, seq_len, tp, remat, sequence_parallel, flash, selective, activation_bytes=2.0
-):
-    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (MODEL.md
-    §B.4, §E.1).
-
-    Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
-    with A bytes an element, N_h·H query width and K·H key/value width:
-    - on every TP chip, unless sequence parallelism splits them: the two norms' inputs and
-      outputs, 4·A·D, and with dropout its two byte masks, 2·D;
-    - split over TP: Q, K, V and the attention output, A·(2·N_h·H + 2·K·H), and the MLP's
-      up-projections and activation, A·3F (gated) or A·2F; a MoE layer's k·CF dispatch copies;
-    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP, and with
-      dropout its mask and output, (1 + A)·N_h·s: B.4's 5·a·s/h of sbh at A = 2.
-    "selective" keeps this without the scores when the stack recomputes the attention core
-    ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
-    attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
-    torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
-
-    >>> from scaling_widgets.presets import MODELS
-    >>> kw = dict(model=MODELS["llama-3-70b"], seq_len=4096, flash=True, selective="attention")
-    >>> kept = layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw)
-    >>> (kept / 1024).tolist()
-    [268.0, 33.5]
-    """
-    D, F, s, t, A = (
-        model.d_model,
-        model.active_width,
-        seq_len,
-        np.asarray(tp, dtype=float),
-        activation_bytes,
-    )
-    q, kv, dropout = (
-        model.heads * model.head_dim,
-        model.kv_heads * model.head_dim,
-        model.dropout > 0,
-    )
-    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
-    every_chip = (4 * A + 2 * dropout) * D / sp
-    layer = (
-        every_chip
-        + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
-    )
-    if remat == "none":
-        return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
-    if remat == "selective" and selective == "attention":
-        return layer
-    if remat == "selective":
-        return 2 * A * D / sp + (A * (2 * q + kv + F) + dispatch_bytes(model, A)) / t
-    if remat == "full":
-        return A * D / sp
-    return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
-
-
-def working_layers(remat, selective) -> float:
-    """Layers' worth of whole activations that exist besides what is kept, while one layer runs
-    its backward pass: the gradients of its activations, as large as they are, and when the layer
-    is recomputed, its recomputed activations too."""
-    recomputed = remat in ("full", "checkpoints") or (
-        remat == "selective" and selective == "alternate-matmuls"
-    )
-    return 2.0 if recomputed else 1.0
-
-
-def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0) -> PeakMemory:
+def peak_memory(
+    *,
+    workload: Workload,
+    layout: Layout,
+    placed: Placement,
+    pods: int | np.ndarray,
+    params: ParamCount,
+    profile: Profile,
+    overhead: ArrayLike = 0.0,
+) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
 
@@ -149,6 +103,20 @@ def peak_memory(*, workload, layout, placed, pods, params, profile, overhead=0.0
     flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
     microbatch in flight there (GPipe: all). The first and the last stage are compared; the
     busier one is reported.
+
+    Parameters
+    ----------
+    workload, layout : the checked values (``layout`` with its ZeRO stage filled in)
+    placed : X, Y, Z and the microbatches (``place``)
+    pods : P, the pods
+    params : the model's parameters by part (``param_count``)
+    profile : what the stack keeps in memory (``profile_of``)
+    overhead : the runtime's own bytes per chip [bytes]
+
+    Returns
+    -------
+    peak : PeakMemory
+        The busiest chip's peak by part, and which stage it is on [bytes].
     """
     model, precision = workload.model, workload.precision
     X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..choices import per_choice
 from ..registry import members
@@ -64,9 +65,22 @@ SCHEDULES: dict[str, Schedule] = members(__name__, __path__, _member)
 NAMES = tuple(SCHEDULES)
 
 
-def bubble(*, schedule, stages, microbatches, virtual_stages=1):
+def bubble(
+    *,
+    schedule: str | ArrayLike,
+    stages: ArrayLike,
+    microbatches: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+) -> np.ndarray:
     """Idle time over useful work, each layout by its own schedule; 0 with one stage.
 
+    Returns
+    -------
+    bubble : np.ndarray
+        The idle time over the useful work of a step, by each layout's ``schedule``.
+
+    Examples
+    --------
     >>> bubble(schedule=["gpipe", "1f1b", "interleaved"], stages=4, microbatches=16,
     ...        virtual_stages=[1, 1, 2]).tolist()
     [0.1875, 0.1875, 0.09375]
@@ -78,10 +92,25 @@ def bubble(*, schedule, stages, microbatches, virtual_stages=1):
     return np.where(Z > 1, idle, 0.0)
 
 
-def in_flight_microbatches(*, schedule, stages, microbatches, virtual_stages=1, stage=0):
+def in_flight_microbatches(
+    *,
+    schedule: str | ArrayLike,
+    stages: ArrayLike,
+    microbatches: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+    stage: ArrayLike = 0,
+) -> np.ndarray:
     """Microbatches whose activations pipeline stage r holds at once (r = 0 the first, the one that
     holds the most), by each layout's schedule; one stage holds one microbatch at a time.
 
+    Returns
+    -------
+    microbatches : np.ndarray
+        The microbatches stage ``stage`` holds at the start of its first backward pass (not
+        always whole: interleaved stages hold parts of them) [microbatches].
+
+    Examples
+    --------
     >>> [float(in_flight_microbatches(schedule=s, stages=4, microbatches=16, virtual_stages=2))
     ...  for s in ("gpipe", "1f1b", "interleaved")]
     [16.0, 4.0, 5.5]
@@ -98,8 +127,16 @@ def in_flight_microbatches(*, schedule, stages, microbatches, virtual_stages=1, 
     return np.where(Z == 1, 1.0, held)
 
 
-def logits_in_flight(*, schedule, stages, microbatches):
-    """The last stage's microbatches whose logits are alive at once, by each layout's schedule."""
+def logits_in_flight(
+    *, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLike
+) -> np.ndarray:
+    """The last stage's microbatches whose logits are alive at once, by each layout's schedule.
+
+    Returns
+    -------
+    microbatches : np.ndarray
+        The microbatches whose logits the last stage holds; 1 with one stage [microbatches].
+    """
     Z, m = np.asarray(stages, dtype=float), np.asarray(microbatches, dtype=float)
     held = per_choice(
         schedule, lambda name: SCHEDULES[name].logits_in_flight(stages=Z, microbatches=m)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +20,10 @@ from ..transformer.context import CP_KINDS
 from ..transformer.counts import REMAT_POLICIES
 from ..values import Cluster, Layout, Options, Workload
 
+if TYPE_CHECKING:
+    from ..cluster.chip import Chip
+    from ..transformer.shapes import Model
+
 ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
 # m = these x Z (x 1 without pipelining: gradient accumulation)
@@ -28,9 +34,15 @@ HELD = ("ep", "cp", "cp_kind")
 KNOBS = SEARCHED + HELD
 
 
-def splits(chips: int, model) -> dict:
+def splits(chips: int, model: Model) -> dict[str, np.ndarray]:
     """Every (X, Y, Z): Z divides the chips and is at most the layers, Y a power of two dividing
-    the rest and the heads, X what is left."""
+    the rest and the heads, X what is left.
+
+    Returns
+    -------
+    splits : dict of str to np.ndarray
+        "x", "y" and "z", one entry per split.
+    """
     Z = np.arange(1, min(chips, model.layers) + 1)
     Z = Z[chips % Z == 0]
     Y = 2 ** np.arange(int(math.log2(chips & -chips)) + 1)
@@ -40,8 +52,15 @@ def splits(chips: int, model) -> dict:
     return {"x": chips // (Y * Z), "y": Y, "z": Z}
 
 
-def knob_combinations() -> dict:
-    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage."""
+def knob_combinations() -> dict[str, np.ndarray]:
+    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage.
+
+    Returns
+    -------
+    knobs : dict of str to np.ndarray
+        "zero", "remat", "schedule", "virtual_stages" and "per_stage" (microbatches per stage),
+        one entry per combination.
+    """
     schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
     return product(
         {"zero": np.array(ZERO_STAGES)},
@@ -51,17 +70,37 @@ def knob_combinations() -> dict:
     )
 
 
-def product(*tables: dict) -> dict:
-    """Every combination of one row of each table (a dict of equal-length columns), as columns."""
+def product(*tables: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every combination of one row of each table (a dict of equal-length columns), as columns.
+
+    Returns
+    -------
+    table : dict of str to np.ndarray
+        Every table's columns, one entry per combination, the last table's rows varying fastest.
+    """
     sizes = [len(next(iter(t.values()))) for t in tables]
     rows = np.indices(sizes).reshape(len(sizes), -1)
     return {name: column[r] for t, r in zip(tables, rows) for name, column in t.items()}
 
 
-def placements(orders, splits: dict, chip) -> dict:
+def placements(
+    orders: Sequence[tuple[int, ...]], splits: dict[str, np.ndarray], chip: Chip
+) -> dict[str, np.ndarray]:
     """Every (X, Y, Z) in every axis order, legal and distinct: on a TPU slice X and Y share at
     most one axis (the rule of ``best_split``), and two orders that give a split the same spans
-    and rings are one placement to the cost model (the first order keeps it)."""
+    and rings are one placement to the cost model (the first order keeps it).
+
+    Parameters
+    ----------
+    orders : the slice's shape with its axes in each order tried
+    splits : "x", "y" and "z" (``splits``)
+    chip : the chip (a GPU cluster has one order)
+
+    Returns
+    -------
+    placements : dict of str to np.ndarray
+        "x", "y", "z" and "axis_order" (an index into ``orders``), one entry per placement.
+    """
     if chip.is_gpu:
         return {**splits, "axis_order": np.zeros(len(splits["x"]), dtype=np.int64)}
     tables = []
@@ -80,7 +119,14 @@ def placements(orders, splits: dict, chip) -> dict:
     return {k: placed[k][first] for k in (*splits, "axis_order")}
 
 
-def only(table: dict, keep) -> dict:
+def only(table: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of ``table`` (a dict of equal-length columns) where ``keep`` holds.
+
+    Returns
+    -------
+    table : dict of str to np.ndarray
+        Each column indexed by ``keep``.
+    """
     return {k: v[keep] for k, v in table.items()}
 
 
@@ -89,13 +135,29 @@ def evaluate_order(
     workload: Workload,
     base: Layout,
     options: Options,
-    placed: dict,
-    ep=None,
-    cp=None,
-    cp_kind="ring",
-) -> dict:
+    placed: dict[str, np.ndarray],
+    ep: int | None = None,
+    cp: int | None = None,
+    cp_kind: str = "ring",
+) -> dict[str, np.ndarray]:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
-    the order of ``cluster.slice_shape``."""
+    the order of ``cluster.slice_shape``.
+
+    Parameters
+    ----------
+    cluster, workload, base, options : the checked values; ``base`` holds what every layout
+        shares
+    placed : this order's placements (``placements``)
+    ep, cp : the expert- and context-parallel degrees; None: searched
+    cp_kind : how CP passes keys and values
+
+    Returns
+    -------
+    layouts : dict of str to np.ndarray
+        The ``KNOBS`` and "axis_order" of every layout that can run, one entry each, and its
+        "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
+        "crossover" [tokens]; empty when none can run.
+    """
     degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
     c = product(placed, knob_combinations(), degrees)
     c["microbatches"] = c.pop("per_stage") * c["z"]
@@ -114,6 +176,7 @@ def evaluate_order(
         microbatches=c["microbatches"],
         ep=c["ep"],
         cp=c["cp"],
+        cp_kind=c["cp_kind"],
     )
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
     # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
@@ -140,8 +203,16 @@ def evaluate_order(
     }
 
 
-def fixed_degrees(ep, cp, cp_kind) -> dict:
-    """The EP, CP and CP kind a plan is held to, checked (None: searched)."""
+def fixed_degrees(
+    ep: int | None, cp: int | None, cp_kind: str | None
+) -> dict[str, int | str | None]:
+    """The EP, CP and CP kind a plan is held to, checked (None: searched).
+
+    Returns
+    -------
+    degrees : dict of str to int, str or None
+        "ep" and "cp", whole numbers or None; "cp_kind", "ring" unless given.
+    """
     fixed = {"cp_kind": Choice(CP_KINDS)("cp_kind", cp_kind or "ring")}
     for name, value in (("ep", ep), ("cp", cp)):
         fixed[name] = None if value is None else Whole()(name, value)
@@ -160,3 +231,31 @@ def _context_degrees(workload: Workload, pods, x, microbatches) -> np.ndarray:
     T = workload.seq_len or 1
     short = microbatches * T * x * pods / workload.batch  # replicas per sequence: > 1 needs CP
     return np.where(short > 1, 2 ** np.ceil(np.log2(np.maximum(short, 1))), 1).astype(np.int64)
+
+
+def ranking(merged: dict) -> np.ndarray:
+    """The layouts that fit, best first: the shortest step; then whole sequences on each chip
+    (context parallelism only where it is faster); then compute-bound down to the smallest batch
+    (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
+    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
+    keys = (
+        merged["zero"],
+        merged["memory"],
+        _rank_of(merged["remat"], REMAT_POLICIES),
+        merged["microbatches"],
+        merged["z"],
+        merged["y"],
+        merged["worst_ratio"],
+        merged["crossover"],
+        merged["cp"],
+        merged["step_time"],
+    )
+    order = np.lexsort(keys)
+    return order[merged["fits"][order]]
+
+
+def _rank_of(values: np.ndarray, names) -> np.ndarray:
+    """Each value's position in ``names``."""
+    names = np.asarray(names)
+    sorter = np.argsort(names)
+    return sorter[np.searchsorted(names, values, sorter=sorter)]

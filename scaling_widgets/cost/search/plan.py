@@ -30,18 +30,23 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..checks import Whole, refuse
+from ..checks import Whole
 from ..cluster import feasible
 from ..cluster.nodes import gpu_slice
 from ..evaluate import evaluate
+from ..refusals import refuse
 from ..result import Estimate
 from ..strategies import BEST
-from ..transformer.counts import REMAT_POLICIES
 from ..values import VALUES, Cluster, Layout, Options, Workload, split_keywords
-from .layouts import KNOBS, evaluate_order, fixed_degrees, only, placements, splits
+from .layouts import KNOBS, evaluate_order, fixed_degrees, only, placements, ranking, splits
+
+if TYPE_CHECKING:
+    from ..cluster.chip import Chip
+    from ..transformer.shapes import Model, Precision
 
 # What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and
 # measured step.
@@ -71,18 +76,18 @@ class Plan:
     options: Options
     base: Layout  # what every row shares (sequence parallelism, rings)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Plan({len(self.step_time)} layouts, {len(self.order)} fit)"
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.order)
 
-    def knobs(self, index: int) -> dict:
+    def knobs(self, index: int | np.integer) -> dict[str, Any]:
         """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included."""
         knobs = {k: self.layouts[k][index].item() for k in KNOBS}
         return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
 
-    def layout(self, rank: int) -> dict:
+    def layout(self, rank: int) -> dict[str, Any]:
         """The knobs of the layout at ``rank`` (0 is the best), slice_shape in the order it uses."""
         return self.knobs(self.order[rank])
 
@@ -90,7 +95,7 @@ class Plan:
         """The four values ``evaluate`` takes for the layout at ``rank``."""
         return self.values_at(self.order[rank])
 
-    def values_at(self, index: int) -> tuple[Cluster, Workload, Layout, Options]:
+    def values_at(self, index: int | np.integer) -> tuple[Cluster, Workload, Layout, Options]:
         """The four values of evaluated layout ``index`` (in evaluation order)."""
         knobs = self.knobs(index)
         cluster = dataclasses.replace(self.cluster, slice_shape=knobs.pop("slice_shape"))
@@ -103,20 +108,20 @@ class Plan:
 
 def plan(
     *,
-    model,
-    chip,
-    batch,
-    seq_len,
-    slice_shape=None,
-    chips=None,
-    pods=1,
-    mfu=None,
-    precision=None,
-    ep=None,
-    cp=None,
-    cp_kind=None,
-    **options,
-):
+    model: Model,
+    chip: Chip,
+    batch: float,
+    seq_len: int,
+    slice_shape: tuple[int, ...] | None = None,
+    chips: int | None = None,
+    pods: int = 1,
+    mfu: float | None = None,
+    precision: Precision | None = None,
+    ep: int | None = None,
+    cp: int | None = None,
+    cp_kind: str | None = None,
+    **options: Any,
+) -> Plan:
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
@@ -125,6 +130,14 @@ def plan(
     and values (default "ring").
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
+    Returns
+    -------
+    plan : Plan
+        Every evaluated layout, and those that fit ranked best first (``Plan.layout(rank)``,
+        ``Plan.estimate(rank)``).
+
+    Examples
+    --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> p = plan(model=MODELS["llama-2-13b"], chip=HARDWARE["tpu-v5p"], batch=3e6, seq_len=2048,
     ...          slice_shape=(16, 16, 16), mfu=0.4)
@@ -140,26 +153,25 @@ def plan(
     orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
     placed = placements(orders, splits(math.prod(shape), workload.model), chip)
     fixed = fixed_degrees(ep, cp, cp_kind)
-    evaluated = [
-        evaluate_order(
-            dataclasses.replace(cluster, slice_shape=order),
-            workload,
-            base,
-            opts,
-            only(placed, placed["axis_order"] == i),
-            **fixed,
-        )
-        for i, order in enumerate(orders)
-    ]
-    # an order whose placements all repeat an earlier order's
-    evaluated = [e for e in evaluated if e]
+
+    def evaluated_with(degrees: dict) -> list[dict]:
+        """Every order's layouts (an order whose placements all repeat an earlier's has none)."""
+        every = [
+            evaluate_order(
+                dataclasses.replace(cluster, slice_shape=order),
+                workload,
+                base,
+                opts,
+                only(placed, placed["axis_order"] == i),
+                **degrees,
+            )
+            for i, order in enumerate(orders)
+        ]
+        return [e for e in every if e]
+
+    evaluated = evaluated_with(fixed)
     if not evaluated:
-        raise refuse(
-            "batch",
-            "enough for some layout the planner tries to run: a whole sequence per data replica and"
-            " microbatch, with 1 to 32 microbatches per stage",
-            batch,
-        )
+        raise _what_would_run(fixed, evaluated_with, batch)
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
         raise _what_would_fit(merged, cluster, workload, opts)
@@ -170,7 +182,7 @@ def plan(
         merged["step_time"],
         merged["fits"],
         merged["memory"],
-        _ranking(merged),
+        ranking(merged),
         cluster,
         workload,
         opts,
@@ -178,9 +190,17 @@ def plan(
     )
 
 
-def plan_keywords(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> dict:
+def plan_keywords(
+    cluster: Cluster, workload: Workload, layout: Layout, options: Options
+) -> dict[str, Any]:
     """The keywords of ``plan`` for the cluster and the workload of these values, with their
-    options: a plan for a scenario (its layout's knobs are what the plan chooses)."""
+    options: a plan for a scenario (its layout's knobs are what the plan chooses).
+
+    Returns
+    -------
+    keywords : dict of str to Any
+        The fields of ``WHERE`` and ``OPTIONS`` by name, as the values hold them.
+    """
     held = {**vars(cluster), **vars(workload), **vars(layout), **vars(options)}
     return {name: held[name] for name in (*WHERE, *OPTIONS)}
 
@@ -227,32 +247,24 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
     return cluster, workload, dataclasses.replace(base, strategy=BEST), opts
 
 
-def _ranking(merged: dict) -> np.ndarray:
-    """The layouts that fit, best first: the shortest step; then whole sequences on each chip
-    (context parallelism only where it is faster); then compute-bound down to the smallest batch
-    (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
-    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
-    keys = (
-        merged["zero"],
-        merged["memory"],
-        _rank_of(merged["remat"], REMAT_POLICIES),
-        merged["microbatches"],
-        merged["z"],
-        merged["y"],
-        merged["worst_ratio"],
-        merged["crossover"],
-        merged["cp"],
-        merged["step_time"],
+def _what_would_run(fixed: dict, evaluated_with, batch) -> ValueError:
+    """The refusal when no layout the planner tries can run: the EP or CP degree it was held to,
+    if the layouts run without it; else the batch."""
+    for name in ("cp", "ep"):
+        if fixed[name] is not None and evaluated_with({**fixed, name: None}):
+            return refuse(
+                name,
+                "a degree some layout the planner tries can run with (dividing its data axis, and"
+                " for CP the sequence and, under Ulysses, each TP shard's KV heads), or left out to"
+                " be searched",
+                fixed[name],
+            )
+    return refuse(
+        "batch",
+        "enough for some layout the planner tries to run: a whole sequence per data replica and"
+        " microbatch, with 1 to 32 microbatches per stage",
+        batch,
     )
-    order = np.lexsort(keys)
-    return order[merged["fits"][order]]
-
-
-def _rank_of(values: np.ndarray, names) -> np.ndarray:
-    """Each value's position in ``names``."""
-    names = np.asarray(names)
-    sorter = np.argsort(names)
-    return sorter[np.searchsorted(names, values, sorter=sorter)]
 
 
 def _what_would_fit(

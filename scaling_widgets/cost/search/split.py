@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..cluster.mesh import span_axes
 from ..cluster.nodes import node_spans
 from ..transformer.layer import CHAPTER, crossover_batch, layer_times
 
+if TYPE_CHECKING:
+    from ..transformer.exactness import Exactness
 
-def split_candidates(chips: int):
-    """Every split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending)."""
+
+def split_candidates(chips: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending).
+
+    Returns
+    -------
+    X, Y : np.ndarray, np.ndarray
+        The data and tensor axes of each split, X·Y = ``chips`` [chips].
+    """
     chips = int(chips)
     largest_y = chips & -chips
     Y = 2 ** np.arange(int(math.log2(largest_y)) + 1, dtype=np.int64)
@@ -21,28 +33,28 @@ def split_candidates(chips: int):
 
 def best_split(
     *,
-    batch,
-    d_model,
-    d_ff,
-    slice_shape,
-    flops,
-    ici_bw,
-    dcn_bw,
-    z=1,
-    pods=1,
-    rings=None,
-    mx=None,
-    my=None,
-    node_size=0,
-    scaleout_bw=0.0,
-    exact=CHAPTER,
-    heads=None,
-    kv_heads=None,
-    max_x=None,
-    d_ff_weights=None,
-    x_multiple_of=1,
-    all_to_all=None,
-):
+    batch: ArrayLike,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    slice_shape: Sequence[int],
+    flops: ArrayLike,
+    ici_bw: ArrayLike,
+    dcn_bw: ArrayLike,
+    z: int = 1,
+    pods: ArrayLike = 1,
+    rings: Sequence[bool] | None = None,
+    mx: ArrayLike | None = None,
+    my: ArrayLike | None = None,
+    node_size: int = 0,
+    scaleout_bw: ArrayLike = 0.0,
+    exact: Exactness = CHAPTER,
+    heads: int | None = None,
+    kv_heads: int | None = None,
+    max_x: ArrayLike | None = None,
+    d_ff_weights: ArrayLike | None = None,
+    x_multiple_of: ArrayLike = 1,
+    all_to_all: Callable[[ArrayLike, ArrayLike, ArrayLike], float | np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.integer | np.ndarray]:
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
 
     Every candidate of ``split_candidates`` is mapped onto the slice (``span_axes``) and
@@ -53,7 +65,7 @@ def best_split(
     ``z`` (pipeline stages) is one whole number; the rest broadcast. On a GPU cluster TP stays
     inside a node (a split by hand may take it across). With ``heads`` (and
     ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
-    axes up to it (a whole sequence per replica, see ``check.possible``); when no split is
+    axes up to it (a whole sequence per replica, see ``feasible.possible``); when no split is
     left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
     only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come
     out of them), and ``all_to_all(X, Y, M_X)``
@@ -61,6 +73,12 @@ def best_split(
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
+
+    Returns
+    -------
+    X, Y : np.ndarray, np.integer or np.ndarray
+        The data/FSDP and tensor axes to use, one pair per batch (and model) given; X is 0 where
+        no split is legal [chips].
 
     Examples
     --------

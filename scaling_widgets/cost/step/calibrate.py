@@ -14,8 +14,8 @@ import dataclasses
 import json
 import math
 
-from ..checks import refuse
 from ..evaluate import evaluate
+from ..refusals import refuse
 from ..values import Cluster, Layout, Options, Workload
 from .profiles import Profile, profile_of
 
@@ -26,7 +26,14 @@ SWITCHES = ("flash_attention", "pipeline_unsharded")  # and those that are true 
 
 
 def scaled(profile: Profile, k: float) -> Profile:
-    """The profile running k times as fast in every rate it sets."""
+    """The profile running k times as fast in every rate it sets.
+
+    Returns
+    -------
+    profile : Profile
+        ``profile`` with e_max and the link efficiencies x k, κ, κ_s and the latency / k, named
+        as calibrated.
+    """
     changes = {name: getattr(profile, name) * k for name in FASTER}
     changes.update({name: getattr(profile, name) / k for name in SLOWER})
     return dataclasses.replace(profile, name=f"{profile.name} (calibrated)", **changes)
@@ -39,6 +46,14 @@ def calibrate(
     ``options.flash_attention``) scaled so that this layout's predicted step is ``step_time``
     seconds. Refuses a step the chips could not run at full matmul efficiency (e_max above 1).
 
+    Returns
+    -------
+    profile : Profile
+        The profile scaled by the one factor k that makes the predicted step ``step_time`` [s]
+        (``scaled``).
+
+    Examples
+    --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> values = (Cluster(HARDWARE["tpu-v5p"], (16, 16, 16)),
     ...           Workload(MODELS["llama-2-13b"], 2**22, 4096), Layout(), Options(mfu=None))
@@ -77,12 +92,19 @@ def calibrate(
 
 def calibrate_memory(
     cluster: Cluster, workload: Workload, layout: Layout, options: Options, peak_bytes: float
-):
+) -> Profile:
     """The profile (with ``options.stack``) whose activations, working set and logits are scaled by
     one factor k so that this layout's predicted peak, as its stack reports it, is ``peak_bytes``
     (MODEL.md §E.2). The peak is linear in k; a peak below what the weights, gradients, optimizer
     state and buffers need alone is refused.
 
+    Returns
+    -------
+    profile : Profile
+        The profile with its ``activation_factor`` set to k, named as peak calibrated.
+
+    Examples
+    --------
     >>> from scaling_widgets.presets import HARDWARE, MODELS
     >>> values = (Cluster(HARDWARE["h100"], (1, 8)), Workload(MODELS["llama-3-8b"], 8 * 8192, 8192),
     ...           Layout(strategy="fsdp", remat="full"), Options(mfu=None))
@@ -117,13 +139,26 @@ def calibrate_memory(
 
 
 def profile_to_json(profile: Profile) -> str:
+    """A profile as JSON: every field by name (what ``profile_from_json`` reads back).
+
+    Returns
+    -------
+    text : str
+        A JSON object of the profile's fields, indented by two spaces.
+    """
     return json.dumps(
         {f.name: getattr(profile, f.name) for f in dataclasses.fields(profile)}, indent=2
     )
 
 
 def profile_from_json(text: str) -> Profile:
-    """A profile from JSON: its fields by name, the missing ones generic; anything else refused."""
+    """A profile from JSON: its fields by name, the missing ones generic; anything else refused.
+
+    Returns
+    -------
+    profile : Profile
+        The profile the JSON object describes, named "from JSON" unless it names itself.
+    """
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as err:

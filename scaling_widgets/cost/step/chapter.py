@@ -3,18 +3,49 @@ achieves (MODEL.md §A.5, §A.10, §B.1)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..checks import refuse
+from ..refusals import refuse
+
+if TYPE_CHECKING:
+    from ..transformer.layer import LayerTimes
+    from ..values import Options, Workload
 
 
-def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, flops_per_token=None):
+def step_time(
+    *,
+    batch: ArrayLike,
+    params: ArrayLike,
+    chips: ArrayLike,
+    flops: ArrayLike,
+    mfu: ArrayLike,
+    comm_time: ArrayLike = 0.0,
+    bubble: ArrayLike = 0.0,
+    flops_per_token: ArrayLike | None = None,
+) -> float | np.ndarray:
     """Seconds per step (MODEL.md §A.5, §A.10).
 
     The compute time 6·B·Ψ / (N·C·η) at model-FLOPs utilisation η (B·f/(N·C·η) with the model
     FLOPs per token f of ``flops_per_token``, MODEL.md §B.1), or the exposed
     communication ``comm_time`` if that is longer, stretched by the pipeline ``bubble``
     (idle time relative to useful work, (Z − 1)/m).
+
+    Parameters
+    ----------
+    batch : B, the global batch [tokens]
+    params : Ψ, the parameters [parameters]
+    chips, flops, mfu : N, the chips; C, each chip's peak [FLOP/s]; η, the share of it sustained
+    comm_time : the exposed communication of a step [s]
+    bubble : the pipeline's idle time relative to useful work
+    flops_per_token : f [FLOP/token]; None: 6·Ψ
+
+    Returns
+    -------
+    step_time : float or np.ndarray
+        The time of one step [s].
 
     Examples
     --------
@@ -27,8 +58,15 @@ def step_time(*, batch, params, chips, flops, mfu, comm_time=0.0, bubble=0.0, fl
     return np.maximum(compute, comm_time) * (1 + np.asarray(bubble, dtype=float))
 
 
-def time_to_train(*, tokens, batch, step_time):
+def time_to_train(
+    *, tokens: ArrayLike, batch: ArrayLike, step_time: ArrayLike
+) -> float | np.ndarray:
     """Seconds to train on ``tokens``: tokens / B steps of ``step_time`` each (MODEL.md §A.10).
+
+    Returns
+    -------
+    time : float or np.ndarray
+        The time to train [s].
 
     Examples
     --------
@@ -39,12 +77,26 @@ def time_to_train(*, tokens, batch, step_time):
     return steps * np.asarray(step_time, dtype=float)
 
 
-def utilisation(*, batch, flops_per_token, chips, flops, step_time):
+def utilisation(
+    *,
+    batch: ArrayLike,
+    flops_per_token: ArrayLike,
+    chips: ArrayLike,
+    flops: ArrayLike,
+    step_time: ArrayLike,
+) -> float | np.ndarray:
     """The share of peak FLOP/s a step of ``step_time`` seconds uses: B·f / (N·C·t) (MODEL.md §B.1).
 
     With model FLOPs per token this is the MFU; with hardware FLOPs (recompute counted) the HFU.
     Calibration: give a measured step time and read off the MFU it implies.
 
+    Returns
+    -------
+    utilisation : float or np.ndarray
+        The share of the chips' peak FLOP/s the step uses (the MFU or the HFU).
+
+    Examples
+    --------
     >>> round(float(utilisation(batch=3e6, flops_per_token=6 * 13e9, chips=4096, flops=4.59e14,
     ...                         step_time=0.311)), 2)
     0.4
@@ -55,7 +107,16 @@ def utilisation(*, batch, flops_per_token, chips, flops, step_time):
     return B * f / (N * C * t)
 
 
-def chapter_step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict:
+def chapter_step(
+    workload: Workload,
+    options: Options,
+    layer: LayerTimes,
+    flops: dict[str, float | np.ndarray],
+    Psi: float | np.ndarray,
+    chips: int | np.ndarray,
+    C: float,
+    bubble: float | np.ndarray,
+) -> dict[str, float | np.ndarray]:
     """Compute, exposed communication, the step, and the utilisation it achieves (MODEL.md §A.10,
     §B.1).
 
@@ -63,6 +124,21 @@ def chapter_step(workload, options, layer, flops, Psi, chips, C, bubble) -> dict
     B·f_hw/(N·C·η). The exposed communication is the layer's communication per compute over the
     whole model's compute at peak. A step is the longer of the two, stretched by the bubble; the
     MFU and HFU reported are what that step achieves. A measured step replaces it instead.
+
+    Parameters
+    ----------
+    workload, options : the checked values (the batch; ``mfu`` or ``measured_step_time``)
+    layer : the layer's times on this placement (``layer_times``)
+    flops : "model" and "hardware" FLOPs per token (``token_flops``) [FLOP/token]
+    Psi : Ψ, the parameters a token uses [parameters]
+    chips, C : N, all chips of all pods, and each chip's peak [FLOP/s]
+    bubble : the pipeline's idle time relative to useful work
+
+    Returns
+    -------
+    times : dict of str to float or np.ndarray
+        "compute_time", "comm_time" and "step_time" [s], and the "mfu" and "hfu" the step
+        achieves.
     """
     B = workload.batch
     ideal = B * flops["hardware"] / (chips * C)  # the step's FLOPs at peak

@@ -24,12 +24,18 @@ share σ, the slowest of N is late by about σ·sqrt(2·ln N) of the step ("stra
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ..cluster.chip import Chip
+import numpy as np
+from numpy.typing import ArrayLike
+
 from ..transformer.experts import routed_params
+from .collectives import collective_time, crosses_nodes, group_bandwidth, link_efficiency
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
+
+if TYPE_CHECKING:
+    from ..result import Estimate
 
 TERMS = (
     "matmul",
@@ -47,9 +53,22 @@ TERMS = (
 )
 
 
-def matmul_efficiency(*, gemm_flops, e_max, g_half):
+def matmul_efficiency(*, gemm_flops: ArrayLike, e_max: float, g_half: float) -> float | np.ndarray:
     """e_mm(g) = e_max·g/(g + g_half): small GEMMs (high TP, tiny microbatches) run less well.
 
+    Parameters
+    ----------
+    gemm_flops : g, the per-chip FLOPs of the GEMM [FLOP]
+    e_max, g_half : the profile's efficiency of large GEMMs, and the g that reaches half of it
+        [FLOP]
+
+    Returns
+    -------
+    efficiency : float or np.ndarray
+        The share of the chip's peak the GEMM runs at.
+
+    Examples
+    --------
     >>> matmul_efficiency(gemm_flops=[1e8, 1e9, 1e12], e_max=0.8, g_half=1e9).round(3)
     array([0.073, 0.4  , 0.799])
     """
@@ -57,55 +76,22 @@ def matmul_efficiency(*, gemm_flops, e_max, g_half):
     return e_max * g / (g + g_half)
 
 
-def collective_time(*, nbytes, group, bandwidth, efficiency, latency, kind="all-reduce"):
-    """A collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array, an
-    all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth; its latency is that of a
-    tree, ``latency`` per step of 2·log2(n) (all-reduce) or log2(n) steps, as the libraries switch
-    to trees where rings would pay n − 1 latencies; nothing when the group is one chip.
-
-    >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
-    0.035
-    """
-    n = np.asarray(group, dtype=float)
-    rounds = 2.0 if kind == "all-reduce" else 1.0
-    # a group of one sends nothing
-    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)
-    steps = np.log2(np.maximum(n, 1))
-    return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
-
-
-def group_bandwidth(chip: Chip, span, crosses=False):
-    """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
-    NVLink inside a node, and across nodes (``crosses``) one NIC per GPU, what a collective library
-    achieves there (MODEL.md §C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of
-    a node's every NIC working for one group)."""
-    if not chip.is_gpu:
-        return np.asarray(span, dtype=float) * chip.ici_bw
-    return np.where(crosses, chip.scaleout_bw, chip.ici_bw)
-
-
-def crosses_nodes(chip: Chip, *inner_groups):
-    """Whether a group leaves its NVLink node: the groups inside it (TP first) outgrow the node."""
-    return (
-        np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0)
-        > chip.node_size
-    )
-
-
-def link_efficiency(chip: Chip, profile: Profile, span, crosses=False):
-    """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
-    node, the NIC across nodes (``crosses``)."""
-    if not chip.is_gpu:
-        return np.full(np.shape(span), profile.link_ici)
-    efficiency = np.where(crosses, profile.link_nic, profile.link_nvlink)
-    return np.broadcast_to(efficiency, np.broadcast_shapes(np.shape(efficiency), np.shape(span)))
-
-
-def predict(*, e, profile: Profile, remat_forward, attention_forward) -> dict:
-    """The step's terms [s] (MODEL.md §C.5) for an estimate's placement, and the step itself.
+def predict(
+    *,
+    e: Estimate,
+    profile: Profile,
+    remat_forward: float | np.ndarray,
+    attention_forward: float | np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The step's terms [s] (MODEL.md §C.5) for an estimate's placement: the step is their sum.
 
     ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none), and
     ``attention_forward`` whether the attention core is recomputed (selective).
+
+    Returns
+    -------
+    terms : dict of str to np.ndarray
+        Each of ``TERMS`` by name, all in one shape [s]; the step is their sum.
     """
     chip, model, layout = e.chip, e.model, e.layout
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages

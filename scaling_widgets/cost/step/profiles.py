@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..checks import Choice, refuse
+from ..checks import Choice
 from ..cluster.chip import Chip
+from ..refusals import refuse
 from ..stacks import STACKS
+
+if TYPE_CHECKING:  # ``values`` imports this module
+    from ..values import Options
 
 # what a stack's "selective" recompute recomputes (MODEL.md §E.2)
 SELECTIVE = ("attention", "alternate-matmuls")
@@ -65,7 +70,7 @@ class Profile:
 
     def __post_init__(
         self,
-    ):  # however it was built (JSON, a stack, calibration), its names make sense
+    ) -> None:  # however it was built (JSON, a stack, calibration), its names make sense
         Choice(SELECTIVE)("profile selective", self.selective)
         Choice(MEASURES)("profile measures", self.measures)
         if not (isinstance(self.allocator, (int, float)) and 1 <= self.allocator < 1e30):
@@ -126,13 +131,25 @@ PROFILES.update(
 
 
 def profile_for(chip: Chip) -> Profile:
-    """The default profile of a chip: its fitted one, else ``GENERIC``."""
+    """The default profile of a chip: its fitted one, else ``GENERIC``.
+
+    Returns
+    -------
+    profile : Profile
+        ``PROFILES``' entry for the chip's name (a fitted one, or its kin's), else ``GENERIC``.
+    """
     return PROFILES.get(chip.name, GENERIC)
 
 
-def profile_of(chip: Chip, options) -> Profile:
+def profile_of(chip: Chip, options: Options) -> Profile:
     """The profile an evaluation reads: ``options.profile`` or the chip's, with ``options.stack``'s
-    memory and ``options.flash_attention`` where they are given (MODEL.md §C.3, §E.2)."""
+    memory and ``options.flash_attention`` where they are given (MODEL.md §C.3, §E.2).
+
+    Returns
+    -------
+    profile : Profile
+        The efficiencies and the memory the evaluation uses.
+    """
     profile = with_stack(options.profile or profile_for(chip), options.stack)
     if options.flash_attention is None:
         return profile
@@ -141,7 +158,14 @@ def profile_of(chip: Chip, options) -> Profile:
 
 def with_stack(profile: Profile, stack: str | None) -> Profile:
     """``profile`` keeping in memory what ``stack`` keeps (MODEL.md §E.2), its efficiencies its own;
-    a calibrated activation factor carries over. None: the profile as it is."""
+    a calibrated activation factor carries over. None: the profile as it is.
+
+    Returns
+    -------
+    profile : Profile
+        ``profile`` with the stack's ``MEMORY_FIELDS`` (the defaults where it sets none), named
+        after both.
+    """
     if stack is None:
         return profile
     # what the stack does not set is the default

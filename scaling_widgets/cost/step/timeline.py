@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import refuse
+from ..refusals import refuse
 from ..schedules import SCHEDULES
 
 
@@ -43,6 +43,19 @@ class Timeline:
 def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: int = 1) -> Timeline:
     """The passes of one step of ``schedule`` on Z stages with m microbatches.
 
+    Parameters
+    ----------
+    schedule : a name of ``SCHEDULES``
+    stages, microbatches, virtual_stages : Z, m and v, whole numbers with Z·m·v up to 20,000
+
+    Returns
+    -------
+    timeline : Timeline
+        Every pass of the step: its device, start and end [slots], whether it is a backward,
+        its microbatch.
+
+    Examples
+    --------
     >>> t = timeline(schedule="1f1b", stages=4, microbatches=8)
     >>> round(t.bubble, 3), round(3 / 8, 3)  # (Z - 1)/m
     (0.375, 0.375)

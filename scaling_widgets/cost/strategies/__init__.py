@@ -34,10 +34,6 @@ class Strategy:
     traffic: tuple  # (with whole weights, with sharded weights)
     critical_tokens_per_chip: Callable
 
-    def traffic_for(self, zero) -> str:
-        """The summary table's row for a ZeRO stage: sharded weights at 3."""
-        return self.traffic[1] if zero == 3 else self.traffic[0]
-
 
 def _member(module) -> Strategy:
     return Strategy(

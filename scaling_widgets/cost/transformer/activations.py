@@ -1,4 +1,4 @@
-"""Activation memory under recompute policies (MODEL.md §B.4).
+"""Activation memory under recompute policies (MODEL.md §B.4, §E.1).
 
 Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
 Table 2: bytes per layer for a microbatch of b sequences of length s, hidden h, a heads and
@@ -7,18 +7,46 @@ tensor-parallel degree t, with 2-byte activations.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+from .experts import dispatch_bytes
+
+if TYPE_CHECKING:
+    from .shapes import Model
 
 
 def activation_bytes_per_layer(
-    *, seq_len, microbatch_seqs, d_model, heads, tp=1, remat="none", sequence_parallel=False
-):
+    *,
+    seq_len: ArrayLike,
+    microbatch_seqs: ArrayLike,
+    d_model: ArrayLike,
+    heads: ArrayLike,
+    tp: ArrayLike = 1,
+    remat: str = "none",
+    sequence_parallel: ArrayLike = False,
+) -> float | np.ndarray:
     """Bytes one layer keeps for the backward pass, per chip (Korthikanti et al. 2022, Table 2).
 
     - "none": s·b·h·(34 + 5·a·s/h) / t with sequence parallelism, else s·b·h·(10 + 24/t +
       5·a·s/(h·t));
     - "selective" (the attention core recomputed): 34·s·b·h / t with SP, else s·b·h·(10 + 24/t);
     - "full" (only the layer's input kept): 2·s·b·h, / t with SP.
+
+    Parameters
+    ----------
+    seq_len, microbatch_seqs : s [tokens] and b [sequences] of a microbatch
+    d_model, heads : h and a
+    tp : t, the tensor-parallel degree
+    remat : "none", "selective" or "full"; any other name is read as "none"
+    sequence_parallel : whether the activations outside the TP regions are split over t too
+
+    Returns
+    -------
+    activation_bytes : float or np.ndarray
+        Bytes of activations one layer keeps per chip for the backward pass [bytes].
 
     Examples
     --------
@@ -37,3 +65,100 @@ def activation_bytes_per_layer(
     # the softmax and dropout of the scores
     attention = 0.0 if remat == "selective" else 5 * a * s / h
     return np.where(sp, sbh * (34 + attention) / t, sbh * (10 + 24 / t + attention / t))
+
+
+def layer_activation_bytes(
+    *,
+    model: Model,
+    seq_len: float | np.ndarray,
+    tp: ArrayLike,
+    remat: str,
+    sequence_parallel: ArrayLike,
+    flash: bool,
+    selective: str,
+    activation_bytes: float = 2.0,
+) -> float | np.ndarray:
+    """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (MODEL.md
+    §B.4, §E.1).
+
+    Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
+    with A bytes an element, N_h·H query width and K·H key/value width:
+    - on every TP chip, unless sequence parallelism splits them: the two norms' inputs and
+      outputs, 4·A·D, and with dropout its two byte masks, 2·D;
+    - split over TP: Q, K, V and the attention output, A·(2·N_h·H + 2·K·H), and the MLP's
+      up-projections and activation, A·3F (gated) or A·2F; a MoE layer's k·CF dispatch copies;
+    - without flash attention, also the softmax of the scores, A·N_h·s, split over TP, and with
+      dropout its mask and output, (1 + A)·N_h·s: B.4's 5·a·s/h of sbh at A = 2.
+    "selective" keeps this without the scores when the stack recomputes the attention core
+    ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
+    attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
+    torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+
+    Parameters
+    ----------
+    model : the model (its widths, heads, gate, dropout and experts)
+    seq_len : s, the tokens of a sequence on the chip (s/CP under context parallelism)
+    tp : the tensor-parallel degree Y
+    remat : the recompute policy, one name (``REMAT_POLICIES``)
+    sequence_parallel : whether sequence parallelism splits the norms' activations over TP
+    flash : whether flash attention runs (no softmax of the scores kept)
+    selective : what "selective" recomputes: "attention" or "alternate-matmuls"
+    activation_bytes : A, the bytes of an activation's element [bytes]
+
+    Returns
+    -------
+    bytes : float or np.ndarray
+        What one layer keeps, per token of a microbatch on the chip [bytes/token].
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import MODELS
+    >>> kw = dict(model=MODELS["llama-3-70b"], seq_len=4096, flash=True, selective="attention")
+    >>> kept = layer_activation_bytes(tp=[1, 8], remat="none", sequence_parallel=True, **kw)
+    >>> (kept / 1024).tolist()
+    [268.0, 33.5]
+    """
+    D, F, s, t, A = (
+        model.d_model,
+        model.active_width,
+        seq_len,
+        np.asarray(tp, dtype=float),
+        activation_bytes,
+    )
+    q, kv, dropout = (
+        model.heads * model.head_dim,
+        model.kv_heads * model.head_dim,
+        model.dropout > 0,
+    )
+    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
+    every_chip = (4 * A + 2 * dropout) * D / sp
+    layer = (
+        every_chip
+        + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
+    )
+    if remat == "none":
+        return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
+    if remat == "selective" and selective == "attention":
+        return layer
+    if remat == "selective":
+        return 2 * A * D / sp + (A * (2 * q + kv + F) + dispatch_bytes(model, A)) / t
+    if remat == "full":
+        return A * D / sp
+    return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
+
+
+def working_layers(remat: str, selective: str) -> float:
+    """Layers' worth of whole activations that exist besides what is kept, while one layer runs
+    its backward pass: the gradients of its activations, as large as they are, and when the layer
+    is recomputed, its recomputed activations too.
+
+    Returns
+    -------
+    layers : float
+        2.0 when the layer is recomputed (``remat`` "full" or "checkpoints", or "selective" with
+        ``selective`` "alternate-matmuls"), else 1.0 [layers].
+    """
+    recomputed = remat in ("full", "checkpoints") or (
+        remat == "selective" and selective == "alternate-matmuls"
+    )
+    return 2.0 if recomputed else 1.0

@@ -16,6 +16,7 @@ query needs every earlier key and value.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..cluster.chip import Chip
 from ..cluster.mesh import subgroup_span
@@ -24,14 +25,43 @@ from .shapes import Model
 CP_KINDS = ("ring", "all-gather", "ulysses")
 
 
-def kv_bytes_per_token(model: Model, y=1, bytes_per_element=2.0):
-    """A token's keys and values in one layer, as one TP shard holds them: 2·K·H·bytes / Y."""
+def kv_bytes_per_token(
+    model: Model, y: ArrayLike = 1, bytes_per_element: float = 2.0
+) -> float | np.ndarray:
+    """A token's keys and values in one layer, as one TP shard holds them: 2·K·H·bytes / Y.
+
+    Parameters
+    ----------
+    model : the model, for K (``kv_heads``) and H (``head_dim``)
+    y : Y, the tensor-parallel degree
+    bytes_per_element : bytes of one key or value element
+
+    Returns
+    -------
+    kv_bytes : float or np.ndarray
+        One token's keys and values in one layer, on one chip [bytes].
+    """
     return 2 * model.kv_heads * model.head_dim * bytes_per_element / np.asarray(y, dtype=float)
 
 
-def attention_seconds_per_token(chip: Chip, model: Model, seq_len, y=1):
+def attention_seconds_per_token(
+    chip: Chip, model: Model, seq_len: ArrayLike, y: ArrayLike = 1
+) -> float | np.ndarray:
     """One layer's attention scores and weighted sum for a token, forward: 4·s·N_h·H/Y FLOPs at
-    peak, halved under causal masking (every query sees the keys before it)."""
+    peak, halved under causal masking (every query sees the keys before it).
+
+    Parameters
+    ----------
+    chip : the chip, for its peak C
+    model : the model, for N_h, H and whether it is causal
+    seq_len : s, the keys each query may see [tokens]
+    y : Y, the tensor-parallel degree
+
+    Returns
+    -------
+    seconds : float or np.ndarray
+        One token's forward attention in one layer, at peak [s].
+    """
     causal = 0.5 if model.causal else 1.0
     return (
         4
@@ -43,12 +73,38 @@ def attention_seconds_per_token(chip: Chip, model: Model, seq_len, y=1):
     )
 
 
-def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, x=1, y=1, mx=1):
+def cp_seconds_per_token(
+    *,
+    chip: Chip,
+    model: Model,
+    cp: ArrayLike,
+    kind: str = "ring",
+    seq_len: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    mx: ArrayLike = 1,
+) -> float | np.ndarray:
     """The context-parallel traffic of one layer's forward pass, exposed, per token a chip holds
     [s].
 
     The ring hides under the attention it overlaps; the all-gather and Ulysses do not. The
     backward pass moves about twice the bytes against twice the compute: twice this.
+
+    Parameters
+    ----------
+    chip, model : the chip (its links) and the model (its heads)
+    cp : CP, the chips that split each sequence
+    kind : "ring", "all-gather" or "ulysses" (``CP_KINDS``); any other name is read as "ring"
+    seq_len : s, the whole sequence [tokens]
+    x, mx : X, the data axis the CP group is taken from, and M_X, the torus axes X spans (a TPU's;
+        on GPUs the group uses NVLink while CP·Y GPUs fit in a node, else the NIC)
+    y : Y, the tensor-parallel degree
+
+    Returns
+    -------
+    seconds : float or np.ndarray
+        The forward pass's exposed context-parallel traffic of one layer, per token a chip holds
+        [s]; 0 with CP = 1.
     """
     CP = np.asarray(cp, dtype=float)
     Y = np.asarray(y, dtype=float)
@@ -70,9 +126,20 @@ def cp_seconds_per_token(*, chip: Chip, model: Model, cp, kind="ring", seq_len, 
     return np.maximum(0.0, passed - attention_seconds_per_token(chip, model, seq_len, Y))
 
 
-def ring_hides(*, chip: Chip, model: Model, seq_len, cp):
+def ring_hides(
+    *, chip: Chip, model: Model, seq_len: ArrayLike, cp: ArrayLike
+) -> tuple[float, float | np.ndarray]:
     """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking.
-    Returns (what s/CP must reach, what it is)."""
+    Returns (what s/CP must reach, what it is).
+
+    Returns
+    -------
+    need : float
+        The tokens of each chip's block above which the ring hides under the attention,
+        (K/N_h)·C/W_ici, doubled under causal masking [tokens].
+    block : float or np.ndarray
+        s/CP, the tokens of each chip's block [tokens].
+    """
     causal = 2.0 if model.causal else 1.0
     need = causal * model.kv_heads / model.heads * chip.flops / chip.ici_bw
     return need, seq_len / np.asarray(cp, dtype=float)

@@ -7,10 +7,16 @@ product (L·D·F, or L·T·N_h·H with a long sequence) would wrap around as int
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..choices import per_choice
+
+if TYPE_CHECKING:  # ``values`` imports this module
+    from ..values import Layout, Options, Workload
+    from .shapes import MLA, Model, MoE
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,34 +34,35 @@ class ParamCount:
         return f"ParamCount(total={np.asarray(self.total)!r}, active={np.asarray(self.active)!r})"
 
     @property
-    def total(self):
+    def total(self) -> float | np.ndarray:
+        """All the parameters [parameters]."""
         return self.mlp + self.attention + self.embeddings
 
     @property
-    def mlp_used(self):
+    def mlp_used(self) -> float | np.ndarray:
         """The MLP parameters a token goes through."""
         return self.mlp if self.mlp_active is None else self.mlp_active
 
     @property
-    def active(self):
+    def active(self) -> float | np.ndarray:
         """The parameters each token uses: what the training FLOPs count (MODEL.md §D.1)."""
         return self.mlp_used + self.attention + self.embeddings
 
 
 def param_count(
     *,
-    layers,
-    d_model,
-    d_ff,
-    heads,
-    kv_heads,
-    head_dim,
-    vocab,
-    gated=True,
-    tied_embeddings=False,
-    moe=None,
-    mla=None,
-):
+    layers: ArrayLike,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    heads: ArrayLike,
+    kv_heads: ArrayLike,
+    head_dim: ArrayLike,
+    vocab: ArrayLike,
+    gated: ArrayLike = True,
+    tied_embeddings: ArrayLike = False,
+    moe: MoE | None = None,
+    mla: MLA | None = None,
+) -> ParamCount:
     """Parameters of a LLaMA-style decoder (MODEL.md §A.5), with MoE layers and latent attention
     (D.1).
 
@@ -64,6 +71,20 @@ def param_count(
     With ``moe`` (a ``MoE``) the layers after its first ``dense_layers`` hold (E + S) experts of
     c·D·F_e and a router D·E each, of which a token uses k + S; with ``mla`` (an ``MLA``) the
     attention is counted projection by projection (``mla_attention``).
+
+    Parameters
+    ----------
+    layers, d_model, d_ff, heads, kv_heads, head_dim, vocab : L, D, F, N_h, K, H, V
+    gated : whether the MLP has a gate (three matrices, else two)
+    tied_embeddings : whether the input and output embeddings are one matrix
+    moe : the MoE layers (``MoE``), or None for a dense model
+    mla : the latent attention (``MLA``), or None for N_h query and K key/value heads
+
+    Returns
+    -------
+    params : ParamCount
+        The parameters by part (MLP, attention, embeddings), and the MLP a token goes through
+        [parameters].
 
     Examples
     --------
@@ -89,12 +110,24 @@ def param_count(
     )
 
 
-def mla_attention(D, N_h, mla):
+def mla_attention(D: ArrayLike, N_h: ArrayLike, mla: MLA) -> float | np.ndarray:
     """Parameters of one layer of multi-head latent attention (MODEL.md §D.1): the query's down and
     up projections (or one D x N_h·(d_nope + d_rope) without a query rank), the key/value down
     projection D x (r_kv + d_rope) and up projection r_kv x N_h·(d_nope + d_v), and the output
     N_h·d_v x D.
 
+    Parameters
+    ----------
+    D, N_h : the model width and its query heads (floats: their products may exceed int64)
+    mla : the latent attention's ranks and head widths (``MLA``)
+
+    Returns
+    -------
+    params : float or np.ndarray
+        The attention parameters of one layer [parameters].
+
+    Examples
+    --------
     >>> from scaling_widgets.cost.transformer.shapes import MLA
     >>> v3 = MLA(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
     ...          q_lora_rank=1536)
@@ -111,8 +144,13 @@ def mla_attention(D, N_h, mla):
     return query + key_value + N_h * mla.v_head_dim * D
 
 
-def training_flops(*, params, tokens):
+def training_flops(*, params: ArrayLike, tokens: ArrayLike) -> float | np.ndarray:
     """Training FLOPs ≈ 6 · params · tokens (MODEL.md §A.5).
+
+    Returns
+    -------
+    flops : float or np.ndarray
+        The FLOPs of training on ``tokens`` tokens [FLOP].
 
     Examples
     --------
@@ -126,11 +164,30 @@ def training_flops(*, params, tokens):
 REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
 
 
-def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False):
+def flops_per_token(
+    *,
+    params: ArrayLike,
+    layers: ArrayLike,
+    seq_len: ArrayLike,
+    heads: ArrayLike,
+    head_dim: ArrayLike,
+    attention: ArrayLike = False,
+) -> float | np.ndarray:
     """Model FLOPs per trained token: 6·Ψ, plus 12·L·T·N_h·H with ``attention`` (MODEL.md §B.1).
 
     The attention scores and their weighted sum (Q·Kᵀ and A·V) cost 4·T·N_h·H per token and
     layer forward, three times that forward and backward; causal masking is not subtracted.
+
+    Parameters
+    ----------
+    params : Ψ, the parameters a token uses
+    layers, seq_len, heads, head_dim : L, T, N_h, H
+    attention : whether the attention scores and their weighted sum are counted
+
+    Returns
+    -------
+    flops : float or np.ndarray
+        Model FLOPs per trained token, forward and backward [FLOP/token].
 
     Examples
     --------
@@ -143,14 +200,34 @@ def flops_per_token(*, params, layers, seq_len, heads, head_dim, attention=False
 
 
 def recompute_flops_per_token(
-    *, params, layers, seq_len, heads, head_dim, remat="checkpoints", attention=True
-):
+    *,
+    params: ArrayLike,
+    layers: ArrayLike,
+    seq_len: ArrayLike,
+    heads: ArrayLike,
+    head_dim: ArrayLike,
+    remat: str = "checkpoints",
+    attention: ArrayLike = True,
+) -> float | np.ndarray:
     """Hardware FLOPs per token that recomputation adds to the model's (MODEL.md §B.1, §B.4).
 
     "full": the whole forward again, 2·Ψ (+ 4·L·T·N_h·H when ``attention`` is counted);
     "selective": only the attention core, 4·L·T·N_h·H (Korthikanti et al. 2022); "none" and the
     chapter's "checkpoints": nothing.
 
+    Parameters
+    ----------
+    params, layers, seq_len, heads, head_dim : Ψ, L, T, N_h, H, as for ``flops_per_token``
+    remat : the recompute policy, one name (``REMAT_POLICIES``; ``per_choice`` for an array)
+    attention : whether the attention scores and their weighted sum are counted
+
+    Returns
+    -------
+    flops : float or np.ndarray
+        The FLOPs recomputation adds per trained token [FLOP/token].
+
+    Examples
+    --------
     >>> one = dict(layers=1, seq_len=1, heads=1, head_dim=1)
     >>> float(recompute_flops_per_token(params=1e9, remat="full", **one))
     2000000004.0
@@ -166,9 +243,24 @@ def _floats(*values) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(v, dtype=np.float64) for v in values)
 
 
-def token_flops(workload, layout, options, Psi) -> dict:
+def token_flops(
+    workload: Workload, layout: Layout, options: Options, Psi: ArrayLike
+) -> dict[str, float | np.ndarray]:
     """Model FLOPs per token, and hardware FLOPs with the recompute (MODEL.md §B.1) and a MoE's
-    padding to its capacity factor (MODEL.md §D.2): work done that trains nothing."""
+    padding to its capacity factor (MODEL.md §D.2): work done that trains nothing.
+
+    Parameters
+    ----------
+    workload, layout, options : the checked values (the model and its sequences, the recompute
+        policy, whether attention FLOPs are counted)
+    Psi : Ψ, the parameters a token uses (``ParamCount.active``)
+
+    Returns
+    -------
+    flops : dict of str to float or np.ndarray
+        "model": the FLOPs per trained token; "hardware": those plus the recompute and the
+        padding [FLOP/token].
+    """
     model = workload.model
     shape = dict(
         layers=model.layers,
@@ -186,9 +278,16 @@ def token_flops(workload, layout, options, Psi) -> dict:
     return {"model": f, "hardware": f + per_choice(layout.remat, recompute) + padding_flops(model)}
 
 
-def padding_flops(model) -> float:
+def padding_flops(model: Model) -> float:
     """6·(CF − 1)·k/(k + S) of the experts' active parameters: the padded tokens' FLOPs per
-    token."""
+    token.
+
+    Returns
+    -------
+    flops : float
+        The FLOPs per token spent on padding to the capacity factor; 0 for a dense or dropless
+        model [FLOP/token].
+    """
     if model.moe is None:
         return 0.0
     moe, c = model.moe, 3 if model.gated else 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..checks import Number, Switch, check_fields, checked
 from ..choices import per_choice
@@ -41,8 +42,37 @@ class Exactness:
 CHAPTER = Exactness()
 
 
-def corrected(exact: Exactness, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y):
-    """The communication times with the MODEL.md §B.7 corrections that are switched on."""
+def corrected(
+    exact: Exactness,
+    strategy: str | np.ndarray,
+    x: tuple[float | np.ndarray, float | np.ndarray],
+    y: tuple[float | np.ndarray, float | np.ndarray],
+    dcn: tuple[float | np.ndarray, float | np.ndarray],
+    X: float | np.ndarray,
+    Y: float | np.ndarray,
+    P: float | np.ndarray,
+    wrap_x: ArrayLike,
+    wrap_y: ArrayLike,
+) -> tuple[
+    tuple[float | np.ndarray, float | np.ndarray],
+    tuple[float | np.ndarray, float | np.ndarray],
+    tuple[float | np.ndarray, float | np.ndarray],
+]:
+    """The communication times with the MODEL.md §B.7 corrections that are switched on.
+
+    Parameters
+    ----------
+    exact : the corrections (``Exactness``)
+    strategy : the strategy's name, or an array of them (one per layout), for its collectives
+    x, y, dcn : the chapter's times of each axis, (forward, backward) [s]
+    X, Y, P : the sizes of the X and Y groups and the pods
+    wrap_x, wrap_y : whether the X and Y groups are rings
+
+    Returns
+    -------
+    x, y, dcn : tuple of (float or np.ndarray, float or np.ndarray)
+        The corrected times of each axis, (forward, backward) [s].
+    """
     scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
     if exact.ring_factor:
         scale = {"x": (X - 1) / X, "y": (Y - 1) / Y, "dcn": (P - 1) / P}

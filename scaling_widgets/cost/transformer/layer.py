@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..choices import per_choice
-from .exactness import CHAPTER, corrected
+from .exactness import CHAPTER, Exactness, corrected
 
 AXES = ("x", "y", "dcn", "ep", "cp")
 # the strategies whose X axis holds whole weights (its role is "dp")
@@ -43,6 +44,11 @@ def _dp_tp(B, D, F, X, Y):
 TRAFFIC = {"dp": _dp, "fsdp": _fsdp, "tp": _tp, "fsdp+tp": _fsdp_tp, "dp+tp": _dp_tp}
 
 
+def _both_passes(name: str) -> cached_property:
+    """The forward and the backward pass of a (forward, backward) field, summed."""
+    return cached_property(lambda self: getattr(self, name)[0] + getattr(self, name)[1])
+
+
 @dataclass(frozen=True, eq=False)
 class LayerTimes:
     """Per-layer, per-chip times [s] of each pass: compute and each axis' communication.
@@ -64,29 +70,13 @@ class LayerTimes:
     def __repr__(self):
         return f"LayerTimes(shape={np.shape(self.t_math)}, x_role={self.x_role!r})"
 
-    @cached_property
-    def t_math(self):
-        return self.math[0] + self.math[1]
-
-    @cached_property
-    def t_comms_x(self):
-        return self.x[0] + self.x[1]
-
-    @cached_property
-    def t_comms_y(self):
-        return self.y[0] + self.y[1]
-
-    @cached_property
-    def t_comms_dcn(self):
-        return self.dcn[0] + self.dcn[1]
-
-    @cached_property
-    def t_comms_ep(self):
-        return self.ep[0] + self.ep[1]
-
-    @cached_property
-    def t_comms_cp(self):
-        return self.cp[0] + self.cp[1]
+    # Each pass's time summed: compute, and the traffic on each axis [s].
+    t_math = _both_passes("math")
+    t_comms_x = _both_passes("x")
+    t_comms_y = _both_passes("y")
+    t_comms_dcn = _both_passes("dcn")
+    t_comms_ep = _both_passes("ep")
+    t_comms_cp = _both_passes("cp")
 
     @cached_property
     def _comms(self):
@@ -97,70 +87,70 @@ class LayerTimes:
         )
 
     @cached_property
-    def t_comms(self):
+    def t_comms(self) -> float | np.ndarray:
         """Communication of both passes, the axes of a pass overlapped [s]."""
         return self._comms[0] + self._comms[1]
 
     @cached_property
-    def lower_bound(self):
+    def lower_bound(self) -> float | np.ndarray:
         """Compute and communication fully overlapped: sum over passes of the max [s]."""
         return np.maximum(self.math[0], self._comms[0]) + np.maximum(self.math[1], self._comms[1])
 
     @cached_property
-    def upper_bound(self):
+    def upper_bound(self) -> float | np.ndarray:
         """Compute and communication not overlapped: T_math + T_comms (the axes still overlap)
         [s]."""
         return self.t_math + self.t_comms
 
-    def comm_ratio(self, axis: str):
+    def comm_ratio(self, axis: str) -> float | np.ndarray:
         """Communication over compute time of one axis, in its worst pass."""
         times = getattr(self, axis)
         return np.maximum(times[0] / self.math[0], times[1] / self.math[1])
 
     @cached_property
-    def worst_ratio(self):
+    def worst_ratio(self) -> float | np.ndarray:
         """The largest communication-to-compute ratio of any axis and pass (> 1: comm-bound)."""
         return np.maximum.reduce(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES)))
 
     @cached_property
-    def compute_bound(self):
+    def compute_bound(self) -> np.bool_ | np.ndarray:
         """T_math >= every axis' communication in each pass separately (MODEL.md §A.10)."""
         return (self.math[0] >= self._comms[0]) & (self.math[1] >= self._comms[1])
 
     @cached_property
-    def worst_axis(self):
-        """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep') with the largest ratio, bound or not."""
+    def worst_axis(self) -> str | np.ndarray:
+        """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep', 'cp') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
         # one: a np.str_
         return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep", "cp"])[worst])[()]
 
     @cached_property
-    def bottleneck(self):
+    def bottleneck(self) -> np.ndarray:
         """'compute', or the worst axis when its ratio exceeds 1 (MODEL.md §A.10)."""
         return np.where(self.compute_bound, "compute", self.worst_axis)
 
 
 def layer_times(
     *,
-    strategy,
-    batch,
-    d_model,
-    d_ff,
-    x=1,
-    y=1,
-    pods=1,
-    flops,
-    ici_bw,
-    dcn_bw,
-    mx=1,
-    my=1,
-    exact=CHAPTER,
-    wrap_x=True,
-    wrap_y=True,
-    d_ff_weights=None,
-    ep_seconds=0.0,
-    cp_seconds=0.0,
-):
+    strategy: str | np.ndarray,
+    batch: ArrayLike,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    pods: ArrayLike = 1,
+    flops: ArrayLike,
+    ici_bw: ArrayLike,
+    dcn_bw: ArrayLike,
+    mx: ArrayLike = 1,
+    my: ArrayLike = 1,
+    exact: Exactness = CHAPTER,
+    wrap_x: ArrayLike = True,
+    wrap_y: ArrayLike = True,
+    d_ff_weights: ArrayLike | None = None,
+    ep_seconds: ArrayLike = 0.0,
+    cp_seconds: ArrayLike = 0.0,
+) -> LayerTimes:
     """Per-chip compute and communication times of one layer (MODEL.md §A.3).
 
     T_math = {4, 8}·(B/P)·D·F / (X·Y·C) for the forward and backward pass; the X traffic of
@@ -184,6 +174,12 @@ def layer_times(
     mx, my : physical mesh axes spanned by the X and Y groups
     exact, wrap_x, wrap_y : the MODEL.md §B.7 corrections (``Exactness``) and whether X and Y are
     rings
+
+    Returns
+    -------
+    times : LayerTimes
+        The compute and each axis' communication of the forward and backward pass, per chip and
+        layer [s].
 
     Examples
     --------
@@ -239,28 +235,38 @@ def _x_role(strategy):
 
 def crossover_batch(
     *,
-    strategy,
-    d_model,
-    d_ff,
-    x=1,
-    y=1,
-    pods=1,
-    flops,
-    ici_bw,
-    dcn_bw,
-    mx=1,
-    my=1,
-    exact=CHAPTER,
-    wrap_x=True,
-    wrap_y=True,
-    d_ff_weights=None,
-    ep_seconds=0.0,
-    cp_seconds=0.0,
-):
+    strategy: str | np.ndarray,
+    d_model: ArrayLike,
+    d_ff: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    pods: ArrayLike = 1,
+    flops: ArrayLike,
+    ici_bw: ArrayLike,
+    dcn_bw: ArrayLike,
+    mx: ArrayLike = 1,
+    my: ArrayLike = 1,
+    exact: Exactness = CHAPTER,
+    wrap_x: ArrayLike = True,
+    wrap_y: ArrayLike = True,
+    d_ff_weights: ArrayLike | None = None,
+    ep_seconds: ArrayLike = 0.0,
+    cp_seconds: ArrayLike = 0.0,
+) -> float | np.ndarray:
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
     Compute grows as m·B and every communication time as a + b·B, so each pass and axis is
     compute-bound from B = a / (m − b) on (MODEL.md §A.3); the layout needs the largest of these.
+
+    Parameters
+    ----------
+    strategy, d_model, d_ff, x, y, pods, flops, ici_bw, dcn_bw, mx, my, exact, wrap_x, wrap_y,
+    d_ff_weights, ep_seconds, cp_seconds : as for ``layer_times``
+
+    Returns
+    -------
+    batch : float or np.ndarray
+        The smallest compute-bound global batch; inf where the layout never is [tokens].
 
     Examples
     --------

@@ -3,14 +3,26 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..strategies import STRATEGIES
+from .experts import held_width
 
 
 def critical_tokens_per_chip(
-    *, strategy, flops, ici_bw, d_ff, mx=1, my=1, stages=1, d_ff_weights=None
-):
+    *,
+    strategy: str,
+    flops: ArrayLike,
+    ici_bw: ArrayLike,
+    d_ff: ArrayLike,
+    mx: ArrayLike = 1,
+    my: ArrayLike = 1,
+    stages: ArrayLike = 1,
+    d_ff_weights: ArrayLike | None = None,
+) -> float | np.ndarray:
     """Tokens per chip above which a strategy is compute-bound (MODEL.md §A.3, §A.10).
 
     DP and FSDP: α / M_X; FSDP + TP at the optimal split: α² / (M_X·M_Y·F); pure TP has no
@@ -19,6 +31,20 @@ def critical_tokens_per_chip(
     A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (MODEL.md §D.1,
     D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
     (r·α/M_X, the "(E/k)·C/W" of data parallelism over experts); FSDP + TP's is α²·r/(M_X·M_Y·F).
+
+    Parameters
+    ----------
+    strategy : one of ``STRATEGIES``: "dp", "fsdp", "tp" or "fsdp+tp"
+    flops, ici_bw : C [FLOP/s] and W_ici [bytes/s]
+    d_ff : F, the MLP width a token goes through
+    mx, my : M_X, M_Y, the mesh axes the X and Y groups span
+    stages : Z, the pipeline stages
+    d_ff_weights : F_w, the width held as weights when it is not F (a MoE layer); None: F
+
+    Returns
+    -------
+    tokens : float or np.ndarray
+        Tokens per chip above which the strategy is compute-bound; NaN for pure TP [tokens].
 
     Examples
     --------
@@ -35,8 +61,15 @@ def critical_tokens_per_chip(
     return per_stage / Z
 
 
-def tp_limit(*, flops, ici_bw, d_ff, my=1):
+def tp_limit(
+    *, flops: ArrayLike, ici_bw: ArrayLike, d_ff: ArrayLike, my: ArrayLike = 1
+) -> float | np.ndarray:
     """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (MODEL.md §A.3).
+
+    Returns
+    -------
+    y : float or np.ndarray
+        M_Y·F/α, the (continuous) TP degree below which TP stays compute-bound [chips].
 
     Examples
     --------
@@ -47,10 +80,17 @@ def tp_limit(*, flops, ici_bw, d_ff, my=1):
     return np.asarray(my, dtype=float) * np.asarray(d_ff, dtype=float) / alpha
 
 
-def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
+def critical_tokens_per_pod(
+    *, flops: ArrayLike, dcn_bw: ArrayLike, weights_per_compute: ArrayLike = 1.0
+) -> float | np.ndarray:
     """Per-pod batch above which data parallelism over DCN is compute-bound: C/W_dcn (MODEL.md
     §A.3), times F_w/F for a MoE model (``weights_per_compute``, MODEL.md §D.2): its gradients per
     FLOP.
+
+    Returns
+    -------
+    tokens : float or np.ndarray
+        Tokens per pod above which data parallelism over DCN is compute-bound [tokens].
 
     Examples
     --------
@@ -61,12 +101,19 @@ def critical_tokens_per_pod(*, flops, dcn_bw, weights_per_compute=1.0):
     return r * C / W_dcn
 
 
-def x_opt(*, batch, d_ff, chips, mx=1, my=1):
+def x_opt(
+    *, batch: ArrayLike, d_ff: ArrayLike, chips: ArrayLike, mx: ArrayLike = 1, my: ArrayLike = 1
+) -> float | np.ndarray:
     """The continuous FSDP degree that balances FSDP and TP traffic (MODEL.md §A.3).
 
     X_opt = sqrt( (B/F) · (M_X/M_Y) · N ), with B the batch of one pod and N its chips per
     stage. (The translated chapter drops the square root: MODEL.md §A.9.) FSDP moves weights, so for
     a MoE layer F is the width it holds, (E + S)·F_e (MODEL.md §D.1).
+
+    Returns
+    -------
+    x : float or np.ndarray
+        X_opt, the FSDP degree (not rounded) that balances the two traffics [chips].
 
     Examples
     --------
@@ -77,11 +124,19 @@ def x_opt(*, batch, d_ff, chips, mx=1, my=1):
     return np.sqrt(B / F * (M_X / M_Y) * N)
 
 
-def nearest_split(*, x_opt, chips):
+def nearest_split(*, x_opt: ArrayLike, chips: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The chapter's rounding of X_opt: X = the power-of-two share nearest X_opt, Y = N / X.
 
     Y runs over the powers of two that divide N; the one whose X = N/Y is nearest X_opt on a
     log scale wins (MODEL.md §A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
+
+    Returns
+    -------
+    X : np.ndarray
+        The FSDP degree N / Y, int64 (a numpy integer for scalar inputs) [chips].
+    Y : np.ndarray
+        The TP degree, a power of two dividing N, int64 (a numpy integer for scalar inputs)
+        [chips].
 
     Examples
     --------
@@ -93,3 +148,35 @@ def nearest_split(*, x_opt, chips):
     log_y = np.clip(np.round(np.log2(N / target)), 0, np.log2(largest_y))
     Y = (2 ** log_y.astype(np.int64)).astype(np.int64)
     return N // Y, Y
+
+
+def layout_thresholds(cluster, workload, layout, placed) -> dict:
+    """Where the layout's strategy turns compute-bound, TP's limit, DCN's threshold and the
+    chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2)."""
+    chip, model, Z = cluster.chip, workload.model, placed.z
+    held, F = held_width(model, layout.ep), model.active_width
+    mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
+    C, W = chip.flops, chip.ici_bw
+    return dict(
+        critical_tokens_per_chip=critical_tokens_per_chip(
+            strategy=layout.strategy,
+            flops=C,
+            ici_bw=W,
+            d_ff=F,
+            stages=Z,
+            d_ff_weights=held,
+            mx=mx,
+            my=my,
+        ),
+        tp_limit=tp_limit(flops=C, ici_bw=W, d_ff=F, my=my),
+        critical_tokens_per_pod=critical_tokens_per_pod(
+            flops=C, dcn_bw=chip.dcn_bw, weights_per_compute=held / F
+        ),
+        x_opt=x_opt(
+            batch=workload.batch / cluster.pods,
+            d_ff=held,
+            chips=math.prod(cluster.slice_shape) // Z,
+            mx=mx,
+            my=my,
+        ),
+    )

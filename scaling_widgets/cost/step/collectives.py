@@ -1,0 +1,97 @@
+"""What a collective costs on the tier it crosses (MODEL.md §C.2): a ring's bytes and a tree's
+latency at the achievable share of ICI, NVLink or a NIC."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..cluster.chip import Chip
+from .profiles import Profile
+
+
+def collective_time(
+    *,
+    nbytes: float | np.ndarray,
+    group: ArrayLike,
+    bandwidth: ArrayLike,
+    efficiency: ArrayLike,
+    latency: float | np.ndarray,
+    kind: str = "all-reduce",
+) -> np.ndarray:
+    """A collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array, an
+    all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth; its latency is that of a
+    tree, ``latency`` per step of 2·log2(n) (all-reduce) or log2(n) steps, as the libraries switch
+    to trees where rings would pay n − 1 latencies; nothing when the group is one chip.
+
+    Parameters
+    ----------
+    nbytes : the array each chip holds [bytes]
+    group : n, the chips in the group
+    bandwidth, efficiency : the ring's bandwidth per chip [bytes/s], and the share of it achieved
+    latency : per step of the tree [s]
+    kind : "all-reduce", or any other name for an all-gather or a reduce-scatter
+
+    Returns
+    -------
+    time : np.ndarray
+        The collective's time [s]; 0 for a group of one.
+
+    Examples
+    --------
+    >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
+    0.035
+    """
+    n = np.asarray(group, dtype=float)
+    rounds = 2.0 if kind == "all-reduce" else 1.0
+    # a group of one sends nothing
+    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)
+    steps = np.log2(np.maximum(n, 1))
+    return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
+
+
+def group_bandwidth(chip: Chip, span: ArrayLike, crosses: ArrayLike = False) -> float | np.ndarray:
+    """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
+    NVLink inside a node, and across nodes (``crosses``) one NIC per GPU, what a collective library
+    achieves there (MODEL.md §C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of
+    a node's every NIC working for one group).
+
+    Returns
+    -------
+    bandwidth : float or np.ndarray
+        The group's bandwidth per chip [bytes/s].
+    """
+    if not chip.is_gpu:
+        return np.asarray(span, dtype=float) * chip.ici_bw
+    return np.where(crosses, chip.scaleout_bw, chip.ici_bw)
+
+
+def crosses_nodes(chip: Chip, *inner_groups: ArrayLike) -> np.bool_ | np.ndarray:
+    """Whether a group leaves its NVLink node: the groups inside it (TP first) outgrow the node.
+
+    Returns
+    -------
+    crosses : np.bool_ or np.ndarray
+        True where the product of the groups' sizes exceeds the chip's node size.
+    """
+    return (
+        np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0)
+        > chip.node_size
+    )
+
+
+def link_efficiency(
+    chip: Chip, profile: Profile, span: ArrayLike, crosses: ArrayLike = False
+) -> np.ndarray:
+    """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
+    node, the NIC across nodes (``crosses``).
+
+    Returns
+    -------
+    efficiency : np.ndarray
+        The profile's link efficiency, in the shape of ``span`` (and ``crosses``).
+    """
+    if not chip.is_gpu:
+        return np.full(np.shape(span), profile.link_ici)
+    efficiency = np.where(crosses, profile.link_nic, profile.link_nvlink)
+    return np.broadcast_to(efficiency, np.broadcast_shapes(np.shape(efficiency), np.shape(span)))

@@ -1,0 +1,107 @@
+"""Every field declared once (fields/): the CLI's flags, the scenario's keys, the command and the
+planner's options all come from the one table, and a saved scenario of every version loads."""
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from scaling_widgets import fields
+from scaling_widgets.cli.options import build_parser, offered
+from scaling_widgets.cost import Cluster, Layout, Options, Workload
+from scaling_widgets.cost.search.layouts import SEARCHED
+from scaling_widgets.cost.search.plan import BY_HAND, OPTIONS, WHERE
+from scaling_widgets.cost.transformer.exactness import Exactness
+from scaling_widgets.fields import FIELDS, FIELDS_TABLE, SCENARIO
+from scaling_widgets.text.command import command
+from scaling_widgets.widgets.scenario import Scenario, ScenarioError
+
+VALUES = {"cluster": Cluster, "workload": Workload, "layout": Layout, "options": Options}
+
+
+def test_every_field_of_the_four_values_is_declared_once():
+    declared = [f.value for f in FIELDS_TABLE if f.value is not None]
+    assert len(declared) == len(set(declared))  # no attribute set by two fields
+    for owner, kind in VALUES.items():
+        for name in kind.__dataclass_fields__:
+            if name == "exact":  # the exactness switches, one field each
+                continue
+            assert f"{owner}.{name}" in declared, f"{owner}.{name} has no field"
+    for name in Exactness.__dataclass_fields__:
+        assert f"exact.{name}" in declared
+
+
+def test_a_field_takes_its_default_and_its_check_from_the_value_that_declares_it():
+    pods, stack = FIELDS["pods"], FIELDS["stack"]
+    assert pods.fallback() == Cluster.__dataclass_fields__["pods"].default == 1
+    assert pods.checker() is Cluster.__dataclass_fields__["pods"].metadata["check"]
+    assert stack.checker() is Options.__dataclass_fields__["stack"].metadata["check"]
+    assert (
+        FIELDS["seq_len"].fallback() == 4096
+    )  # the table may set its own: the CLI's and the panel's
+
+
+@pytest.mark.parametrize("command_name", ["estimate", "plan"])
+def test_the_cli_offers_exactly_the_fields_the_table_offers(command_name, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command_name, "--help"])
+    flags = set(re.findall(r"(--[a-z][a-z-]*)", capsys.readouterr().out))
+    for field in FIELDS_TABLE:
+        if field.flag is None:
+            continue
+        assert (field.flag in flags) == offered(field, command_name), field.flag
+    # The planner chooses the layout's knobs itself: it offers no flag for them.
+    assert not any(FIELDS[name].flag in flags for name in SEARCHED if command_name == "plan")
+
+
+def test_the_planner_takes_every_other_field_of_the_values():
+    searched_or_held = {"ep", "cp", "cp_kind", *SEARCHED}
+    every = {f for kind in (*VALUES.values(),) for f in kind.__dataclass_fields__}
+    assert set(OPTIONS) == every - searched_or_held - set(BY_HAND) - set(WHERE)
+
+
+OLD = {  # a scenario as each earlier version saved it: what it had then, and nothing since
+    1: {
+        "version": 1, "model": "llama-2-13b", "hardware": "tpu-v5p", "slice_shape": [16, 16, 16],
+        "pods": 1, "batch": 2**25, "seq_len": 4096, "strategy": "dp", "zero": None,
+        "optimal_split": False, "x": 512, "y": 8, "z": 1, "microbatches": None, "axis_roles": [],
+        "precision": "book", "mfu": 0.4, "tokens": 2e12, "attention_flops": False,
+        "remat": "checkpoints", "measured_step_time": None, "ring_factor": False,
+        "halve_without_wrap": False, "latency": 0.0, "overhead_bytes": 0.0, "fits_below": 1.0,
+        "schedule": "1f1b", "virtual_stages": 1, "sequence_parallel": False, "profile": None,
+    },
+}  # fmt: skip
+OLD[2] = {**OLD[1], "version": 2, "ep": 1, "cp": 1, "cp_kind": "ring"}
+OLD[3] = {**OLD[2], "version": 3, "stack": None, "flash_attention": None}
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_scenario_of_every_version_loads_with_its_meaning(version):
+    # Before version 4 a split by hand counted for FSDP + TP only: this DP scenario ran as DP.
+    s = Scenario.from_json(json.dumps(OLD[version]))
+    e = s.estimate()
+    assert (s.strategy, int(e.x), int(e.y)) == ("dp", 4096, 1) and s.optimal_split
+    assert (s.ep, s.cp, s.stack, s.microbatch_seqs, s.wraparound) == (1, 1, None, None, None)
+    assert json.loads(s.to_json())["version"] == fields.VERSION
+
+
+def test_a_saved_scenario_keeps_every_key_of_the_table():
+    saved = json.loads(Scenario().to_json())
+    assert list(saved) == ["version", *SCENARIO]
+    with pytest.raises(ScenarioError, match="scenario key 'mx' is missing"):
+        Scenario.from_json(json.dumps({k: v for k, v in saved.items() if k != "mx"}))
+
+
+def test_the_command_says_every_field_that_differs_from_its_default():
+    s = Scenario(model="llama-3-70b", hardware="h100", slice_shape=(64, 8), batch=2**24,
+                 seq_len=8192, z=4, microbatches=16, remat="full", sequence_parallel=True,
+                 wraparound=False, mx=1.0, overhead_bytes=2e9, stack="megatron-lm")  # fmt: skip
+    words = command(*s.values())
+    for flag in ("--pp 4", "--microbatches 16", "--remat full", "--sequence-parallel",
+                 "--wraparound off", "--mx 1.0", "--overhead-gb 2.0", "--stack megatron-lm",
+                 "--hardware h100", "--mesh 64x8", "--seq-len 8192"):  # fmt: skip
+        assert flag in words
+    assert "--zero" not in words and "--ep" not in words  # defaults are left out
+    roles = dataclasses.replace(s.values()[2], x=None, y=None, z=None, axis_roles=("x", "y"))
+    assert command(*s.values()[:2], roles, s.values()[3]) is None  # no flag says axis roles
