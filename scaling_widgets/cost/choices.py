@@ -31,10 +31,24 @@ def per_choice(choices: str | ArrayLike, evaluate: Callable[[str], Any]) -> Any:
     if isinstance(choices, str):
         return evaluate(choices)
     choices = np.asarray(choices)
-    names = [str(n) for n in np.unique(choices)]
+    names, conditions = _distinct(choices)
     if len(names) == 1:
         return evaluate(names[0])
-    return _select([choices == n for n in names], [evaluate(n) for n in names])
+    return _select(conditions, [evaluate(n) for n in names])
+
+
+def _distinct(choices: np.ndarray) -> tuple[list[str], list[np.ndarray]]:
+    """The distinct names, in order of first appearance, and where each stands. A knob has a
+    handful of names over thousands of layouts: one comparison a name, not a sort of them all."""
+    names, conditions = [], []
+    left = np.ones(choices.shape, dtype=bool)
+    while left.flat[first := int(left.argmax())]:  # the first layout whose name is not seen yet
+        name = choices.flat[first]
+        where = choices == name
+        names.append(str(name))
+        conditions.append(where)
+        left &= ~where
+    return names, conditions
 
 
 def _select(conditions, values):
