@@ -6,18 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .gpipe import bubble  # (Z − 1)/m: it idles as GPipe does
+
 NAME, LABEL, ORDER = "1f1b", "1F1B", 1
 VIRTUAL_STAGES = (1,)
-
-
-def bubble(
-    *,
-    stages: float | np.ndarray,
-    microbatches: float | np.ndarray,
-    virtual_stages: float | np.ndarray,
-) -> float | np.ndarray:
-    """(Z − 1)/m."""
-    return (stages - 1) / microbatches
+__all__ = ["bubble", "in_flight", "logits_in_flight", "passes"]
 
 
 def in_flight(
