@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..checks import first, per_layout
-from ..refusals import refuse
+from ..refusals import InputError, refuse
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
 
@@ -126,30 +126,11 @@ def runs(
     }
 
 
-def possible(
-    *,
-    model: Model,
-    seq_len: int | None,
-    batch: ArrayLike,
-    pods: ArrayLike,
-    x: ArrayLike,
-    y: ArrayLike,
-    z: ArrayLike,
-    virtual_stages: ArrayLike,
-    microbatches: ArrayLike,
-    given: Layout,
-    ep: ArrayLike = 1,
-    cp: ArrayLike = 1,
-    cp_kind: str | np.ndarray = "ring",
-) -> None:
-    """Refuse a placed layout that cannot run (``runs``); in an array of them, the first that
-    cannot.
+def possible(*, given: Layout, **layout) -> None:
+    """Refuse a placed layout that cannot run (``runs``, whose keywords ``layout`` are); in an
+    array of them, the first that cannot, by the first rule it breaks.
 
-    Parameters
-    ----------
-    model, seq_len, batch, pods, x, y, z, virtual_stages, microbatches, ep, cp, cp_kind : as for
-        ``runs``
-    given : the layout as asked for (whether its microbatches were given, to name the field)
+    ``given`` is the layout as asked for: whether its microbatches were given names the field.
 
     Returns
     -------
@@ -162,80 +143,90 @@ def possible(
         Naming the field of the first rule the first layout breaks (``microbatches``, ``batch``,
         ``y``, ``z``, ``virtual_stages``, ``ep`` or ``cp``).
     """
-    batch, pods, x, y, z, virtual_stages, microbatches, ep, cp = np.broadcast_arrays(
-        *(np.asarray(a) for a in (batch, pods, x, y, z, virtual_stages, microbatches, ep, cp))
-    )
-    ok = runs(
-        model=model,
-        seq_len=seq_len,
-        batch=batch,
-        pods=pods,
-        x=x,
-        y=y,
-        z=z,
-        virtual_stages=virtual_stages,
-        microbatches=microbatches,
-        ep=ep,
-        cp=cp,
-        cp_kind=cp_kind,
-    )
+    names = ("batch", "pods", "x", "y", "z", "virtual_stages", "microbatches", "ep", "cp")
+    arrays = np.broadcast_arrays(*(np.asarray(layout.get(name, 1)) for name in names))
+    placed = {**layout, **dict(zip(names, arrays))}
+    ok = runs(**placed)
+    for rule, refusal in _REFUSALS.items():  # in the order a user would mend them
+        if not ok[rule].all():
+            raise refusal(first(~ok[rule]), given=given, **placed)
+
+
+def _sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
+    """Too few sequences: fewer microbatches would do if each replica has one; else more batch."""
     T = 1 if seq_len is None else seq_len
+    m, X, P, CP = int(microbatches[i]), int(x[i]) // int(cp[i]), int(pods[i]), int(cp[i])
+    got = batch[i].item() / (T * X * P)
+    if m > 1 and given.microbatches is not None and got >= 1:
+        units = "tokens" if seq_len is None else f"sequences of {seq_len}"
+        return refuse(
+            "microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m
+        )
     unit = "token" if seq_len is None else f"sequence of {seq_len}"
-    if not ok["sequences"].all():
-        i = first(~ok["sequences"])
-        m, X, P, CP = int(microbatches[i]), int(x[i]) // int(cp[i]), int(pods[i]), int(cp[i])
-        got = batch[i].item() / (T * X * P)
-        if m > 1 and given.microbatches is not None and got >= 1:  # fewer microbatches would do
-            units = "tokens" if seq_len is None else f"sequences of {seq_len}"
-            raise refuse(
-                "microbatches",
-                f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)",
-                m,
-            )
-        replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
-        need = X * P * m * T
-        suggest_cp = seq_len is not None and CP == 1
-        raise refuse(
-            "batch",
-            f"at least {need:,} tokens, a whole {unit} for each of the {replicas}"
-            + (
-                " (or split each sequence over chips: context parallelism, --cp)"
-                if suggest_cp
-                else ""
-            ),
-            f"{batch[i].item():,.6g} ({got:.3g} per replica)",
-        )
-    if not ok["heads"].all():
-        Y = int(y[first(~ok["heads"])])
-        raise refuse(
-            "y",
-            f"a TP degree dividing the model's {model.heads} attention heads, that its"
-            f" {model.kv_heads} KV heads divide or that divides them",
-            Y,
-        )
-    stages(model=model, z=z, virtual_stages=virtual_stages)
-    if not ok["experts"].all():
-        i = first(~ok["experts"])
-        EP, X = int(ep[i]), int(x[i])
-        if model.moe is None:
-            raise refuse("ep", "1 for a dense model: it has no experts to split", EP)
-        raise refuse(
-            "ep",
-            f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
-            f" X = {X} it is taken from",
-            EP,
-        )
-    if not ok["context"].all():
-        i = first(~ok["context"])
-        CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
-        shard_heads = max(model.kv_heads // Y, 1)
-        ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
-        raise refuse(
-            "cp",
-            f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of {T}"
-            + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if ulysses else ""),
-            CP,
-        )
+    replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
+    return refuse(
+        "batch",
+        f"at least {X * P * m * T:,} tokens, a whole {unit} for each of the {replicas}"
+        + (
+            " (or split each sequence over chips: context parallelism, --cp)"
+            if seq_len is not None and CP == 1
+            else ""
+        ),
+        f"{batch[i].item():,.6g} ({got:.3g} per replica)",
+    )
+
+
+def _heads(i, *, model, y, **_) -> InputError:
+    return refuse(
+        "y",
+        f"a TP degree dividing the model's {model.heads} attention heads, that its"
+        f" {model.kv_heads} KV heads divide or that divides them",
+        int(y[i]),
+    )
+
+
+def _stages(i, *, model, z, virtual_stages, **_) -> InputError:
+    Z, v = int(z[i]), int(virtual_stages[i])
+    field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
+    return refuse(
+        field,
+        f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
+        got,
+    )
+
+
+def _experts(i, *, model, x, ep, **_) -> InputError:
+    EP, X = int(ep[i]), int(x[i])
+    if model.moe is None:
+        return refuse("ep", "1 for a dense model: it has no experts to split", EP)
+    return refuse(
+        "ep",
+        f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
+        f" X = {X} it is taken from",
+        EP,
+    )
+
+
+def _context(i, *, model, seq_len, x, y, cp, cp_kind="ring", **_) -> InputError:
+    CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
+    shard_heads = max(model.kv_heads // Y, 1)
+    ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
+    return refuse(
+        "cp",
+        f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of"
+        f" {1 if seq_len is None else seq_len}"
+        + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if ulysses else ""),
+        CP,
+    )
+
+
+_REFUSALS = {
+    "sequences": _sequences,
+    "heads": _heads,
+    "stages": _stages,
+    "experts": _experts,
+    "context": _context,
+}
 
 
 def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
@@ -254,11 +245,4 @@ def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
     z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(virtual_stages))
     empty = z * virtual_stages > model.layers
     if empty.any():
-        i = first(empty)
-        Z, v = int(z[i]), int(virtual_stages[i])
-        field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
-        raise refuse(
-            field,
-            f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
-            got,
-        )
+        raise _stages(first(empty), model=model, z=z, virtual_stages=virtual_stages)

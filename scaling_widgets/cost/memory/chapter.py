@@ -152,18 +152,23 @@ def layout_memory(
     memory : MemoryPerChip
         The bytes per chip of each kind, the runtime's overhead included [bytes].
     """
-    model, precision = workload.model, workload.precision
-    X, Y, Z, m, v, EP = (
-        placed.x,
-        placed.y,
-        placed.z,
-        placed.microbatches,
-        layout.virtual_stages,
-        layout.ep,
-    )
-    routed = routed_params(model)
     # The busiest stage holds v·ceil(L/(Z·v)) layers: it counts as L over that many stages.
-    Z_busiest = stage_share(layers=model.layers, stages=Z, virtual_stages=v)
+    Z_busiest = stage_share(
+        layers=workload.model.layers, stages=placed.z, virtual_stages=layout.virtual_stages
+    )
+    memory = _state(workload, layout, placed, P, Psi, Z_busiest)
+    return dataclasses.replace(
+        memory,
+        activations=_activations(workload, layout, placed, P, Z_busiest, memory.activations),
+        overhead=np.asarray(options.overhead_bytes, float),
+    )
+
+
+def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
+    """The chapter's count with the routed experts split over EP chips of the data axis, and
+    sharded over the X/EP chips that hold the same experts (MODEL.md §D.2)."""
+    model, precision = workload.model, workload.precision
+    X, Y, EP = placed.x, placed.y, layout.ep
     shape = dict(
         layers=model.layers,
         d_model=model.d_model,
@@ -178,26 +183,35 @@ def layout_memory(
         optimizer_bytes=precision.optimizer_bytes,
         activation_bytes=precision.activation_bytes,
     )
+    routed = routed_params(model)
     memory = memory_per_chip(params=Psi - routed, x=X, y=Y, **shape)
-    if routed:
-        experts = memory_per_chip(params=routed, x=X / EP, y=Y * EP, **shape)
-        memory = dataclasses.replace(
-            memory,
-            params=memory.params + experts.params,
-            grads=memory.grads + experts.grads,
-            optimizer=memory.optimizer + experts.optimizer,
-        )
-
-    # Microbatches whose activations a stage holds at once (MODEL.md §B.4, §B.6).
-    in_flight = in_flight_microbatches(
-        schedule=layout.schedule, stages=Z, microbatches=m, virtual_stages=v
+    if not routed:
+        return memory
+    experts = memory_per_chip(params=routed, x=X / EP, y=Y * EP, **shape)
+    return dataclasses.replace(
+        memory,
+        params=memory.params + experts.params,
+        grads=memory.grads + experts.grads,
+        optimizer=memory.optimizer + experts.optimizer,
     )
 
-    def kept(policy):  # the chapter's checkpoints of one microbatch, or Korthikanti et al.'s bytes
+
+def _activations(workload, layout, placed, P, Z_busiest, checkpoints):
+    """The activations of the microbatches a stage holds at once (MODEL.md §B.4, §B.6): the
+    chapter's ``checkpoints`` of one microbatch, or Korthikanti et al.'s bytes for a recompute
+    policy, plus a MoE layer's dispatch buffers."""
+    model, X, Y, m = workload.model, placed.x, placed.y, placed.microbatches
+    in_flight = in_flight_microbatches(
+        schedule=layout.schedule,
+        stages=placed.z,
+        microbatches=m,
+        virtual_stages=layout.virtual_stages,
+    )
+
+    def kept(policy):
         if policy == "checkpoints":
-            return memory.activations / m * in_flight
-        # a chip's s/CP tokens of each of its sequences (MODEL.md §D.3)
-        per_layer = activation_bytes_per_layer(
+            return checkpoints / m * in_flight
+        per_layer = activation_bytes_per_layer(  # a chip's s/CP tokens of each of its sequences
             seq_len=workload.seq_len / layout.cp,
             microbatch_seqs=workload.batch / workload.seq_len / (X / layout.cp * P * m),
             d_model=model.d_model,
@@ -208,15 +222,9 @@ def layout_memory(
         )
         return per_layer * model.layers / Z_busiest * in_flight
 
-    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt in the backward
-    # pass.
-    dispatch = _dispatch_buffers(workload, placed, P, in_flight, Z_busiest) * (
-        np.asarray(layout.remat) != "full"
-    )
-    activations = per_choice(layout.remat, kept) + dispatch
-    return dataclasses.replace(
-        memory, activations=activations, overhead=np.asarray(options.overhead_bytes, float)
-    )
+    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt backward.
+    dispatch = _dispatch_buffers(workload, placed, P, in_flight, Z_busiest)
+    return per_choice(layout.remat, kept) + dispatch * (np.asarray(layout.remat) != "full")
 
 
 def _dispatch_buffers(workload, placed, P, in_flight, Z_busiest):
