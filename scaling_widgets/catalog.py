@@ -8,8 +8,10 @@ read only if it is a regular file (not a pipe, a device or a directory) of at mo
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
+import re
 import reprlib
 import stat
 from pathlib import Path
@@ -92,9 +94,31 @@ def chip_from_json(source: str | Path | dict) -> Chip:
 
 
 def _lookup(kind: str, name, table: dict):
-    if not isinstance(name, str) or name not in table:
+    if not isinstance(name, str):
         raise ValueError(f"unknown {kind} {_shown(name)}; known: {', '.join(table)}")
-    return table[name]
+    return table[matching(name, tuple(table), kind)]
+
+
+def _plain(name: str) -> str:
+    return re.sub(r"[^a-z0-9.+]", "", name.lower())
+
+
+def matching(name: str, names: tuple, kind: str) -> str:
+    """The one of ``names`` that ``name`` means: itself, or the only one that reads the same in
+    lower case without dashes ("H100", "llama3-70b"); else a ``ValueError`` with the nearest.
+
+    >>> matching("H100", ("a100", "h100"), "chip"), matching("Llama3-70B", ("llama-3-70b",), "")
+    ('h100', 'llama-3-70b')
+    """
+    if name in names:
+        return name
+    same = [n for n in names if _plain(str(n)) == _plain(name)]
+    if len(same) == 1:
+        return same[0]
+    near = difflib.get_close_matches(_plain(name), [_plain(str(n)) for n in names], n=3, cutoff=0.5)
+    guess = [n for p in near for n in names if _plain(str(n)) == p]
+    hint = f" (did you mean {' or '.join(map(repr, guess))}?)" if guess else ""
+    raise ValueError(f"unknown {kind} {_shown(name)}{hint}; known: {', '.join(map(str, names))}")
 
 
 def _from_json(cls, source, optional: dict):

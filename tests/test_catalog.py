@@ -66,9 +66,17 @@ def test_each_model_preset_has_the_parameters_its_name_says(name):
     assert total == pytest.approx(billions * 1e9, rel=0.25 if name == "gemma-7b" else 0.04)
 
 
-def test_unknown_preset_lists_the_known_ones():
-    with pytest.raises(ValueError, match="unknown hardware 'tpu-v9'; known: tpu-v4p, tpu-v5e"):
+def test_unknown_preset_suggests_the_nearest_and_lists_the_known_ones():
+    with pytest.raises(
+        ValueError,
+        match=r"unknown hardware 'tpu-v9' \(did you mean 'tpu-v\w+'.*\?\); known: tpu-v4p, tpu-v5e",
+    ):
         catalog.hardware("tpu-v9")
+
+
+def test_a_preset_written_in_other_case_or_without_dashes_is_that_preset():
+    assert catalog.hardware("H100") is catalog.hardware("h100")
+    assert catalog.model("Llama3-70B") is catalog.model("llama-3-70b")
 
 
 def test_model_from_a_json_file_is_usable(tmp_path):

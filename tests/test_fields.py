@@ -82,7 +82,10 @@ def test_a_scenario_of_every_version_loads_with_its_meaning(version):
     s = Scenario.from_json(json.dumps(OLD[version]))
     e = s.estimate()
     assert (s.strategy, int(e.x), int(e.y)) == ("dp", 4096, 1) and s.optimal_split
-    assert (s.ep, s.cp, s.stack, s.microbatch_seqs, s.wraparound) == (1, 1, None, None, None)
+    # CP 1, the default before version 5, is now "as the sequences need": 1 here, where each
+    # replica has whole sequences.
+    assert (s.ep, s.cp, s.stack, s.microbatch_seqs, s.wraparound) == (1, None, None, None, None)
+    assert e.layout.cp == 1
     assert json.loads(s.to_json())["version"] == fields.VERSION
 
 

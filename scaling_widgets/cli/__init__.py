@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -30,9 +31,21 @@ from .options import ACTIONS, build_parser
 OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips"}
 
 
+def _negatives_joined(argv: list[str]) -> list[str]:
+    """``--batch -4M`` as ``--batch=-4M``: argparse would read "-4M" as a flag and say only
+    "expected one argument"; joined, the flag's own check names what is allowed."""
+    out = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-[0-9.]", arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negatives_joined(sys.argv[1:] if argv is None else list(argv)))
     typed = {k: v for k, v in vars(args).items() if k != "command" and k not in ACTIONS}
     from_file = getattr(args, "scenario", None) is not None
     try:

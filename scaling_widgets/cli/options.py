@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import catalog
 from ..cost.search.layouts import HELD, SEARCHED
 from ..fields import FIELDS_TABLE, Field
 from ..text import units
@@ -61,7 +62,13 @@ def _add_field(parser, field: Field, command: str) -> None:
     if field.switch:
         target.add_argument(field.flag, action="store_true", **common)
     elif field.choices is not None:  # checked as text; ``fields.from_flags`` reads the word
-        target.add_argument(field.flag, choices=[str(c) for c in field.choices], **common)
+        words = tuple(str(c) for c in field.choices)
+        target.add_argument(
+            field.flag,
+            type=_typed(lambda text, _: catalog.matching(text, words, field.name), field.flag),
+            metavar="{" + ",".join(words) + "}",
+            **common,
+        )
     else:
         convert = None if field.parse is None else _typed(field.parse, field.flag)
         target.add_argument(field.flag, type=convert, metavar=field.metavar, **common)

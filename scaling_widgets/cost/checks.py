@@ -39,7 +39,8 @@ class Number:
     def allowed(self) -> str:
         unit = f" of {self.unit}" if self.unit else ""
         top = "<=" if self.closed else "<"
-        return f"{self.what}{unit} >= {_short(self.low)} and {top} {_short(self.high)}"
+        bottom = "> 0" if self.low == SMALLEST else f">= {_short(self.low)}"  # 1e-30 says "> 0"
+        return f"{self.what}{unit} {bottom} and {top} {_short(self.high)}"
 
     def __call__(self, name: str, value: object) -> float | np.ndarray:
         if _is_real(value):  # the common case, a plain number: no array at all

@@ -77,6 +77,11 @@ def evaluate(
     return _evaluate(cluster, workload, layout, options, placed)
 
 
+def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:
+    """The layout with the CP it runs with: as given, or implied by whole sequences."""
+    return dataclasses.replace(layout, cp=scalar(placed.cp))
+
+
 def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
     """The check ``evaluate`` makes, without the evaluation: raises ``InputError`` or returns.
 
@@ -126,6 +131,8 @@ def _resolved(layout: Layout) -> Layout:
 
 def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate:
     """The layout's layer, thresholds, memory and step, composed into an ``Estimate``."""
+    implied = layout.cp is None
+    layout = _with_placed_cp(layout, placed)
     chip, model, P = cluster.chip, workload.model, cluster.pods
     B, Z, m, v = workload.batch, placed.z, placed.microbatches, layout.virtual_stages
     # The stack: how fast it runs (MODEL.md §C.3) and what it keeps in memory (MODEL.md §E.2).
@@ -150,6 +157,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         wrap_x=placed.span.wrap_x,
         wrap_y=placed.span.wrap_y,
         microbatches=m,
+        cp_implied=implied and np.any(np.asarray(layout.cp) > 1),
         params=params,
         layer=layer,
         crossover_batch=crossover_batch(**on_mesh),

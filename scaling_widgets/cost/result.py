@@ -46,6 +46,7 @@ class Estimate:
     wrap_x: np.ndarray
     wrap_y: np.ndarray
     microbatches: np.ndarray
+    cp_implied: bool  # CP was not asked for: the batch gives some replicas part of a sequence
     params: ParamCount
     layer: LayerTimes
     crossover_batch: np.ndarray  # the smallest batch at which this very layout is compute-bound

@@ -35,6 +35,8 @@ from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
+MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (about 61M)
+MAX_TOKENS = 1e17  # tokens a run: several thousand times the largest published (about 36T)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,10 +85,12 @@ class Workload:
     """
 
     model: Model = required(Instance(Model))
-    batch: float | np.ndarray = required(Number(unit="tokens", per_layout=True))
+    batch: float | np.ndarray = required(Number(high=MAX_BATCH, unit="tokens", per_layout=True))
     seq_len: int | None = checked(None, Maybe(Whole(high=MAX_SEQ_LEN)))
     precision: Precision = checked(BOOK_PRECISION, Instance(Precision))
-    tokens: float | np.ndarray | None = checked(None, Maybe(Number(unit="tokens", per_layout=True)))
+    tokens: float | np.ndarray | None = checked(
+        None, Maybe(Number(high=MAX_TOKENS, unit="tokens", per_layout=True))
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -109,8 +113,10 @@ class Layout:
     slice (axes spanned, rings). ``ep``: expert parallelism, EP chips of the data axis X that
     split each MoE layer's experts; 1 without. ``cp``: context parallelism, CP chips of the data
     axis that split each sequence, passing keys and values as ``cp_kind`` says: "ring",
-    "all-gather" or "ulysses"; 1 without. Every field but ``strategy``, ``sequence_parallel``,
-    ``axis_roles`` and ``wraparound`` may hold one value per layout.
+    "all-gather" or "ulysses"; None: 1 where each data replica gets whole sequences, else the
+    smallest power of two that gives them (``feasible.implied_cp``). Every field but
+    ``strategy``, ``sequence_parallel``, ``axis_roles`` and ``wraparound`` may hold one value per
+    layout.
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -132,7 +138,7 @@ class Layout:
     my: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))
     wraparound: bool | None = checked(None, Maybe(Switch("true, false or None (the chip's rule)")))
     ep: int | np.ndarray = checked(1, Whole(per_layout=True))
-    cp: int | np.ndarray = checked(1, Whole(per_layout=True))
+    cp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
 
     def __post_init__(self) -> None:

@@ -105,6 +105,8 @@ class MeshData:
     my: float
     wrap_x: bool
     wrap_y: bool
+    ep: int  # of X's chips, those that split the experts
+    cp: int  # and those that split each sequence: as asked, or as the sequences need
     splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
     gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
     places: tuple = ()  # where X and Y sit, in words (``text/views.py``)
@@ -279,6 +281,8 @@ def mesh(e: Estimate) -> MeshData:
         mx=float(e.mx),
         my=float(e.my),
         wrap_x=bool(e.wrap_x),
+        ep=int(e.layout.ep),
+        cp=int(e.layout.cp),
         wrap_y=bool(e.wrap_y),
         splits=tuple(zip(X.tolist(), Y.tolist())),
         gpu=chip.is_gpu,

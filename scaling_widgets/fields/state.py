@@ -178,6 +178,8 @@ def from_json(text: str) -> dict:
             if field.since <= version and not field.absent_ok:
                 raise ValueError(f"scenario key {name!r} is missing")
             data[name] = field.fallback()
+    if version < 5 and data["cp"] == 1:
+        data["cp"] = None  # CP 1 was the default: now the sequences choose (1 where they can)
     if version < 4 and STRATEGIES.get(data["strategy"], STRATEGIES[BEST]).on != STRATEGIES[BEST].on:
         data["optimal_split"] = True  # before version 4 a split by hand counted for FSDP + TP only
     return {name: data[name] for name in SCENARIO}

@@ -216,7 +216,9 @@ FIELDS_TABLE = (
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),
 )  # fmt: skip
 FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
-VERSION = max(f.since for f in FIELDS_TABLE)  # the saved scenario's version
+# The saved scenario's version: each field's ``since`` at most, and 5 where CP None came in (older
+# scenarios saved CP 1, then the default, for "none asked").
+VERSION = max(5, *(f.since for f in FIELDS_TABLE))
 READABLE = tuple(range(1, VERSION + 1))
 # the scenario's keys, in the JSON's order
 SCENARIO = tuple(f.name for f in FIELDS_TABLE if f.since)

@@ -122,6 +122,14 @@ def context(e: Estimate) -> Line:
     masking; the all-gather and Ulysses never hide (MODEL.md §D.3)."""
     cp, kind, ratio = int(e.layout.cp), e.layout.cp_kind, float(np.max(e.layer.comm_ratio("cp")))
     head = f"CP {cp} ({kind}): each sequence of {e.seq_len} split over {cp} chips"
+    if e.cp_implied:  # not asked for: the batch gives a replica less than a sequence
+        m = int(e.microbatches)
+        per_replica = float(e.batch) / (e.seq_len * int(e.x) * int(e.pods) * m)
+        head += (
+            f" (context parallelism, chosen for you: {units.tokens(float(e.batch))} tokens give"
+            f" {per_replica:.2g} sequences per data replica{' and microbatch' * (m > 1)};"
+            " --cp 1 refuses instead)"
+        )
     if kind != "ring":
         return Line.of(
             "threshold",

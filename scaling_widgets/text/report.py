@@ -175,22 +175,23 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
 
 
 def _table(others: dict):
+    """Each strategy's own layout in a row: its name with its ZeRO stage, recompute and schedule
+    (``layout_name``), its peak, whether it fits, what binds and the step."""
     head = ("strategy", "layout", "peak/chip", "fits", "bound by", "step")
-    yield "{:<9} {:<26} {:>12}  {:<4}  {:<22} {:>9}".format(*head)
+    rows = []
     for name, o in others.items():
         if not isinstance(o, Estimate):
-            yield f"{name:<9} cannot run: {o}"
+            rows.append((name, f"cannot run: {o}"))
             continue
-        bound = (
-            "compute" if o.compute_bound else f"{o.bottleneck} ({float(o.layer.worst_ratio):.2f}x)"
-        )
-        fits = "yes" if o.fits else "no"
-        layout = explain.layout_name(o).split(", ")[0]
-        yield (
-            f"{name:<9} {layout:<26} {units.nbytes(float(o.peak.reserved)):>12}  {fits:<4}  "
-            f"{bound:<22}"
-            f" {units.seconds(float(o.step_time)):>9}"
-        )
+        ratio = float(o.layer.worst_ratio)
+        bound = "compute" if o.compute_bound else f"{o.bottleneck} ({ratio:.2f}x)"
+        peak, step = units.nbytes(float(o.peak.reserved)), units.seconds(float(o.step_time))
+        rows.append((name, explain.layout_name(o), peak, "yes" if o.fits else "no", bound, step))
+    width = max([len(head[1])] + [len(r[1]) for r in rows if len(r) > 2])
+    line = "{:<9} {:<" + str(width) + "}  {:>9}  {:<4}  {:<18} {:>9}"
+    yield line.format(*head)
+    for row in rows:
+        yield f"{row[0]:<9} {row[1]}" if len(row) == 2 else line.format(*row)
 
 
 def plan_table(ranked, ranks) -> str:

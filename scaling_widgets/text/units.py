@@ -5,36 +5,53 @@ from __future__ import annotations
 import math
 import re
 
-SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-_COUNT = re.compile(
-    r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE
-)
+# Counts of tokens (a batch, a run) in SI: 3M is 3,000,000. Sizes (a sequence, a chip count) in
+# powers of two, as people say them: 8k is 8,192.
+SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+BINARY = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20}
+_NUMBER = re.compile(r"^\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
-def parse_count(text: str, field: str = "value") -> float:
-    """A positive count written as 3M, 3e6, 3000000, 1.5B or 15T (SI: k, M, B or G, T).
-
-    >>> parse_count("3M"), parse_count("3e6"), parse_count("3_000_000"), parse_count("15T")
-    (3000000.0, 3000000.0, 3000000.0, 15000000000000.0)
-    """
-    match = _COUNT.match(str(text))
-    value = float(match[1].replace("_", "")) * SUFFIXES[match[2].lower()] if match else math.nan
-    if not (0 < value < 1e30):  # NaN fails too
+def _read(text, field: str, suffixes: dict, example: str, high: float) -> float:
+    """A number with one of ``suffixes``; one line naming the limit for anything else."""
+    match = _NUMBER.match(str(text))
+    if match and match[2] not in suffixes:  # "4m" could be milli; "4X" is nothing
+        known = ", ".join(k for k in suffixes if k)
+        raise ValueError(f"{field} takes the suffixes {known} (such as {example}); got {text!r}")
+    value = float(match[1].replace("_", "")) * suffixes[match[2]] if match else math.nan
+    if not (0 < value <= high):  # NaN fails too
         raise ValueError(
-            f"{field} must be a number > 0 and < 1e30, such as 3M, 3e6 or 3000000; got {text!r}"
+            f"{field} must be a number > 0 and at most {sci(high)}, such as {example}; got {text!r}"
         )
     return value
 
 
+def parse_count(text: str, field: str = "value", high: float = 1e30) -> float:
+    """A positive count written as 3M, 3e6, 3000000, 1.5B or 15T (SI: k or K, M, B or G, T), at
+    most ``high``.
+
+    >>> parse_count("3M"), parse_count("3e6"), parse_count("3_000_000"), parse_count("15T")
+    (3000000.0, 3000000.0, 3000000.0, 15000000000000.0)
+    """
+    return _read(text, field, SUFFIXES, "3M, 3e6 or 3000000", high)
+
+
 def parse_whole(text: str, field: str = "value") -> int:
-    """A whole number from 1 to 2**53, also written as 32k or 1e3."""
+    """A whole number from 1 to 2**53, also written as 1e3 or 2k (2,048: sizes count in powers
+    of two).
+
+    >>> parse_whole("8k"), parse_whole("16K"), parse_whole("1e3")
+    (8192, 16384, 1000)
+    """
     try:
-        value = parse_count(text, field)
-    except ValueError:
+        value = _read(text, field, BINARY, "4, 8k or 1e3", 2.0**53)
+    except ValueError as err:
+        if "suffixes" in str(err):
+            raise
         value = 0.5
-    if value != int(value) or value > 2**53:
+    if value != int(value):
         raise ValueError(
-            f"{field} must be a whole number from 1 to 2**53, such as 4 or 32k; got {text!r}"
+            f"{field} must be a whole number from 1 to 2**53, such as 4 or 8k; got {text!r}"
         )
     return int(value)
 

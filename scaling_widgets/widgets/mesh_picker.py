@@ -142,7 +142,7 @@ class MeshPicker(Bound, w.VBox):
             return
         self._sync()
         self._info.value = _describe(mesh, self.scenario)
-        self._picture.show(mesh, self.scenario.ep, self.scenario.cp)
+        self._picture.show(mesh, mesh.ep, mesh.cp)
         s = self.scenario
         self.set_trait(
             "value",
@@ -175,7 +175,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
 
     used = [(label, ROLE_COLORS[g]) for label, g in ROLE_OPTIONS]
-    used += [SUBGROUPS[0]] * (s.ep > 1) + [SUBGROUPS[1]] * (s.cp > 1)
+    used += [SUBGROUPS[0]] * (mesh.ep > 1) + [SUBGROUPS[1]] * (mesh.cp > 1)
     key = " ".join(
         f'<span style="color:{css_color(c)}">&#9632;</span> {label}' for label, c in used
     )
@@ -190,12 +190,12 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
 def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
     """The groups the data axis holds beside its replicas: EP splits the experts, CP the
     sequences."""
-    parts = [f"EP {s.ep} of them split the experts"] * (s.ep > 1) + [
-        f"CP {s.cp} split each sequence ({s.cp_kind})"
-    ] * (s.cp > 1)
+    parts = [f"EP {mesh.ep} of them split the experts"] * (mesh.ep > 1) + [
+        f"CP {mesh.cp} split each sequence ({s.cp_kind})"
+    ] * (mesh.cp > 1)
     if not parts:
         return ""
-    replicas = mesh.x // (s.cp if s.cp > 1 else 1)
+    replicas = mesh.x // mesh.cp
     return f" Of X's {mesh.x} chips, {' and '.join(parts)}: {replicas:,} replicas."
 
 

@@ -10,6 +10,7 @@ from traitlets import Dict
 
 from ..cost.schedules import SCHEDULES
 from ..cost.strategies import BEST, STRATEGIES
+from ..fields import FIELDS
 from ..text.explain import layout_name
 from ._base import Bound, Message, check_kwargs, control
 from .analysis import Analysis
@@ -45,7 +46,9 @@ class StrategySelector(Bound, w.VBox):
         self._virtual = control("virtual_stages", **narrow)
         self._sequence_parallel = control("sequence_parallel")
         # Expert and context parallelism: groups out of the data axis X (MODEL.md §D.2, §D.3).
-        self._ep, self._cp = control("ep", **narrow), control("cp", **narrow)
+        self._ep = control("ep", **narrow)
+        # "auto" stands for None: CP 1, or the smallest that gives each replica whole sequences
+        self._cp = w.Dropdown(description=FIELDS["cp"].label, options=_cp_options(None), **narrow)
         self._cp_kind = control("cp_kind", layout=w.Layout(width=wide))
         self._implied = w.HTML()
         self._message = Message()
@@ -75,7 +78,12 @@ class StrategySelector(Bound, w.VBox):
         self._bind(self._virtual, "virtual_stages")
         self._bind(self._sequence_parallel, "sequence_parallel")
         self._bind(self._ep, "ep")
-        self._bind(self._cp, "cp")
+        self._bind(
+            self._cp,
+            "cp",
+            parse=lambda v: None if v == "auto" else v,
+            show=lambda cp: "auto" if cp is None else cp,
+        )
         self._bind(self._cp_kind, "cp_kind")
         # recomputed after every change of the scenario
         self.analysis.observe(self._sync, "estimate")
@@ -83,6 +91,8 @@ class StrategySelector(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
+        if list(self._cp.options) != _cp_options(s.cp):  # a CP set elsewhere (API, file)
+            self._cp.options = _cp_options(s.cp)
         super()._show_scenario()
         self._strategy.value = s.strategy
         self._zero.disabled = STRATEGIES[s.strategy].on == "y"  # no data axis to shard over
@@ -99,7 +109,7 @@ class StrategySelector(Bound, w.VBox):
         self._virtual.disabled = not SCHEDULES[s.schedule].takes_virtual_stages
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
-        self._cp_kind.disabled = s.cp == 1
+        self._cp_kind.disabled = int(e.layout.cp) == 1
         self.set_trait(
             "value",
             {
@@ -111,7 +121,7 @@ class StrategySelector(Bound, w.VBox):
                 "z": mesh.z,
                 "microbatches": int(e.microbatches),
                 "ep": s.ep,
-                "cp": s.cp,
+                "cp": int(e.layout.cp),
             },
         )
         self._implied.value = _implied(s, e, mesh)
@@ -152,6 +162,12 @@ class StrategySelector(Bound, w.VBox):
 
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])
+
+
+def _cp_options(cp: int | None) -> list:
+    """ "auto" and the powers of two to 256, with a CP given otherwise (the API, a file) kept."""
+    shown = [("auto", "auto"), *((str(2**k), 2**k) for k in range(9))]
+    return shown if cp is None or cp in (v for _, v in shown) else [*shown, (str(cp), cp)]
 
 
 def _implied(s: Scenario, e, mesh) -> str:

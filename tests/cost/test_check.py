@@ -39,6 +39,7 @@ CUBE = (16, 16, 16)
                 y=8,
                 z=4,
                 microbatches=16,
+                cp=1,  # asked for: no context parallelism to split the sequences
             ),
             "batch",
             r"at least 67,108,864 tokens, a whole sequence of 32768 for each of the 128 data "
@@ -106,13 +107,16 @@ def test_a_layout_that_cannot_run_is_refused_naming_the_field(keywords, field, m
 
 
 def test_the_best_split_only_picks_a_split_that_can_run():
-    # 732 sequences: FSDP 1024 x TP 4 (the token-level optimum) would starve 292 replicas; TP 16
-    # would not divide the 40 heads. FSDP 512 x TP 8 is the best that can run.
+    # 732 sequences: FSDP 1024 x TP 4 (the token-level optimum, the chapter's example 16) runs with
+    # each sequence split over 2 chips; TP 16 would not divide the 40 heads.
     e = estimate(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=CUBE)
-    assert (int(e.x), int(e.y)) == (512, 8)
-    # the chapter's example 16
+    assert (int(e.x), int(e.y), e.layout.cp, bool(e.cp_implied)) == (1024, 4, 2, True)
     token_level = estimate(model=L13, chip=V5P, batch=3e6, slice_shape=CUBE)
-    assert (int(token_level.x), int(token_level.y)) == (1024, 4)
+    assert (int(token_level.x), int(token_level.y), token_level.layout.cp) == (1024, 4, 1)
+    # Without context parallelism (CP 1 asked for), 1024 replicas would starve 292 of them: FSDP
+    # 512 x TP 8 is the best that can run.
+    whole = estimate(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=CUBE, cp=1)
+    assert (int(whole.x), int(whole.y), bool(whole.cp_implied)) == (512, 8, False)
 
 
 def _cli_json(args, capsys):
@@ -126,18 +130,23 @@ def test_cli_on_h100_picks_a_legal_split_or_says_what_batch_it_needs(capsys):
     code, data = _cli_json(args, capsys)
     assert code == 0 and data["chips"] == 1024 and 40 % data["layout"]["Y"] == 0
     # The preset's whole cluster (32,768 GPUs): TP at most 8 (a node, and 8 divides 40 heads)
-    # leaves 4096 replicas, more than the 732 sequences of 4096: no split can run; the batch is
+    # leaves at least 4096 replicas, more than the 732 sequences of 4096. Each sequence is split
+    # over CP GPUs (context parallelism); with CP 1 asked for, no split can run and the batch is
     # refused with what it would need.
+    code, data = _cli_json([*args, "--chips", "32768"], capsys)
+    X, CP = data["layout"]["X"], data["layout"]["CP"]
+    assert code == 0 and CP > 1 and 3e6 * CP / (4096 * X) >= 1 > 3e6 * CP / 2 / (4096 * X)
     with pytest.raises(SystemExit) as exit_info:
-        main(["estimate", *args, "--chips", "32768"])
+        main(["estimate", *args, "--chips", "32768", "--cp", "1"])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Traceback" not in err
     need = re.search(r"--batch must be at least ([\d,]+) tokens", err)
     assert need and int(need.group(1).replace(",", "")) > 3e6
-    # On 4096 GPUs it runs, on a split that can: Y divides the heads, a whole sequence per replica.
+    # On 4096 GPUs it runs, on a split that can: Y divides the heads, whole sequences per replica
+    # of CP GPUs.
     code, data = _cli_json([*args, "--chips", "4096"], capsys)
-    X, Y, P = (data["layout"][k] for k in ("X", "Y", "P"))
-    assert code == 0 and 40 % Y == 0 and 3e6 / (4096 * X * P) >= 1
+    X, Y, P, CP = (data["layout"][k] for k in ("X", "Y", "P", "CP"))
+    assert code == 0 and 40 % Y == 0 and 3e6 * CP / (4096 * X * P) >= 1
     assert X * Y == 4096
 
 

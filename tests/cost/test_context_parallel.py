@@ -1,8 +1,10 @@
 """Context parallelism (MODEL.md §D.3): sequences split over CP chips of the data axis, the keys and
 values they pass, and the layouts it makes possible."""
 
+import math
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from scaling_widgets import estimate
@@ -31,15 +33,20 @@ AT_128K = dict(
 )
 
 
-def test_fewer_sequences_than_replicas_is_refused_with_cp_suggested_and_cp_runs_it():
+def test_fewer_sequences_than_replicas_take_the_smallest_cp_that_keeps_them_whole():
+    # 122 sequences of 128K over 128 replicas x 15 microbatches: each sequence is split over 16
+    # GPUs, as Meta did.
+    e = estimate(**AT_128K)
+    assert (e.layout.cp, bool(e.cp_implied)) == (16, True)
     with pytest.raises(
         InputError,
         match="a whole sequence of 131072 .* \\(or split each sequence over chips:"
         " context parallelism, --cp\\)",
     ):
-        estimate(**AT_128K)
+        estimate(**AT_128K, cp=1)  # asked for: refused
     e = estimate(**AT_128K, cp=16, cp_kind="all-gather")
     assert bool(e.fits) and float(e.memory.total) < H100.hbm_bytes
+    assert not e.cp_implied
 
 
 @given(cp=st.sampled_from([1, 2, 4, 8, 16]), kind=st.sampled_from(["ring", "all-gather"]))
@@ -97,3 +104,36 @@ def test_ulysses_needs_kv_heads_for_each_cp_chip():
         **{**AT_128K, "y": 1, "x": 1024, "batch": 64e6, "microbatches": 2}, cp=8, cp_kind="ulysses"
     )
     assert float(e.layer.t_comms_cp) > 0
+
+
+@given(
+    shape=st.sampled_from([(4, 4, 4), (8, 8, 8), (16, 16, 16), (16, 20, 28)]),
+    model=st.sampled_from(["llama-2-13b", "llama-3-70b", "gemma-7b"]),
+    seq_len=st.sampled_from([2048, 4096, 8192, 32768]),
+    sequences=st.floats(1, 4096),
+    strategy=st.sampled_from(["fsdp", "fsdp+tp", "dp"]),
+)
+def test_a_token_level_layout_runs_with_sequences_and_keeps_the_chapters_layer(
+    shape, model, seq_len, sequences, strategy
+):
+    # The chapter counts tokens. With sequences of any length the same layout runs (each
+    # sequence split over the fewest chips that keep them whole), and its layer is the chapter's:
+    # the same split, compute and traffic, thresholds and verdict.
+    base = dict(model=MODELS[model], chip=V5P, slice_shape=shape, batch=sequences * seq_len,
+                strategy=strategy, mfu=0.4)  # fmt: skip
+    chips = math.prod(shape)
+    # The chapter's layouts need a token a chip; sequences split evenly over at most gcd(N, T)
+    # chips (on the 8,960 chips of a v5p pod, 256 of a sequence of 4096: 16 tokens a chip).
+    assume(base["batch"] >= seq_len * chips / math.gcd(chips, seq_len))
+    tokens = estimate(**base)
+    e = estimate(**base, seq_len=seq_len)
+    cp = e.layout.cp
+    assert cp >= 1 and e.batch * cp / (seq_len * int(e.x)) >= 1  # whole sequences per replica
+    assert (int(e.x), int(e.y)) == (int(tokens.x), int(tokens.y))
+    for part in ("math", "x", "y", "dcn"):
+        assert getattr(e.layer, part) == pytest.approx(getattr(tokens.layer, part))
+    assert bool(e.compute_bound) == bool(tokens.compute_bound)
+    assert float(e.critical_tokens_per_chip) == pytest.approx(
+        float(tokens.critical_tokens_per_chip), nan_ok=True
+    )
+    assert float(e.step_time) == pytest.approx(float(tokens.step_time))

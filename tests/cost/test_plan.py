@@ -196,7 +196,7 @@ def test_an_impossible_request_says_what_would_be_needed():
             dict(batch=[1e6, 2e6]),
             r"batch must be one number to plan for; got \[1000000.0, 2000000.0\]",
         ),
-        (dict(batch=-1), "batch must be a number of tokens >= 1e-30 and < 1e30; got -1"),
+        (dict(batch=-1), "batch must be a number of tokens > 0 and < 1e11; got -1"),
         (
             dict(pods=0),
             r"pods must be a whole number from 1 to 65,536 \(at most 4,194,304 chips in all\); got "

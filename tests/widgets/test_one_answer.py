@@ -477,8 +477,15 @@ def _more_stages_than_layers(panel, data):
     return selector, lambda: setattr(selector._stages, "value", z), flags, {"z", "virtual_stages"}
 
 
+def _no_context_parallelism(panel):
+    """CP 1 asked for: else the smallest CP that keeps sequences whole would make room."""
+    panel.strategy_selector._cp.value = 1
+    assume(panel.strategy_selector._message.text == "")
+
+
 def _too_many_microbatches(panel, data):
     s, selector = panel.scenario, panel.strategy_selector
+    _no_context_parallelism(panel)
     _pin_the_split(panel)  # else the best split would take a smaller data axis to make room
     e = panel.analysis.estimate
     per_replica = s.batch / (s.seq_len * int(e.x) * s.pods)
@@ -493,6 +500,7 @@ def _too_many_microbatches(panel, data):
 
 def _batch_below_a_sequence_per_replica(panel, data):
     s, training = panel.scenario, panel.training
+    _no_context_parallelism(panel)
     e = panel.analysis.estimate
     # Fewer tokens than a sequence for each data replica; with the best split, for even one.
     replicas = 1 if s.strategy == "fsdp+tp" and s.optimal_split else int(e.x)

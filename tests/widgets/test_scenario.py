@@ -18,8 +18,8 @@ def test_defaults_are_the_chips_full_pod():
 @pytest.mark.parametrize(
     "field, value, message",
     [
-        ("batch", -3.0, r"batch must be a number of tokens >= 1e-30 and < 1e30; got -3"),
-        ("mfu", 1.5, "mfu must be a share of peak >= 1e-30 and <= 1; got 1.5"),
+        ("batch", -3.0, r"batch must be a number of tokens > 0 and < 1e11; got -3"),
+        ("mfu", 1.5, "mfu must be a share of peak > 0 and <= 1; got 1.5"),
         ("pods", 0, "pods must be a whole number from 1 to 4,194,304; got 0"),
         ("hardware", "tpu-v9", "unknown hardware 'tpu-v9'"),
         (
@@ -28,8 +28,9 @@ def test_defaults_are_the_chips_full_pod():
             "slice_shape must be a slice that fits in the chip's pod of 16x20x28 .*; got 16x16x32",
         ),
         ("z", 3, "z must be a number of pipeline stages dividing the slice's 8960 chips; got 3"),
-        # 1M tokens of 4096 (244 sequences) cannot give the 1120 data replicas of a pod one each.
-        ("batch", 1e6, "batch must be at least [0-9,]+ tokens.*a whole sequence of 4096"),
+        # 100K tokens of 4096 (24 sequences) cannot give the 35 data replicas of 64 CP chips, the
+        # fewest a pod's data axis of 2240 chips allows, one each.
+        ("batch", 1e5, "batch must be at least 143,360 tokens.*of 64 CP chips.*a whole sequence"),
     ],
 )
 def test_bad_values_are_rejected_naming_the_field(field, value, message):
@@ -97,9 +98,9 @@ def test_json_round_trip_loses_nothing():
     "change, message",
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
-        ({"version": 5}, "scenario version must be one of \\(1, 2, 3, 4\\); got 5"),
+        ({"version": 6}, "scenario version must be one of \\(1, 2, 3, 4, 5\\); got 6"),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
-        ({"batch": "3M"}, r"batch must be a number of tokens >= 1e-30 and < 1e30; got '3M'"),
+        ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e11; got '3M'"),
         ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),
     ],
 )

@@ -38,7 +38,7 @@ class Chip:
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
-            require(self, field, is_positive(getattr(self, field)), "a number >= 1e-30 and < 1e30")
+            require(self, field, is_positive(getattr(self, field)), "a number > 0 and < 1e30")
         shape = self.pod_shape
         ok = (
             isinstance(shape, (tuple, list))
@@ -75,7 +75,7 @@ class Chip:
                 self,
                 "scaleout_bw",
                 nic >= 1e-30,
-                "a number >= 1e-30 and < 1e30 on a GPU (node_size > 0)",
+                "a number > 0 and < 1e30 on a GPU (node_size > 0)",
             )
 
     @property

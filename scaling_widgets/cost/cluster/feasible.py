@@ -11,6 +11,7 @@ data replica needs a whole sequence per microbatch, TP must divide the attention
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,7 +46,7 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
                 "given for microbatch sizes or a recompute policy other than 'checkpoints'",
                 None,
             )
-        if np.any(np.asarray(layout.cp) > 1):
+        if layout.cp is not None and np.any(np.asarray(layout.cp) > 1):
             raise refuse(
                 "seq_len", "given to split sequences over chips (context parallelism)", None
             )
@@ -124,6 +125,27 @@ def runs(
         & (T % CP == 0)
         & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
     }
+
+
+def implied_cp(
+    *, batch: ArrayLike, seq_len: int | None, x: ArrayLike, pods: ArrayLike, microbatches: ArrayLike
+) -> np.ndarray:
+    """The context parallelism a layout takes when none is asked for (MODEL.md §D.3): the
+    smallest power of two CP that gives each data replica a whole sequence a microbatch,
+    B·CP/(T·X·P) ≥ m; 1 where each has one already.
+
+    The chapter counts tokens and never sequences: a replica's share of the batch may be part of
+    one sequence, and these are the chips that share it.
+
+    Returns
+    -------
+    cp : np.ndarray
+        CP per layout [chips].
+    """
+    T = 1 if seq_len is None else seq_len
+    short = np.asarray(microbatches) * T * np.asarray(x) * np.asarray(pods) / np.asarray(batch)
+    # The rule ``runs`` checks, exactly: a batch a hair short of whole sequences needs the next CP.
+    return (2 ** np.ceil(np.log2(np.maximum(short, 1)))).astype(np.int64)
 
 
 def possible(*, given: Layout, **layout) -> None:
@@ -207,8 +229,32 @@ def _experts(i, *, model, x, ep, **_) -> InputError:
     )
 
 
-def _context(i, *, model, seq_len, x, y, cp, cp_kind="ring", **_) -> InputError:
+def _context(i, *, model, seq_len, batch, pods, x, y, microbatches, cp, given, cp_kind="ring", **_):
     CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
+    if given.cp is None:  # the CP implied for whole sequences: the batch is what to change
+        T, P, m = 1 if seq_len is None else seq_len, int(pods[i]), int(microbatches[i])
+        replicas_have_one = given.microbatches is not None and m > 1 and batch[i] >= T * X * P
+        if seq_len is None or replicas_have_one:
+            # a token is not split; or fewer microbatches would keep the sequences whole
+            return _sequences(
+                i,
+                model=model,
+                seq_len=seq_len,
+                batch=batch,
+                pods=pods,
+                x=x,
+                microbatches=microbatches,
+                cp=np.ones_like(cp),
+                given=given,
+            )
+        largest = math.gcd(X, T)
+        return refuse(
+            "batch",
+            f"at least {T * X * P * m / largest:,.0f} tokens: each sequence of {T} may be split"
+            f" over at most {largest:,} chips of the data axis X = {X:,} (context parallelism"
+            " dividing both), and each replica needs a whole sequence per microbatch",
+            f"{batch[i].item():,.6g} (CP {CP} would be needed)",
+        )
     shard_heads = max(model.kv_heads // Y, 1)
     ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
     return refuse(

@@ -20,19 +20,20 @@ from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
 from ..transformer.experts import all_to_all, held_width
 from ..values import Cluster, Layout, Workload
-from .feasible import possible, stages
+from .feasible import implied_cp, possible, runs, stages
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
 from .nodes import node_spans
 
 
 @dataclass(frozen=True, eq=False)
 class Placement:
-    """X, Y, Z and the microbatches m of a layout, and how X and Y sit on the slice."""
+    """X, Y, Z, the microbatches m and CP of a layout, and how X and Y sit on the slice."""
 
     x: np.ndarray
     y: np.ndarray
     z: int | np.ndarray
     microbatches: np.ndarray
+    cp: np.ndarray  # as given, or the smallest that gives whole sequences (``implied_cp``)
     span: MeshSpan
     mx: np.ndarray  # axes (TPU) or NVLink multiples (GPU) the X group spans; the override if given
     my: np.ndarray
@@ -78,11 +79,11 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
-    if (
-        layout.microbatch_seqs is not None
-    ):  # as many microbatches of at least that size as each replica gets
-        # CP chips share sequences
-        per_replica = workload.batch / workload.seq_len / (X * P) * layout.cp
+    cp = _cp(workload, layout, X, P, m)
+    if layout.microbatch_seqs is not None:
+        # as many microbatches of at least that size as each replica (CP chips sharing
+        # sequences) gets
+        per_replica = workload.batch / workload.seq_len / (X * P) * cp
         m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
     if span is None and chip.is_gpu:
         span = node_spans(
@@ -102,12 +103,23 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         microbatches=m,
         given=layout,
         ep=layout.ep,
-        cp=layout.cp,
+        cp=cp,
         cp_kind=layout.cp_kind,
     )
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
-    return Placement(x=X, y=Y, z=Z, microbatches=m, span=span, mx=M_X, my=M_Y)
+    return Placement(x=X, y=Y, z=Z, microbatches=m, cp=cp, span=span, mx=M_X, my=M_Y)
+
+
+def _cp(workload: Workload, layout: Layout, X, P, m) -> np.ndarray:
+    """CP as given, or the smallest that gives each replica whole sequences of its microbatches
+    (or of ``microbatch_seqs`` sequences each)."""
+    if layout.cp is not None:
+        return np.asarray(layout.cp)
+    per_microbatch = m if layout.microbatch_seqs is None else layout.microbatch_seqs
+    return implied_cp(
+        batch=workload.batch, seq_len=workload.seq_len, x=X, pods=P, microbatches=per_microbatch
+    )
 
 
 def _default_microbatches(layout: Layout, Z):
@@ -124,8 +136,6 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     chip, model, P = cluster.chip, workload.model, cluster.pods
     T = workload.seq_len or 1
     per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
-    # a whole sequence per replica and microbatch
-    max_x = workload.batch * layout.cp / (T * P * per_microbatch)
     split = dict(
         exact=exact,
         node_size=chip.node_size,
@@ -134,7 +144,6 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
         d_model=model.d_model,
         d_ff=model.active_width,
         d_ff_weights=held_width(model, layout.ep),
-        x_multiple_of=np.lcm(layout.ep, layout.cp),
         all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
         slice_shape=cluster.slice_shape,
         z=Z,
@@ -148,26 +157,60 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
         heads=model.heads,
         kv_heads=model.kv_heads,
     )
-    x, y = best_split(**split, max_x=max_x)
-    if np.any(x == 0):
-        raise _no_split(
-            workload, split, stage_chips, P, T, np.max(per_microbatch), int(np.max(layout.cp))
+
+    def runs_on(X):  # whole sequences per replica, and X holds the EP and CP groups
+        per_layout = {  # each layout's values against every candidate X, along a last axis
+            name: np.asarray(value)[..., None]
+            for name, value in dict(
+                batch=workload.batch, pods=P, microbatches=per_microbatch, ep=layout.ep
+            ).items()
+        }
+        given_cp = None if layout.cp is None else np.asarray(layout.cp)[..., None]
+        cp = (
+            given_cp
+            if given_cp is not None
+            else implied_cp(
+                seq_len=workload.seq_len,
+                x=X,
+                **{k: per_layout[k] for k in ("batch", "pods", "microbatches")},
+            )
         )
+        ok = runs(
+            model=workload.model,
+            seq_len=workload.seq_len,
+            x=X,
+            y=1,
+            z=1,
+            virtual_stages=1,
+            cp=cp,
+            cp_kind=np.asarray(layout.cp_kind)[..., None],
+            **per_layout,
+        )
+        return ok["sequences"] & ok["experts"] & ok["context"]
+
+    x, y = best_split(**split, x_ok=runs_on)
+    if np.any(x == 0):
+        cp = None if layout.cp is None else int(np.max(layout.cp))
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
     return x, y
 
 
-def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp: int) -> Exception:
+def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp) -> Exception:
     """The refusal of a batch too small for any split: the smallest data axis a legal split of
     this slice has (TP dividing the heads, X and Y sharing at most one axis, CP dividing it) sets
-    what is needed: a whole sequence for each replica of CP chips."""
+    what is needed: a whole sequence for each replica of CP chips (None: the most CP chips the
+    axis and the sequence allow, a power of two dividing both)."""
     smallest = next(
         (
             X
             for X in sorted(set(split_candidates(stage_chips)[0].tolist()))
-            if np.all(best_split(**split, max_x=X)[0])
+            if np.all(best_split(**split, x_ok=lambda candidates, X=X: candidates <= X)[0])
         ),
         None,
     )
+    if cp is None and smallest is not None:
+        shared = math.gcd(smallest, T)
+        cp = shared & -shared  # the largest power of two dividing both
     replicas = None if smallest is None else smallest // cp
     unit = "token" if workload.seq_len is None else f"sequence of {T}"
     got = f"{float(np.min(workload.batch)):,.6g}"
@@ -185,9 +228,8 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp:
         f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
         f" {smallest:,} chips, {replicas:,} replicas per pod"
         + (f" of {cp} CP chips" if cp > 1 else "")
-        + f", each needing a whole {unit} per microbatch (or use pipeline stages, context "
-        "parallelism to"
-        " split each sequence (--cp), or another order of the slice's axes)",
+        + f", each needing a whole {unit} per microbatch (or use pipeline stages, more context"
+        " parallelism to split each sequence (--cp), or another order of the slice's axes)",
         got,
     )
 

@@ -161,7 +161,13 @@ def evaluate_order(
     degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
     c = product(placed, knob_combinations(), degrees)
     c["microbatches"] = c.pop("per_stage") * c["z"]
-    minimal = _context_degrees(workload, cluster.pods, c["x"], c["microbatches"])
+    minimal = feasible.implied_cp(
+        batch=workload.batch,
+        seq_len=workload.seq_len,
+        x=c["x"],
+        pods=cluster.pods,
+        microbatches=c["microbatches"],
+    )
     c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
     c["cp_kind"] = np.full(len(c["x"]), cp_kind)
     ok = feasible.runs(
@@ -223,14 +229,6 @@ def _expert_degrees(model) -> dict:
     """EP 1, and for a mixture of experts every power of two that divides its experts."""
     E = 1 if model.moe is None else model.moe.experts
     return {"ep": np.array([2**k for k in range(int(math.log2(E & -E)) + 1)])}
-
-
-def _context_degrees(workload: Workload, pods, x, microbatches) -> np.ndarray:
-    """The smallest power of two CP that gives each data replica a whole sequence a microbatch
-    (1 where it has one already): B·CP/(T·X·P) ≥ m."""
-    T = workload.seq_len or 1
-    short = microbatches * T * x * pods / workload.batch  # replicas per sequence: > 1 needs CP
-    return np.where(short > 1, 2 ** np.ceil(np.log2(np.maximum(short, 1))), 1).astype(np.int64)
 
 
 def ranking(merged: dict) -> np.ndarray:

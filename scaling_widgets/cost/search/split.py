@@ -50,9 +50,8 @@ def best_split(
     exact: Exactness = CHAPTER,
     heads: int | None = None,
     kv_heads: int | None = None,
-    max_x: ArrayLike | None = None,
+    x_ok: Callable[[np.ndarray], np.ndarray] | None = None,
     d_ff_weights: ArrayLike | None = None,
-    x_multiple_of: ArrayLike = 1,
     all_to_all: Callable[[ArrayLike, ArrayLike, ArrayLike], float | np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.integer | np.ndarray]:
     """The FSDP + TP split (X, Y) to use on this slice at this batch.
@@ -64,11 +63,11 @@ def best_split(
     spans of every candidate. With ``node_size`` the slice is a GPU cluster (``node_spans``).
     ``z`` (pipeline stages) is one whole number; the rest broadcast. On a GPU cluster TP stays
     inside a node (a split by hand may take it across). With ``heads`` (and
-    ``kv_heads``) only TP degrees that divide them are offered, and with ``max_x`` only data
-    axes up to it (a whole sequence per replica, see ``feasible.possible``); when no split is
-    left, X is 0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``);
-    only data axes that are multiples of ``x_multiple_of`` are offered (the EP and CP groups come
-    out of them), and ``all_to_all(X, Y, M_X)``
+    ``kv_heads``) only TP degrees that divide them are offered, and with ``x_ok(X)`` only the
+    data axes it allows (a whole sequence per replica, room for the EP and CP groups: see
+    ``feasible.runs``; one row per layout, one column per candidate); when no split is left, X is
+    0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``), and
+    ``all_to_all(X, Y, M_X)``
     gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
@@ -117,7 +116,7 @@ def best_split(
     )
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
-    legal = _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of)
+    legal = _legal(span, X, Y, node_size, heads, kv_heads, x_ok)
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
@@ -126,16 +125,14 @@ def best_split(
     return np.where(none_legal, 0, X[pick]), Y[pick]
 
 
-def _legal(span, X, Y, node_size, heads, kv_heads, max_x, x_multiple_of):
+def _legal(span, X, Y, node_size, heads, kv_heads, x_ok):
     """Which candidates may run: X and Y share at most one axis (``span_axes``); on GPUs TP stays
     inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP divides the
-    heads; X gives a whole sequence to each replica (``max_x``) and holds the EP and CP groups."""
+    heads; ``x_ok`` allows X (whole sequences, the EP and CP groups)."""
     legal = span.shared_axes <= 1
     if node_size:
         legal = legal & (Y <= node_size)
     if heads is not None:
         K = heads if kv_heads is None else kv_heads
         legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))
-    if max_x is not None:
-        legal = legal & (X <= np.asarray(max_x, dtype=float)[..., None])
-    return legal & (X % np.asarray(x_multiple_of)[..., None] == 0)
+    return legal if x_ok is None else legal & x_ok(X)

@@ -12,7 +12,10 @@ from numpy.typing import ArrayLike
 from ..choices import per_choice
 from .exactness import CHAPTER, Exactness, corrected
 
-AXES = ("x", "y", "dcn", "ep", "cp")
+# The roofline's axes: the MLP's traffic and a MoE layer's all-to-all. CP's keys and values are
+# attention's traffic, which the chapter's layer leaves out (MODEL.md §A.2): CP has its own rule
+# (``context.ring_hides``), and the predicted step charges what it exposes (MODEL.md §D.3).
+AXES = ("x", "y", "dcn", "ep")
 # the strategies whose X axis holds whole weights (its role is "dp")
 DATA_PARALLEL = ("dp", "dp+tp")
 
@@ -119,10 +122,10 @@ class LayerTimes:
 
     @cached_property
     def worst_axis(self) -> str | np.ndarray:
-        """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep', 'cp') with the largest ratio, bound or not."""
+        """The axis ('dp'|'fsdp', 'tp', 'dcn', 'ep') with the largest ratio, bound or not."""
         worst = np.stack(np.broadcast_arrays(*(self.comm_ratio(a) for a in AXES))).argmax(axis=0)
         # one: a np.str_
-        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep", "cp"])[worst])[()]
+        return np.where(worst == 0, self.x_role, np.array(["", "tp", "dcn", "ep"])[worst])[()]
 
     @cached_property
     def bottleneck(self) -> np.ndarray:
