@@ -12,7 +12,25 @@ The layers, each a folder or file that says its role, imports pointing down only
 - ``app.py`` (the panel, ``explore``), ``cli/`` and ``demo.py``.
 """
 
-from .cost import estimate, evaluate, plan
+from .cost import evaluate, plan
+from .fields.keywords import as_given, cost_keywords
+
+
+def estimate(**keywords):
+    """``cost.estimate``, its keywords also in the command line's names and forms: ``fsdp``,
+    ``tp``, ``pp``, ``dp``, ``chips``, ``mesh``, ``hardware``, ``batch="4M"``, ``seq_len="8k"``.
+
+    >>> e = estimate(model="llama-3-70b", hardware="h100", chips=1024, batch="4M", tp=8, mfu=0.4)
+    >>> (int(e.x), int(e.y), e.slice_shape)
+    (128, 8, (128, 8))
+    """
+    from .cost import estimate as evaluate_keywords
+
+    try:
+        return evaluate_keywords(**cost_keywords(keywords))
+    except ValueError as error:  # named as the user wrote it
+        raise as_given(error, keywords) from None
+
 
 __version__ = "0.1.0"
 __all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "__version__"]

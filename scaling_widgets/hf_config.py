@@ -1,15 +1,30 @@
 """A Hugging Face ``config.json``, as published, read into a ``Model`` (MODEL.md §D.4).
 
 The file is read as JSON: no network, no ``transformers``. The field names are those of the
-LLaMA, Mistral and Mixtral, Qwen2 and Qwen3 (dense and MoE), DeepSeek-V3 and Gemma families.
-A file of another architecture is refused with one line naming the fields it lacks.
+LLaMA, Mistral and Mixtral, Qwen2 and Qwen3 (dense and MoE), DeepSeek-V3 and Gemma families,
+whose MLPs are gated (SwiGLU, GeGLU), and of GPT-2, GPT-J, GPT-NeoX, OPT and Falcon, whose MLPs
+are not (one up-projection, GELU or ReLU, one down). A file of another architecture is refused
+with one line naming the fields it lacks.
 """
 
 from __future__ import annotations
 
 from .cost.transformer.shapes import MLA, Model, MoE
 
-FAMILIES = "LLaMA, Mistral/Mixtral, Qwen2/Qwen3 (dense and MoE), DeepSeek-V3, Gemma"
+FAMILIES = (
+    "LLaMA, Mistral/Mixtral, Qwen2/Qwen3 (dense and MoE), DeepSeek-V3, Gemma, GPT-2, GPT-J,"
+    " GPT-NeoX, OPT, Falcon"
+)
+# model_type -> MLP without a gate: two matrices a layer, 2·D·F (MODEL.md §A.5)
+UNGATED = ("gpt2", "gptj", "gpt_neox", "opt", "falcon")
+# Other families' names for the fields read (GPT-2 and GPT-J: n_*; OPT: ffn_dim; Falcon: ...).
+ALIASES = {
+    "num_hidden_layers": ("n_layer",),
+    "hidden_size": ("n_embd",),
+    "num_attention_heads": ("n_head",),
+    "intermediate_size": ("n_inner", "ffn_dim", "ffn_hidden_size"),
+    "num_key_value_heads": ("num_kv_heads",),
+}
 REQUIRED = (
     "num_hidden_layers",
     "hidden_size",
@@ -26,8 +41,24 @@ def looks_like_hf(data: dict) -> bool:
     )
 
 
+def _in_our_names(config: dict) -> dict:
+    """The config with other families' field names read as LLaMA's; an MLP width left out (GPT-2,
+    GPT-J, Falcon's n_inner None) is their 4·D."""
+    out = dict(config)
+    for name, others in ALIASES.items():
+        if out.get(name) is None:
+            out[name] = next((config[o] for o in others if config.get(o) is not None), None)
+    kind = config.get("model_type")
+    if kind in UNGATED and out.get("intermediate_size") is None and out.get("hidden_size"):
+        out["intermediate_size"] = 4 * out["hidden_size"]
+    if kind == "falcon" and out.get("num_key_value_heads") is None and config.get("multi_query"):
+        out["num_key_value_heads"] = 1  # Falcon-7B: one KV head shared by every query head
+    return out
+
+
 def model_from_hf(config: dict, name: str | None = None) -> Model:
     """The ``Model`` a config describes; its MoE layers and latent attention included."""
+    config = _in_our_names(config)
     kind = config.get("model_type", "unknown")
     missing = [
         key
@@ -51,7 +82,7 @@ def model_from_hf(config: dict, name: str | None = None) -> Model:
         kv_heads=kv_heads,
         head_dim=_head_dim(config, heads, mla),
         vocab=config["vocab_size"],
-        gated=True,  # SwiGLU or GeGLU in every family read here
+        gated=kind not in UNGATED,  # SwiGLU or GeGLU, but for GPT-2, GPT-J, GPT-NeoX, OPT, Falcon
         # transformers' default when a config leaves it out is to tie them.
         tied_embeddings=bool(config.get("tie_word_embeddings", True)),
         moe=_moe(config, kind),

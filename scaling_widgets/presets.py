@@ -54,16 +54,19 @@ HARDWARE = {
     ),
 }
 # GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
-# GB200 NVL72) and DGX system guides. ici_bw is the NVLink egress per GPU (half the
-# bidirectional figure), scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with
-# room for 32,768 GPUs (18,432 for NVL72). Between "pods" the NIC is the DCN too.
+# GB200 NVL72) and DGX system guides. HBM as the frameworks see it (nvidia-smi, CUDA's total
+# memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB (modal-labs/modal-client#2797),
+# the B200 178.35 GiB (pytorch/ao#4002); the H200 and GB200 as NVIDIA states them. ici_bw is
+# the NVLink egress per GPU (half the bidirectional figure), scaleout_bw the NIC per GPU,
+# pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432 for NVL72). Between "pods"
+# the NIC is the DCN too.
 _DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched")
 HARDWARE.update(
     {
         "a100": Chip(
             "A100",
             flops=3.12e14,
-            hbm_bytes=80e9,
+            hbm_bytes=81_920 * 2**20,
             hbm_bw=2.039e12,
             ici_bw=3e11,  # NVLink 3: 600 GB/s bidirectional
             scaleout_bw=2.5e10,
@@ -73,7 +76,7 @@ HARDWARE.update(
         "h100": Chip(
             "H100",
             flops=9.9e14,
-            hbm_bytes=80e9,
+            hbm_bytes=81_559 * 2**20,
             hbm_bw=3.35e12,
             ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
             scaleout_bw=5e10,
@@ -93,7 +96,7 @@ HARDWARE.update(
         "b200": Chip(
             "B200",
             flops=2.25e15,
-            hbm_bytes=192e9,
+            hbm_bytes=178.35 * 2**30,
             hbm_bw=8e12,
             ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
             scaleout_bw=5e10,

@@ -67,25 +67,43 @@ def test_qwen2_moe_counts_its_wide_shared_expert_in_expert_widths():
         model_from_json(config)
 
 
-def test_another_architecture_gets_one_line_naming_what_is_missing(capsys):
+# Published parameter counts (model cards and papers); ours leaves out biases, norms and learned
+# position embeddings, well under 1 % of each.
+UNGATED = {
+    "gpt2": 124.4e6,  # GPT-2 small, 124M
+    "gpt-neox-20b": 20.6e9,  # Black et al. 2022: 20.6B
+    "gpt-j-6b": 6.053e9,  # EleutherAI/gpt-j-6b: 6,053,381,344
+    "opt-6.7b": 6.658e9,  # Zhang et al. 2022: 6.7B
+    "falcon-7b": 6.92e9,  # tiiuae/falcon-7b: 7B (6.92B)
+}
+
+
+@pytest.mark.parametrize("name", UNGATED)
+def test_families_without_a_gate_read_with_their_own_field_names(name):
+    # GPT-2, GPT-J, GPT-NeoX, OPT and Falcon: one up-projection and one down; a gated read would
+    # count GPT-NeoX 20B as 27.2B.
+    model = model_from_json(HF / f"{name}.json")
+    assert not model.gated
+    assert param_count(**model.dims()).total == pytest.approx(UNGATED[name], rel=0.01)
+
+
+def test_falcons_one_kv_head_and_gpt_js_default_width():
+    falcon, gptj = model_from_json(HF / "falcon-7b.json"), model_from_json(HF / "gpt-j-6b.json")
+    assert (falcon.kv_heads, falcon.head_dim) == (1, 64)  # multi_query: one KV head
+    assert gptj.d_ff == 4 * 4096  # n_inner null: 4·D
+
+
+def test_another_architecture_gets_one_line_naming_what_is_missing(capsys, tmp_path):
+    t5 = tmp_path / "t5.json"
+    t5.write_text(json.dumps({"model_type": "t5", "d_model": 512, "num_layers": 6}))
     with pytest.raises(
         ValueError,
-        match="model_type 'gpt2'\\) lacks num_hidden_layers, hidden_size, intermediate_size"
-        ", num_attention_heads: the field names of LLaMA",
+        match="model_type 't5'\\) lacks num_hidden_layers, hidden_size, intermediate_size"
+        ", num_attention_heads, vocab_size: the field names of LLaMA",
     ):
-        model_from_json(HF / "gpt2.json")
+        model_from_json(t5)
     with pytest.raises(SystemExit) as exit:
-        main(
-            [
-                "estimate",
-                "--model-file",
-                str(HF / "gpt2.json"),
-                "--hardware",
-                "tpu-v5p",
-                "--batch",
-                "4M",
-            ]
-        )
+        main(["estimate", "--model-file", str(t5), "--hardware", "tpu-v5p", "--batch", "4M"])
     err = capsys.readouterr().err
     assert (
         exit.value.code == 2

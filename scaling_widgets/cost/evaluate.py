@@ -10,6 +10,7 @@ with the four values' fields as keywords.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Any
@@ -25,6 +26,7 @@ from .memory.peak import peak_memory
 from .refusals import InputError
 from .result import Estimate
 from .schedules import bubble
+from .search.fastest import fastest_split
 from .step.chapter import chapter_step, time_to_train
 from .step.pipeline import stage_traffic_time
 from .step.predict import predict
@@ -73,13 +75,20 @@ def evaluate(
     """
     layout, options = _resolved(layout or Layout()), options or Options()
     feasible.together(cluster, workload, layout, options)
+    layout = fastest_split(cluster, workload, layout, options, evaluate)
     placed = place(cluster, workload, layout, options.exact)
     return _evaluate(cluster, workload, layout, options, placed)
 
 
 def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:
-    """The layout with the CP it runs with: as given, or implied by whole sequences."""
-    return dataclasses.replace(layout, cp=scalar(placed.cp))
+    """The layout with the CP it runs with: as given, or implied by whole sequences (a whole
+    number we computed: set, not checked again, which would cost the planner a tenth of its
+    time)."""
+    if layout.cp is not None:
+        return layout
+    placed_cp = copy.copy(layout)
+    object.__setattr__(placed_cp, "cp", scalar(placed.cp))
+    return placed_cp
 
 
 def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
@@ -271,10 +280,15 @@ def _training_time(workload, step):
 
 
 def compare_strategies(
-    cluster: Cluster, workload: Workload, layout: Layout, options: Options
+    cluster: Cluster,
+    workload: Workload,
+    layout: Layout,
+    options: Options,
+    known: dict[str, Estimate] | None = None,
 ) -> dict[str, Estimate | InputError]:
     """Each strategy's own layout (its default split and ZeRO stage) with the rest of ``layout``
-    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run.
+    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
+    estimates stand for their strategies (the panel's current layout), not evaluated again.
 
     Returns
     -------
@@ -283,6 +297,9 @@ def compare_strategies(
     """
     out = {}
     for name in STRATEGIES:
+        if known and name in known:
+            out[name] = known[name]
+            continue
         own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
         try:
             out[name] = evaluate(cluster, workload, own, options)

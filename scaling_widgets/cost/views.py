@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from .cluster.mesh import axis_rings, role_layout, span_axes
 from .cluster.nodes import node_spans
+from .cluster.placement import split_choices
 from .evaluate import evaluate
 from .refusals import InputError
 from .result import Estimate
@@ -131,12 +132,27 @@ def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
         ``GRID_POINTS`` global batches, evenly spaced on a log scale [tokens].
     """
     lo, hi = max(min(1e4, batch / 10), chips), max(1e9, batch * 10)
-    return np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
+    grid = np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
+    grid[0] = lo  # exactly: 10**log10(16384) is a hair short of a token per chip
+    return grid
+
+
+def _chapters_split(cluster, workload, layout, exact) -> Layout:
+    """FSDP + TP at the chapter's split at each batch of the grid: the roofline is the chapter's
+    per-layer view (the estimate's own split, the fastest, is the point drawn on it)."""
+    choices = split_choices(cluster, workload, layout, exact)
+    if choices is None:
+        return layout
+    X, Y, chapters = choices
+    pick = np.argmax(chapters, axis=-1)[..., None]
+    x, y = (np.take_along_axis(v, pick, axis=-1)[..., 0] for v in np.broadcast_arrays(X, Y))
+    return dataclasses.replace(layout, x=x, y=y)
 
 
 def roofline(current: Estimate) -> RooflineData:
     """The chapter's per-layer times over a grid of batches, token by token (no sequences): each
-    strategy's own layout, the split in use held fixed, and the best split re-chosen per batch.
+    strategy's own layout, the split in use held fixed, and the chapter's split re-chosen per
+    batch.
 
     Returns
     -------
@@ -160,7 +176,8 @@ def roofline(current: Estimate) -> RooflineData:
     layouts = {
         name: dataclasses.replace(base, strategy=name) for name in STRATEGIES if name != BEST
     }
-    layouts["optimal"] = dataclasses.replace(base, strategy=BEST)
+    optimal = dataclasses.replace(base, strategy=BEST)
+    layouts["optimal"] = _chapters_split(cluster, tokens, optimal, options.exact)
     held = dataclasses.replace(
         base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero
     )

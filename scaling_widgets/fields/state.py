@@ -91,7 +91,8 @@ def from_flags(parsed: dict, state: dict) -> dict:
     as ``on`` read as its value, another flag of a field (``--chips``) resolved against
     ``state``."""
     given = {}
-    for dest, value in parsed.items():
+    # The field's own flags first: another flag of a field (--chips, --dp) reads them.
+    for dest, value in sorted(parsed.items(), key=lambda item: ":" in item[0]):
         name, _, alt = dest.partition(":")
         field = FIELDS[name]
         if alt:

@@ -43,6 +43,12 @@ def _file(read):
     return lambda text, flag: read(text)
 
 
+def _count(value) -> str:
+    """A count for the command line: 4194304, not 4194304.0; 1.5e+06 stays exact."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 2**63 else repr(value)
+
+
 def _on_off(value) -> str:
     return "on" if value else "off"
 
@@ -104,6 +110,11 @@ def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
     return gpu_slice(chips=chips, node_size=chip.node_size)
 
 
+def _data_axis(dp: int, state: dict) -> int:
+    """``--dp``: the frameworks' data parallelism, without CP; X holds both."""
+    return dp * (state.get("cp") or 1)
+
+
 FIELDS_TABLE = (
     # The cluster.
     Field("hardware", "cluster.chip", "a chip preset", flag="--hardware", default="tpu-v5p",
@@ -125,7 +136,7 @@ FIELDS_TABLE = (
                      "your own model as JSON"),),
           words=_name(MODELS), dump=_named(MODELS), label="Model"),
     Field("batch", "workload.batch", "global batch in tokens: 3M, 3e6 or 3000000", flag="--batch",
-          parse=COUNT, start=16e6, words=lambda v: repr(float(v)), label="Batch"),
+          parse=COUNT, start=16e6, words=_count, label="Batch"),
     Field("seq_len", "workload.seq_len", "sequence length", flag="--seq-len", parse=WHOLE,
           default=4096, label="Seq length"),
     Field("precision", "workload.precision", "bytes per parameter policy (book: 10)",
@@ -133,15 +144,18 @@ FIELDS_TABLE = (
           coerce=_preset(catalog.precision, lambda fields: Precision(**fields)),
           words=_name(PRECISIONS), dump=_named(PRECISIONS), label="Precision"),
     Field("tokens", "workload.tokens", "training tokens, such as 15T: reports time to train",
-          flag="--tokens", parse=COUNT, start=2e12, words=lambda v: repr(float(v)),
+          flag="--tokens", parse=COUNT, start=2e12, words=_count,
           label="Train on"),
     # The layout.
     Field("strategy", "layout.strategy", "the parallelism strategy", flag="--strategy",
           commands=("estimate",), choices=tuple(STRATEGIES), label="Strategy",
           choice_labels={name: s.label for name, s in STRATEGIES.items()}),
-    Field("optimal_split", None, "FSDP + TP at its best legal split (off: x and y by hand)",
-          default=True, check=Switch(), label="Best split (computed)"),
-    Field("x", "layout.x", "FSDP/data degree", flag="--fsdp", metavar="X", parse=WHOLE),
+    Field("optimal_split", None, "FSDP + TP at its fastest legal split (off: x and y by hand)",
+          default=True, check=Switch(), label="Fastest split"),
+    Field("x", "layout.x", "the data axis X, its CP and EP chips included", flag="--fsdp",
+          metavar="X", parse=WHOLE,
+          also=(Flag("--dp", WHOLE, "DP", "data parallelism as Megatron-LM and torchtitan count"
+                     " it, DP x CP x TP x PP = chips: X = DP x CP", resolve=_data_axis),)),
     Field("y", "layout.y", "tensor-parallel degree", flag="--tp", metavar="Y", parse=WHOLE,
           default=1),
     Field("z", "layout.z", "pipeline stages", flag="--pp", metavar="Z", parse=WHOLE, default=1,
@@ -184,7 +198,7 @@ FIELDS_TABLE = (
     # How the numbers are read.
     Field("mfu", "options.mfu",
           "take this utilisation as given, the chapter's model (default: predict the step)",
-          flag="--mfu", parse=_fraction, start=0.4, label="MFU"),
+          flag="--mfu", parse=_fraction, label="MFU"),
     Field("measured_step_time", "options.measured_step_time",
           "calibrate: report the MFU and HFU a measured step time implies",
           flag="--measured-step-time", metavar="SECONDS", parse=COUNT, commands=("estimate",),

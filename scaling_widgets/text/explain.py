@@ -10,7 +10,7 @@ from ..cost import Estimate
 from ..cost.schedules import SCHEDULES
 from . import memory, units
 from .lines import Line, plain
-from .step import step, time_to_train
+from .step import binds, step, time_to_train
 from .thresholds import thresholds
 
 AXIS_NAMES = {
@@ -25,7 +25,8 @@ AXIS_NAMES = {
 
 def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known."""
-    out = [verdict(e), *thresholds(e, best), memory.chapter_count(e), memory.peak(e), step(e)]
+    out = [verdict(e), step_verdict(e), *thresholds(e, best), memory.chapter_count(e)]
+    out += [memory.peak(e), step(e)]
     if e.training_time is not None:
         out.append(time_to_train(e))
     return out
@@ -89,22 +90,33 @@ def verdict(e: Estimate) -> Line:
     return _bound(e)
 
 
+def step_verdict(e: Estimate) -> Line:
+    """The step's view beside the layer's: what, besides the matmuls, takes most of the step
+    (predicted) or whether the communication shows at the MFU given. The two never contradict:
+    one is a layer at peak, the other the whole step."""
+    how = "predicted" if e.step_breakdown is not None else f"at {float(e.mfu):.0%} MFU given"
+    return Line.of("verdict", f"The step ({how}): {binds(e)}.")
+
+
 def _bound(e: Estimate) -> Line:
     ratio = float(e.layer.worst_ratio)
     axis = AXIS_NAMES[str(e.layer.worst_axis)]
+    layer = "Per layer (the chapter's roofline): "
     if ratio == 0:
         return Line.of(
-            "verdict", "Compute-bound: nothing is communicated (one chip per layer).", strong=True
+            "verdict",
+            layer + "compute-bound: nothing is communicated (one chip per layer).",
+            strong=True,
         )
     if e.compute_bound:
         return Line.of(
             "verdict",
-            f"Compute-bound: the slowest communication, {axis}, takes {ratio:.2f}x the compute"
-            " time.",
+            layer + f"compute-bound: the slowest communication, {axis}, takes {ratio:.2f}x the"
+            " compute time.",
             strong=True,
         )
     return Line.of(
         "verdict",
-        f"Communication-bound on {axis}: it takes {ratio:.2f}x the compute time.",
+        layer + f"communication-bound on {axis}: it takes {ratio:.2f}x the compute time.",
         strong=True,
     )

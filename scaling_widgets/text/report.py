@@ -163,11 +163,12 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",
         "  " + plain(lines[0]),
+        "  " + plain(lines[1]),
         "",
         "Thresholds:",
     ]
-    body = ["  " + plain(line) for line in lines[1:] if line.kind in ("threshold", "note")]
-    rest = [plain(line) for line in lines[1:] if line.kind not in ("threshold", "note")]
+    body = ["  " + plain(line) for line in lines[2:] if line.kind in ("threshold", "note")]
+    rest = [plain(line) for line in lines[2:] if line.kind not in ("threshold", "note")]
     out = [*head, *body, "", *rest]
     if others:
         out += ["", "Every strategy on this slice:", *("  " + row for row in _table(others))]

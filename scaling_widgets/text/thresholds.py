@@ -124,9 +124,13 @@ def _fsdp_tp(
         )
     pod = units.tokens(B / float(e.pods))
     stage = int(e.x * e.y)
-    split = "" if best is None else f"; best legal split here: X={int(best.x)}, Y={int(best.y)}"
+    split = (
+        ""
+        if best is None
+        else f" (the chapter's estimate); fastest legal split: X={int(best.x)}, Y={int(best.y)}"
+    )
     if e.chip.is_gpu:
-        split += f" (the best split keeps TP inside a node of {e.chip.node_size})"
+        split += f" (the split chosen keeps TP inside a node of {e.chip.node_size})"
     # FSDP moves the weights a chip holds: a MoE layer's experts
     held = "F" if e.model.moe is None else "F_w"
     F_w = experts.width(experts.held(e))

@@ -88,6 +88,8 @@ class Bound:
     def _bind(self, child, field: str, parse=None, show=None) -> None:
         """Tie ``child.value`` to the scenario's ``field`` (``parse``: child -> field; ``show``:
         back)."""
+        if not getattr(self, "_bindings", ()):  # once: any change applied clears a stale error
+            self.scenario.observe(lambda change: self._message.clear(), "revision")
         self._bindings = [
             *getattr(self, "_bindings", ()),
             (child, field, show or (lambda value: value)),
@@ -98,9 +100,8 @@ class Bound:
                 return
             try:
                 value = change["new"] if parse is None else parse(change["new"])
-            except ValueError as err:
+            except ValueError as err:  # the text stays as typed, to mend; the scenario is kept
                 self._message.show(str(err))
-                self._sync()
                 return
             self._apply(**{field: value})
 
@@ -117,7 +118,8 @@ class Bound:
         if self._syncing:
             return False  # our own echo while copying the scenario into the controls
         changes = {k: v for k, v in changes.items() if getattr(self.scenario, k) != v}
-        if not changes:
+        if not changes:  # a value typed back to what holds: valid, so the error goes
+            self._message.clear()
             return True
         try:
             self.scenario.update(**changes)

@@ -65,7 +65,7 @@ def evaluate_scenario(s: Scenario):
     """(current estimate, {strategy: estimate or error}, RooflineData, MemoryData, MeshData)."""
     values = s.values()
     current = evaluate(*values)
-    strategies = {**compare_strategies(*values), current.strategy: current}
+    strategies = compare_strategies(*values, known={current.strategy: current})
     return (
         current,
         strategies,

@@ -45,9 +45,11 @@ class MeshPicker(Bound, w.VBox):
         self._info = w.HTML()
         self._picture = _MeshPicture()
         self._message = Message()
+        self._moved = w.HTML()  # what a change of chip changed besides
         super().__init__(
             [
                 self._hardware,
+                self._moved,
                 self._axes,
                 self._pods,
                 self._by_hand,
@@ -119,10 +121,12 @@ class MeshPicker(Bound, w.VBox):
     def _on_hardware_change(self, change) -> None:
         if change["new"] == "custom" or self._syncing:
             return
-        chip = HARDWARE[change["new"]]
-        self._apply(**self.scenario.fitted_to(chip.default_slice, hardware=chip))
+        before = self.scenario.hardware.name, self.scenario.chips
+        if self._apply(**self.scenario.fitted_to(hardware=HARDWARE[change["new"]])):
+            self._moved.value = _moved(before, self.scenario)
 
     def _on_axis_change(self, change) -> None:
+        self._moved.value = ""
         shape = tuple(box.value for box in self._axes.children)
         if not self._syncing:
             self._apply(**self.scenario.fitted_to(shape))
@@ -160,6 +164,18 @@ class MeshPicker(Bound, w.VBox):
                 "wrap_y": mesh.wrap_y,
             },
         )
+
+
+def _moved(before: tuple, s: Scenario) -> str:
+    """What a change of chip did to the slice, in one line."""
+    name, chips = before
+    shape = units.mesh(s.slice_shape)
+    if s.chips == chips:
+        return f"<i>From {name} to {s.hardware.name}: {shape}, the same {chips:,} chips.</i>"
+    return (
+        f"<i>From {name} to {s.hardware.name}: {shape}, {s.chips:,} chips, the nearest to"
+        f" {chips:,} that runs this scenario.</i>"
+    )
 
 
 def _describe(mesh: MeshData, s: Scenario) -> str:

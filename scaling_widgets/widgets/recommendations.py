@@ -242,8 +242,10 @@ class Recommendations(Bound, w.VBox):
         title = html.escape(
             "; ".join(layout_text(self.plan.layout(r), shape) for r in row.alike), quote=True
         )
+        # Groups are numbered 1 to 10 in the plan's order; a group's plan rank skips its alike.
+        place = 1 + sorted(r.rank for r in self.rows).index(row.rank)
         texts = [
-            ("● " if current else "") + str(row.rank + 1),
+            ("● " if current else "") + str(place),
             layout_text(row.knobs, shape) + alike,
             seconds(row.step),
             f"{row.mfu:.1%}",

@@ -15,9 +15,11 @@ from types import MappingProxyType
 
 from traitlets import Any, HasTraits, Int, TraitError
 
-from .. import fields
+from .. import catalog, fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
+from ..cost.cluster.slices import slices_near
 from ..fields import FIELDS, SCENARIO
+from ..fields.keywords import fields_named
 from ..text import units
 
 VERSION, READABLE = fields.VERSION, fields.READABLE
@@ -56,10 +58,14 @@ class Scenario(_Fields):
     revision = Int(0, read_only=True)  # +1 per applied change, however many fields it touched
 
     def __init__(self, **kwargs):
-        _reject_unknown(kwargs)
+        # also fsdp=, chips=, batch="4M"
+        self._start(_named(kwargs, fields.scenario_start()))
+
+    def _start(self, given: dict) -> None:
+        _reject_unknown(given)
         super().__init__()
         self._state = MappingProxyType({})
-        self._replace({**fields.scenario_start(), **kwargs}, tuple(kwargs), count=False)
+        self._replace({**fields.scenario_start(), **given}, tuple(given), count=False)
 
     def __repr__(self):
         where = f"{self.hardware.name} {units.mesh(self.slice_shape)}"
@@ -82,13 +88,29 @@ class Scenario(_Fields):
         """The scenario's own layout, evaluated: exactly the numbers the panel shows."""
         return evaluate(*self.values())
 
-    def fitted_to(self, slice_shape, hardware=None) -> dict:
+    def fitted_to(self, slice_shape=None, hardware=None) -> dict:
         """The changes that move this scenario onto another slice (or chip) and keep it whole.
 
         Pipeline stages that no longer divide the chips fall back to 1, axis roles of another
-        number of axes are cleared, and a split by hand keeps its TP degree if it can.
+        number of axes are cleared, and a split by hand keeps its TP degree if it can. A chip
+        without a slice takes the slice of it nearest to this scenario's chips that runs it
+        (``slices_near``): the same count if it can, else the nearest; its default slice if none
+        does (the update then says why).
         """
-        changes = {"slice_shape": tuple(slice_shape)}
+        if slice_shape is not None:
+            return self._moved_to(tuple(slice_shape), hardware)
+        chip = catalog.hardware(hardware)
+        for shape in slices_near(chip, self.chips):
+            changes = self._moved_to(shape, hardware)
+            try:
+                fields.checked({**self._state, **changes}, tuple(changes))
+            except (ValueError, TypeError):
+                continue
+            return changes
+        return self._moved_to(chip.default_slice, hardware)
+
+    def _moved_to(self, slice_shape: tuple, hardware) -> dict:
+        changes = {"slice_shape": slice_shape}
         if hardware is not None:
             changes["hardware"] = hardware
         chips = math.prod(slice_shape)
@@ -104,6 +126,7 @@ class Scenario(_Fields):
 
     def update(self, **changes) -> None:
         """Apply several fields at once: all of them, or none if any is refused."""
+        changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
         self._replace({**self._state, **changes}, tuple(changes))
 
@@ -132,7 +155,17 @@ class Scenario(_Fields):
             state = fields.from_json(text)
         except ValueError as err:
             raise ScenarioError(str(err)) from None
-        return cls(**state)
+        scenario = cls.__new__(cls)  # a file says numbers as numbers: no "3M" read here
+        scenario._start(state)
+        return scenario
+
+
+def _named(keywords: dict, state: dict) -> dict:
+    """The fields keywords give in either form (``fields_named``), a misread one refused."""
+    try:
+        return fields_named(keywords, state)
+    except (ValueError, TypeError) as err:
+        raise ScenarioError(str(err)) from None
 
 
 def _reject_unknown(kwargs) -> None:

@@ -1,6 +1,7 @@
 """StepBreakdown: where the predicted step goes, term by term, as one stacked bar (MODEL.md §C.5).
 
-The title names the three largest terms; each piece of the bar says its own in a tooltip.
+The title gives the step and its MFU, short enough for the narrowest panel; each piece of the bar
+names its term in a tooltip, and the summary names the largest beside the matmuls.
 
 With an MFU given the step is the chapter's (compute at that utilisation): the bar then shows
 it whole as "compute at the given MFU" and says so.
@@ -76,12 +77,7 @@ class StepBreakdown(EstimateFigure):
             title = f"Step time {seconds(float(e.step_time))} ({how})"
         else:
             parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
-            # the legend: the terms that matter
-            largest = sorted(zip(parts, TERMS), reverse=True)[:3]
-            named = ", ".join(f"{TERM_NAMES[t]} {seconds(v)}" for v, t in largest if v > 0)
-            title = (
-                f"Predicted step {seconds(float(e.step_time))} (MFU {float(e.mfu):.1%}): {named}"
-            )
+            title = f"Predicted step {seconds(float(e.step_time))}, MFU {float(e.mfu):.1%}"
         with self._bars.hold_sync():
             self._bars.y = parts[:, None]
         self.title = title

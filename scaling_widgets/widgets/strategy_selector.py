@@ -174,5 +174,8 @@ def _implied(s: Scenario, e, mesh) -> str:
     bubble = f", bubble {float(e.bubble):.0%}" if mesh.z > 1 else ""
     how = ""
     if s.strategy == BEST and s.optimal_split and not s.axis_roles:
-        how = f" &mdash; the best legal split (X<sub>opt</sub> &asymp; {float(e.x_opt):,.0f})"
+        how = (
+            " &mdash; the fastest legal split (the chapter's X<sub>opt</sub> &asymp;"
+            f" {float(e.x_opt):,.0f})"
+        )
     return f"Layout: <b>{html.escape(layout_name(e))}{bubble}</b> on {mesh.chips:,} chips{how}"

@@ -41,7 +41,7 @@ def run(args, capsys):
 def test_example_16_report_tells_the_whole_story(capsys):
     code, out, _ = run(EXAMPLE_16, capsys)
     assert code == 0
-    assert "FSDP X=1024 x TP Y=4" in out and "Compute-bound:" in out
+    assert "FSDP X=1024 x TP Y=4" in out and "roofline): compute-bound:" in out
     assert "312 ms" in out
     rows = {line.split()[0]: line for line in out.splitlines()[-4:]}
     assert " no " in rows["dp"]  # pure DP does not fit
@@ -149,6 +149,22 @@ def test_two_pods_over_dcn(capsys):
     assert data["per_layer"]["t_comms_dcn_s"] > 0
 
 
+def test_data_parallelism_counted_as_the_frameworks_count_it(capsys):
+    # Megatron-LM and torchtitan: DP x CP x TP x PP = GPUs. --dp 16 --cp 16 --tp 8 on 2,048.
+    common = ["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "2048",
+              "--batch", "16M", "--seq-len", "128k", "--cp", "16", "--tp", "8",
+              "--json"]  # fmt: skip
+    code, out, _ = run([*common, "--dp", "16"], capsys)
+    layout = json.loads(out)["layout"]
+    assert code == 0 and (layout["X"], layout["CP"], layout["Y"]) == (256, 16, 8)
+    # --fsdp counts the whole data axis; 16 there is refused with the 256 that would run.
+    with pytest.raises(SystemExit):
+        main([*common, "--fsdp", "16"])
+    err = capsys.readouterr().err
+    assert "--fsdp must be the whole data axis, its CP and EP chips included" in err
+    assert "x = 256 here; got x=16, y=8" in err
+
+
 def test_names_and_sizes_are_read_as_people_write_them(capsys):
     # "llama3-70b" and "H100" are the presets; a sequence of 8k is 8,192 tokens, 16k GPUs 16,384.
     argv = ["estimate", "--model", "llama3-70b", "--hardware", "H100", "--batch", "16M", "--json"]
@@ -172,7 +188,7 @@ def test_names_and_sizes_are_read_as_people_write_them(capsys):
         (["--mesh", "32x32x32"], "--mesh must be a slice that fits in the chip's pod of 16x20x28"),
         (
             ["--fsdp", "512", "--tp", "4"],
-            "--fsdp must be such that x·y is the 4096 chips of a stage; got x=512, y=4",
+            "such that x·y is the 4096 chips of a stage: x = 1024 here; got x=512, y=4",
         ),
         (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
@@ -510,9 +526,12 @@ def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
     assert "peak" in head and "HBM left" in head
     rows = [line for line in table[table.index(head) + 1 :] if line.strip()]
     assert len(rows) == 3
-    for line in rows:  # each row's HBM left is 1 - its peak / 80 GB, and every peak fits
+    hbm = 81_559 * 2**20 / 1e9  # the "80 GB" H100 has 85.5 GB (81,559 MiB)
+    for line in rows:  # each row's HBM left is 1 - its peak / HBM, and every peak fits
         peak, left = re.search(r"([\d.]+) GB +(\d+)%", line).groups()
-        assert float(peak) < 80 and int(left) == pytest.approx(100 * (1 - float(peak) / 80), abs=1)
+        assert float(peak) < hbm and int(left) == pytest.approx(
+            100 * (1 - float(peak) / hbm), abs=1
+        )
 
 
 def test_a_measured_peak_alone_calibrates_this_estimate_and_a_saved_step_keeps_the_stack(

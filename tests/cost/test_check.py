@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
-from scaling_widgets.cost import REMAT_POLICIES, InputError, estimate
+from scaling_widgets.cost import REMAT_POLICIES, InputError, best_split, estimate
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P, H100 = HARDWARE["tpu-v5p"], HARDWARE["h100"]
@@ -109,14 +109,38 @@ def test_a_layout_that_cannot_run_is_refused_naming_the_field(keywords, field, m
 def test_the_best_split_only_picks_a_split_that_can_run():
     # 732 sequences: FSDP 1024 x TP 4 (the token-level optimum, the chapter's example 16) runs with
     # each sequence split over 2 chips; TP 16 would not divide the 40 heads.
-    e = estimate(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=CUBE)
+    chapter = dict(model=L13, chip=V5P, batch=3e6, slice_shape=CUBE, mfu=0.4)
+    e = estimate(**chapter, seq_len=4096)
     assert (int(e.x), int(e.y), e.layout.cp, bool(e.cp_implied)) == (1024, 4, 2, True)
-    token_level = estimate(model=L13, chip=V5P, batch=3e6, slice_shape=CUBE)
+    token_level = estimate(**chapter)
     assert (int(token_level.x), int(token_level.y), token_level.layout.cp) == (1024, 4, 1)
     # Without context parallelism (CP 1 asked for), 1024 replicas would starve 292 of them: FSDP
     # 512 x TP 8 is the best that can run.
-    whole = estimate(model=L13, chip=V5P, batch=3e6, seq_len=4096, slice_shape=CUBE, cp=1)
+    whole = estimate(**chapter, seq_len=4096, cp=1)
     assert (int(whole.x), int(whole.y), bool(whole.cp_implied)) == (512, 8, False)
+
+
+@pytest.mark.parametrize("batch", [5e5, 3e6, 16e6])
+@pytest.mark.parametrize("mfu", [None, 0.4])
+def test_the_split_chosen_is_the_fastest_legal_one_ties_to_the_chapters(batch, mfu):
+    # Every legal split evaluated by hand: none is faster than the one chosen; at an MFU given the
+    # compute-bound splits tie, and the chapter's pick (most headroom) is taken.
+    base = dict(model=L13, chip=V5P, batch=batch, seq_len=4096, slice_shape=CUBE, mfu=mfu)
+    chosen = estimate(**base)
+    steps = {}
+    for y in (1, 2, 4, 8):
+        try:
+            e = estimate(**base, x=4096 // y, y=y)
+        except InputError:
+            continue
+        if e.fits:
+            steps[(4096 // y, y)] = float(e.step_time)
+    assert float(chosen.step_time) == pytest.approx(min(steps.values()))
+    hardware = dict(flops=V5P.flops, ici_bw=V5P.ici_bw, dcn_bw=V5P.dcn_bw)
+    chapters = best_split(batch=batch, d_model=L13.d_model, d_ff=L13.d_ff, slice_shape=CUBE,
+                          heads=40, **hardware)  # fmt: skip
+    if mfu is not None and chosen.compute_bound:
+        assert (int(chosen.x), int(chosen.y)) == tuple(int(v) for v in chapters)
 
 
 def _cli_json(args, capsys):

@@ -70,7 +70,7 @@ def test_pipeline_stages_shard_the_weights_and_scale_the_per_chip_threshold():
 
 
 def test_x_opt_uses_the_batch_of_one_pod():
-    e = estimate(model=L13, chip=V5P, batch=6e6, slice_shape=CUBE, pods=2)
+    e = estimate(model=L13, chip=V5P, batch=6e6, slice_shape=CUBE, pods=2, mfu=0.4)
     assert e.x_opt == pytest.approx(x_opt(batch=3e6, d_ff=L13.d_ff, chips=4096, mx=e.mx, my=e.my))
 
 

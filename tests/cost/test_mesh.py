@@ -66,7 +66,9 @@ def test_overrides_replace_the_derived_spans_and_rings():
 
 def test_layout_must_use_every_chip_of_the_slice():
     with pytest.raises(
-        ValueError, match=r"x must be such that x·y is the 4096 chips of a stage; got x=512, y=4"
+        ValueError,
+        match=r"x must be the whole data axis.* such that x·y is the 4096 chips of a stage:"
+        r" x = 1024 here; got x=512, y=4",
     ):
         estimate(
             model=MODELS["llama-2-13b"],

@@ -67,7 +67,7 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
         ).count()
         == 0
     )
-    assert "Compute-bound" in summary(page)
+    assert "roofline): compute-bound" in summary(page)
     if front_end.startswith("JupyterLab"):  # its theme, light or dark, and the panel reads on it
         dark = page.evaluate("document.body.dataset.jpThemeLight") == "false"
         assert dark == front_end.endswith("Dark")

@@ -53,7 +53,7 @@ def test_the_panel_renders_every_part_without_errors(page, voila_demo):
         assert page.locator(selector).first.is_visible(), selector
     assert len(curve_paths(page)) >= 5 and all(d.startswith("M") for d in curve_paths(page)[:3])
     assert len(bar_heights(page)) == 28  # 4 strategies x 7 parts of the peak (MODEL.md §E)
-    assert "Compute-bound" in summary(page) and "in use: X=1024, Y=4" in summary(page)
+    assert "roofline): compute-bound" in summary(page) and "in use: X=1024, Y=4" in summary(page)
     assert (
         page.locator(
             ".jp-OutputArea-output[data-mime-type*='stderr'], "
@@ -243,6 +243,10 @@ def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_d
     wait_for_panel(page)
     text = summary(page)
     page.select_option(".sw-mesh-picker select >> nth=0", label="H100")
+    text = wait_for_change(page, summary, text)  # the same 8,960 chips, as GPUs
+    nodes = page.locator(".sw-mesh-picker .sw-axis-length input").nth(0)
+    nodes.fill("128")  # 1,024 GPUs
+    nodes.press("Enter")
     text = wait_for_change(page, summary, text)
     page.select_option(".sw-model-picker select >> nth=0", label="DeepSeek-V3")
     text = wait_for_change(page, summary, text)

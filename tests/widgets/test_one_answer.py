@@ -201,7 +201,8 @@ def valid(fields: dict) -> dict:
         assume(False)
     if measure is not None:
         e = s.estimate()
-        fields["measured_step_time"] = float(e.compute_time) * fields["mfu"] * measure
+        at_peak = e.batch * e.hardware_flops_per_token / (e.chips * e.chip.flops)
+        fields["measured_step_time"] = float(at_peak) * measure
     return fields
 
 
@@ -299,10 +300,12 @@ def assert_panel_shows(panel, data: dict) -> None:
         placed["z"],
     ) == xyz
     assert chosen["microbatches"] == layout["microbatches"] and chosen["zero"] == data["zero_stage"]
-    assert (
-        panel.training._batch_text.value == tokens(data["batch_tokens"])
-        and panel.training._mfu.value == s.mfu
+    assert panel.training._batch_text.value == tokens(data["batch_tokens"])
+    predicted = s.mfu is None  # the step predicted: the box ticked, the MFU slider off
+    assert panel.training._predict.value == predicted and panel.training._mfu.disabled == (
+        predicted or s.measured_step_time is not None
     )
+    assert predicted or panel.training._mfu.value == s.mfu
     assert panel.exactness._fits_below.value == s.fits_below
     assert (placed["mx"], placed["my"]) == (layout["M_X"], layout["M_Y"])
     # The memory bars: the current strategy's peak by part, in GB, and its total above it.

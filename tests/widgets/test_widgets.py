@@ -76,7 +76,7 @@ def test_strategy_selector_sets_a_split_by_hand():
     selector._optimal.value = False
     selector._split.value = (512, 8)
     assert (s.optimal_split, s.x, s.y) == (False, 512, 8)
-    assert "FSDP X=512 x TP Y=8" in selector._implied.value
+    assert "FSDP X=512 with CP 8 (ring) x TP Y=8" in selector._implied.value
     selector._strategy.value = "fsdp"
     assert s.strategy == "fsdp" and selector.value["x"] == 4096 and selector._optimal.disabled
 
@@ -103,7 +103,8 @@ def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
     )
     # 512-token sequences: 1953, enough for FSDP 512 (4096-token ones, 244, would force FSDP 128 x
     # TP 32).
-    s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6, seq_len=512)
+    s = Scenario(model=figure, hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=1e6, seq_len=512,
+                 mfu=0.4)  # fmt: skip
     plot = RooflinePlot(s)
     d = plot.data
     assert d.labels["fsdp+tp"] == "FSDP X=512 x TP Y=8"
@@ -195,7 +196,10 @@ def test_training_controls_accept_3m_and_reject_nonsense():
     assert s.batch == 1.5e6 and controls._batch.value == pytest.approx(1.5e6)
     controls._batch_text.value = "lots"
     assert "batch must be a number > 0" in controls._message.text
-    assert s.batch == 1.5e6 and controls._batch_text.value == "1.5M"
+    # The scenario keeps its batch; the text stays as typed, to mend, and a valid one clears it.
+    assert s.batch == 1.5e6 and controls._batch_text.value == "lots"
+    controls._batch_text.value = "1.5M"
+    assert controls._message.text == "" and s.batch == 1.5e6
 
 
 def test_model_picker_custom_dimensions():
@@ -214,11 +218,12 @@ def test_model_picker_custom_dimensions():
 def test_explore_shows_example_16():
     panel = sw.explore(**EXAMPLE_16)
     text = panel.summary.value
-    assert "Compute-bound" in text and "in use: X=1024, Y=4" in text and "312 ms" in text
+    assert "roofline): compute-bound" in text and "in use: X=1024, Y=4" in text and "312 ms" in text
     assert panel.scenario.batch == 3e6
     panel.scenario.batch = 5e5  # set from code: every part follows
     assert (
-        "Communication-bound" in panel.summary.value and panel.training._batch_text.value == "500K"
+        "roofline): communication-bound" in panel.summary.value
+        and panel.training._batch_text.value == "500K"
     )
 
 
@@ -304,6 +309,7 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
         y=8,
         z=4,
         microbatches=16,
+        mfu=0.4,  # the chapter's step: the bubble stretches it
     )
     selector = panel.strategy_selector
     assert "1f1b, 16 microbatches, bubble 19%" in selector._implied.value
@@ -404,11 +410,26 @@ def test_switching_to_a_gpu_gives_a_cluster_a_gpu_engineer_would_pick_with_tp_in
     )
     panel.mesh_picker._hardware.value = "h100"
     s, e = panel.scenario, panel.analysis.estimate
-    assert s.slice_shape == (128, 8) and int(e.y) <= 8  # 1,024 GPUs; TP in the NVLink domain
+    # the same 4,096 chips, as GPUs in nodes of 8; TP in the NVLink domain
+    assert s.slice_shape == (512, 8) and int(e.y) <= 8
+    assert "the same 4,096 chips" in panel.mesh_picker._moved.value
     assert (
         "keeps TP inside a node of 8" in panel.summary.value
         and "in units of NVLink" in panel.summary.value
     )
+
+
+@pytest.mark.parametrize("batch", [16e6, 4 * 2**20, 1e6])
+def test_a_change_of_chip_never_strands_the_scenario(batch):
+    # v5e -> v5p -> H100 -> v5e at the default batch and others: each switch lands on a slice of
+    # the new chip that runs the scenario, the same chips where it can, and says what it changed.
+    panel = sw.explore(hardware="tpu-v5e", batch=batch)
+    for chip in ("tpu-v5p", "h100", "gb200-nvl72", "tpu-v5e"):
+        panel.mesh_picker._hardware.value = chip
+        s = panel.scenario
+        assert s.hardware.name == panel.mesh_picker._hardware.label, chip
+        assert panel.mesh_picker._message.text == "" and "From " in panel.mesh_picker._moved.value
+        assert float(panel.analysis.estimate.step_time) > 0
 
 
 def test_interleaving_starts_at_two_virtual_stages():
@@ -447,8 +468,9 @@ def test_the_headline_of_a_layout_that_does_not_fit_says_so_first():
 def test_the_mesh_picture_shows_the_pods_over_dcn():
     picker = MeshPicker(Scenario(model="llama-3-70b", slice_shape=(16, 16, 16), batch=16e6, pods=4))
     bars = picker._picture._bars
-    # log2 4, data
-    assert list(bars.x)[-1] == "pods over DCN (4)" and np.asarray(bars.y)[0, -1] == pytest.approx(2)
+    labels = list(bars.x)
+    pods = labels.index("pods over DCN (4)")
+    assert np.asarray(bars.y)[0, pods] == pytest.approx(2)  # log2 4, data
 
 
 def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():

@@ -2,9 +2,10 @@
 §A.7).
 
 ``place`` turns a checked ``Layout`` into numbers: DP and FSDP put a stage's chips on X, TP on
-Y; FSDP + TP without ``x``/``y`` takes the best legal split (``best_split``, offered only the
-TP degrees that divide the heads and the data axes that keep a whole sequence per replica);
-``axis_roles`` give whole axes to the groups. Then ``feasible.possible`` refuses what cannot run.
+Y; FSDP + TP without ``x``/``y`` takes the split the evaluation chose (``split_choices``: the
+legal ones, TP dividing the heads and data axes that keep whole sequences per replica), or where
+none was chosen the chapter's (``best_split``); ``axis_roles`` give whole axes to the groups. Then
+``feasible.possible`` refuses what cannot run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..refusals import refuse
-from ..search.split import best_split, split_candidates
+from ..search.split import best_split, legal_splits, split_candidates
 from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
 from ..transformer.experts import all_to_all, held_width
@@ -61,9 +62,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         For a layout that cannot be placed or run (``feasible.possible``).
     """
     chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
-    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
-    if layout.wraparound is not None:
-        rings = (bool(layout.wraparound),) * len(shape)
+    rings = _rings(cluster, layout)
     x, y, z, span = layout.x, layout.y, layout.z, None
     if layout.axis_roles is not None:
         x, y, z, span = role_layout(slice_shape=shape, roles=layout.axis_roles, rings=rings)
@@ -131,32 +130,62 @@ def _default_microbatches(layout: Layout, Z):
 
 def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     """``best_split`` among the splits that can run; refuse the batch when none can."""
+    split, per_microbatch = _split_keywords(cluster, workload, layout, exact, Z, rings)
+    x, y = best_split(**split)
+    if np.any(x == 0):
+        cp = None if layout.cp is None else int(np.max(layout.cp))
+        T, P = workload.seq_len or 1, cluster.pods
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
+    return x, y
+
+
+def split_choices(
+    cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The splits a layout without ``x`` and ``y`` may take, for the evaluation to choose from:
+    X and Y along a last axis, one row per layout, an illegal candidate replaced by the chapter's
+    pick (``best_split``); None when the layout's split is given, or none is legal (``place``
+    then says why).
+
+    Returns
+    -------
+    choices : tuple of np.ndarray, or None
+        X and Y [chips], shape (..., candidates), and whether each is the chapter's pick.
+    """
+    if not (_split_chosen(layout) and np.ndim(layout.z) == 0):
+        return None
+    Z = 1 if layout.z is None else layout.z
+    if math.prod(cluster.slice_shape) % Z:
+        return None
+    split = _split_keywords(cluster, workload, layout, exact, Z, _rings(cluster, layout))[0]
+    X, Y, legal, pick = legal_splits(**split)
+    if not legal.any(axis=-1).all():
+        return None
+    chapters = np.arange(len(X)) == np.asarray(pick)[..., None]
+    return np.where(legal, X, X[pick][..., None]), np.where(legal, Y, Y[pick][..., None]), chapters
+
+
+def _rings(cluster: Cluster, layout: Layout) -> tuple:
+    """Which slice axes wrap around: the chip's rule, or every one or none as the layout says."""
+    if layout.wraparound is not None:
+        return (bool(layout.wraparound),) * len(cluster.slice_shape)
+    chip, shape = cluster.chip, cluster.slice_shape
+    return axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
+
+
+def _split_chosen(layout: Layout) -> bool:
+    """Whether the split is ours to choose: FSDP + TP with neither x, y nor axis roles given."""
+    given = layout.x is not None or layout.y is not None or layout.axis_roles is not None
+    return not given and STRATEGIES[layout.strategy].on == "x+y"
+
+
+def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, np.ndarray]:
+    """``legal_splits``' keywords for this layout, and the sequences a replica needs a
+    microbatch."""
     if np.ndim(Z):
         raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
     chip, model, P = cluster.chip, workload.model, cluster.pods
-    T = workload.seq_len or 1
     per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
-    split = dict(
-        exact=exact,
-        node_size=chip.node_size,
-        scaleout_bw=chip.scaleout_bw,
-        batch=workload.batch,
-        d_model=model.d_model,
-        d_ff=model.active_width,
-        d_ff_weights=held_width(model, layout.ep),
-        all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
-        slice_shape=cluster.slice_shape,
-        z=Z,
-        pods=P,
-        rings=rings,
-        mx=layout.mx,
-        my=layout.my,
-        flops=chip.flops,
-        ici_bw=chip.ici_bw,
-        dcn_bw=chip.dcn_bw,
-        heads=model.heads,
-        kv_heads=model.kv_heads,
-    )
 
     def runs_on(X):  # whole sequences per replica, and X holds the EP and CP groups
         per_layout = {  # each layout's values against every candidate X, along a last axis
@@ -188,11 +217,29 @@ def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
         )
         return ok["sequences"] & ok["experts"] & ok["context"]
 
-    x, y = best_split(**split, x_ok=runs_on)
-    if np.any(x == 0):
-        cp = None if layout.cp is None else int(np.max(layout.cp))
-        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
-    return x, y
+    split = dict(
+        exact=exact,
+        node_size=chip.node_size,
+        scaleout_bw=chip.scaleout_bw,
+        batch=workload.batch,
+        d_model=model.d_model,
+        d_ff=model.active_width,
+        d_ff_weights=held_width(model, layout.ep),
+        all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
+        slice_shape=cluster.slice_shape,
+        z=Z,
+        pods=P,
+        rings=rings,
+        mx=layout.mx,
+        my=layout.my,
+        flops=chip.flops,
+        ici_bw=chip.ici_bw,
+        dcn_bw=chip.dcn_bw,
+        heads=model.heads,
+        kv_heads=model.kv_heads,
+        x_ok=runs_on,
+    )
+    return split, per_microbatch
 
 
 def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp) -> Exception:
@@ -204,7 +251,7 @@ def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp)
         (
             X
             for X in sorted(set(split_candidates(stage_chips)[0].tolist()))
-            if np.all(best_split(**split, x_ok=lambda candidates, X=X: candidates <= X)[0])
+            if np.all(best_split(**{**split, "x_ok": lambda candidates, X=X: candidates <= X})[0])
         ),
         None,
     )
@@ -261,7 +308,15 @@ def _strategy_split(strategy: str, stage_chips: int, x, y):
             raise refuse(
                 name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name]
             )
+        for name in ("y", "x"):  # a group that divides no split is the one to mend
+            if np.any(stage_chips % np.asarray(given[name])):
+                raise refuse(name, f"a divisor of the {stage_chips} chips of a stage", given[name])
+        Y = np.asarray(given["y"]).ravel()[0]
+        fits = f": x = {stage_chips // Y} here" if stage_chips % Y == 0 else ""
         raise refuse(
-            "x", f"such that x·y is the {stage_chips} chips of a stage", f"x={x!r}, y={y!r}"
+            "x",
+            f"the whole data axis, its CP and EP chips included (frameworks' DP x CP), such that"
+            f" x·y is the {stage_chips} chips of a stage{fits}",
+            f"x={x!r}, y={y!r}",
         )
     return X, Y

@@ -31,7 +31,7 @@ def split_candidates(chips: int) -> tuple[np.ndarray, np.ndarray]:
     return chips // Y, Y
 
 
-def best_split(
+def legal_splits(
     *,
     batch: ArrayLike,
     d_model: ArrayLike,
@@ -53,8 +53,9 @@ def best_split(
     x_ok: Callable[[np.ndarray], np.ndarray] | None = None,
     d_ff_weights: ArrayLike | None = None,
     all_to_all: Callable[[ArrayLike, ArrayLike, ArrayLike], float | np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.integer | np.ndarray]:
-    """The FSDP + TP split (X, Y) to use on this slice at this batch.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every FSDP + TP split (X, Y) of this slice, which are legal at this batch, and the one the
+    chapter's rule picks.
 
     Every candidate of ``split_candidates`` is mapped onto the slice (``span_axes``) and
     evaluated. If some are compute-bound, the best is the one that stays compute-bound down to
@@ -75,16 +76,13 @@ def best_split(
 
     Returns
     -------
-    X, Y : np.ndarray, np.integer or np.ndarray
-        The data/FSDP and tensor axes to use, one pair per batch (and model) given; X is 0 where
-        no split is legal [chips].
-
-    Examples
-    --------
-    >>> X, Y = best_split(batch=[5e5, 3e6], d_model=[8192, 5120], d_ff=[32_768, 13_824],
-    ...                   slice_shape=(16, 16, 16), flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9)
-    >>> X.tolist(), Y.tolist()
-    ([512, 1024], [8, 4])
+    X, Y : np.ndarray
+        The candidates' data/FSDP and tensor axes (``split_candidates``) [chips].
+    legal : np.ndarray
+        Whether each candidate can run, per batch (and model) given, candidates along the last
+        axis.
+    pick : np.ndarray
+        The index of the chapter's pick, per batch (and model) given.
     """
     shape, Z, B = tuple(slice_shape), int(z), np.asarray(batch, dtype=float)
     X, Y = split_candidates(math.prod(shape) // Z)
@@ -121,8 +119,29 @@ def best_split(
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
     pick = np.where(some_compute_bound, crossover.argmin(axis=-1), layer.argmin(axis=-1))
-    none_legal = ~np.broadcast_to(legal, crossover.shape).any(axis=-1)
-    return np.where(none_legal, 0, X[pick]), Y[pick]
+    return X, Y, np.broadcast_to(legal, crossover.shape), pick
+
+
+def best_split(**keywords) -> tuple[np.ndarray, np.integer | np.ndarray]:
+    """The FSDP + TP split (X, Y) the chapter's rule picks on this slice at this batch
+    (``legal_splits``, whose keywords these are): of the legal splits, the one compute-bound down
+    to the smallest batch, else the one with the shortest layer.
+
+    Returns
+    -------
+    X, Y : np.ndarray, np.integer or np.ndarray
+        The data/FSDP and tensor axes to use, one pair per batch (and model) given; X is 0 where
+        no split is legal [chips].
+
+    Examples
+    --------
+    >>> X, Y = best_split(batch=[5e5, 3e6], d_model=[8192, 5120], d_ff=[32_768, 13_824],
+    ...                   slice_shape=(16, 16, 16), flops=4.59e14, ici_bw=1.8e11, dcn_bw=6.25e9)
+    >>> X.tolist(), Y.tolist()
+    ([512, 1024], [8, 4])
+    """
+    X, Y, legal, pick = legal_splits(**keywords)
+    return np.where(~legal.any(axis=-1), 0, X[pick]), Y[pick]
 
 
 def _legal(span, X, Y, node_size, heads, kv_heads, x_ok):

@@ -7,7 +7,7 @@ A strategy's module gives everything the rest of the house asks of it:
 - ``ZERO``: its own ZeRO stage, used when none is given (the weights whole on the data axis, 0,
   or sharded over it, 3);
 - ``ON``: where a pipeline stage's chips go: all on the data axis X (``"x"``), all on the tensor
-  axis Y (``"y"``), or split between them (``"x+y"``, the best legal split unless given);
+  axis Y (``"y"``), or split between them (``"x+y"``, the fastest legal split unless given);
 - ``TRAFFIC``: the rows of the chapter's summary table (``transformer/layer.py``) it moves with
   the weights whole on X (ZeRO 0-2) and sharded over X (ZeRO-3);
 - ``critical_tokens_per_chip(alpha, weights_per_compute, mx, my, d_ff)``: the tokens per chip above

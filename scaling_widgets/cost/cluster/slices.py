@@ -1,0 +1,66 @@
+"""Slices of a chip near a number of chips: what to try when a user moves a scenario onto
+another chip (MODEL.md §A.7, §B.5).
+
+A TPU slice is a torus of power-of-two axes within the pod, as near a cube as the count allows;
+a GPU slice is whole nodes (or part of one). The same count comes first, then the nearest counts
+on either side, halving and doubling, the chip's own default slice last.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from .chip import Chip
+from .nodes import gpu_slice
+
+
+def slices_near(chip: Chip, chips: int) -> list[tuple[int, ...]]:
+    """The chip's slices nearest to ``chips`` first: the same count if the chip has one, then
+    half and twice, a quarter and four times, and so on; the default slice last.
+
+    Returns
+    -------
+    slices : list of tuple of int
+        Axis lengths of each slice, one slice per count, no slice twice.
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE
+    >>> slices_near(HARDWARE["tpu-v5p"], 256)[:3]
+    [(4, 8, 8), (4, 4, 8), (8, 8, 8)]
+    >>> slices_near(HARDWARE["h100"], 256)[:2]
+    [(32, 8), (16, 8)]
+    """
+    counts, step = [chips], 2
+    while step <= 2 * max(chips, chip.pod_chips):
+        counts += [chips // step] * (chips % step == 0) + [chips * step]
+        step *= 2
+    out = []
+    for count in counts:
+        shape = _slice(chip, count)
+        if shape is not None and shape not in out:
+            out.append(shape)
+    return out + [chip.default_slice] * (chip.default_slice not in out)
+
+
+def _slice(chip: Chip, chips: int) -> tuple[int, ...] | None:
+    """The slice of ``chips`` chips, or None when the chip has none of that size."""
+    if chips < 1 or chips > chip.pod_chips:
+        return None
+    if chip.is_gpu:
+        return (
+            gpu_slice(chips=chips, node_size=chip.node_size)
+            if chips % chip.node_size == 0 or chips < chip.node_size
+            else None
+        )
+    if chips & (chips - 1):
+        return chip.pod_shape if chips == chip.pod_chips else None
+    lengths = [2**k for k in range(int(math.log2(max(chip.pod_shape))) + 1)]
+    fitting = (
+        shape
+        for shape in itertools.combinations_with_replacement(lengths, chip.ici_axes)
+        if math.prod(shape) == chips
+        and all(a <= b for a, b in zip(sorted(shape), sorted(chip.pod_shape)))
+    )
+    return min(fitting, key=lambda shape: (max(shape) / min(shape), shape), default=None)
