@@ -121,7 +121,9 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
 
 def case_layout(k: dict) -> Layout:
     """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
-    or sequences each)."""
+    or sequences each; one, no gradient accumulation, where the source names neither: the run as
+    it ran, not the count the tool would choose)."""
+    named = k.get("microbatches") is not None or k.get("microbatch_seqs") is not None
     return Layout(
         strategy=k["strategy"],
         x=k["fsdp"],
@@ -132,7 +134,7 @@ def case_layout(k: dict) -> Layout:
         sequence_parallel=k["sequence_parallel"],
         schedule=k["schedule"],
         virtual_stages=k["virtual_stages"],
-        microbatches=k.get("microbatches"),
+        microbatches=k.get("microbatches") if named else 1,
         microbatch_seqs=k.get("microbatch_seqs"),
     )
 

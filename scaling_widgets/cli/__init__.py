@@ -139,7 +139,8 @@ def _calibrated(values, args):
 def _plan(args, state: dict, given: dict) -> int:
     keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
-    ranked = plan(**keywords)
+    limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
+    ranked = plan(**keywords, **limits)
     top = range(min(args.top, len(ranked)))
     if args.json:
         best = [ranked.estimate(r) for r in top]

@@ -17,7 +17,7 @@ from ..fields import FIELDS_TABLE, Field
 from ..text import units
 
 # options that are no field
-ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top")
+ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
     _fields(planner, "plan")
+    for flag, what in (("--max-tp", "TP"), ("--max-pp", "pipeline stages")):
+        planner.add_argument(
+            flag,
+            type=_typed(units.parse_whole, flag),
+            default=argparse.SUPPRESS,
+            help=f"the most {what} a layout may take",
+        )
     planner.add_argument(
         "--top",
         type=_typed(units.parse_whole, "--top"),

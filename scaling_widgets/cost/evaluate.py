@@ -26,7 +26,7 @@ from .memory.peak import peak_memory
 from .refusals import InputError
 from .result import Estimate
 from .schedules import bubble
-from .search.fastest import fastest_split
+from .search.fastest import fastest_microbatches, fastest_split
 from .step.chapter import chapter_step, time_to_train
 from .step.pipeline import stage_traffic_time
 from .step.predict import predict
@@ -35,7 +35,7 @@ from .strategies import STRATEGIES
 from .transformer.context import cp_seconds_per_token
 from .transformer.counts import param_count, token_flops
 from .transformer.experts import all_to_all, held_width
-from .transformer.layer import crossover_batch, layer_times
+from .transformer.layer import LayerTimes, crossover_batch, layer_times
 from .transformer.thresholds import layout_thresholds
 from .values import Cluster, Layout, Options, Workload, split_keywords
 
@@ -76,8 +76,29 @@ def evaluate(
     layout, options = _resolved(layout or Layout()), options or Options()
     feasible.together(cluster, workload, layout, options)
     layout = fastest_split(cluster, workload, layout, options, evaluate)
+    layout = fastest_microbatches(cluster, workload, layout, options, evaluate)
     placed = place(cluster, workload, layout, options.exact)
     return _evaluate(cluster, workload, layout, options, placed)
+
+
+def per_layer(
+    cluster: Cluster, workload: Workload, layout: Layout, options: Options
+) -> tuple[LayerTimes, np.ndarray]:
+    """A layout's layer alone, by ``evaluate``'s checks and placement: its times and its crossover
+    batch (MODEL.md §A.3), what a roofline draws, without the memory or the step.
+
+    Returns
+    -------
+    layer : LayerTimes
+        Per-chip times of each pass [s].
+    crossover : np.ndarray
+        The smallest global batch at which the layout is compute-bound [tokens].
+    """
+    layout = _resolved(layout)
+    feasible.together(cluster, workload, layout, options)
+    placed = place(cluster, workload, layout, options.exact)
+    on_mesh = _on_mesh(cluster, workload, _with_placed_cp(layout, placed), options, placed)
+    return layer_times(batch=workload.batch, **on_mesh), crossover_batch(**on_mesh)
 
 
 def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:

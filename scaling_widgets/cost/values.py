@@ -106,17 +106,18 @@ class Layout:
     """How the work is spread (MODEL.md §A.3, §A.6, §B.3, §B.4, §B.6, §D.2, §D.3).
 
     ``strategy`` names the groups in use. ``x``/``y`` None take the strategy's own split (the
-    best legal one for "fsdp+tp"); ``axis_roles`` (one of "x", "y", "z" per slice axis) gives
+    fastest legal one for "fsdp+tp"); ``axis_roles`` (one of "x", "y", "z" per slice axis) gives
     whole axes to the groups instead. ``zero`` None is the strategy's own stage (DP and TP 0,
-    FSDP 3). ``microbatches`` None is 4·Z under pipelining and 1 without, or follows from
-    ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override how the groups sit on the
-    slice (axes spanned, rings). ``ep``: expert parallelism, EP chips of the data axis X that
-    split each MoE layer's experts; 1 without. ``cp``: context parallelism, CP chips of the data
-    axis that split each sequence, passing keys and values as ``cp_kind`` says: "ring",
-    "all-gather" or "ulysses"; None: 1 where each data replica gets whole sequences, else the
-    smallest power of two that gives them (``feasible.implied_cp``). Every field but
-    ``strategy``, ``sequence_parallel``, ``axis_roles`` and ``wraparound`` may hold one value per
-    layout.
+    FSDP 3). ``microbatches`` None: each replica's whole sequences in equal parts, the fastest
+    count that fits (``search.fastest``; 4·Z under pipelining and 1 without when there are no
+    sequences), or follows from ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override
+    how the groups sit on the slice (axes spanned, rings). ``ep``: expert parallelism, EP chips
+    of the data axis X that split each MoE layer's experts; 1 without. ``cp``: context
+    parallelism, CP chips of the data axis that split each sequence, passing keys and values as
+    ``cp_kind`` says: "ring", "all-gather" or "ulysses"; None: 1 where each data replica gets
+    whole sequences, else the smallest power of two that gives them (``feasible.implied_cp``).
+    Every field but ``strategy``, ``sequence_parallel``, ``axis_roles`` and ``wraparound`` may
+    hold one value per layout.
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from .cluster.mesh import axis_rings, role_layout, span_axes
 from .cluster.nodes import node_spans
 from .cluster.placement import split_choices
-from .evaluate import evaluate
+from .evaluate import per_layer
 from .refusals import InputError
 from .result import Estimate
 from .search.split import split_candidates
@@ -193,12 +193,12 @@ def roofline(current: Estimate) -> RooflineData:
     curves = {}
     for name, own in layouts.items():
         try:
-            curves[name] = evaluate(cluster, tokens, own, options)
+            curves[name] = per_layer(cluster, tokens, own, options)
         except InputError:  # this strategy cannot run here (too few heads for its TP): no curve
             continue
-    now, grid_layer = current.layer, curves[current.strategy].layer
-    comm = {name: _comm(e.layer) for name, e in curves.items()}
-    crossover = {name: float(np.min(e.crossover_batch)) for name, e in curves.items()}
+    now, grid_layer = current.layer, curves[current.strategy][0]
+    comm = {name: _comm(layer) for name, (layer, _) in curves.items()}
+    crossover = {name: float(np.min(c)) for name, (_, c) in curves.items()}
     pods = int(current.pods)
     if pods > 1:
         dcn = _full(grid_layer.t_math * grid_layer.comm_ratio("dcn"), grid_layer)

@@ -160,7 +160,8 @@ FIELDS_TABLE = (
           default=1),
     Field("z", "layout.z", "pipeline stages", flag="--pp", metavar="Z", parse=WHOLE, default=1,
           label="PP stages Z"),
-    Field("microbatches", "layout.microbatches", "pipeline microbatches (default 4·Z)",
+    Field("microbatches", "layout.microbatches", "microbatches, pipelined or accumulated"
+          " (default: whole sequences each, the fastest count that fits)",
           flag="--microbatches", parse=WHOLE, label="Microbatches"),
     Field("axis_roles", "layout.axis_roles", "the group each slice axis is given to, by hand",
           default=(), check=_roles),

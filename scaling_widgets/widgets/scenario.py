@@ -47,7 +47,7 @@ class Scenario(_Fields):
 
     ``x`` and ``y`` are the split by hand, used when ``optimal_split`` is off; ``axis_roles``
     (one of "x", "y", "z" per slice axis, or empty for the automatic rule) gives whole axes to
-    the groups instead. ``microbatches`` None means 4·Z (1 without stages).
+    the groups instead. ``microbatches`` None: whole sequences each, the fastest count that fits.
 
     >>> s = Scenario(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6)
     >>> s.update(hardware="tpu-v5e", slice_shape=(16, 16))

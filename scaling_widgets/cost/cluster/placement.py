@@ -74,7 +74,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         )
     # before a split is sought for them
     stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)
-    m = _default_microbatches(layout, Z)
+    m = default_microbatches(layout, Z)
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
@@ -121,8 +121,9 @@ def _cp(workload: Workload, layout: Layout, X, P, m) -> np.ndarray:
     )
 
 
-def _default_microbatches(layout: Layout, Z):
-    """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without."""
+def default_microbatches(layout: Layout, Z):
+    """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without: the
+    chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``)."""
     if layout.microbatches is not None:
         return np.asarray(layout.microbatches)
     return np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
@@ -185,7 +186,7 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     if np.ndim(Z):
         raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
     chip, model, P = cluster.chip, workload.model, cluster.pods
-    per_microbatch = layout.microbatch_seqs or np.asarray(_default_microbatches(layout, Z))
+    per_microbatch = layout.microbatch_seqs or np.asarray(default_microbatches(layout, Z))
 
     def runs_on(X):  # whole sequences per replica, and X holds the EP and CP groups
         per_layout = {  # each layout's values against every candidate X, along a last axis

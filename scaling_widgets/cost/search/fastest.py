@@ -1,10 +1,14 @@
-"""The split a layout takes when none is given: the fastest legal one, as the planner ranks
-(MODEL.md §A.3, §C).
+"""What a layout takes when it is not given: the fastest legal split, and microbatches of whole
+sequences that fit (MODEL.md §A.3, §A.6, §C).
 
 The chapter's rule (``split.best_split``: compute-bound down to the smallest batch) picks by the
 layer alone. A user asks for the split that runs fastest, so every legal split is evaluated, all at
 once, and ranked as ``plan`` ranks: one that fits before one that does not, then the shorter
 step; a tie (every compute-bound split at an MFU given) goes to the chapter's pick.
+
+Microbatches split each data replica's sequences into equal whole parts, as frameworks need: the
+fastest count that fits (without a pipeline, the fewest: gradient accumulation only to fit; with
+one, the bubble shrinks as they grow), else the count that needs the least memory.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..checks import scalar
-from ..cluster.placement import split_choices
+from ..cluster.placement import default_microbatches, place, split_choices
+from ..refusals import InputError
 from ..values import Cluster, Layout, Options, Workload
 
 
@@ -40,10 +45,16 @@ def fastest_split(
     if choices is None:
         return layout
     X, Y, chapters_pick = choices  # (..., candidates): each layout's values gain a last axis
+    # The microbatches as placed by default, not chosen again for every split.
+    provisional = (
+        {}
+        if layout.microbatch_seqs is not None
+        else {"microbatches": default_microbatches(layout, 1 if layout.z is None else layout.z)}
+    )
     trial = evaluate(
         _along_last_axis(cluster),
         _along_last_axis(workload),
-        dataclasses.replace(_along_last_axis(layout), x=X, y=Y),
+        dataclasses.replace(_along_last_axis(layout), x=X, y=Y, **_trailing(provisional)),
         _along_last_axis(options),
     )
     keys = np.broadcast_arrays(~chapters_pick, trial.step_time, ~np.asarray(trial.fits))
@@ -53,6 +64,61 @@ def fastest_split(
     x = np.take_along_axis(X, best, axis=-1)[..., 0]
     y = np.take_along_axis(Y, best, axis=-1)[..., 0]
     return dataclasses.replace(layout, x=scalar(x[()]), y=scalar(y[()]))
+
+
+# microbatch sizes tried, in sequences: powers of two (a replica's whole share stands for itself)
+SIZES = 2 ** np.arange(13)
+
+
+def fastest_microbatches(
+    cluster: Cluster,
+    workload: Workload,
+    layout: Layout,
+    options: Options,
+    evaluate: Callable,
+) -> Layout:
+    """The layout with its microbatches chosen: a replica's S whole sequences in m equal whole
+    microbatches, m = S / b for b a power of two dividing S, or m = 1; the fastest that fits,
+    fewer first, else the one that needs the least memory. As it is when the microbatches (or
+    their size) are given, without sequences (the chapter counts tokens), or when it cannot run.
+
+    Returns
+    -------
+    layout : Layout
+        With ``microbatches`` set.
+    """
+    if layout.microbatches is not None or layout.microbatch_seqs is not None:
+        return layout
+    if workload.seq_len is None:
+        return layout
+    try:
+        one = place(cluster, workload, dataclasses.replace(layout, microbatches=1), options.exact)
+    except InputError:
+        return layout  # cannot run at all: the evaluation says why
+    per_replica = workload.batch * one.cp / (workload.seq_len * one.x * cluster.pods)
+    share = np.maximum(np.floor(per_replica), 1).astype(np.int64)[..., None]
+    counts = np.where((SIZES <= share) & (share % SIZES == 0), share // SIZES, 1)
+    if np.all(counts == 1):  # at most one sequence a replica: nothing to accumulate
+        return dataclasses.replace(layout, microbatches=1)
+    if counts.ndim == 1:  # one layout: each count once
+        counts = np.unique(counts)
+    trial = evaluate(
+        _along_last_axis(cluster),
+        _along_last_axis(workload),
+        dataclasses.replace(_along_last_axis(layout), microbatches=counts),
+        _along_last_axis(options),
+    )
+    fits = np.asarray(trial.fits)
+    step = np.where(fits, trial.step_time, np.inf)
+    memory = np.where(fits, 0.0, trial.peak.reserved)
+    keys = np.broadcast_arrays(counts, memory, step, ~fits)
+    best = np.lexsort(keys, axis=-1)[..., :1]  # fits, then the step, then memory, then fewer
+    m = np.take_along_axis(np.broadcast_to(counts, keys[0].shape), best, axis=-1)[..., 0]
+    return dataclasses.replace(layout, microbatches=scalar(m[()]))
+
+
+def _trailing(values: dict) -> dict:
+    return {k: np.asarray(v)[..., None] if np.ndim(v) else v for k, v in values.items()}
 
 
 def _along_last_axis(value):

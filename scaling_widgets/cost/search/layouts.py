@@ -17,7 +17,7 @@ from ..cluster.mesh import axis_rings, span_axes
 from ..evaluate import evaluate
 from ..schedules import SCHEDULES
 from ..transformer.context import CP_KINDS
-from ..transformer.counts import REMAT_POLICIES
+from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import Cluster, Layout, Options, Workload
 
 if TYPE_CHECKING:
@@ -28,15 +28,17 @@ ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
 # m = these x Z (x 1 without pipelining: gradient accumulation)
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)
-# The knobs of a layout the plan chooses; EP, CP and the CP kind are chosen unless given.
-SEARCHED = ("x", "y", "z", "zero", "remat", "schedule", "virtual_stages", "microbatches")
-HELD = ("ep", "cp", "cp_kind")
+# The knobs of a layout the plan chooses; recompute, EP, CP and the CP kind unless given.
+SEARCHED = ("x", "y", "z", "zero", "schedule", "virtual_stages", "microbatches")
+HELD = ("remat", "ep", "cp", "cp_kind")
 KNOBS = SEARCHED + HELD
 
 
-def splits(chips: int, model: Model) -> dict[str, np.ndarray]:
-    """Every (X, Y, Z): Z divides the chips and is at most the layers, Y a power of two dividing
-    the rest and the heads, X what is left.
+def splits(
+    chips: int, model: Model, max_tp: int | None = None, max_pp: int | None = None
+) -> dict[str, np.ndarray]:
+    """Every (X, Y, Z): Z divides the chips and is at most the layers (and ``max_pp``), Y a power
+    of two dividing the rest and the heads (at most ``max_tp``), X what is left.
 
     Returns
     -------
@@ -48,12 +50,14 @@ def splits(chips: int, model: Model) -> dict[str, np.ndarray]:
     Y = 2 ** np.arange(int(math.log2(chips & -chips)) + 1)
     Z, Y = (a.ravel() for a in np.meshgrid(Z, Y, indexing="ij"))
     legal = ((chips // Z) % Y == 0) & (model.heads % Y == 0)
+    legal &= (Y <= (max_tp or Y)) & (Z <= (max_pp or Z))
     Z, Y = Z[legal], Y[legal]
     return {"x": chips // (Y * Z), "y": Y, "z": Z}
 
 
-def knob_combinations() -> dict[str, np.ndarray]:
-    """Every combination of ZeRO stage, recompute, schedule and microbatches per stage.
+def knob_combinations(remat: tuple = FRAMEWORK_REMAT) -> dict[str, np.ndarray]:
+    """Every combination of ZeRO stage, recompute (``remat``: the policies tried), schedule and
+    microbatches per stage.
 
     Returns
     -------
@@ -64,7 +68,7 @@ def knob_combinations() -> dict[str, np.ndarray]:
     schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
     return product(
         {"zero": np.array(ZERO_STAGES)},
-        {"remat": np.array(REMAT_POLICIES)},
+        {"remat": np.array(remat)},
         {"schedule": schedules[0], "virtual_stages": schedules[1]},
         {"per_stage": np.array(MICROBATCHES_PER_STAGE)},
     )
@@ -139,6 +143,7 @@ def evaluate_order(
     ep: int | None = None,
     cp: int | None = None,
     cp_kind: str = "ring",
+    remat: tuple = FRAMEWORK_REMAT,
 ) -> dict[str, np.ndarray]:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``.
@@ -150,6 +155,7 @@ def evaluate_order(
     placed : this order's placements (``placements``)
     ep, cp : the expert- and context-parallel degrees; None: searched
     cp_kind : how CP passes keys and values
+    remat : the recompute policies tried (the frameworks' by default)
 
     Returns
     -------
@@ -159,7 +165,7 @@ def evaluate_order(
         "crossover" [tokens]; empty when none can run.
     """
     degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
-    c = product(placed, knob_combinations(), degrees)
+    c = product(placed, knob_combinations(remat), degrees)
     c["microbatches"] = c.pop("per_stage") * c["z"]
     minimal = feasible.implied_cp(
         batch=workload.batch,

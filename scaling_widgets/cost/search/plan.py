@@ -7,8 +7,9 @@ A layout is
   gives TP the last axis first). Every distinct order of a TPU slice's axes is tried, and two
   orders that give a split the same spans and rings count once; a GPU cluster's order is fixed,
   TP inside a node first (``node_spans``);
-- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (every one of MODEL.md
-  §B.4), a pipeline schedule (every one of ``schedules/``, with each count of virtual stages it
+- a ZeRO stage (0 to 3; 3 only without microbatches), a recompute policy (each the frameworks
+  offer: none, selective, full; the chapter's "checkpoints" is a memory count, not a policy they
+  run), a pipeline schedule (every one of ``schedules/``, with each count of virtual stages it
   runs) and a number of microbatches (1 to 32 per stage);
 - for a mixture of experts, expert parallelism: 1 and every power of two that divides both the
   experts and X (MODEL.md §D.2);
@@ -34,13 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..checks import Whole
+from ..checks import Choice, Whole
 from ..cluster import feasible
 from ..cluster.nodes import gpu_slice
 from ..evaluate import evaluate
 from ..refusals import refuse
 from ..result import Estimate
 from ..strategies import BEST
+from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import VALUES, Cluster, Layout, Options, Workload, split_keywords
 from .layouts import KNOBS, evaluate_order, fixed_degrees, only, placements, ranking, splits
 
@@ -120,6 +122,9 @@ def plan(
     ep: int | None = None,
     cp: int | None = None,
     cp_kind: str | None = None,
+    remat: str | None = None,
+    max_tp: int | None = None,
+    max_pp: int | None = None,
     **options: Any,
 ) -> Plan:
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
@@ -127,7 +132,8 @@ def plan(
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
     ``options`` pass on to ``estimate``: any of ``OPTIONS`` (the knobs of a layout are searched).
     ``ep`` and ``cp`` fix those degrees instead of searching them, ``cp_kind`` how CP passes keys
-    and values (default "ring").
+    and values (default "ring"), ``remat`` the recompute policy (default: each the frameworks
+    offer, ``FRAMEWORK_REMAT``). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages.
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
     Returns
@@ -151,8 +157,13 @@ def plan(
     shape = cluster.slice_shape
     # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
     orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
-    placed = placements(orders, splits(math.prod(shape), workload.model), chip)
-    fixed = fixed_degrees(ep, cp, cp_kind)
+    limits = {
+        name: Whole()(name, v)
+        for name, v in (("max_tp", max_tp), ("max_pp", max_pp))
+        if v is not None
+    }
+    placed = placements(orders, splits(math.prod(shape), workload.model, **limits), chip)
+    fixed = {**fixed_degrees(ep, cp, cp_kind), "remat": _policies(remat)}
 
     def evaluated_with(degrees: dict) -> list[dict]:
         """Every order's layouts (an order whose placements all repeat an earlier's has none)."""
@@ -188,6 +199,11 @@ def plan(
         opts,
         base,
     )
+
+
+def _policies(remat: str | None) -> tuple:
+    """The recompute policies to try: the one given, else each the frameworks offer."""
+    return FRAMEWORK_REMAT if remat is None else (Choice(REMAT_POLICIES)("remat", remat),)
 
 
 def plan_keywords(

@@ -162,6 +162,10 @@ def training_flops(*, params: ArrayLike, tokens: ArrayLike) -> float | np.ndarra
 
 
 REMAT_POLICIES = ("checkpoints", "none", "selective", "full")
+# What the frameworks offer (Megatron-LM's --recompute-granularity, torchtitan's and DeepSpeed's
+# activation checkpointing, MaxText's remat policies): the chapter's "checkpoints" after the big
+# matmuls is its memory count, not a policy any of them runs, so the planner does not choose it.
+FRAMEWORK_REMAT = ("none", "selective", "full")
 
 
 def flops_per_token(

@@ -117,8 +117,10 @@ class LayerTimes:
 
     @cached_property
     def compute_bound(self) -> np.bool_ | np.ndarray:
-        """T_math >= every axis' communication in each pass separately (MODEL.md §A.10)."""
-        return (self.math[0] >= self._comms[0]) & (self.math[1] >= self._comms[1])
+        """T_math >= every axis' communication in each pass separately (MODEL.md §A.10); at the
+        threshold itself (B/X = α/M_X exactly) rounding must not decide, hence the 1e-12."""
+        level = 1 - 1e-12
+        return (self.math[0] >= self._comms[0] * level) & (self.math[1] >= self._comms[1] * level)
 
     @cached_property
     def worst_axis(self) -> str | np.ndarray:
