@@ -23,6 +23,7 @@ import pytest
 from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
+import scaling_widgets as sw
 from scaling_widgets import explore
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
@@ -600,3 +601,24 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     assert code == 2 and out == "" and err.count("\n") == 1, err
     flag = FIELDS[field].flag if field in FIELDS else field
     assert err == f"scaling-widgets estimate: error: {flag} must be {rest}\n"
+
+
+def test_the_panel_explore_the_cli_and_the_api_start_from_the_same_step():
+    # No MFU given anywhere: each predicts the step, at the same split and microbatches.
+    where = dict(model="llama-3-70b", hardware="h100", chips=1024, batch="16M", seq_len="8k")
+    panel = explore(**where)
+    shown = panel.analysis.estimate
+    api = sw.estimate(**where)
+    code, out, _ = run_cli(
+        ["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "1024",
+         "--batch", "16M", "--seq-len", "8k", "--json"]
+    )  # fmt: skip
+    cli = json.loads(out)
+    assert code == 0 and shown.step_breakdown is not None and api.step_breakdown is not None
+    assert float(shown.step_time) == float(api.step_time) == cli["step_time_s"]
+    layout = cli["layout"]
+    assert (layout["X"], layout["Y"], layout["microbatches"]) == (
+        int(shown.x),
+        int(shown.y),
+        int(shown.microbatches),
+    )
