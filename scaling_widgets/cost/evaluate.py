@@ -146,8 +146,8 @@ def estimate(**keywords: Any) -> Estimate:
     ...              seq_len=4096, slice_shape=(16, 16, 16), x=[512, 128], y=8, z=[1, 4],
     ...              zero=[3, 1], remat=["checkpoints", "full"], schedule=["1f1b", "interleaved"],
     ...              virtual_stages=[1, 2])
-    >>> e.bubble.tolist(), (e.memory.total / 1e9).round(1).tolist()
-    ([0.0, 0.09375], [41.1, 18.6])
+    >>> e.microbatches.tolist(), e.bubble.tolist(), (e.memory.total / 1e9).round(1).tolist()
+    ([1, 15], [0.0, 0.1], [41.1, 19.6])
     """
     return evaluate(*split_keywords(keywords))
 
