@@ -34,8 +34,8 @@ AT_128K = dict(
 
 
 def test_fewer_sequences_than_replicas_take_the_smallest_cp_that_keeps_them_whole():
-    # 122 sequences of 128K over 128 replicas x 15 microbatches: each sequence is split over 16
-    # GPUs, as Meta did.
+    # 122 sequences of 128K over 128 replicas x 15 microbatches: 1,920 replica-microbatches need
+    # each sequence split over 16 GPUs, the next power of two above 1,920/122.
     e = estimate(**AT_128K)
     assert (e.layout.cp, bool(e.cp_implied)) == (16, True)
     with pytest.raises(

@@ -45,6 +45,9 @@ def fastest_split(
     if choices is None:
         return layout
     X, Y, chapters_pick = choices  # (..., candidates): each layout's values gain a last axis
+    if X.ndim == 1:  # one layout: the illegal candidates, copies of the chapter's pick, go
+        copies = (X == X[chapters_pick]) & (Y == Y[chapters_pick]) & ~chapters_pick
+        X, Y, chapters_pick = X[~copies], Y[~copies], chapters_pick[~copies]
     # The microbatches as placed by default, not chosen again for every split.
     provisional = (
         {}
