@@ -261,10 +261,6 @@ class Recommendations(Bound, w.VBox):
 
     def _draw(self) -> None:
         column, reverse = self.sorted_by
-        for name, button in self._headers.items():
-            button.description = COLUMNS[name][0] + (
-                (" ▼" if reverse else " ▲") if name == column else ""
-            )
         rows = sorted(self.rows, key=COLUMNS[column][1], reverse=reverse)
         now = self.current()
         if rows and now != self._marked:
@@ -280,6 +276,11 @@ class Recommendations(Bound, w.VBox):
         children = tuple(header + [cell for row in rows for cell in self._cells[row.rank]])
         if children != self._table.children:  # a slider move keeps the order: nothing to send
             self._table.children = children
+        # the arrow last, after the rows it describes
+        for name, button in self._headers.items():
+            button.description = COLUMNS[name][0] + (
+                (" ▼" if reverse else " ▲") if name == column else ""
+            )
 
     def _use(self, rank: int) -> w.Button:
         button = w.Button(description="use", layout=w.Layout(width="auto"))

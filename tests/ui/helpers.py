@@ -27,15 +27,20 @@ def summary(page) -> str:
 
 def wait_for_change(page, read, before, timeout: int = 20_000):
     """Poll ``read(page)`` until it differs from ``before``; return the new value."""
-    deadline_ms, step = timeout, 100
-    waited = 0
-    while waited < deadline_ms:
+    return wait_until(page, read, lambda now: now != before, timeout)
+
+
+def wait_until(page, read, accept, timeout: int = 20_000):
+    """Poll ``read(page)`` until ``accept`` takes its value; return that value. A widget's
+    parts arrive as separate messages, so a page can show one part's new state before another's."""
+    step, waited = 100, 0
+    while waited < timeout:
         now = read(page)
-        if now != before:
+        if accept(now):
             return now
         page.wait_for_timeout(step)
         waited += step
-    raise AssertionError(f"{read.__name__} did not change within {timeout} ms")
+    raise AssertionError(f"{read.__name__} stayed at {now!r} for {timeout} ms")
 
 
 def wait_for_panel(page) -> None:

@@ -13,6 +13,7 @@ from .helpers import (
     summary,
     wait_for_change,
     wait_for_panel,
+    wait_until,
 )
 from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
 
@@ -23,6 +24,10 @@ ROWS = """() => {
   for (let i = 8; i < cells.length; i += 8) rows.push(cells.slice(i, i + 8));
   return rows;
 }"""
+
+
+def memory_column(page) -> list[float]:
+    return [in_bytes(row[4]) for row in page.evaluate(ROWS)]
 
 
 def in_bytes(text: str) -> float:
@@ -165,8 +170,8 @@ def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voi
     page.wait_for_function(
         "document.querySelector('.sw-plan-table').innerText.includes('memory/chip ▲')"
     )
-    memory = [in_bytes(row[4]) for row in rows()]
-    assert memory == sorted(memory)  # sorted by the peak per chip, smallest first
+    # sorted by the peak per chip, smallest first (the rows may arrive after the header)
+    wait_until(page, memory_column, lambda memory: memory == sorted(memory))
     # the table reads too
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
     # not the layout shown
