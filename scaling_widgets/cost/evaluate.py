@@ -37,7 +37,7 @@ from .transformer.counts import param_count, token_flops
 from .transformer.experts import all_to_all, held_width
 from .transformer.layer import LayerTimes, crossover_batch, layer_times
 from .transformer.thresholds import layout_thresholds
-from .values import Cluster, Layout, Options, Workload, split_keywords
+from .values import Cluster, Layout, Options, Workload, computed, split_keywords
 
 
 def evaluate(
@@ -156,7 +156,7 @@ def _resolved(layout: Layout) -> Layout:
     """The layout with its strategy's own ZeRO stage where none is given."""
     if layout.zero is not None:
         return layout
-    return dataclasses.replace(layout, zero=STRATEGIES[layout.strategy].zero)
+    return computed(layout, zero=STRATEGIES[layout.strategy].zero)
 
 
 def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate:

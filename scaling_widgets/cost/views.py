@@ -23,7 +23,7 @@ from .refusals import InputError
 from .result import Estimate
 from .search.split import split_candidates
 from .strategies import BEST, STRATEGIES
-from .values import Layout
+from .values import Layout, computed
 
 GRID_POINTS = 256
 # each strategy's own layout, the best split, the pods' DCN
@@ -146,7 +146,7 @@ def _chapters_split(cluster, workload, layout, exact) -> Layout:
     X, Y, chapters = choices
     pick = np.argmax(chapters, axis=-1)[..., None]
     x, y = (np.take_along_axis(v, pick, axis=-1)[..., 0] for v in np.broadcast_arrays(X, Y))
-    return dataclasses.replace(layout, x=x, y=y)
+    return computed(layout, x=x, y=y)
 
 
 def roofline(current: Estimate) -> RooflineData:

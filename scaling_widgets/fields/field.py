@@ -10,6 +10,7 @@ from typing import Any
 
 from ..cost import Cluster, Layout, Options, Workload
 from ..cost.transformer.exactness import Exactness
+from ..cost.values import as_asked
 
 FROM_VALUE = object()  # a default read from the cost model's declaration of the field
 VALUES = {
@@ -96,7 +97,7 @@ class Field:
             "options": options,
             "exact": options.exact,
         }[self.value.split(".")[0]]
-        return getattr(holder, self.attribute)
+        return as_asked(holder)[self.attribute]  # as given: a rounded batch as asked
 
     def cli_words(self, value) -> str | None:
         """The CLI argument that gives ``value``; None if no flag can say it."""

@@ -221,7 +221,8 @@ FIELDS_TABLE = (
     Field("overhead_bytes", "options.overhead_bytes", "runtime memory per chip, GB",
           flag="--overhead-gb", parse=_gigabytes, words=lambda v: repr(v / 1e9),
           label="overhead (GB)"),
-    Field("fits_below", "options.fits_below", "share of HBM a layout may fill (0.9)",
+    Field("fits_below", "options.fits_below", "share of HBM a layout may fill, headroom for"
+          " the peak's error (1 for none)",
           flag="--fits-below", parse=_fraction, label="fits below"),
     Field("stack", "options.stack", "what the software keeps in memory, for the peak and whether"
           " it fits; it also turns flash attention on (default: the chip's profile's)",

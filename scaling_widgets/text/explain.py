@@ -25,11 +25,28 @@ AXIS_NAMES = {
 
 def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known."""
-    out = [verdict(e), step_verdict(e), *thresholds(e, best), memory.chapter_count(e)]
+    out = [verdict(e), step_verdict(e), *rounded_batch(e), *thresholds(e, best)]
+    out.append(memory.chapter_count(e))
     out += [memory.peak(e), step(e)]
     if e.training_time is not None:
         out.append(time_to_train(e))
     return out
+
+
+def rounded_batch(e: Estimate) -> list[Line]:
+    """A line when the batch asked for was not whole sequences and was rounded; else none."""
+    asked = e.workload.rounded_from
+    if asked is None:
+        return []
+    T = e.seq_len
+    return [
+        Line.of(
+            "batch",
+            f"The batch asked for, {float(asked):,.0f} tokens, is {float(asked) / T:,.2f}"
+            f" sequences of {T}: rounded to {float(e.batch) / T:,.0f} whole sequences"
+            f" ({float(e.batch):,.0f} tokens), as frameworks count a batch.",
+        )
+    ]
 
 
 def layout_name(e: Estimate) -> str:

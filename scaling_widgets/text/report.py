@@ -41,6 +41,8 @@ def record(e: Estimate, others=None) -> dict:
         "batch_tokens": _num(e.batch),
         "seq_len": e.seq_len,
         "sequences": None if e.seq_len is None else _num(e.batch / e.seq_len),
+        # the batch asked for, when it was rounded to whole sequences
+        "batch_tokens_asked": _num(e.workload.rounded_from),
         "layout": _placement(e),
         "per_layer": _per_layer(layer),
         "tokens_per_chip": _num(e.tokens_per_chip),
@@ -153,7 +155,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     seqs = (
         ""
         if e.seq_len is None
-        else f" ({float(e.batch) / e.seq_len:,.1f} sequences of {e.seq_len})"
+        else f" ({float(e.batch) / e.seq_len:,.0f} sequences of {e.seq_len})"
     )
     lines = explain.explain(e, best)
     head = [
@@ -168,8 +170,9 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
         "Thresholds:",
     ]
     body = ["  " + plain(line) for line in lines[2:] if line.kind in ("threshold", "note")]
-    rest = [plain(line) for line in lines[2:] if line.kind not in ("threshold", "note")]
-    out = [*head, *body, "", *rest]
+    rest = [plain(line) for line in lines[2:] if line.kind not in ("threshold", "note", "batch")]
+    rounded = [plain(line) for line in explain.rounded_batch(e)]
+    out = [*head[:1], *rounded, *head[1:], *body, "", *rest]
     if others:
         out += ["", "Every strategy on this slice:", *("  " + row for row in _table(others))]
     return "\n".join(out)

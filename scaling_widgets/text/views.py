@@ -19,16 +19,18 @@ def curve_names() -> dict:
     names.update(
         {
             BEST: f"{STRATEGIES[BEST].label} (this split)",
-            "optimal": f"{STRATEGIES[BEST].label} (best)",
+            # the book's (chapter's) split, re-chosen at each batch; the point is the fastest split's
+            "optimal": f"{STRATEGIES[BEST].label} (book split)",
         }
     )
     return {**names, "dcn": "DCN"}
 
 
 def roofline(data: RooflineData, current: Estimate) -> RooflineData:
-    """Each curve's name: a strategy's own, the best split's, the split in use, the pods' DCN."""
+    """Each curve's name: a strategy's own, the chapter's split (re-chosen at each batch), the
+    split in use, the pods' DCN."""
     labels = {name: s.label for name, s in STRATEGIES.items() if name != BEST}
-    labels["optimal"] = f"{STRATEGIES[BEST].label}, best split"
+    labels["optimal"] = f"{STRATEGIES[BEST].label}, book split"
     if current.strategy == BEST:
         labels[BEST] = short_name(current)
     if data.pods > 1:

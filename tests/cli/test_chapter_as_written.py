@@ -56,7 +56,11 @@ def test_example_16_llama_2_13b_at_3m_tokens_of_32k_on_4096_chips(capsys):
     e = estimate(capsys, *args)
     assert (e["layout"]["X"], e["layout"]["Y"]) == (1024, 4)
     assert e["seq_len"] == 32768 and e["layout"]["CP"] == 16  # 12 replicas' worth of CP chips
-    assert e["compute_bound"] is True and e["tokens_per_chip"] == pytest.approx(732, abs=0.5)
+    # 3M tokens are 91.55 sequences: rounded to 92 whole ones, 736 tokens a chip where the
+    # chapter, counting tokens, has 3M/4096 = 732 (and its "96 sequences" read 3M as 3·2²⁰).
+    assert e["batch_tokens_asked"] == 3e6 and e["sequences"] == 92
+    assert e["compute_bound"] is True and e["tokens_per_chip"] == 736
+    assert e["tokens_per_chip"] == pytest.approx(732, rel=0.01)
     assert e["step_time_s"] == pytest.approx(0.3, abs=0.015)
     assert e["strategies"]["dp"]["fits"] is False  # 130 GB > 96 GB
     assert e["strategies"]["fsdp"]["compute_bound"] is False  # needs 850·4096 = 3.48M > 3M
@@ -66,7 +70,8 @@ def test_example_16_llama_2_13b_at_3m_tokens_of_32k_on_4096_chips(capsys):
     assert "each sequence of 32768 split over 16 chips (context parallelism, chosen for you:" in (
         report
     )
-    assert "3M tokens give 0.089 sequences per data replica" in report
+    assert "3.01M tokens give 0.09 sequences per data replica" in report
+    assert "3,000,000 tokens, is 91.55 sequences of 32768: rounded to 92 whole sequences" in report
 
 
 def test_cp_1_asked_for_keeps_the_refusal_naming_what_would_run(capsys):
@@ -90,3 +95,76 @@ def test_part_6_llama_3_70b_on_a_v5p_pod_and_the_worked_problems(capsys):
     eight = estimate(capsys, *common, "--model", "llama-3-405b", "--pods", "8")  # the last wins
     assert eight["params"] == pytest.approx(406e9, rel=0.003)  # Question 2
     assert eight["training_time_s"] / 86400 > 32  # 32 days of compute, and the exposed traffic
+
+
+def _model_file(tmp_path, d_model: int, d_ff: int) -> str:
+    """The chapter's generic layer, two matrices of D x F as its examples give them (32 layers;
+    the thresholds depend on F alone)."""
+    path = tmp_path / f"chapter-{d_model}-{d_ff}.json"
+    path.write_text(json.dumps(dict(name=f"D {d_model}, F {d_ff}", layers=32, d_model=d_model,
+                                    d_ff=d_ff, heads=64, kv_heads=8, head_dim=128, vocab=32000,
+                                    gated=False, tied_embeddings=False)))  # fmt: skip
+    return str(path)
+
+
+def test_example_3_pure_dp_holds_at_most_hbm_over_10_bytes_a_parameter(capsys):
+    # 96 GB / 10 B ≈ 9.6e9 parameters: 7B's weights and Adam state fit, 13B's (130 GB) do not.
+    for model, fits in (("llama-2-7b", True), ("llama-2-13b", False)):
+        e = estimate(capsys, "--model", model, "--mesh", "4x4x4", "--batch", "1M",
+                     "--strategy", "dp", "--mfu", "0.4")  # fmt: skip
+        state = e["memory_per_chip_bytes"]["params"] + e["memory_per_chip_bytes"]["optimizer"]
+        assert state == pytest.approx(10 * e["params"]) and (state < 96e9 * 2**30 / 1e9) == fits
+
+
+def test_examples_4_and_5_fsdp_over_a_pod_needs_850_tokens_a_chip(capsys):
+    # DeepSeek-V2's 40M tokens over 3-axis FSDP: 40M/850 ≈ 47,000 chips, about 5 pods.
+    e = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "40M",
+                 "--strategy", "fsdp", "--mfu", "0.5", "--tokens", "15T")  # fmt: skip
+    assert e["critical_tokens_per_chip"] == 850
+    assert 40e6 / e["critical_tokens_per_chip"] == pytest.approx(47_000, rel=0.01)
+    # LLaMA-3 70B: 6·P·15T ≈ 6.3e24 FLOPs; 16M tokens keep 18,823 chips compute-bound.
+    assert e["flops_per_token"] * 15e12 == pytest.approx(6.3e24, rel=0.01)
+    assert 16e6 / e["critical_tokens_per_chip"] == pytest.approx(18_823, abs=1)
+
+
+def test_examples_6_and_7_the_tp_limit_is_f_over_2550(capsys, tmp_path):
+    l3 = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x16x16", "--batch", "4M",
+                  "--mfu", "0.4")  # fmt: skip
+    # F/2550 (the chapter's F ≈ 30,000 gives 11.8)
+    assert l3["tp_limit"] == pytest.approx(28_672 / 2550, abs=0.01)
+    # Gemma 7B as the chapter counts it, F = 49,152 (its config's 24,576 gated, times two)
+    gemma = _model_file(tmp_path, 3072, 49_152)
+    e = estimate(capsys, "--model-file", gemma, "--mesh", "16x16x16", "--batch", "4M",
+                 "--fsdp", "256", "--tp", "16", "--mfu", "0.4")  # fmt: skip
+    assert e["layout"]["M_Y"] == 1 and e["tp_limit"] == pytest.approx(19.3, abs=0.05)
+
+
+def test_examples_8_and_9_x_opt_on_4x4x4_and_99_tokens_a_chip(capsys, tmp_path):
+    layer = _model_file(tmp_path, 8192, 32_768)
+    # The chapter's split, 16 x 4: X over two axes, Y over one (M_X/M_Y = 2)
+    e = estimate(capsys, "--model-file", layer, "--mesh", "4x4x4", "--batch", "48000",
+                 "--seq-len", "1", "--fsdp", "16", "--tp", "4", "--mfu", "0.4")  # fmt: skip
+    assert (e["layout"]["M_X"], e["layout"]["M_Y"]) == (2, 1)
+    assert e["x_opt"] == pytest.approx(13.7, abs=0.05)  # the chapter prints 13.9
+    assert e["critical_tokens_per_chip"] == pytest.approx(99, abs=0.5)  # FSDP alone: 850
+
+
+def test_example_10_every_split_of_16x16x16_is_comm_bound_below_4_06e5(capsys, tmp_path):
+    layer = _model_file(tmp_path, 8192, 32_768)
+    e = estimate(capsys, "--model-file", layer, "--mesh", "16x16x16", "--batch", "5e5",
+                 "--mfu", "0.4")  # fmt: skip
+    assert (e["layout"]["X"], e["layout"]["Y"]) == (512, 8)
+    # the first split to cross, above the chapter's bound N·α²/(2F) ≈ 4.06e5
+    assert e["crossover_batch_tokens"] == pytest.approx(4.35e5, rel=0.005)
+
+
+def test_examples_12_and_13_llama_3_70b_at_2m_tokens(capsys):
+    # 2M tokens over 3-axis FSDP: about 2,350 chips; FSDP + TP: about 108 tokens a chip.
+    fsdp = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2M",
+                    "--strategy", "fsdp", "--mfu", "0.4")  # fmt: skip
+    assert 2e6 / fsdp["critical_tokens_per_chip"] == pytest.approx(2_350, rel=0.01)
+    # On two pods, 1M tokens a pod, 111 a chip: DCN is fine.
+    two = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2M",
+                   "--pods", "2", "--mfu", "0.4")  # fmt: skip
+    assert two["tokens_per_chip"] == pytest.approx(111, abs=1)
+    assert two["tokens_per_pod"] >= two["critical_tokens_per_pod"]

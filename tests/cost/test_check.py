@@ -183,7 +183,7 @@ ALL_LAYOUTS = st.fixed_dictionaries(
         "z": st.sampled_from([1, 2, 4]),
         "y": st.sampled_from([1, 2, 4, 8]),
         "per_stage": st.sampled_from([1, 2, 4]),
-        "spare": st.floats(1, 4),
+        "spare": st.integers(1, 4),  # sequences a microbatch: whole, as frameworks need
         "seq_len": st.sampled_from([None, 512, 2048]),
         "remat": st.sampled_from(REMAT_POLICIES),
         "schedule": st.sampled_from(["gpipe", "1f1b"]),

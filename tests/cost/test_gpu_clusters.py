@@ -90,21 +90,11 @@ def test_cli_takes_chips_for_a_gpu_cluster(capsys):
     )
     out = capsys.readouterr().out
     assert "H100 512x8" in out and "Y inside a node (NVLink)" in out and "X across nodes" in out
+    # 100 GPUs: 13 nodes cannot hold them evenly; 96 or 104 run (12 run as two nodes of 6)
     with pytest.raises(SystemExit):
-        main(
-            [
-                "estimate",
-                "--model",
-                "llama-3-70b",
-                "--hardware",
-                "h100",
-                "--chips",
-                "12",
-                "--batch",
-                "1M",
-            ]
-        )
+        main(["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "100",
+              "--batch", "1M"])  # fmt: skip
     assert (
-        "--chips must be a multiple of 8 (whole nodes), or at most 8 GPUs; got 12"
+        "--chips must be a count the fewest nodes of 8 hold evenly, such as 96 or 104; got 100"
         in capsys.readouterr().err
     )

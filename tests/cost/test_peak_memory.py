@@ -90,6 +90,7 @@ def test_the_v100_logits_case_by_hand():
         slice_shape=(1, 1),
         batch=4 * 1024,
         seq_len=1024,
+        microbatches=1,  # the four at once, as the case ran (the default would accumulate)
         strategy="dp",
         precision=PRECISIONS["mixed-adam"],
         remat="full",
@@ -108,7 +109,7 @@ def test_the_v100_logits_case_by_hand():
     assert float(e.peak.working_set) == pytest.approx(2 * tokens * whole_layer)
     allocated = 18 * params + tokens * (2 * D * L + 2 * whole_layer + 6 * V)
     assert float(e.peak.reserved) == pytest.approx(1.05 * allocated)
-    assert bool(e.fits) == (1.05 * allocated <= 34.08e9)
+    assert bool(e.fits) == (1.05 * allocated <= 0.9 * 34.08e9)  # a tenth of HBM to spare
 
 
 def test_interleaving_holds_more_on_the_first_stage_than_1f1b():

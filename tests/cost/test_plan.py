@@ -74,6 +74,9 @@ def _every_layout(shape, chip, model, sequences, seq_len):
                 continue
             if zero == 3 and m > 1:  # ZeRO-3's re-gather per microbatch is not priced
                 continue
+            share = sequences * cp / x  # a replica's sequences: when whole, whole microbatches
+            if share == int(share) and int(share) % m:
+                continue
             yield dict(
                 slice_shape=order,
                 x=x,
@@ -240,7 +243,8 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     every = plan(model=L13, chip=V5P, batch=16e6, seq_len=4096, slice_shape=(16, 16, 16))
     assert data["evaluated"] == len(every.memory)
     assert (
-        data["fit"] == (every.memory <= V5P.hbm_bytes).sum() and 0 < data["fit"] < data["evaluated"]
+        data["fit"] == (every.memory <= 0.9 * V5P.hbm_bytes).sum()
+        and 0 < data["fit"] < data["evaluated"]
     )
     assert all(layout["fits"] for layout in data["layouts"])  # the peak within HBM
     steps = [layout["step_time_s"] for layout in data["layouts"]]

@@ -97,6 +97,9 @@ def runs(
     - "sequences": a data replica gets at least one whole sequence (one token without
       ``seq_len``) per microbatch: B / (T·X·P·m) >= 1, its CP chips sharing each sequence:
       B·CP / (T·X·P·m) >= 1;
+    - "whole": where a replica's share of the batch is whole sequences S, the microbatches
+      split it into whole ones: m divides S (frameworks take a microbatch in sequences; a share
+      that is not whole is the chapter's average over replicas, and stands as it is);
     - "heads": TP divides the attention heads, and the KV heads divide it or it divides them
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
     - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
@@ -109,15 +112,20 @@ def runs(
     Returns
     -------
     ok : dict of str to np.bool_ or np.ndarray
-        Per rule ("sequences", "heads", "stages", "experts", "context"): True where the layout
-        keeps it, one boolean per layout.
+        Per rule ("sequences", "whole", "heads", "stages", "experts", "context"): True where
+        the layout keeps it, one boolean per layout.
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
     E, EP, CP = (1 if model.moe is None else model.moe.experts), np.asarray(ep), np.asarray(cp)
     heads_per_shard = np.maximum(K // np.asarray(y), 1)
+    share = np.asarray(batch) * CP / (T * np.asarray(x) * pods)  # sequences a replica gets
+    whole_share = np.round(share)
     return {
-        "sequences": np.asarray(batch) * CP / (T * np.asarray(x) * pods) >= microbatches,
+        "sequences": share >= microbatches,
+        "whole": (seq_len is None)
+        | ~np.isclose(share, whole_share, rtol=1e-9, atol=0)
+        | (whole_share % microbatches == 0),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": np.asarray(z) * virtual_stages <= model.layers,
         "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
@@ -169,6 +177,8 @@ def possible(*, given: Layout, **layout) -> None:
     arrays = np.broadcast_arrays(*(np.asarray(layout.get(name, 1)) for name in names))
     placed = {**layout, **dict(zip(names, arrays))}
     ok = runs(**placed)
+    if given.cp is None:  # sequences split for the user count tokens, as the chapter does
+        ok["whole"] = ok["whole"] | (placed["cp"] > 1)
     for rule, refusal in _REFUSALS.items():  # in the order a user would mend them
         if not ok[rule].all():
             raise refusal(first(~ok[rule]), given=given, **placed)
@@ -195,6 +205,23 @@ def _sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **
             else ""
         ),
         f"{batch[i].item():,.6g} ({got:.3g} per replica)",
+    )
+
+
+def _whole(i, *, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
+    """Microbatches of part sequences: name the counts near the one given that split whole."""
+    replicas = int(x[i]) // int(cp[i]) * int(pods[i])
+    m, S = int(microbatches[i]), round(batch[i].item() / (seq_len * replicas))
+    small = [d for d in range(1, math.isqrt(S) + 1) if S % d == 0]
+    counts = {*small, *(S // d for d in small)}  # the divisors of S
+    nearest = sorted(sorted(counts, key=lambda d: abs(d - m))[:3])
+    field = "microbatch_seqs" if given.microbatch_seqs is not None else "microbatches"
+    got = m if field == "microbatches" else f"{int(given.microbatch_seqs)} ({m} microbatches)"
+    return refuse(
+        field,
+        f"a count that splits each data replica's {S:,} sequences of {seq_len} into whole"
+        f" microbatches, as frameworks need (e.g. {', '.join(map(str, nearest))} microbatches)",
+        f"{got}: {S / m:.4g} sequences each",
     )
 
 
@@ -272,6 +299,7 @@ _REFUSALS = {
     "stages": _stages,
     "experts": _experts,
     "context": _context,
+    "whole": _whole,  # last: the layout's other rules decide the share it splits
 }
 
 

@@ -1,6 +1,7 @@
 """GPU clusters: NVLink inside a node, one NIC per GPU across nodes (MODEL.md §B.5).
 
-A GPU slice is (nodes, GPUs per node). Groups are placed as on a TPU slice (``span_axes``):
+A GPU slice is (nodes, GPUs used in each): whole nodes, or nodes partly used alike (GB200 NVL72
+racks run 64 of their 72 GPUs). Groups are placed as on a TPU slice (``span_axes``):
 TP innermost, inside a node first, then FSDP/data, then pipeline. Each group's bandwidth is
 given as a multiple of the NVLink egress W (the M_X, M_Y of the TPU formulas):
 
@@ -28,36 +29,47 @@ from .mesh import MeshSpan, parse_slice, span_axes
 
 
 def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
-    """(nodes, GPUs per node) for ``chips`` GPUs: whole nodes, or part of one.
+    """(nodes, GPUs per node) for ``chips`` GPUs: whole nodes, or the fewest nodes each partly
+    used alike, as NVIDIA runs GB200 NVL72 racks at 64 GPUs of 72.
 
     Returns
     -------
     nodes : int
-        The nodes the GPUs fill.
+        The nodes the GPUs use.
     per_node : int
-        The GPUs of each node in use: ``node_size``, or ``chips`` within one node.
+        The GPUs of each node in use: ``node_size``, or as many in each of the fewest nodes.
 
     Raises
     ------
     InputError
-        Naming ``chips`` when they are more than a node and not whole nodes.
+        Naming ``chips`` when no count of nodes holds them evenly, with the nearest that do.
 
     Examples
     --------
     >>> gpu_slice(chips=4096, node_size=8), gpu_slice(chips=4, node_size=8)
     ((512, 8), (1, 4))
+    >>> gpu_slice(chips=128, node_size=72), gpu_slice(chips=256, node_size=72)
+    ((2, 64), (4, 64))
     """
-    if chips <= node_size:
-        return (1, int(chips))
-    if chips % node_size:
+    if not _even(chips, node_size):
+        lower = next(n for n in range(chips - 1, 0, -1) if _even(n, node_size))
+        upper = next(n for n in range(chips + 1, chips + node_size + 1) if _even(n, node_size))
         raise refuse(
-            "chips", f"a multiple of {node_size} (whole nodes), or at most {node_size} GPUs", chips
+            "chips",
+            f"a count the fewest nodes of {node_size} hold evenly, such as {lower:,} or {upper:,}",
+            chips,
         )
-    return (chips // node_size, node_size)
+    nodes = -(-chips // node_size)
+    return (nodes, chips // nodes)
+
+
+def _even(chips: int, node_size: int) -> bool:
+    """Whether the fewest nodes that hold ``chips`` GPUs hold the same number each."""
+    return chips % -(-chips // node_size) == 0
 
 
 def check_gpu_slice(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tuple[int, int]:
-    """The slice if it is (nodes, GPUs per node) within the cluster, else ``InputError``.
+    """The slice if it is (nodes, GPUs used in each) within the cluster, else ``InputError``.
 
     Parameters
     ----------
@@ -72,20 +84,15 @@ def check_gpu_slice(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tup
     Raises
     ------
     InputError
-        Naming ``slice_shape`` when it is not whole nodes of the cluster, nor part of one node.
+        Naming ``slice_shape`` when it has more nodes than the cluster, or more GPUs a node.
     """
     shape = parse_slice(slice_shape)
     nodes, per_node = pod_shape
-    ok = (
-        len(shape) == 2
-        and shape[0] <= nodes
-        and (shape[1] == per_node or (shape[0] == 1 and shape[1] < per_node))
-    )
+    ok = len(shape) == 2 and shape[0] <= nodes and shape[1] <= per_node
     if not ok:
         raise refuse(
             "slice_shape",
-            f"(nodes, GPUs per node) on a GPU cluster: at most {nodes}x{per_node}, or 1xN"
-            " for part of a node",
+            f"(nodes, GPUs used in each) on a GPU cluster: at most {nodes}x{per_node}",
             "x".join(map(str, shape)),
         )
     return shape

@@ -78,6 +78,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
+    m = default_microbatches(layout, Z, workload, X, P)
     cp = _cp(workload, layout, X, P, m)
     if layout.microbatch_seqs is not None:
         # as many microbatches of at least that size as each replica (CP chips sharing
@@ -121,12 +122,20 @@ def _cp(workload: Workload, layout: Layout, X, P, m) -> np.ndarray:
     )
 
 
-def default_microbatches(layout: Layout, Z):
+def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=None, P=1):
     """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without: the
-    chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``)."""
+    chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``).
+    Given the workload and X, where a replica's share is whole sequences S, the largest count up
+    to that which splits S into whole microbatches, gcd(4·Z, S)."""
     if layout.microbatches is not None:
         return np.asarray(layout.microbatches)
-    return np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
+    m = np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
+    if workload is None or workload.seq_len is None:
+        return m
+    share = workload.batch / (workload.seq_len * np.asarray(X) * P)
+    S = np.round(share)
+    whole = np.isclose(share, S, rtol=1e-9, atol=0) & (S >= 1)
+    return np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), m)
 
 
 def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
@@ -216,7 +225,9 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
             cp_kind=np.asarray(layout.cp_kind)[..., None],
             **per_layout,
         )
-        return ok["sequences"] & ok["experts"] & ok["context"]
+        # microbatches given split each replica's whole sequences evenly (default ones do)
+        whole = ok["whole"] if layout.microbatches is not None else True
+        return ok["sequences"] & ok["experts"] & ok["context"] & whole
 
     split = dict(
         exact=exact,

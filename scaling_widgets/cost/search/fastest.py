@@ -21,7 +21,7 @@ import numpy as np
 from ..checks import scalar
 from ..cluster.placement import default_microbatches, place, split_choices
 from ..refusals import InputError
-from ..values import Cluster, Layout, Options, Workload
+from ..values import Cluster, Layout, Options, Workload, computed
 
 
 def fastest_split(
@@ -48,16 +48,18 @@ def fastest_split(
     if X.ndim == 1:  # one layout: the illegal candidates, copies of the chapter's pick, go
         copies = (X == X[chapters_pick]) & (Y == Y[chapters_pick]) & ~chapters_pick
         X, Y, chapters_pick = X[~copies], Y[~copies], chapters_pick[~copies]
-    # The microbatches as placed by default, not chosen again for every split.
+    # The microbatches as placed by default for each split, not chosen again for every one.
+    given = layout.microbatches is not None or layout.microbatch_seqs is not None
+    Z = 1 if layout.z is None else layout.z
     provisional = (
         {}
-        if layout.microbatch_seqs is not None
-        else {"microbatches": default_microbatches(layout, 1 if layout.z is None else layout.z)}
+        if given
+        else {"microbatches": default_microbatches(layout, Z, workload, X, cluster.pods)}
     )
     trial = evaluate(
         _along_last_axis(cluster),
         _along_last_axis(workload),
-        dataclasses.replace(_along_last_axis(layout), x=X, y=Y, **_trailing(provisional)),
+        computed(_along_last_axis(layout), x=X, y=Y, **provisional),
         _along_last_axis(options),
     )
     keys = np.broadcast_arrays(~chapters_pick, trial.step_time, ~np.asarray(trial.fits))
@@ -66,7 +68,7 @@ def fastest_split(
     X, Y = np.broadcast_arrays(X, Y, best)[:2]
     x = np.take_along_axis(X, best, axis=-1)[..., 0]
     y = np.take_along_axis(Y, best, axis=-1)[..., 0]
-    return dataclasses.replace(layout, x=scalar(x[()]), y=scalar(y[()]))
+    return computed(layout, x=scalar(x[()]), y=scalar(y[()]))
 
 
 # microbatch sizes tried, in sequences: powers of two (a replica's whole share stands for itself)
@@ -95,20 +97,20 @@ def fastest_microbatches(
     if workload.seq_len is None:
         return layout
     try:
-        one = place(cluster, workload, dataclasses.replace(layout, microbatches=1), options.exact)
+        one = place(cluster, workload, computed(layout, microbatches=1), options.exact)
     except InputError:
         return layout  # cannot run at all: the evaluation says why
     per_replica = workload.batch * one.cp / (workload.seq_len * one.x * cluster.pods)
     share = np.maximum(np.floor(per_replica), 1).astype(np.int64)[..., None]
     counts = np.where((SIZES <= share) & (share % SIZES == 0), share // SIZES, 1)
     if np.all(counts == 1):  # at most one sequence a replica: nothing to accumulate
-        return dataclasses.replace(layout, microbatches=1)
+        return computed(layout, microbatches=1)
     if counts.ndim == 1:  # one layout: each count once
         counts = np.unique(counts)
     trial = evaluate(
         _along_last_axis(cluster),
         _along_last_axis(workload),
-        dataclasses.replace(_along_last_axis(layout), microbatches=counts),
+        computed(_along_last_axis(layout), microbatches=counts),
         _along_last_axis(options),
     )
     fits = np.asarray(trial.fits)
@@ -117,11 +119,7 @@ def fastest_microbatches(
     keys = np.broadcast_arrays(counts, memory, step, ~fits)
     best = np.lexsort(keys, axis=-1)[..., :1]  # fits, then the step, then memory, then fewer
     m = np.take_along_axis(np.broadcast_to(counts, keys[0].shape), best, axis=-1)[..., 0]
-    return dataclasses.replace(layout, microbatches=scalar(m[()]))
-
-
-def _trailing(values: dict) -> dict:
-    return {k: np.asarray(v)[..., None] if np.ndim(v) else v for k, v in values.items()}
+    return computed(layout, microbatches=scalar(m[()]))
 
 
 def _along_last_axis(value):
@@ -132,4 +130,4 @@ def _along_last_axis(value):
         if isinstance(getattr(value, field.name), np.ndarray)
         and getattr(value, field.name).ndim > 0
     }
-    return dataclasses.replace(value, **changes) if changes else value
+    return computed(value, **changes) if changes else value

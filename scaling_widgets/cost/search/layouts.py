@@ -193,14 +193,7 @@ def evaluate_order(
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
     # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
     # offered at m = 1.
-    legal = (
-        ok["sequences"]
-        & ok["heads"]
-        & ok["stages"]
-        & ok["experts"]
-        & ok["context"]
-        & ((c["z"] > 1) | (c["schedule"] == "1f1b"))
-    )
+    legal = np.logical_and.reduce([*ok.values(), (c["z"] > 1) | (c["schedule"] == "1f1b")])
     c = only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}

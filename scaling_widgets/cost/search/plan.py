@@ -43,7 +43,7 @@ from ..refusals import refuse
 from ..result import Estimate
 from ..strategies import BEST
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
-from ..values import VALUES, Cluster, Layout, Options, Workload, split_keywords
+from ..values import VALUES, Cluster, Layout, Options, Workload, as_asked, split_keywords
 from .layouts import KNOBS, evaluate_order, fixed_degrees, only, placements, ranking, splits
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def plan_keywords(
     keywords : dict of str to Any
         The fields of ``WHERE`` and ``OPTIONS`` by name, as the values hold them.
     """
-    held = {**vars(cluster), **vars(workload), **vars(layout), **vars(options)}
+    held = {**vars(cluster), **as_asked(workload), **vars(layout), **vars(options)}
     return {name: held[name] for name in (*WHERE, *OPTIONS)}
 
 
@@ -255,9 +255,8 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
     for value in values:
         for name in ONE_VALUE:
             if np.ndim(getattr(value, name, None)):
-                raise refuse(
-                    name, "one number to plan for", np.asarray(getattr(value, name)).tolist()
-                )
+                got = keywords.get(name, getattr(value, name))  # as given, not as rounded
+                raise refuse(name, "one number to plan for", np.asarray(got).tolist())
     cluster, workload, base, opts = values
     feasible.together(*values)
     return cluster, workload, dataclasses.replace(base, strategy=BEST), opts

@@ -1,0 +1,100 @@
+"""Published layouts typed with the knobs their sources give and nothing more, and the counts
+frameworks need: whole sequences in a batch, whole sequences in a microbatch, GPUs in nodes."""
+
+import json
+
+import pytest
+
+from scaling_widgets.cli import main
+
+DEEPSEEK_V3 = ["--model", "deepseek-v3", "--hardware", "h100", "--chips", "2048",
+               "--batch", "62914560", "--seq-len", "4096", "--pp", "16", "--ep", "64",
+               "--zero", "1", "--tp", "1"]  # fmt: skip
+LLAMA_3_405B = ["--model", "llama-3-405b", "--hardware", "h100", "--chips", "16k",
+                "--batch", "16777216", "--seq-len", "8k", "--tp", "8", "--pp", "16",
+                "--dp", "128"]  # fmt: skip
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:
+        code = exit_.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def estimate(capsys, *args) -> dict:
+    code, out, err = run(capsys, "estimate", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_deepseek_v3_runs_with_its_sources_knobs_in_whole_microbatches(capsys):
+    # 15,360 sequences over 128 data replicas (2,048 GPUs / 16 stages): 120 each.
+    e = estimate(capsys, *DEEPSEEK_V3)
+    layout = e["layout"]
+    assert (layout["X"], layout["Y"], layout["Z"], layout["EP"]) == (128, 1, 16, 64)
+    assert 120 % layout["microbatches"] == 0 and layout["microbatches"] >= 16
+
+
+def test_microbatches_of_part_sequences_are_refused_with_the_counts_that_split_whole(capsys):
+    # DeepSeek-V3's 120 sequences a replica in 64 microbatches would be 1.875 sequences each.
+    code, out, err = run(capsys, "estimate", *DEEPSEEK_V3, "--microbatches", "64")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--microbatches must be a count that splits each data replica's 120 sequences" in err
+    assert "(e.g. 30, 40, 60 microbatches); got 64: 1.875 sequences each" in err
+    assert estimate(capsys, *DEEPSEEK_V3, "--microbatches", "60")["layout"]["microbatches"] == 60
+
+
+def test_llama_3_405b_runs_with_tp_8_pp_16_dp_128(capsys):
+    # DP counted as the frameworks count it: DP x TP x PP = 16,384 GPUs; 16M tokens of 8K.
+    e = estimate(capsys, *LLAMA_3_405B)
+    layout = e["layout"]
+    assert (layout["X"], layout["Y"], layout["Z"], e["chips"]) == (128, 8, 16, 16384)
+    assert e["sequences"] == 2048 and e["batch_tokens_asked"] is None
+    assert 16 % layout["microbatches"] == 0  # 16 sequences a replica, in whole microbatches
+
+
+def test_a_batch_of_part_sequences_is_rounded_to_whole_ones_with_a_note(capsys):
+    cluster = [*LLAMA_3_405B[:6], "--seq-len", "8k"]
+    code, out, _ = run(capsys, "estimate", *cluster, "--batch", "16M")
+    assert code == 0
+    assert (
+        "The batch asked for, 16,000,000 tokens, is 1,953.12 sequences of 8192: rounded to 1,953"
+        " whole sequences (15,998,976 tokens)" in out
+    )
+    e = estimate(capsys, *cluster, "--batch", "16M")
+    assert e["batch_tokens_asked"] == 16e6 and e["batch_tokens"] == 1953 * 8192
+    # A batch of whole sequences is as asked, with no note.
+    e = estimate(capsys, *cluster, "--batch", "16777216")
+    assert e["batch_tokens_asked"] is None and e["batch_tokens"] == 16777216
+
+
+@pytest.mark.parametrize("chips, racks", [(128, 2), (256, 4)])
+def test_gb200_nvl72_runs_64_gpus_a_rack_as_nvidia_benchmarks_it(capsys, chips, racks):
+    e = estimate(capsys, "--hardware", "gb200-nvl72", "--chips", str(chips),
+                 "--model", "llama-3-70b", "--batch", "4194304", "--seq-len", "8k")  # fmt: skip
+    assert e["chips"] == chips and e["layout"]["slice_shape"] == [racks, 64]
+
+
+def test_gpus_no_count_of_nodes_holds_evenly_are_refused_with_the_nearest_that_run(capsys):
+    code, _, err = run(capsys, "estimate", "--hardware", "h100", "--chips", "100",
+                       "--model", "llama-3-8b", "--batch", "1M")  # fmt: skip
+    assert code == 2
+    assert "--chips must be a count the fewest nodes of 8 hold evenly, such as 96 or 104" in err
+    # 12 GPUs are two nodes of 6
+    assert estimate(capsys, "--hardware", "h100", "--chips", "12", "--model", "llama-3-8b",
+                    "--batch", "1M")["layout"]["slice_shape"] == [2, 6]  # fmt: skip
+
+
+def test_plan_leaves_a_tenth_of_hbm_by_default_and_takes_another_headroom(capsys):
+    args = ["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "512",
+            "--batch", "4194304", "--seq-len", "8k", "--json"]  # fmt: skip
+    for share in (None, "0.8"):
+        code, out, err = run(capsys, *args, *([] if share is None else ["--fits-below", share]))
+        assert code == 0, err
+        hbm = 81_559 * 2**20
+        limit = (0.9 if share is None else 0.8) * hbm
+        peaks = [row["peak_memory_bytes"]["reserved"] for row in json.loads(out)["layouts"]]
+        assert peaks and max(peaks) <= limit
