@@ -19,7 +19,7 @@ def curve_names() -> dict:
     names.update(
         {
             BEST: f"{STRATEGIES[BEST].label} (this split)",
-            # the book's (chapter's) split, re-chosen at each batch; the point is the fastest split's
+            # the chapter's split, re-chosen at each batch; the point is the split in use
             "optimal": f"{STRATEGIES[BEST].label} (book split)",
         }
     )
