@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import sys
 from pathlib import Path
 
 from .. import catalog, fields
-from ..cost import InputError, compare_strategies, evaluate, plan
+from ..cost import InputError, compare_strategies, evaluate, plan, validate
+from ..cost.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.plan import plan_keywords
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
@@ -28,7 +30,7 @@ from ..text.step import binds
 from .options import ACTIONS, build_parser
 
 # What is refused without a field of its own, as the flag that set it.
-OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips"}
+OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips", "dp": "--dp"}
 
 
 def _negatives_joined(argv: list[str]) -> list[str]:
@@ -88,8 +90,14 @@ def _flag(field: str, given: bool) -> str:
 
 
 def _estimate(args, state: dict, given: dict) -> int:
-    state = fields.checked(state, tuple(given))
-    values = fields.values(state)
+    try:
+        state = fields.checked(state, tuple(given))
+        values = fields.values(state)
+        validate(*values)
+    except InputError as err:
+        if err.field == "x" and getattr(args, "x:--dp", None) is not None:
+            raise _in_dp_terms(state, getattr(args, "x:--dp")) from None
+        raise
     _used(values, state, given)
     if (
         getattr(args, "save_profile", None) is not None
@@ -102,6 +110,21 @@ def _estimate(args, state: dict, given: dict) -> int:
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
+
+
+def _in_dp_terms(state: dict, dp: int) -> InputError:
+    """A data axis refused when --dp gave it: in the frameworks' count, DP x CP x TP x PP = the
+    chips of a pod, with the DP that would run."""
+    chips = math.prod(fields.values(fields.filled(fields.coerced(state)))[0].slice_shape)
+    cp, tp, pp = (state.get(name) or 1 for name in ("cp", "y", "z"))
+    others = cp * tp * pp
+    would = f"DP = {chips // others:,} here" if chips % others == 0 else "no DP does with these"
+    return refuse(
+        "dp",
+        f"such that DP x CP x TP x PP is the {chips:,} chips of a pod, as Megatron-LM and"
+        f" torchtitan count (this tool's --fsdp is DP x CP): {would}",
+        f"DP {dp} x CP {cp} x TP {tp} x PP {pp} = {dp * others:,}",
+    )
 
 
 def _used(values: tuple, state: dict, given: dict) -> None:

@@ -98,3 +98,19 @@ def test_plan_leaves_a_tenth_of_hbm_by_default_and_takes_another_headroom(capsys
         limit = (0.9 if share is None else 0.8) * hbm
         peaks = [row["peak_memory_bytes"]["reserved"] for row in json.loads(out)["layouts"]]
         assert peaks and max(peaks) <= limit
+
+
+def test_data_axis_refusals_say_which_convention_they_read(capsys):
+    common = ["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "2048",
+              "--batch", "16M", "--seq-len", "128k", "--tp", "8"]  # fmt: skip
+    # --dp counts as Megatron-LM and torchtitan do: DP x CP x TP x PP = chips
+    code, _, err = run(capsys, *common, "--dp", "16", "--cp", "16", "--pp", "2")
+    assert code == 2 and err.count("\n") == 1
+    assert "--dp must be such that DP x CP x TP x PP is the 2,048 chips of a pod" in err
+    assert "DP = 8 here; got DP 16 x CP 16 x TP 8 x PP 2 = 4,096" in err
+    # --fsdp is the whole data axis, CP included
+    code, _, err = run(capsys, *common, "--fsdp", "16", "--cp", "16")
+    assert code == 2 and "--fsdp must be the whole data axis, its CP and EP chips included" in err
+    assert "(frameworks' DP x CP)" in err and "x = 256 here" in err
+    # and the frameworks' count runs
+    assert estimate(capsys, *common[1:], "--dp", "16", "--cp", "16")["layout"]["X"] == 256
