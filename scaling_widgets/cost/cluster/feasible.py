@@ -11,6 +11,7 @@ data replica needs a whole sequence per microbatch, TP must divide the attention
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -63,18 +64,28 @@ def _broadcast(*values) -> None:
     """Refuse arrays of layouts that do not broadcast together, naming the first that does not."""
     shape = ()
     for value in values:
-        for field in dataclasses.fields(value):
-            if field.name != "pods" and not per_layout(field.metadata.get("check")):
+        for name in _per_layout_fields(type(value)):
+            got = np.shape(getattr(value, name))
+            if not got:  # one value broadcasts with anything
                 continue
-            got = np.shape(getattr(value, field.name))
             try:
                 shape = np.broadcast_shapes(shape, got)
             except ValueError:
                 raise refuse(
-                    field.name,
+                    name,
                     f"one value, or an array that broadcasts with the shape {shape} of the others",
                     f"an array of shape {got}",
                 ) from None
+
+
+@functools.cache
+def _per_layout_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a value that may hold one entry per layout (``pods`` among them)."""
+    return tuple(
+        field.name
+        for field in dataclasses.fields(kind)
+        if field.name == "pods" or per_layout(field.metadata.get("check"))
+    )
 
 
 def runs(

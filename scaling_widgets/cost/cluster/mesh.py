@@ -18,6 +18,7 @@ and the axis itself is a ring on this slice (``axis_rings``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,9 +149,26 @@ def span_axes(
     >>> [(int(x[0]), int(y[0])) for x, y, z in s.shares]  # (X, Y) share of each axis for 512 x 8
     [(16, 1), (16, 1), (2, 8)]
     """
-    shape = tuple(slice_shape)
-    X, Y, Z = (np.asarray(v, dtype=np.int64) for v in (x, y, z))
+    shape = tuple(int(n) for n in slice_shape)
     rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
+    if np.ndim(x) == np.ndim(y) == np.ndim(z) == 0:  # one layout: the panel asks again and again
+        return _one_span(shape, int(x), int(y), int(z), rings)
+    return _spans(shape, x, y, z, rings)
+
+
+@functools.lru_cache(maxsize=4096)
+def _one_span(shape: tuple, x: int, y: int, z: int, rings: tuple) -> MeshSpan:
+    span = _spans(shape, x, y, z, rings)
+    shared = (span.mx, span.my, span.mz, span.wrap_x, span.wrap_y, *sum(span.shares, ()))
+    for array in shared:  # the one copy every caller gets: read-only
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return span
+
+
+def _spans(shape: tuple, x: ArrayLike, y: ArrayLike, z: ArrayLike, rings: tuple) -> MeshSpan:
+    """``span_axes`` on arrays, one placement per entry."""
+    X, Y, Z = (np.asarray(v, dtype=np.int64) for v in (x, y, z))
     X, Y, Z = np.broadcast_arrays(X, Y, Z)
     left = [np.full(X.shape, n, dtype=np.int64) for n in reversed(shape)]  # innermost first
     lengths, ring = list(reversed(shape)), list(reversed(rings))
