@@ -134,6 +134,23 @@ def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(pag
     assert page.errors == []
 
 
+def test_a_change_of_chip_lands_on_a_slice_that_runs_each_time(page, voila_demo):
+    # v5e -> v5p -> H100 -> v5e at the default batch: each switch is taken (the page shows the
+    # chip), nothing is refused, and the panel says what it changed besides the chip.
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    text, chip = summary(page), ".sw-mesh-picker select >> nth=0"
+    for label in ("TPU v5e", "TPU v5p", "H100", "TPU v5e"):
+        page.select_option(chip, label=label)
+        text = wait_for_change(page, summary, text)
+        shown = page.eval_on_selector(chip, "s => s.options[s.selectedIndex].text")
+        shown = shown.replace("\xa0", " ")  # the option keeps its name on one line
+        assert shown == label  # taken, not refused back to the last chip
+        assert not page.locator(".sw-mesh-picker .sw-error").is_visible()
+        assert "From " in page.inner_text(".sw-mesh-picker")  # what else it changed, said
+    assert page.errors == []
+
+
 def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voila_demo):
     page.goto(voila_demo.url + "/")
     wait_for_panel(page)
