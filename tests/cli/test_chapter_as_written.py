@@ -86,9 +86,14 @@ def test_part_6_llama_3_70b_on_a_v5p_pod_and_the_worked_problems(capsys):
     common = ["--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "4194304", "--mfu",
               "0.4", "--tokens", "15T"]  # fmt: skip
     pod = estimate(capsys, *common)
+    # Every compute-bound split takes the same step at a given MFU; the tie goes to the one
+    # compute-bound down to the smallest batch (here TP 16 over two axes of the real pod).
+    assert pod["compute_bound"] is True and pod["layout"]["X"] * pod["layout"]["Y"] == 8960
     # "a mixture of data parallelism (1024-way), sequence parallelism (2-way), and tensor
-    # parallelism (4-way)": on the real pod, 2240 x TP 4 with each sequence over 4 chips.
-    assert (pod["layout"]["Y"], pod["layout"]["CP"]) == (4, 4)
+    # parallelism (4-way)": on the real pod, TP 4 is 2240 x 4 with each sequence over 4 chips.
+    tp4 = estimate(capsys, *common, "--tp", "4")
+    assert (tp4["layout"]["X"], tp4["layout"]["CP"], tp4["compute_bound"]) == (2240, 4, True)
+    assert tp4["step_time_s"] == pytest.approx(pod["step_time_s"])
     assert pod["training_time_s"] / 86400 == pytest.approx(44, rel=0.02)  # "about 44 days"
     four = estimate(capsys, *common, "--pods", "4")  # Question 1: about 11 days
     assert four["training_time_s"] / 86400 == pytest.approx(11, rel=0.05)

@@ -1,6 +1,8 @@
 """Recommendations in the panel: plan, pick a row, and the panel shows that row's layout; a plan
 for other inputs is stale."""
 
+import re
+
 import scaling_widgets as sw
 from scaling_widgets.widgets import Recommendations
 from scaling_widgets.widgets.scenario import Scenario
@@ -47,8 +49,8 @@ def test_recommendations_say_what_an_impossible_cluster_would_need():
 
 
 def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
-    # 256-token sequences (3906): enough for FSDP 2240 x TP 4 in the order given and 1120 x 8 in
-    # another (8192-token ones, 122, could run no layout of a whole pod).
+    # 256-token sequences (3906): enough for whole-pod layouts in every order of the axes
+    # (8192-token ones, 122, could run no layout of a whole pod).
     panel = sw.explore(
         model="llama-3-70b",
         hardware="tpu-v5p",
@@ -59,11 +61,13 @@ def test_a_recommendation_on_another_axis_order_rewrites_the_slice():
     )
     table = panel.recommendations
     table._run.click()
-    assert "on 20x28x16" in table._cells[0][1].value  # TP takes the 16 axis, the last in that order
-    table.pick(0)
-    assert panel.scenario.slice_shape == (20, 28, 16) and bool(
-        panel.analysis.estimate.compute_bound
-    )
+    labels = {row.rank: table._cells[row.rank][1].value for row in table.rows}
+    other = next(rank for rank, label in labels.items() if " on " in label)  # another order
+    order = tuple(int(n) for n in re.search(r" on (\d+)x(\d+)x(\d+)", labels[other]).groups())
+    assert sorted(order) == [16, 20, 28] and order != (16, 20, 28)
+    table.pick(other)
+    assert panel.scenario.slice_shape == order  # the slice as the row orders its axes
+    assert panel.scenario.to_json() and panel.recommendations.current() == other
 
 
 def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():

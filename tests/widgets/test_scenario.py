@@ -28,9 +28,9 @@ def test_defaults_are_the_chips_full_pod():
             "slice_shape must be a slice that fits in the chip's pod of 16x20x28 .*; got 16x16x32",
         ),
         ("z", 3, "z must be a number of pipeline stages dividing the slice's 8960 chips; got 3"),
-        # 100K tokens of 4096 (24 sequences) cannot give the 35 data replicas of 64 CP chips, the
-        # fewest a pod's data axis of 2240 chips allows, one each.
-        ("batch", 1e5, "batch must be at least 143,360 tokens.*of 64 CP chips.*a whole sequence"),
+        # 100K tokens of 4096 (24 sequences) cannot give the 35 data replicas of 32 CP chips, the
+        # fewest a pod's smallest data axis of 1120 chips (TP 8 over two axes) allows, one each.
+        ("batch", 1e5, "batch must be at least 143,360 tokens.*of 32 CP chips.*a whole sequence"),
     ],
 )
 def test_bad_values_are_rejected_naming_the_field(field, value, message):

@@ -8,9 +8,11 @@ is whole. M_X and M_Y count the axes a group touches, even partly: on 16x16x16, 
 of the last axis (M_Y = 1) and X = 512 the other half and both other axes (M_X = 3), which is
 how MODEL.md §A.8 example 10 puts FSDP 512 x TP 8 at a crossover of 4.35e5 tokens.
 
-Both X and Y count an axis they share, as example 10 needs; so that two groups cannot claim
-the same links twice over, ``best_split`` only offers splits that share at most one axis (on
-16x20x28, TP 8 would take 4 of the 28-axis and 2 of the 20-axis, and is not offered).
+Both X and Y count an axis they share, as example 10 needs. ``best_split`` offers splits that
+share at most two axes: on 16x20x28, TP 8 takes 4 of the 28-axis and 2 of the 20-axis (M_Y = 2),
+and X = 1120 the rest (M_X = 3). Counting a shared axis for both groups is the chapter's rule; it
+leaves out that the group strided over a shared axis runs its rings side by side on the same
+links, which makes such a split look somewhat better than it is.
 
 A group wraps around (is a ring on every axis it uses) only if it has each of those axes whole
 and the axis itself is a ring on this slice (``axis_rings``).

@@ -256,7 +256,7 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
 
 def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp) -> Exception:
     """The refusal of a batch too small for any split: the smallest data axis a legal split of
-    this slice has (TP dividing the heads, X and Y sharing at most one axis, CP dividing it) sets
+    this slice has (TP dividing the heads, X and Y sharing at most two axes, CP dividing it) sets
     what is needed: a whole sequence for each replica of CP chips (None: the most CP chips the
     axis and the sequence allow, a power of two dividing both)."""
     smallest = next(

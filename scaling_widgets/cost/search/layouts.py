@@ -91,7 +91,7 @@ def placements(
     orders: Sequence[tuple[int, ...]], splits: dict[str, np.ndarray], chip: Chip
 ) -> dict[str, np.ndarray]:
     """Every (X, Y, Z) in every axis order, legal and distinct: on a TPU slice X and Y share at
-    most one axis (the rule of ``best_split``), and two orders that give a split the same spans
+    most two axes (the rule of ``best_split``), and two orders that give a split the same spans
     and rings are one placement to the cost model (the first order keeps it).
 
     Parameters
@@ -116,7 +116,7 @@ def placements(
             for k in ("mx", "my", "wrap_x", "wrap_y")
         }
         table = {**splits, **spans, "axis_order": np.full(len(splits["x"]), i)}
-        tables.append(only(table, span.shared_axes <= 1))
+        tables.append(only(table, span.shared_axes <= 2))
     placed = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
     key = np.column_stack([placed[k] for k in ("x", "y", "z", "mx", "my", "wrap_x", "wrap_y")])
     first = np.sort(np.unique(key, axis=0, return_index=True)[1])

@@ -145,10 +145,11 @@ def best_split(**keywords) -> tuple[np.ndarray, np.integer | np.ndarray]:
 
 
 def _legal(span, X, Y, node_size, heads, kv_heads, x_ok):
-    """Which candidates may run: X and Y share at most one axis (``span_axes``); on GPUs TP stays
+    """Which candidates may run: X and Y share at most two axes (``span_axes``: TP 8 as 4 of one
+    axis and 2 of another, each group counting the axes it spans); on GPUs TP stays
     inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP divides the
     heads; ``x_ok`` allows X (whole sequences, the EP and CP groups)."""
-    legal = span.shared_axes <= 1
+    legal = span.shared_axes <= 2
     if node_size:
         legal = legal & (Y <= node_size)
     if heads is not None:
