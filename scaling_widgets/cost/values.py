@@ -147,9 +147,8 @@ def whole_sequences(batch: float | np.ndarray, seq_len: int) -> float | np.ndarr
     [tokens]; a batch within rounding error of whole sequences as it is."""
     sequences = np.asarray(batch) / seq_len
     whole = np.maximum(np.round(sequences), 1)
-    return scalar(
-        np.where(np.isclose(sequences, whole, rtol=1e-12, atol=0), batch, whole * seq_len)
-    )
+    close = np.abs(sequences - whole) <= 1e-12 * sequences
+    return scalar(np.where(close, batch, whole * seq_len))
 
 
 def _takes_virtual_stages() -> str:

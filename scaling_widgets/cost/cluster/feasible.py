@@ -131,12 +131,9 @@ def runs(
     E, EP, CP = (1 if model.moe is None else model.moe.experts), np.asarray(ep), np.asarray(cp)
     heads_per_shard = np.maximum(K // np.asarray(y), 1)
     share = np.asarray(batch) * CP / (T * np.asarray(x) * pods)  # sequences a replica gets
-    whole_share = np.round(share)
     return {
         "sequences": share >= microbatches,
-        "whole": (seq_len is None)
-        | ~np.isclose(share, whole_share, rtol=1e-9, atol=0)
-        | (whole_share % microbatches == 0),
+        "whole": True if seq_len is None else _whole_microbatches(share, microbatches),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": np.asarray(z) * virtual_stages <= model.layers,
         "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
@@ -144,6 +141,13 @@ def runs(
         & (T % CP == 0)
         & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
     }
+
+
+def _whole_microbatches(share: np.ndarray, microbatches: ArrayLike) -> np.ndarray:
+    """Where a replica's share is whole sequences S (to rounding), m divides S; elsewhere True."""
+    whole = np.round(share)
+    part = np.abs(share - whole) > 1e-9 * share
+    return part | (whole % microbatches == 0)
 
 
 def implied_cp(
