@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import catalog, fields
-from ..cost import InputError, compare_strategies, evaluate, plan, validate
+from ..cost import InputError, compare_strategies, evaluate, plan
 from ..cost.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.plan import plan_keywords
@@ -93,18 +93,17 @@ def _estimate(args, state: dict, given: dict) -> int:
     try:
         state = fields.checked(state, tuple(given))
         values = fields.values(state)
-        validate(*values)
+        _used(values, state, given)
+        if (
+            getattr(args, "save_profile", None) is not None
+            or getattr(args, "measured_peak_gb", None) is not None
+        ):
+            values = _calibrated(values, args)
+        chosen = evaluate(*values)
     except InputError as err:
         if err.field == "x" and getattr(args, "x:--dp", None) is not None:
             raise _in_dp_terms(state, getattr(args, "x:--dp")) from None
         raise
-    _used(values, state, given)
-    if (
-        getattr(args, "save_profile", None) is not None
-        or getattr(args, "measured_peak_gb", None) is not None
-    ):
-        values = _calibrated(values, args)
-    chosen = evaluate(*values)
     others = compare_strategies(*values)
     best = others[BEST] if not isinstance(others[BEST], Exception) else None
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)

@@ -171,7 +171,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     ]
     body = ["  " + plain(line) for line in lines[2:] if line.kind in ("threshold", "note")]
     rest = [plain(line) for line in lines[2:] if line.kind not in ("threshold", "note", "batch")]
-    rounded = [plain(line) for line in explain.rounded_batch(e)]
+    rounded = [plain(line) for line in lines if line.kind == "batch"]  # beside the batch
     out = [*head[:1], *rounded, *head[1:], *body, "", *rest]
     if others:
         out += ["", "Every strategy on this slice:", *("  " + row for row in _table(others))]

@@ -74,7 +74,6 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         )
     # before a split is sought for them
     stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)
-    m = default_microbatches(layout, Z)
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
