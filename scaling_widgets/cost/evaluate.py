@@ -34,7 +34,7 @@ from .step.profiles import profile_of
 from .strategies import STRATEGIES
 from .transformer.context import cp_seconds_per_token
 from .transformer.counts import param_count, token_flops
-from .transformer.experts import all_to_all, held_width
+from .transformer.experts import layer_keywords
 from .transformer.layer import LayerTimes, crossover_batch, layer_times
 from .transformer.thresholds import layout_thresholds
 from .values import Cluster, Layout, Options, Workload, computed, split_keywords
@@ -220,7 +220,10 @@ def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
     chip, model, X, Y = cluster.chip, workload.model, placed.x, placed.y
     whole, sharded = STRATEGIES[layout.strategy].traffic  # weights whole on X, or sharded (ZeRO-3)
     traffic = scalar(np.where(np.asarray(layout.zero) == 3, sharded, whole))
-    a2a = 0.0 if model.moe is None else all_to_all(chip, model, layout.ep)(X, Y, placed.mx)
+    # a MoE layer holds (E/EP + S)·F_e, EP of X (or of TP x X) split the experts (MODEL.md §D.2)
+    experts = layer_keywords(
+        chip=chip, model=model, ep=layout.ep, etp=layout.etp, x=X, y=Y, mx=placed.mx, my=placed.my
+    )
 
     def kv(kind):
         return cp_seconds_per_token(
@@ -237,9 +240,7 @@ def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
     return dict(
         strategy=traffic,
         d_model=model.d_model,
-        d_ff=model.active_width,
-        # A MoE layer computes its active width and holds (E/EP + S)·F_e (MODEL.md §D.1, §D.2).
-        d_ff_weights=held_width(model, layout.ep),
+        d_ff=model.active_width,  # a MoE layer computes its active width (MODEL.md §D.1)
         x=X,
         y=Y,
         pods=cluster.pods,
@@ -251,7 +252,7 @@ def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
         flops=chip.flops,
         ici_bw=chip.ici_bw,
         dcn_bw=chip.dcn_bw,
-        ep_seconds=a2a,
+        **experts,
         cp_seconds=0.0 if np.all(np.asarray(layout.cp) == 1) else per_choice(layout.cp_kind, kv),
     )
 

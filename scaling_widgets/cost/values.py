@@ -167,7 +167,9 @@ class Layout:
     count that fits (``search.fastest``; 4·Z under pipelining and 1 without when there are no
     sequences), or follows from ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override
     how the groups sit on the slice (axes spanned, rings). ``ep``: expert parallelism, EP chips
-    of the data axis X that split each MoE layer's experts; 1 without. ``cp``: context
+    of the data axis X that split each MoE layer's experts; 1 without. ``etp``: the routed
+    experts' tensor parallelism, None (or Y) as the rest of the layer; 1 folds the EP group over
+    TP x X instead, as Megatron-Core does (whole experts on each chip). ``cp``: context
     parallelism, CP chips of the data axis that split each sequence, passing keys and values as
     ``cp_kind`` says: "ring", "all-gather" or "ulysses"; None: 1 where each data replica gets
     whole sequences, else the smallest power of two that gives them (``feasible.implied_cp``).
@@ -194,6 +196,7 @@ class Layout:
     my: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))
     wraparound: bool | None = checked(None, Maybe(Switch("true, false or None (the chip's rule)")))
     ep: int | np.ndarray = checked(1, Whole(per_layout=True))
+    etp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
 

@@ -170,6 +170,11 @@ FIELDS_TABLE = (
     Field("ep", "layout.ep",
           "expert parallelism: EP chips of the data axis split a MoE model's experts",
           flag="--ep", metavar="EP", parse=WHOLE, since=2, label="EP (experts)"),
+    Field("etp", "layout.etp",
+          "expert tensor parallelism, as Megatron-Core counts it: 1 gives each chip whole"
+          " experts, the EP group folded over TP x the data axis (default: the experts split over"
+          " TP as the rest of the layer)",
+          flag="--etp", metavar="ETP", parse=WHOLE, since=6, label="EP over TP"),
     Field("cp", "layout.cp", "context parallelism: CP chips of the data axis split each sequence",
           flag="--cp", metavar="CP", parse=WHOLE, since=2, label="CP (sequence)"),
     Field("cp_kind", "layout.cp_kind", "how CP passes keys and values", flag="--cp-kind",

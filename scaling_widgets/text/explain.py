@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..cost import Estimate
 from ..cost.schedules import SCHEDULES
+from ..cost.transformer.experts import folded_name, folds_over_tp
 from . import memory, units
 from .lines import Line, plain
 from .step import binds, step, time_to_train
@@ -53,15 +54,17 @@ def layout_name(e: Estimate) -> str:
     """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP."""
     x, y, z = int(e.x), int(e.y), int(e.z)
     data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
-    ep = int(e.layout.ep)
-    cp = int(e.layout.cp)
-    experts = f" with EP {ep}" if ep > 1 else ""  # the experts split over EP of the X chips
+    ep, cp = int(e.layout.ep), int(e.layout.cp)
+    folded = ep > 1 and bool(folds_over_tp(e.layout.etp, y))
+    # the experts split over EP of the X chips (or of TP x X: whole experts on each chip)
+    experts = f" with EP {ep}" if ep > 1 and not folded else ""
     # the sequences split over CP of them
     experts += f" with CP {cp} ({e.layout.cp_kind})" if cp > 1 else ""
     groups = (
         [f"{data} X={x}{experts}"] * (x > 1) + [f"TP Y={y}"] * (y > 1) + [f"PP Z={z}"] * (z > 1)
     )
-    extra = [f"ZeRO-{e.zero}"] if x > 1 else []
+    extra = [f"{folded_name(ep, y)}, whole experts on each chip"] if folded else []
+    extra += [f"ZeRO-{e.zero}"] if x > 1 else []
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

@@ -9,7 +9,7 @@ import numpy as np
 from ..cost import Estimate
 from ..cost.transformer.context import ring_hides
 from ..cost.transformer.counts import param_count
-from ..cost.transformer.experts import held_width
+from ..cost.transformer.experts import ep_of_data, folds_over_tp, held_width, in_node
 from . import units
 from .lines import Line, Math
 
@@ -42,8 +42,13 @@ def model_summary(model) -> str:
 
 
 def held(e: Estimate) -> float:
-    """The MLP width a chip holds of a layer: (E/EP + S)·F_e, F for a dense model."""
-    return float(held_width(e.model, e.layout.ep))
+    """The MLP width a chip holds of a layer before TP: (E/e + S)·F_e with e the EP group's
+    extent over the data axis (``ep_of_data``), F for a dense model."""
+    return float(held_width(e.model, _ep_of_data(e)))
+
+
+def _ep_of_data(e: Estimate) -> float:
+    return float(ep_of_data(e.layout.ep, e.y, e.layout.etp))
 
 
 def weights_per_compute(e: Estimate) -> tuple[float, tuple[str, str]]:
@@ -62,19 +67,21 @@ def width(value: float) -> str:
 def thresholds(e: Estimate) -> list[Line]:
     """The two widths and what their ratio does to DP and FSDP; with EP, its own limit."""
     moe, model, r = e.model.moe, e.model, weights_per_compute(e)[0]
-    ep = int(e.layout.ep)
+    ep, e_x = int(e.layout.ep), _ep_of_data(e)
     pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
-    held_by = (
-        f"(E/EP + S)·F_e = ({moe.experts}/{ep} + {moe.shared})"
-        if ep > 1
-        else f"(E + S)·F_e = ({moe.experts}"
-    )
-    held_by += f" + {moe.shared})" if ep == 1 else ""
+    folded = ep > 1 and e_x != ep  # whole experts on each chip, E/EP of them
+    how = f" (e = EP/Y = {ep}/{int(e.y)}: the EP group folds over TP x X)" if folded else ""
+    if folded:
+        held_by = f"(E/e + S)·F_e = ({moe.experts}/{e_x:g} + {moe.shared})"
+    elif ep > 1:
+        held_by = f"(E/EP + S)·F_e = ({moe.experts}/{ep} + {moe.shared})"
+    else:
+        held_by = f"(E + S)·F_e = ({moe.experts} + {moe.shared})"
     out = [
         Line.of(
             "note",
             f"MoE: a chip holds F_w = {held_by}·{moe.d_ff} = {width(held(e))} of each MoE layer's "
-            "MLP,"
+            f"MLP{how},"
             f" and a token goes through F = (k{pad} + S)·F_e = {width(model.active_width)}: the "
             "weights move"
             f" r = F_w/F = {r:.3g}x the bytes per FLOP of a dense layer, so DP and FSDP need r "
@@ -96,14 +103,13 @@ def _expert_parallel(e: Estimate) -> Line:
         f"EP {int(e.layout.ep)}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
         " (both grow with the batch: EP's limit is on F_e, not on B)"
     ]
-    chip, moe = e.chip, e.model.moe
-    if chip.is_gpu and int(e.layout.ep) * int(e.y) <= chip.node_size:
+    chip, moe, ep = e.chip, e.model.moe, int(e.layout.ep)
+    if chip.is_gpu and ep <= in_node(chip, ep, e.y, folds_over_tp(e.layout.etp, e.y)):
         return Line.of("threshold", out[0] + "; the group stays inside an NVLink node")
     if chip.is_gpu:
         node = chip.node_size
         # C over a node's egress, as the GPU chapter counts
         alpha = chip.flops / (chip.scaleout_bw * node)
-        ep = int(e.layout.ep)
         rule = Math(
             f"F_e > α_node·(EP − {node})/k = {alpha:,.0f}·{ep - node}/{moe.top_k} = "
             f"{alpha * max(ep - node, 0) / moe.top_k:,.0f} (k > EP/{node}), or F_e > {node}α_node ="

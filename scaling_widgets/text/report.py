@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.transformer.experts import folds_over_tp
 from . import explain, memory, moe_and_context, units
 from .lines import plain
 from .step import MFU_CONVENTION, binds
@@ -110,6 +111,8 @@ def _placement(e: Estimate) -> dict:
         "wrap_y": _num(e.wrap_y),
         "microbatches": _num(e.microbatches),
         "EP": _num(e.layout.ep),
+        # the routed experts' TP, as Megatron-Core counts it: 1 where EP folds over TP x X
+        "ETP": _num(np.where(folds_over_tp(e.layout.etp, e.y), 1, e.y)),
         "CP": _num(e.layout.cp),
         "cp_kind": e.layout.cp_kind,
     }
@@ -229,7 +232,9 @@ def plan_table(ranked, ranks) -> str:
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["virtual_stages"] > 1 else "")
         layout, step = f"{k['x']}x{k['y']}x{k['z']}", units.seconds(float(ranked.step_time[index]))
         # groups of X (MODEL.md §D)
-        layout += f" EP{k['ep']}" * (k["ep"] > 1) + f" CP{k['cp']}" * (k["cp"] > 1)
+        folded = k["ep"] > 1 and bool(folds_over_tp(k["etp"], k["y"]))
+        layout += f" EP{k['ep']}" * (k["ep"] > 1) + " ETP1" * folded
+        layout += f" CP{k['cp']}" * (k["cp"] > 1)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "

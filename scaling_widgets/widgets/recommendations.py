@@ -18,6 +18,7 @@ import ipywidgets as w
 from ..cost import Estimate, plan
 from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
+from ..cost.transformer.experts import folded_name, folds_over_tp
 from ..text.step import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
@@ -86,9 +87,11 @@ def layout_text(knobs: dict, shape_given) -> str:
         else ""
     )
     axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
-    groups = f", EP {knobs['ep']}" * (
-        knobs["ep"] > 1
-    ) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (knobs["cp"] > 1)
+    folded = knobs["ep"] > 1 and bool(folds_over_tp(knobs["etp"], knobs["y"]))
+    experts = folded_name(knobs["ep"], knobs["y"]) if folded else f"EP {knobs['ep']}"
+    groups = f", {experts}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (
+        knobs["cp"] > 1
+    )
     return (
         f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
         f"{knobs['remat']}"

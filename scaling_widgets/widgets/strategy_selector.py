@@ -47,6 +47,10 @@ class StrategySelector(Bound, w.VBox):
         self._sequence_parallel = control("sequence_parallel")
         # Expert and context parallelism: groups out of the data axis X (MODEL.md §D.2, §D.3).
         self._ep = control("ep", **narrow)
+        # ticked: expert TP 1, the EP group folded over TP x X (whole experts on each chip)
+        self._ep_over_tp = w.Checkbox(
+            description=FIELDS["etp"].label, indent=False, layout=w.Layout(width="120px")
+        )
         # "auto" stands for None: CP 1, or the smallest that gives each replica whole sequences
         self._cp = w.Dropdown(description=FIELDS["cp"].label, options=_cp_options(None), **narrow)
         self._cp_kind = control("cp_kind", layout=w.Layout(width=wide))
@@ -57,7 +61,7 @@ class StrategySelector(Bound, w.VBox):
             [
                 w.HBox([self._stages, self._microbatches]),
                 w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
-                w.HBox([self._ep, self._cp, self._cp_kind]),
+                w.HBox([self._ep, self._ep_over_tp, self._cp, self._cp_kind]),
             ]
         )
         super().__init__(
@@ -78,6 +82,12 @@ class StrategySelector(Bound, w.VBox):
         self._bind(self._virtual, "virtual_stages")
         self._bind(self._sequence_parallel, "sequence_parallel")
         self._bind(self._ep, "ep")
+        self._bind(
+            self._ep_over_tp,
+            "etp",
+            parse=lambda ticked: 1 if ticked else None,
+            show=lambda etp: etp == 1,
+        )
         self._bind(
             self._cp,
             "cp",
@@ -109,6 +119,7 @@ class StrategySelector(Bound, w.VBox):
         self._virtual.disabled = not SCHEDULES[s.schedule].takes_virtual_stages
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
+        self._ep_over_tp.disabled = s.model.moe is None and s.etp is None
         self._cp_kind.disabled = int(e.layout.cp) == 1
         self.set_trait(
             "value",
@@ -121,6 +132,7 @@ class StrategySelector(Bound, w.VBox):
                 "z": mesh.z,
                 "microbatches": int(e.microbatches),
                 "ep": s.ep,
+                "etp": s.etp,
                 "cp": int(e.layout.cp),
             },
         )

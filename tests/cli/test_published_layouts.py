@@ -14,6 +14,11 @@ LLAMA_3_405B = ["--model", "llama-3-405b", "--hardware", "h100", "--chips", "16k
                 "--batch", "16777216", "--seq-len", "8k", "--tp", "8", "--pp", "16",
                 "--dp", "128"]  # fmt: skip
 
+# Megatron-Core folds EP over TP x DP (expert tensor parallelism 1): EP 32 over TP 2 x DP 16.
+QWEN3_235B = ["--model", "qwen3-235b-a22b", "--hardware", "h100", "--chips", "256",
+              "--batch", "4194304", "--seq-len", "4096", "--tp", "2", "--pp", "8", "--dp", "16",
+              "--ep", "32"]  # fmt: skip
+
 
 def run(capsys, *args) -> tuple[int, str, str]:
     try:
@@ -114,3 +119,19 @@ def test_data_axis_refusals_say_which_convention_they_read(capsys):
     assert "(frameworks' DP x CP)" in err and "x = 256 here" in err
     # and the frameworks' count runs
     assert estimate(capsys, *common[1:], "--dp", "16", "--cp", "16")["layout"]["X"] == 256
+
+
+def test_qwen3_235b_folds_ep_32_over_tp_2_and_dp_16_with_expert_tp_1(capsys):
+    e = estimate(capsys, *QWEN3_235B, "--etp", "1")
+    layout = e["layout"]
+    assert (layout["X"], layout["Y"], layout["Z"], layout["EP"], layout["ETP"]) == (
+        16, 2, 8, 32, 1
+    )  # fmt: skip
+    assert "EP 32 over TP 2 x 16 of X, whole experts on each chip" in e["layout_name"]
+    # Without it the experts would split over TP as the rest, EP out of the 16 of X: one line
+    # naming the flag that runs.
+    code, out, err = run(capsys, "estimate", *QWEN3_235B)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    need = "--ep must be an EP degree dividing the model's 128 experts and the data axis X = 16"
+    assert need in err
+    assert "(or etp 1, whole experts on each chip: EP 32 over TP 2 x 16 of X); got 32" in err

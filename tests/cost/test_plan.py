@@ -88,6 +88,7 @@ def _every_layout(shape, chip, model, sequences, seq_len):
                 virtual_stages=v,
                 microbatches=m,
                 ep=1,
+                etp=None,  # a dense model: no experts to fold over TP
                 cp=cp,
                 cp_kind="ring",
             )

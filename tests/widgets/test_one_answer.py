@@ -145,7 +145,8 @@ def case(**fields) -> dict:
 # The chapter's example 16 (in 512-token sequences, so every strategy can run); an H100 cluster
 # over two pods, pipelined and interleaved, calibrated by a measured step; a v5e slice by hand,
 # counting attention FLOPs (the roofline's token-level curves once refused those: no panel); DP
-# over two stages (their 4·Z microbatches once refused the curves' smallest batches: no panel).
+# over two stages (their 4·Z microbatches once refused the curves' smallest batches: no panel);
+# a MoE whose EP group folds over TP x X (expert TP 1), on 256 H100s.
 EXAMPLES = (
     case(model="llama-2-13b", slice_shape=(16, 16, 16), batch=3e6, seq_len=512),
     case(
@@ -187,6 +188,20 @@ EXAMPLES = (
         strategy="dp",
         z=2,
         schedule="gpipe",
+    ),
+    case(
+        model="qwen3-235b-a22b",
+        hardware="h100",
+        slice_shape=(32, 8),
+        batch=1024 * 4096,
+        seq_len=4096,
+        optimal_split=False,
+        x=16,
+        y=2,
+        z=8,
+        zero=1,
+        ep=32,
+        etp=1,
     ),
 )
 
@@ -361,6 +376,7 @@ def assert_panel_shows(panel, data: dict) -> None:
 @example(EXAMPLES[1])
 @example(EXAMPLES[2])
 @example(EXAMPLES[3])
+@example(EXAMPLES[4])
 def test_the_panel_shows_what_estimate_json_prints(fields):
     fields = valid(fields)
     panel = explore(**fields)

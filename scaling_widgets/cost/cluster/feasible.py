@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from ..checks import first, per_layout
 from ..refusals import InputError, refuse
+from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
 
@@ -100,6 +101,7 @@ def runs(
     virtual_stages: ArrayLike,
     microbatches: ArrayLike,
     ep: ArrayLike = 1,
+    etp: ArrayLike | None = None,
     cp: ArrayLike = 1,
     cp_kind: str | np.ndarray = "ring",
 ) -> dict[str, np.bool_ | np.ndarray]:
@@ -115,8 +117,9 @@ def runs(
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
     - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
       busiest, ``pipeline.busiest_stage_layers``);
-    - "experts": EP divides the data axis X and the experts E (a dense model: EP = 1; MODEL.md
-      §D.2);
+    - "experts": EP divides the experts E (a dense model: EP = 1) and the data axis X it is
+      taken from; folded over TP (``etp`` 1), the group takes TP's chips first: EP divides Y, or
+      Y divides EP and EP/Y divides X; ``etp`` is 1 or Y (MODEL.md §D.2);
     - "context": CP divides the data axis and the sequence, and under Ulysses the KV heads of
       each TP shard (MODEL.md §D.3).
 
@@ -136,11 +139,25 @@ def runs(
         "whole": True if seq_len is None else _whole_microbatches(share, microbatches),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": np.asarray(z) * virtual_stages <= model.layers,
-        "experts": (np.asarray(x) % EP == 0) & (E % EP == 0),
+        "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
         "context": (np.asarray(x) % CP == 0)
         & (T % CP == 0)
         & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
     }
+
+
+def _experts_fit(E, EP, X, Y, etp) -> np.ndarray:
+    """The "experts" rule of ``runs``."""
+    over_data = X % EP == 0
+    if etp is None:
+        return over_data & (E % EP == 0)
+    over_tp = np.where(EP <= Y, Y % EP == 0, (EP % Y == 0) & (X % np.maximum(EP // Y, 1) == 0))
+    ETP = np.asarray(etp)
+    return (
+        np.where(folds_over_tp(ETP, Y), over_tp, over_data)
+        & (E % EP == 0)
+        & ((ETP == 1) | (ETP == Y))
+    )
 
 
 def _whole_microbatches(share: np.ndarray, microbatches: ArrayLike) -> np.ndarray:
@@ -189,6 +206,7 @@ def possible(*, given: Layout, **layout) -> None:
         ``y``, ``z``, ``virtual_stages``, ``ep`` or ``cp``).
     """
     names = ("batch", "pods", "x", "y", "z", "virtual_stages", "microbatches", "ep", "cp")
+    names += ("etp",) * (layout.get("etp") is not None)
     arrays = np.broadcast_arrays(*(np.asarray(layout.get(name, 1)) for name in names))
     placed = {**layout, **dict(zip(names, arrays))}
     ok = runs(**placed)
@@ -259,14 +277,36 @@ def _stages(i, *, model, z, virtual_stages, **_) -> InputError:
     )
 
 
-def _experts(i, *, model, x, ep, **_) -> InputError:
-    EP, X = int(ep[i]), int(x[i])
+def _experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
+    EP, X, Y = int(ep[i]), int(x[i]), int(y[i])
+    ETP = None if etp is None else int(etp[i])
     if model.moe is None:
         return refuse("ep", "1 for a dense model: it has no experts to split", EP)
+    if ETP not in (None, 1, Y):
+        return refuse(
+            "etp",
+            f"1 (each chip holds whole experts, EP folded over TP x X) or the TP degree Y = {Y}"
+            " (the experts split over TP as the rest)",
+            ETP,
+        )
+    E = model.moe.experts
+    if ETP == 1 and Y > 1:
+        return refuse(
+            "ep",
+            f"an EP degree dividing the model's {E} experts, folded over TP Y = {Y} and the data"
+            f" axis X = {X}: one that divides {Y}, or {Y} times one that divides {X}",
+            EP,
+        )
+    folds = E % EP == 0 and Y > 1 and EP % Y == 0 and X % (EP // Y) == 0
     return refuse(
         "ep",
-        f"an EP degree dividing the model's {model.moe.experts} experts and the data axis"
-        f" X = {X} it is taken from",
+        f"an EP degree dividing the model's {E} experts and the data axis X = {X} it is taken"
+        " from"
+        + (
+            f" (or etp 1, whole experts on each chip: EP {EP} over TP {Y} x {EP // Y} of X)"
+            if folds
+            else ""
+        ),
         EP,
     )
 

@@ -19,7 +19,7 @@ from ..refusals import refuse
 from ..search.split import best_split, legal_splits, split_candidates
 from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
-from ..transformer.experts import all_to_all, held_width
+from ..transformer.experts import layer_keywords
 from ..values import Cluster, Layout, Workload
 from .feasible import implied_cp, possible, runs, stages
 from .mesh import MeshSpan, axis_rings, role_layout, span_axes
@@ -102,6 +102,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         microbatches=m,
         given=layout,
         ep=layout.ep,
+        etp=layout.etp,
         cp=cp,
         cp_kind=layout.cp_kind,
     )
@@ -196,36 +197,38 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     chip, model, P = cluster.chip, workload.model, cluster.pods
     per_microbatch = layout.microbatch_seqs or np.asarray(default_microbatches(layout, Z))
 
-    def runs_on(X):  # whole sequences per replica, and X holds the EP and CP groups
+    stage_chips = math.prod(cluster.slice_shape) // Z
+
+    def runs_on(X):  # whole sequences per replica, and X (with Y) holds the EP and CP groups
         per_layout = {  # each layout's values against every candidate X, along a last axis
-            name: np.asarray(value)[..., None]
+            name: along(value)
             for name, value in dict(
                 batch=workload.batch, pods=P, microbatches=per_microbatch, ep=layout.ep
             ).items()
         }
-        given_cp = None if layout.cp is None else np.asarray(layout.cp)[..., None]
-        cp = (
-            given_cp
-            if given_cp is not None
-            else implied_cp(
+        cp = along(layout.cp)
+        if cp is None:
+            cp = implied_cp(
                 seq_len=workload.seq_len,
                 x=X,
                 **{k: per_layout[k] for k in ("batch", "pods", "microbatches")},
             )
-        )
         ok = runs(
             model=workload.model,
             seq_len=workload.seq_len,
             x=X,
-            y=1,
+            y=stage_chips // X,
             z=1,
             virtual_stages=1,
+            etp=along(layout.etp),
             cp=cp,
-            cp_kind=np.asarray(layout.cp_kind)[..., None],
+            cp_kind=along(layout.cp_kind),
             **per_layout,
         )
-        # microbatches given split each replica's whole sequences evenly (default ones do)
-        whole = ok["whole"] if layout.microbatches is not None else True
+        # microbatches (or their sequences) given split each replica's whole sequences evenly
+        # (default ones do)
+        given = layout.microbatches is not None or layout.microbatch_seqs is not None
+        whole = ok["whole"] if given else True
         return ok["sequences"] & ok["experts"] & ok["context"] & whole
 
     split = dict(
@@ -235,8 +238,9 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         batch=workload.batch,
         d_model=model.d_model,
         d_ff=model.active_width,
-        d_ff_weights=held_width(model, layout.ep),
-        all_to_all=all_to_all(chip, model, layout.ep) if model.moe is not None else None,
+        experts=lambda **split: layer_keywords(  # each layout's EP group on every candidate
+            chip=chip, model=model, ep=along(layout.ep), etp=along(layout.etp), **split
+        ),
         slice_shape=cluster.slice_shape,
         z=Z,
         pods=P,
@@ -251,6 +255,11 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         x_ok=runs_on,
     )
     return split, per_microbatch
+
+
+def along(value):
+    """A layout's value against every candidate split, along a last axis (None stays None)."""
+    return None if value is None else np.asarray(value)[..., None]
 
 
 def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp) -> Exception:

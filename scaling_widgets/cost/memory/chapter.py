@@ -14,7 +14,7 @@ from ..choices import per_choice
 from ..schedules import in_flight_microbatches
 from ..step.pipeline import stage_share
 from ..transformer.activations import activation_bytes_per_layer
-from ..transformer.experts import dispatch_bytes, routed_params
+from ..transformer.experts import dispatch_bytes, ep_of_data, routed_params
 
 if TYPE_CHECKING:
     from ..cluster.placement import Placement
@@ -165,10 +165,12 @@ def layout_memory(
 
 
 def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
-    """The chapter's count with the routed experts split over EP chips of the data axis, and
-    sharded over the X/EP chips that hold the same experts (MODEL.md §D.2)."""
+    """The chapter's count with the routed experts split over EP chips of the data axis (or of
+    TP x X, whole experts on each chip), and sharded over the X/e chips that hold the same
+    experts, e = EP over its share of TP (MODEL.md §D.2)."""
     model, precision = workload.model, workload.precision
-    X, Y, EP = placed.x, placed.y, layout.ep
+    X, Y = placed.x, placed.y
+    e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     shape = dict(
         layers=model.layers,
         d_model=model.d_model,
@@ -187,7 +189,7 @@ def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
     memory = memory_per_chip(params=Psi - routed, x=X, y=Y, **shape)
     if not routed:
         return memory
-    experts = memory_per_chip(params=routed, x=X / EP, y=Y * EP, **shape)
+    experts = memory_per_chip(params=routed, x=X / e, y=Y * e, **shape)
     return dataclasses.replace(
         memory,
         params=memory.params + experts.params,

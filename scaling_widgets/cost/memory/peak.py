@@ -27,7 +27,7 @@ from ..choices import per_choice
 from ..schedules import in_flight_microbatches, logits_in_flight
 from ..step.pipeline import busiest_stage_layers
 from ..transformer.activations import layer_activation_bytes, working_layers
-from ..transformer.experts import routed_params
+from ..transformer.experts import ep_of_data, routed_params
 
 if TYPE_CHECKING:
     from ..cluster.placement import Placement
@@ -172,8 +172,9 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, and its embeddings: the input's on the first stage, the
-    output layer's on the last, both on a single stage) over TP, routed experts over EP too, and
-    over X (X/EP for experts) what the ZeRO stage shards: from 1 the optimizer state, from 2 the
+    output layer's on the last, both on a single stage) over TP, routed experts over EP too (whole
+    where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what the
+    ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
     """
     model, precision, X, Y, Z, zero = (
@@ -192,13 +193,14 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
     layer = (
         params.total - params.embeddings - routed
     ) / model.layers  # the weights every EP chip holds
-    layer_routed = routed / model.layers / np.asarray(layout.ep, dtype=float)
+    e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
+    layer_routed = routed / model.layers / e
 
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
         return (
             (layer * layers + stage_embedding) / np.where(sharded, X, 1)
-            + layer_routed * layers / np.where(sharded, X / layout.ep, 1)
+            + layer_routed * layers / np.where(sharded, X / e, 1)
         ) / Y
 
     # ZeRO-3 gathers a layer, or the output layer

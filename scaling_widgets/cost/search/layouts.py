@@ -28,9 +28,10 @@ ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
 # m = these x Z (x 1 without pipelining: gradient accumulation)
 MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)
-# The knobs of a layout the plan chooses; recompute, EP, CP and the CP kind unless given.
+# The knobs of a layout the plan chooses; recompute, EP (and whether it folds over TP), CP and
+# the CP kind unless given.
 SEARCHED = ("x", "y", "z", "zero", "schedule", "virtual_stages", "microbatches")
-HELD = ("remat", "ep", "cp", "cp_kind")
+HELD = ("remat", "ep", "etp", "cp", "cp_kind")
 KNOBS = SEARCHED + HELD
 
 
@@ -141,6 +142,7 @@ def evaluate_order(
     options: Options,
     placed: dict[str, np.ndarray],
     ep: int | None = None,
+    etp: int | None = None,
     cp: int | None = None,
     cp_kind: str = "ring",
     remat: tuple = FRAMEWORK_REMAT,
@@ -154,6 +156,8 @@ def evaluate_order(
         shares
     placed : this order's placements (``placements``)
     ep, cp : the expert- and context-parallel degrees; None: searched
+    etp : the routed experts' tensor parallelism: 1 folds EP over TP x X, Y does not; None:
+        both searched
     cp_kind : how CP passes keys and values
     remat : the recompute policies tried (the frameworks' by default)
 
@@ -164,9 +168,12 @@ def evaluate_order(
         "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
         "crossover" [tokens]; empty when none can run.
     """
-    degrees = _expert_degrees(workload.model) if ep is None else {"ep": np.array([ep])}
-    c = product(placed, knob_combinations(remat), degrees)
+    c = product(placed, knob_combinations(remat), _expert_degrees(workload.model, ep, etp))
     c["microbatches"] = c.pop("per_stage") * c["z"]
+    folds = c.pop("folds")
+    c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
+    # folded over TP of one chip, or EP of one, is the same layout as not folded
+    c = only(c, ~folds | ((c["y"] > 1) & (c["ep"] > 1)))
     minimal = feasible.implied_cp(
         batch=workload.batch,
         seq_len=workload.seq_len,
@@ -187,6 +194,7 @@ def evaluate_order(
         virtual_stages=c["virtual_stages"],
         microbatches=c["microbatches"],
         ep=c["ep"],
+        etp=c["etp"],
         cp=c["cp"],
         cp_kind=c["cp_kind"],
     )
@@ -209,25 +217,29 @@ def evaluate_order(
 
 
 def fixed_degrees(
-    ep: int | None, cp: int | None, cp_kind: str | None
+    ep: int | None, etp: int | None, cp: int | None, cp_kind: str | None
 ) -> dict[str, int | str | None]:
-    """The EP, CP and CP kind a plan is held to, checked (None: searched).
+    """The EP, expert TP, CP and CP kind a plan is held to, checked (None: searched).
 
     Returns
     -------
     degrees : dict of str to int, str or None
-        "ep" and "cp", whole numbers or None; "cp_kind", "ring" unless given.
+        "ep", "etp" and "cp", whole numbers or None; "cp_kind", "ring" unless given.
     """
     fixed = {"cp_kind": Choice(CP_KINDS)("cp_kind", cp_kind or "ring")}
-    for name, value in (("ep", ep), ("cp", cp)):
+    for name, value in (("ep", ep), ("etp", etp), ("cp", cp)):
         fixed[name] = None if value is None else Whole()(name, value)
     return fixed
 
 
-def _expert_degrees(model) -> dict:
-    """EP 1, and for a mixture of experts every power of two that divides its experts."""
+def _expert_degrees(model, ep: int | None, etp: int | None) -> dict:
+    """EP as given, else 1 and for a mixture of experts every power of two that divides its
+    experts; each taken from the data axis and, for a mixture of experts with ``etp`` not given,
+    folded over TP ("folds")."""
     E = 1 if model.moe is None else model.moe.experts
-    return {"ep": np.array([2**k for k in range(int(math.log2(E & -E)) + 1)])}
+    degrees = [2**k for k in range(int(math.log2(E & -E)) + 1)] if ep is None else [ep]
+    folds = [False, True] if model.moe is not None and etp is None else [False]
+    return product({"ep": np.array(degrees)}, {"folds": np.array(folds)})
 
 
 def ranking(merged: dict) -> np.ndarray:

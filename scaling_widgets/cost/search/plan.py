@@ -87,6 +87,8 @@ class Plan:
     def knobs(self, index: int | np.integer) -> dict[str, Any]:
         """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included."""
         knobs = {k: self.layouts[k][index].item() for k in KNOBS}
+        if knobs["etp"] == knobs["y"]:  # the experts split over TP as the rest: the default
+            knobs["etp"] = None
         return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
 
     def layout(self, rank: int) -> dict[str, Any]:
@@ -120,6 +122,7 @@ def plan(
     mfu: float | None = None,
     precision: Precision | None = None,
     ep: int | None = None,
+    etp: int | None = None,
     cp: int | None = None,
     cp_kind: str | None = None,
     remat: str | None = None,
@@ -131,7 +134,8 @@ def plan(
 
     ``slice_shape`` (a TPU slice, or (nodes, GPUs per node)) or ``chips`` (GPUs) sets the pod;
     ``options`` pass on to ``estimate``: any of ``OPTIONS`` (the knobs of a layout are searched).
-    ``ep`` and ``cp`` fix those degrees instead of searching them, ``cp_kind`` how CP passes keys
+    ``ep``, ``etp`` and ``cp`` fix those degrees instead of searching them (``etp`` 1 folds EP
+    over TP x X; left out, both ways are tried), ``cp_kind`` how CP passes keys
     and values (default "ring"), ``remat`` the recompute policy (default: each the frameworks
     offer, ``FRAMEWORK_REMAT``). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages.
     Raises ``ValueError`` saying what would be needed when no layout fits.
@@ -163,7 +167,7 @@ def plan(
         if v is not None
     }
     placed = placements(orders, splits(math.prod(shape), workload.model, **limits), chip)
-    fixed = {**fixed_degrees(ep, cp, cp_kind), "remat": _policies(remat)}
+    fixed = {**fixed_degrees(ep, etp, cp, cp_kind), "remat": _policies(remat)}
 
     def evaluated_with(degrees: dict) -> list[dict]:
         """Every order's layouts (an order whose placements all repeat an earlier's has none)."""
@@ -263,9 +267,9 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
 
 
 def _what_would_run(fixed: dict, evaluated_with, batch) -> ValueError:
-    """The refusal when no layout the planner tries can run: the EP or CP degree it was held to,
-    if the layouts run without it; else the batch."""
-    for name in ("cp", "ep"):
+    """The refusal when no layout the planner tries can run: the EP, expert TP or CP degree it
+    was held to, if the layouts run without it; else the batch."""
+    for name in ("cp", "ep", "etp"):
         if fixed[name] is not None and evaluated_with({**fixed, name: None}):
             return refuse(
                 name,

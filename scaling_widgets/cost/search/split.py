@@ -51,8 +51,7 @@ def legal_splits(
     heads: int | None = None,
     kv_heads: int | None = None,
     x_ok: Callable[[np.ndarray], np.ndarray] | None = None,
-    d_ff_weights: ArrayLike | None = None,
-    all_to_all: Callable[[ArrayLike, ArrayLike, ArrayLike], float | np.ndarray] | None = None,
+    experts: Callable[..., dict] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every FSDP + TP split (X, Y) of this slice, which are legal at this batch, and the one the
     chapter's rule picks.
@@ -67,9 +66,8 @@ def legal_splits(
     ``kv_heads``) only TP degrees that divide them are offered, and with ``x_ok(X)`` only the
     data axes it allows (a whole sequence per replica, room for the EP and CP groups: see
     ``feasible.runs``; one row per layout, one column per candidate); when no split is left, X is
-    0. ``d_ff_weights``: a MoE layer's width held as weights (see ``layer_times``), and
-    ``all_to_all(X, Y, M_X)``
-    gives each candidate's all-to-all seconds per token (``experts.all_to_all_seconds``).
+    0. ``experts(x=X, y=Y, mx=M_X, my=M_Y)`` gives a MoE layer's keywords of ``layer_times`` for
+    each candidate, along the last axis (``experts.layer_keywords``).
 
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
@@ -94,7 +92,6 @@ def legal_splits(
     D, F, P, C, W, W_dcn = (
         np.asarray(v, dtype=float)[..., None] for v in (d_model, d_ff, pods, flops, ici_bw, dcn_bw)
     )
-    F_w = F if d_ff_weights is None else np.asarray(d_ff_weights, dtype=float)[..., None]
     M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]
     M_Y = span.my if my is None else np.asarray(my, dtype=float)[..., None]
     layout = dict(
@@ -109,8 +106,7 @@ def legal_splits(
         exact=exact,
         wrap_x=span.wrap_x,
         wrap_y=span.wrap_y,
-        d_ff_weights=F_w,
-        ep_seconds=0.0 if all_to_all is None else all_to_all(X, Y, M_X),
+        **({} if experts is None else experts(x=X, y=Y, mx=M_X, my=M_Y)),
     )
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..transformer.experts import routed_params
+from ..transformer.experts import ep_of_data, folds_over_tp, in_node, mlp_tp_share, routed_params
 from .collectives import collective_time, crosses_nodes, group_bandwidth, link_efficiency
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
@@ -112,8 +112,8 @@ def predict(
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
-    # experts that live on other EP chips
-    elsewhere = routed_params(model) * (1 - 1 / np.asarray(layout.ep))
+    # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
+    elsewhere = routed_params(model) * (1 - 1 / ep_of_data(layout.ep, Y, layout.etp))
     psi_layer = (
         e.params.mlp - elsewhere + e.params.attention
     ) / L  # the weights a chip's layer holds: FSDP's
@@ -174,8 +174,10 @@ def _matmuls(e, profile, b, remat_forward, attention_forward):
 
 def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
     """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
-    all-reduces of b·D·2 bytes a pass, two more under full recompute."""
+    all-reduces of b·D·2 bytes a pass, two more under full recompute; the MLP's only where its
+    experts are TP-sharded (``experts.mlp_tp_share``)."""
     chip, Y = e.chip, e.y
+    per_pass = 1 + mlp_tp_share(e.model, folds_over_tp(e.layout.etp, Y))  # attention's, MLP's
     crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
     one = collective_time(
         nbytes=2 * b * e.model.d_model,
@@ -184,7 +186,7 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
         efficiency=link_efficiency(chip, profile, e.my, crosses),
         latency=profile.latency,
     )
-    return np.maximum(0.0, one * (4 + 2 * remat_forward) - profile.o_tp * layer_matmul)
+    return np.maximum(0.0, one * per_pass * (2 + remat_forward) - profile.o_tp * layer_matmul)
 
 
 def _all_to_alls(e, profile, stage_layers, remat_forward):
@@ -197,7 +199,7 @@ def _all_to_alls(e, profile, stage_layers, remat_forward):
         return 0.0
     seconds = e.layer.ep[0] / (2 * e.microbatches)
     if chip.is_gpu:  # the group's own tier: NVLink while it fits in a node, else the NIC
-        crosses = EP > np.maximum(chip.node_size // e.y, 1)
+        crosses = EP > in_node(chip, EP, e.y, folds_over_tp(e.layout.etp, e.y))
         seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
     else:
         seconds = seconds / profile.link_ici

@@ -2,12 +2,13 @@
 and two all-to-alls a pass bring every token to its k experts and back.
 
 The EP group is taken from the data axis X: EP of its chips split the experts, and the rest
-(X/EP of them) hold copies that data parallelism keeps in step.
+(X/EP of them) hold copies that data parallelism keeps in step; the experts are TP-sharded like
+the rest of the layer. Or, with expert tensor parallelism 1 (``etp``, as Megatron-Core folds
+its groups), the EP group is taken from TP x X, TP's chips first: each chip holds whole
+experts, E/EP of them, and the routed experts need no TP collective.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -15,6 +16,71 @@ from numpy.typing import ArrayLike
 from ..cluster.chip import Chip
 from ..cluster.mesh import subgroup_span
 from .shapes import Model
+
+
+def folds_over_tp(etp: ArrayLike | None, y: ArrayLike) -> bool | np.ndarray:
+    """Whether the EP group folds over TP (MODEL.md §D.2): expert tensor parallelism 1 while TP
+    is more than one chip. ``etp`` None (or equal to Y) is the experts TP-sharded as the rest.
+
+    Returns
+    -------
+    folded : bool or np.ndarray
+        Whether each layout takes its EP group from TP x X.
+    """
+    if etp is None:
+        return False
+    return (np.asarray(etp) == 1) & (np.asarray(y) > 1)
+
+
+def ep_of_data(ep: ArrayLike, y: ArrayLike, etp: ArrayLike | None = None) -> np.ndarray:
+    """e, the EP group's extent over the data axis: EP; or EP/Y when it folds over TP (below one
+    when the group lies inside TP). Each chip holds (E/e)/Y of the routed experts either way, and
+    X/e chips hold the same ones (their data-parallel group).
+
+    Returns
+    -------
+    e : np.ndarray
+        EP over its share of TP [chips of X].
+    """
+    EP = np.asarray(ep, dtype=float)
+    return np.where(folds_over_tp(etp, y), EP / np.asarray(y), EP)
+
+
+def mlp_tp_share(model: Model, folded: ArrayLike) -> float | np.ndarray:
+    """The share of the layers whose MLP still has TP collectives: all of them, but where the EP
+    group folds over TP the routed experts are whole on each chip, and a MoE layer without shared
+    experts has none (its shared experts, TP-sharded, still gather and scatter the tokens).
+
+    Returns
+    -------
+    share : float or np.ndarray
+        Of the layers, the share whose MLP gathers and scatters over TP.
+    """
+    if model.moe is None or model.moe.shared:
+        return 1.0
+    moe_layers = (model.layers - model.moe.dense_layers) / model.layers
+    return np.where(folded, 1 - moe_layers, 1.0)
+
+
+def in_node(chip: Chip, ep: ArrayLike, y: ArrayLike, folded: ArrayLike = False) -> np.ndarray:
+    """Of an EP group on a GPU cluster, the chips that share a node: min(EP, node/Y) when it is
+    taken from the data axis (TP fills the rest of the node), min(EP, node) when it folds over
+    TP.
+
+    Returns
+    -------
+    n : np.ndarray
+        Chips of the EP group per node.
+    """
+    per_node = np.where(folded, chip.node_size, chip.node_size // np.asarray(y))
+    return np.minimum(np.asarray(ep), np.maximum(per_node, 1))
+
+
+def folded_name(ep: int, y: int) -> str:
+    """A folded EP group in words: "EP 32 over TP 2 x 16 of X", or "EP 2 within TP 4"."""
+    if ep <= y:
+        return f"EP {ep} within TP {y}"
+    return f"EP {ep} over TP {y} x {ep // y} of X"
 
 
 def held_width(model: Model, ep: ArrayLike = 1) -> float | np.ndarray:
@@ -73,25 +139,40 @@ def dispatch_bytes(model: Model, activation_bytes: float) -> float:
     )
 
 
-def all_to_all(
-    chip: Chip, model: Model, ep: ArrayLike
-) -> Callable[[ArrayLike, ArrayLike, ArrayLike], float | np.ndarray]:
-    """``all_to_all_seconds`` for a placement: seconds per token from the data axis X, the TP
-    degree Y and the axes M_X that X spans.
+def layer_keywords(
+    *,
+    chip: Chip,
+    model: Model,
+    ep: ArrayLike,
+    etp: ArrayLike | None,
+    x: ArrayLike,
+    y: ArrayLike,
+    mx: ArrayLike,
+    my: ArrayLike,
+) -> dict:
+    """A MoE layer's keywords of ``layer_times`` for an EP group on a placement (MODEL.md §D.2):
+    the width a chip holds as weights, the all-to-all's seconds per token a chip sends, and the
+    share of TP's traffic left; nothing for a dense model.
+
+    The group is taken from the data axis X of M_X axes, or folded over TP (``etp`` 1), Y's M_Y
+    axes first.
 
     Returns
     -------
-    seconds : callable
-        ``seconds(x, y, mx)``: one all-to-all's seconds per token a chip sends, for an EP group
-        taken from a data axis of X chips spanning M_X axes, with TP degree Y [s/token].
+    keywords : dict
+        "d_ff_weights", "ep_seconds" [s/token] and "tp_share"; empty for a dense model.
     """
-
-    def seconds(x, y, mx):
-        return all_to_all_seconds(
-            chip=chip, model=model, ep=ep, y=y, mx=subgroup_span(size=ep, x=x, mx=mx)
-        )
-
-    return seconds
+    if model.moe is None:
+        return {}
+    folded = folds_over_tp(etp, y)
+    e = ep_of_data(ep, y, etp)
+    inside_tp = subgroup_span(size=np.where(folded, np.minimum(ep, y), 1), x=y, mx=my)
+    span = inside_tp + subgroup_span(size=np.maximum(e, 1), x=x, mx=mx)
+    return dict(
+        d_ff_weights=held_width(model, e),
+        ep_seconds=all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=span, folded=folded),
+        tp_share=mlp_tp_share(model, folded),
+    )
 
 
 def all_to_all_seconds(
@@ -102,6 +183,7 @@ def all_to_all_seconds(
     y: ArrayLike = 1,
     mx: ArrayLike = 1,
     bytes_per_element: float = 2.0,
+    folded: ArrayLike = False,
 ) -> float | np.ndarray:
     """Seconds one all-to-all takes per token a chip sends (MODEL.md §D.2): multiply by its tokens.
 
@@ -110,7 +192,7 @@ def all_to_all_seconds(
 
     - TPU torus: an all-to-all over a ring of EP chips costs about a quarter of an all-gather
       of the same array, k·D·bytes·(EP − 1)/(4·W_ici·M), with M the axes the group spans.
-    - GPU cluster: of the group, n = min(EP, node/Y) chips share a node. (n − 1)/EP of the copies
+    - GPU cluster: of the group, n chips share a node (``in_node``). (n − 1)/EP of the copies
       cross NVLink; the rest cross the NIC, where a token goes once to each node that holds one of
       its experts, min(k·(EP − n)/EP, (EP − n)/n) copies, and at most the nodes node-limited
       routing allows (``MoE.routed_nodes``). The two links run at once. Across nodes,
@@ -123,6 +205,7 @@ def all_to_all_seconds(
     y : Y, the tensor-parallel degree (GPUs: how many EP chips share a node)
     mx : M, the torus axes the EP group spans (TPU only)
     bytes_per_element : bytes of one activation element
+    folded : whether the group folds over TP (``folds_over_tp``)
 
     Returns
     -------
@@ -137,10 +220,10 @@ def all_to_all_seconds(
     if not chip.is_gpu:
         spans = np.maximum(np.asarray(mx, dtype=float), 1.0)
         return k * copy * (EP - 1) / (4 * chip.ici_bw * spans)
-    in_node = np.minimum(EP, np.maximum(chip.node_size // np.asarray(y), 1))
-    nvlink = k * copy * (in_node - 1) / EP / chip.ici_bw
-    remote = EP - in_node
-    copies = np.minimum(k * remote / EP, remote / in_node)
+    n = in_node(chip, EP, y, folded)
+    nvlink = k * copy * (n - 1) / EP / chip.ici_bw
+    remote = EP - n
+    copies = np.minimum(k * remote / EP, remote / n)
     if model.moe.routed_nodes is not None:
         copies = np.minimum(copies, model.moe.routed_nodes)
     nic = copy * copies / chip.scaleout_bw

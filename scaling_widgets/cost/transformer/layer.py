@@ -155,6 +155,7 @@ def layer_times(
     d_ff_weights: ArrayLike | None = None,
     ep_seconds: ArrayLike = 0.0,
     cp_seconds: ArrayLike = 0.0,
+    tp_share: ArrayLike | None = None,
 ) -> LayerTimes:
     """Per-chip compute and communication times of one layer (MODEL.md §A.3).
 
@@ -174,6 +175,8 @@ def layer_times(
         parallelism.
     cp_seconds : context parallelism's exposed traffic, seconds per token a chip holds, forward
         (``context``), over its B/(P·X) tokens; twice that backward (MODEL.md §D.3).
+    tp_share : the share of the layers whose MLP gathers and scatters over TP (None: all; less
+        where the EP group folds over TP: ``experts.mlp_tp_share``, MODEL.md §D.2).
     x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
     flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
     mx, my : physical mesh axes spanned by the X and Y groups
@@ -219,6 +222,9 @@ def layer_times(
     )
     if exact != CHAPTER:
         x, y, dcn = corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
+    if tp_share is not None:
+        share = np.asarray(tp_share, dtype=float)
+        y = (y[0] * share, y[1] * share)
     all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
     context = KV * per_pod / X  # the keys and values CP passes, forward; about twice that backward
     return LayerTimes(
@@ -257,6 +263,7 @@ def crossover_batch(
     d_ff_weights: ArrayLike | None = None,
     ep_seconds: ArrayLike = 0.0,
     cp_seconds: ArrayLike = 0.0,
+    tp_share: ArrayLike | None = None,
 ) -> float | np.ndarray:
     """The smallest global batch [tokens] at which this layout is compute-bound (inf: never).
 
@@ -266,7 +273,7 @@ def crossover_batch(
     Parameters
     ----------
     strategy, d_model, d_ff, x, y, pods, flops, ici_bw, dcn_bw, mx, my, exact, wrap_x, wrap_y,
-    d_ff_weights, ep_seconds, cp_seconds : as for ``layer_times``
+    d_ff_weights, ep_seconds, cp_seconds, tp_share : as for ``layer_times``
 
     Returns
     -------
@@ -297,6 +304,7 @@ def crossover_batch(
         d_ff_weights=d_ff_weights,
         ep_seconds=ep_seconds,
         cp_seconds=cp_seconds,
+        tp_share=tp_share,
     )
     at_zero, at_one = layer_times(batch=0.0, **layout), layer_times(batch=1.0, **layout)
     needed = []

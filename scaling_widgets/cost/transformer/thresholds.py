@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..strategies import STRATEGIES
-from .experts import held_width
+from .experts import ep_of_data, held_width
 
 
 def critical_tokens_per_chip(
@@ -154,7 +154,8 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
     """Where the layout's strategy turns compute-bound, TP's limit, DCN's threshold and the
     chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2)."""
     chip, model, Z = cluster.chip, workload.model, placed.z
-    held, F = held_width(model, layout.ep), model.active_width
+    held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp))
+    F = model.active_width
     mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
     C, W = chip.flops, chip.ici_bw
     return dict(
