@@ -8,7 +8,7 @@ empty here).
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -23,7 +23,8 @@ from .refusals import InputError
 from .result import Estimate
 from .search.split import split_candidates
 from .strategies import BEST, STRATEGIES
-from .values import Layout, computed
+from .transformer.experts import folds_over_tp
+from .values import Cluster, Layout, Options, Workload, computed
 
 GRID_POINTS = 256
 # each strategy's own layout, the best split, the pods' DCN
@@ -106,10 +107,11 @@ class MeshData:
     my: float
     wrap_x: bool
     wrap_y: bool
-    ep: int  # of X's chips, those that split the experts
+    ep: int  # of X's chips, those that split the experts (of TP x X's, where it folds)
     cp: int  # and those that split each sequence: as asked, or as the sequences need
     splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
     gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
+    ep_folded: bool = False  # the EP group takes TP's chips first (expert TP 1, MODEL.md §D.2)
     places: tuple = ()  # where X and Y sit, in words (``text/views.py``)
 
     @property
@@ -118,8 +120,9 @@ class MeshData:
 
 
 def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
-    """Global batches for the curves: 1e4 to 1e9 tokens, widened to hold ``batch``, and at
-    least a token per chip (no layout runs on less).
+    """Global batches for the curves: 1e4 to 1e9 tokens, widened by whole decades to hold
+    ``batch`` (so that most moves of the batch keep the grid, and the curves), and at least a
+    token per chip (no layout runs on less).
 
     Parameters
     ----------
@@ -131,7 +134,8 @@ def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
     grid : np.ndarray
         ``GRID_POINTS`` global batches, evenly spaced on a log scale [tokens].
     """
-    lo, hi = max(min(1e4, batch / 10), chips), max(1e9, batch * 10)
+    decades = math.floor(math.log10(batch / 10)), math.ceil(math.log10(batch * 10))
+    lo, hi = max(min(1e4, 10.0 ** decades[0]), chips), max(1e9, 10.0 ** decades[1])
     grid = np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
     grid[0] = lo  # exactly: 10**log10(16384) is a hair short of a token per chip
     return grid
@@ -167,35 +171,35 @@ def roofline(current: Estimate) -> RooflineData:
         current.options,
     )
     grid = batch_grid(float(current.batch), int(current.chips))
-    tokens = dataclasses.replace(workload, batch=grid, seq_len=None, tokens=None)
+    # What every curve depends on: the slice, the model and the corrections. Not the batch, but
+    # for the grid's ends, nor the step: a measured step, which only some batches of the grid
+    # could reach, must not refuse the curves; nor attention FLOPs, which need the sequences this
+    # token-level grid does not have.
+    on = (
+        cluster.chip,
+        cluster.slice_shape,
+        int(cluster.pods),
+        workload.model,
+        workload.precision,
+        options.exact,
+        float(grid[0]),
+        float(grid[-1]),
+    )
     # One microbatch: the per-layer times and crossovers do not depend on it, and a token per data
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
-    base = Layout(
-        z=current.z, virtual_stages=layout.virtual_stages, schedule=layout.schedule, microbatches=1
-    )
-    layouts = {
-        name: dataclasses.replace(base, strategy=name) for name in STRATEGIES if name != BEST
-    }
-    optimal = dataclasses.replace(base, strategy=BEST)
-    layouts["optimal"] = _chapters_split(cluster, tokens, optimal, options.exact)
-    held = dataclasses.replace(
-        base, strategy=current.strategy, x=int(current.x), y=int(current.y), zero=current.zero
-    )
-    if (
-        layout.axis_roles is not None
-    ):  # whole axes by hand: the curve sits where the roles put the groups
-        held = dataclasses.replace(held, x=None, y=None, z=None, axis_roles=layout.axis_roles)
+    base = (int(current.z), int(layout.virtual_stages), str(layout.schedule))
+    layouts = {name: (name, None, None, None, None) for name in STRATEGIES if name != BEST}
+    layouts["optimal"] = ("optimal", None, None, None, None)
+    # the current layout's own split held fixed; whole axes by hand sit where the roles put them
+    held = (current.strategy, int(current.x), int(current.y), int(current.zero), None)
+    if layout.axis_roles is not None:
+        held = (current.strategy, None, None, int(current.zero), tuple(layout.axis_roles))
     layouts[current.strategy] = held
-    # The per-layer times do not depend on the step: a measured step, which only some batches of
-    # the grid could reach, must not refuse the curves; nor attention FLOPs, which need the
-    # sequences this token-level grid does not have.
-    options = dataclasses.replace(options, measured_step_time=None, attention_flops=False)
     curves = {}
     for name, own in layouts.items():
-        try:
-            curves[name] = per_layer(cluster, tokens, own, options)
-        except InputError:  # this strategy cannot run here (too few heads for its TP): no curve
-            continue
+        curve = _curve(*on, *base, *own)
+        if curve is not None:  # None: this strategy cannot run here (too few heads for its TP)
+            curves[name] = curve
     now, grid_layer = current.layer, curves[current.strategy][0]
     comm = {name: _comm(layer) for name, (layer, _) in curves.items()}
     crossover = {name: float(np.min(c)) for name, (_, c) in curves.items()}
@@ -219,6 +223,37 @@ def roofline(current: Estimate) -> RooflineData:
         pods=pods,
         current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, schedule, *own):
+    """One curve of the roofline, ``per_layer`` over the grid from ``lo`` to ``hi``: a
+    strategy's own layout, the current one held fixed ("strategy, x, y, zero, axis_roles"), or
+    "optimal", the chapter's split at each batch; None where it cannot run. Kept for the moves
+    of the panel that change none of it: a change of batch redraws the point, not the curves."""
+    strategy, x, y, zero, roles = own
+    grid = np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
+    grid[0], grid[-1] = lo, hi
+    cluster = Cluster(chip=chip, slice_shape=slice_shape, pods=pods)
+    tokens = Workload(model=model, batch=grid, precision=precision)
+    options = Options(exact=exact)
+    layout = Layout(
+        strategy=BEST if strategy == "optimal" else strategy,
+        x=x,
+        y=y,
+        z=None if roles else z,
+        zero=zero,
+        virtual_stages=v,
+        schedule=schedule,
+        microbatches=1,
+        axis_roles=roles,
+    )
+    if strategy == "optimal":
+        layout = _chapters_split(cluster, tokens, layout, exact)
+    try:
+        return per_layer(cluster, tokens, layout, options)
+    except InputError:
+        return None
 
 
 def _comm(t) -> dict:
@@ -299,6 +334,7 @@ def mesh(e: Estimate) -> MeshData:
         my=float(e.my),
         wrap_x=bool(e.wrap_x),
         ep=int(e.layout.ep),
+        ep_folded=bool(folds_over_tp(e.layout.etp, y)) and int(e.layout.ep) > 1,
         cp=int(e.layout.cp),
         wrap_y=bool(e.wrap_y),
         splits=tuple(zip(X.tolist(), Y.tolist())),

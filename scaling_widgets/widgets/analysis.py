@@ -42,12 +42,15 @@ class Analysis(HasTraits):
 
     def __init__(self, scenario: Scenario):
         super().__init__(scenario=scenario)
+        self._others = Others()
         scenario.observe(self._recompute, "revision")
         self._recompute()
 
     def _recompute(self, change=None) -> None:
         try:
-            current, strategies, roofline, memory, mesh = evaluate_scenario(self.scenario)
+            current, strategies, roofline, memory, mesh = evaluate_scenario(
+                self.scenario, self._others
+            )
         except ValueError as err:  # the scenario validated, so this is a bug; keep the last view
             self.error = f"Could not evaluate this scenario: {err}"
             return
@@ -61,11 +64,44 @@ class Analysis(HasTraits):
             self.estimate, self.error = current, ""
 
 
-def evaluate_scenario(s: Scenario):
-    """(current estimate, {strategy: estimate or error}, RooflineData, MemoryData, MeshData)."""
+class Others:
+    """The other strategies' own layouts, evaluated, kept while nothing they depend on changes:
+    a move of the current layout alone (its strategy, split or ZeRO stage) leaves them as they
+    were."""
+
+    # what the other strategies' own layouts leave out of the scenario (``compare_strategies``)
+    CURRENT_ONLY = ("strategy", "optimal_split", "x", "y", "zero", "axis_roles")
+
+    def __init__(self):
+        self.state: dict | None = None
+        self.estimates: dict = {}
+
+    def known(self, s: Scenario) -> dict:
+        """The estimates still right for this scenario (empty when something they depend on
+        changed)."""
+        state = {k: v for k, v in s.state().items() if k not in self.CURRENT_ONLY}
+        try:
+            same = state == self.state
+        except ValueError:  # an array among the values: compare nothing, evaluate again
+            same = False
+        if not same:
+            self.state, self.estimates = state, {}
+        return dict(self.estimates)
+
+    def keep(self, strategies: dict, current: str) -> None:
+        self.estimates.update({k: v for k, v in strategies.items() if k != current})
+
+
+def evaluate_scenario(s: Scenario, others: Others | None = None):
+    """(current estimate, {strategy: estimate or error}, RooflineData, MemoryData, MeshData).
+
+    ``others`` keeps the other strategies' estimates from one call to the next."""
     values = s.values()
     current = evaluate(*values)
-    strategies = compare_strategies(*values, known={current.strategy: current})
+    known = {} if others is None else others.known(s)
+    strategies = compare_strategies(*values, known={**known, current.strategy: current})
+    if others is not None:
+        others.keep(strategies, current.strategy)
     return (
         current,
         strategies,

@@ -146,7 +146,8 @@ class MeshPicker(Bound, w.VBox):
             return
         self._sync()
         self._info.value = _describe(mesh, self.scenario)
-        self._picture.show(mesh, mesh.ep, mesh.cp)
+        # X's share of a folded EP group: the rest of it is TP's
+        self._picture.show(mesh, max(mesh.ep // mesh.y, 1) if mesh.ep_folded else mesh.ep, mesh.cp)
         s = self.scenario
         self.set_trait(
             "value",
@@ -206,9 +207,15 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
 def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
     """The groups the data axis holds beside its replicas: EP splits the experts, CP the
     sequences."""
-    parts = [f"EP {mesh.ep} of them split the experts"] * (mesh.ep > 1) + [
-        f"CP {mesh.cp} split each sequence ({s.cp_kind})"
-    ] * (mesh.cp > 1)
+    experts = (
+        f"{max(mesh.ep // mesh.y, 1)} with TP's {mesh.y} make the EP {mesh.ep} that split the"
+        " experts (whole ones on each chip)"
+        if mesh.ep_folded
+        else f"EP {mesh.ep} of them split the experts"
+    )
+    parts = [experts] * (mesh.ep > 1) + [f"CP {mesh.cp} split each sequence ({s.cp_kind})"] * (
+        mesh.cp > 1
+    )
     if not parts:
         return ""
     replicas = mesh.x // mesh.cp

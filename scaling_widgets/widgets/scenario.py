@@ -81,8 +81,11 @@ class Scenario(_Fields):
         return dict(self._state)
 
     def values(self) -> tuple[Cluster, Workload, Layout, Options]:
-        """The cluster, workload, layout and options this scenario stands for."""
-        return fields.values(self._state)
+        """The cluster, workload, layout and options this scenario stands for (built once per
+        state: they are frozen, and every view of one change reads them)."""
+        if self.__dict__.get("_values_of") is not self._state:
+            self._values, self._values_of = fields.values(self._state), self._state
+        return self._values
 
     def estimate(self) -> Estimate:
         """The scenario's own layout, evaluated: exactly the numbers the panel shows."""
