@@ -173,7 +173,10 @@ def evaluate_order(
     folds = c.pop("folds")
     c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
     # folded over TP of one chip, or EP of one, is the same layout as not folded
-    c = only(c, ~folds | ((c["y"] > 1) & (c["ep"] > 1)))
+    keep = ~folds | ((c["y"] > 1) & (c["ep"] > 1))
+    c = only(c, keep)
+    # no layout folds (a dense model): the default, which the evaluation takes faster
+    experts_tp = c["etp"] if etp is not None or folds[keep].any() else None
     minimal = feasible.implied_cp(
         batch=workload.batch,
         seq_len=workload.seq_len,
@@ -194,7 +197,7 @@ def evaluate_order(
         virtual_stages=c["virtual_stages"],
         microbatches=c["microbatches"],
         ep=c["ep"],
-        etp=c["etp"],
+        etp=experts_tp,
         cp=c["cp"],
         cp_kind=c["cp_kind"],
     )
@@ -205,7 +208,10 @@ def evaluate_order(
     c = only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
-    e = evaluate(cluster, workload, dataclasses.replace(base, **{k: c[k] for k in KNOBS}), options)
+    knobs = {k: c[k] for k in KNOBS}
+    if experts_tp is None:
+        knobs["etp"] = None
+    e = evaluate(cluster, workload, dataclasses.replace(base, **knobs), options)
     return {
         **c,
         "step_time": e.step_time,
