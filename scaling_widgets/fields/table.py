@@ -18,6 +18,7 @@ from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.counts import REMAT_POLICIES
 from ..cost.transformer.shapes import Precision
+from ..cost.values import MAX_BATCH, MAX_TOKENS
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from .field import Field, Flag
@@ -100,6 +101,12 @@ def _on(text: str, flag: str) -> bool:
 COUNT, WHOLE = units.parse_count, units.parse_whole
 
 
+def _tokens_to(high: float):
+    """A count of tokens as ``COUNT`` reads it, refused beyond the value's own limit: a negative
+    or absurd batch is told the limit the batch has."""
+    return lambda text, flag: units.parse_count(text, flag, high=high)
+
+
 def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
     """``--chips N``: whole nodes of the chip's preset, or part of one."""
     chip = catalog.hardware(hardware)
@@ -136,7 +143,7 @@ FIELDS_TABLE = (
                      "your own model as JSON"),),
           words=_name(MODELS), dump=_named(MODELS), label="Model"),
     Field("batch", "workload.batch", "global batch in tokens: 3M, 3e6 or 3000000", flag="--batch",
-          parse=COUNT, start=16e6, words=_count, label="Batch"),
+          parse=_tokens_to(MAX_BATCH), start=16e6, words=_count, label="Batch"),
     Field("seq_len", "workload.seq_len", "sequence length", flag="--seq-len", parse=WHOLE,
           default=4096, label="Seq length"),
     Field("precision", "workload.precision", "bytes per parameter policy (book: 10)",
@@ -144,7 +151,7 @@ FIELDS_TABLE = (
           coerce=_preset(catalog.precision, lambda fields: Precision(**fields)),
           words=_name(PRECISIONS), dump=_named(PRECISIONS), label="Precision"),
     Field("tokens", "workload.tokens", "training tokens, such as 15T: reports time to train",
-          flag="--tokens", parse=COUNT, start=2e12, words=_count,
+          flag="--tokens", parse=_tokens_to(MAX_TOKENS), start=2e12, words=_count,
           label="Train on"),
     # The layout.
     Field("strategy", "layout.strategy", "the parallelism strategy", flag="--strategy",
