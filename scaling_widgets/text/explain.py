@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..cost import Estimate
 from ..cost.schedules import SCHEDULES
-from ..cost.transformer.experts import folded_name, folds_over_tp
+from ..cost.transformer.experts import folds_over_tp
 from . import memory, units
 from .lines import Line, plain
 from .step import binds, step, time_to_train
@@ -48,6 +48,13 @@ def rounded_batch(e: Estimate) -> list[Line]:
             f" ({float(e.batch):,.0f} tokens), as frameworks count a batch.",
         )
     ]
+
+
+def folded_name(ep: int, y: int) -> str:
+    """A folded EP group in words: "EP 32 over TP 2 x 16 of X", or "EP 2 within TP 4"."""
+    if ep <= y:
+        return f"EP {ep} within TP {y}"
+    return f"EP {ep} over TP {y} x {ep // y} of X"
 
 
 def layout_name(e: Estimate) -> str:

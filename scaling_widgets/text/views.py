@@ -1,5 +1,5 @@
 """The plots' words: the name of each roofline curve and memory bar, and where the groups sit
-(the data itself is ``cost/views.py``'s)."""
+(the data itself is ``cost/views/``'s)."""
 
 from __future__ import annotations
 

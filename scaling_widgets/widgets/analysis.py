@@ -2,7 +2,7 @@
 
 ``Analysis.of(scenario)`` is shared by every widget bound to that scenario: it recomputes once
 per change (``Scenario.revision``) and publishes the results as traits, which the views follow.
-Its ``estimate`` is ``scenario.estimate()`` itself; the plots' data are ``cost/views.py``'s, for
+Its ``estimate`` is ``scenario.estimate()`` itself; the plots' data are ``cost/views/``'s, for
 the same values (the memory bars are ``compare_strategies``, as ``estimate --json`` lists them),
 named by ``text/views.py``. A failure keeps the last results on screen and sets ``error``.
 """

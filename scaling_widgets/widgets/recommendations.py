@@ -18,7 +18,8 @@ import ipywidgets as w
 from ..cost import Estimate, plan
 from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
-from ..cost.transformer.experts import folded_name, folds_over_tp
+from ..cost.transformer.experts import folds_over_tp
+from ..text.explain import folded_name
 from ..text.step import binds
 from ..text.units import mesh, nbytes, seconds
 from ._base import Bound, Message, check_kwargs

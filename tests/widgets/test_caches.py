@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import views
+from scaling_widgets.cost.views.curves import _curve
 from scaling_widgets.widgets.analysis import Analysis, evaluate_scenario
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
@@ -59,7 +60,7 @@ def test_what_the_panel_keeps_is_what_a_fresh_evaluation_gives(changes):
         except ScenarioError:
             continue
         kept = shown(analysis.roofline, analysis.memory)
-        views._curve.cache_clear()  # nothing kept: every curve and strategy evaluated again
+        _curve.cache_clear()  # nothing kept: every curve and strategy evaluated again
         current, _, roofline, memory, _ = evaluate_scenario(s)
         assert kept == shown(roofline, memory)
         assert analysis.estimate.step_time.item() == current.step_time.item()

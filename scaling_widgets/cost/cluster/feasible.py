@@ -5,23 +5,23 @@ placed layout (MODEL.md §A.3, §A.6, §D.2, §D.3).
 arrays of layouts that do not broadcast); ``possible`` refuses a placed layout that cannot run: a
 data replica needs a whole sequence per microbatch, TP must divide the attention heads, every
 (virtual) pipeline stage needs a layer, EP and CP must divide what they split. Each refusal is an
-``InputError`` that names the field, the value and what is allowed.
+``InputError`` that names the field, the value and what is allowed (``rule_refusals``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..checks import first, per_layout
-from ..refusals import InputError, refuse
+from ..refusals import refuse
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
+from . import rule_refusals
 
 
 def together(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
@@ -212,150 +212,9 @@ def possible(*, given: Layout, **layout) -> None:
     ok = runs(**placed)
     if given.cp is None:  # sequences split for the user count tokens, as the chapter does
         ok["whole"] = ok["whole"] | (placed["cp"] > 1)
-    for rule, refusal in _REFUSALS.items():  # in the order a user would mend them
+    for rule, refusal in rule_refusals.REFUSALS.items():  # in the order a user would mend them
         if not ok[rule].all():
             raise refusal(first(~ok[rule]), given=given, **placed)
-
-
-def _sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
-    """Too few sequences: fewer microbatches would do if each replica has one; else more batch."""
-    T = 1 if seq_len is None else seq_len
-    m, X, P, CP = int(microbatches[i]), int(x[i]) // int(cp[i]), int(pods[i]), int(cp[i])
-    got = batch[i].item() / (T * X * P)
-    if m > 1 and given.microbatches is not None and got >= 1:
-        units = "tokens" if seq_len is None else f"sequences of {seq_len}"
-        return refuse(
-            "microbatches", f"at most the {got:.3g} {units} each data replica gets, B/(T·X·P)", m
-        )
-    unit = "token" if seq_len is None else f"sequence of {seq_len}"
-    replicas = f"{X * P:,} data replicas" + ("" if m == 1 else f" x {m} microbatches")
-    return refuse(
-        "batch",
-        f"at least {X * P * m * T:,} tokens, a whole {unit} for each of the {replicas}"
-        + (
-            " (or split each sequence over chips: context parallelism, --cp)"
-            if seq_len is not None and CP == 1
-            else ""
-        ),
-        f"{batch[i].item():,.6g} ({got:.3g} per replica)",
-    )
-
-
-def _whole(i, *, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
-    """Microbatches of part sequences: name the counts near the one given that split whole."""
-    replicas = int(x[i]) // int(cp[i]) * int(pods[i])
-    m, S = int(microbatches[i]), round(batch[i].item() / (seq_len * replicas))
-    small = [d for d in range(1, math.isqrt(S) + 1) if S % d == 0]
-    counts = {*small, *(S // d for d in small)}  # the divisors of S
-    nearest = sorted(sorted(counts, key=lambda d: abs(d - m))[:3])
-    field = "microbatch_seqs" if given.microbatch_seqs is not None else "microbatches"
-    got = m if field == "microbatches" else f"{int(given.microbatch_seqs)} ({m} microbatches)"
-    return refuse(
-        field,
-        f"a count that splits each data replica's {S:,} sequences of {seq_len} into whole"
-        f" microbatches, as frameworks need (e.g. {', '.join(map(str, nearest))} microbatches)",
-        f"{got}: {S / m:.4g} sequences each",
-    )
-
-
-def _heads(i, *, model, y, **_) -> InputError:
-    return refuse(
-        "y",
-        f"a TP degree dividing the model's {model.heads} attention heads, that its"
-        f" {model.kv_heads} KV heads divide or that divides them",
-        int(y[i]),
-    )
-
-
-def _stages(i, *, model, z, virtual_stages, **_) -> InputError:
-    Z, v = int(z[i]), int(virtual_stages[i])
-    field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
-    return refuse(
-        field,
-        f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
-        got,
-    )
-
-
-def _experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
-    EP, X, Y = int(ep[i]), int(x[i]), int(y[i])
-    ETP = None if etp is None else int(etp[i])
-    if model.moe is None:
-        return refuse("ep", "1 for a dense model: it has no experts to split", EP)
-    if ETP not in (None, 1, Y):
-        return refuse(
-            "etp",
-            f"1 (each chip holds whole experts, EP folded over TP x X) or the TP degree Y = {Y}"
-            " (the experts split over TP as the rest)",
-            ETP,
-        )
-    E = model.moe.experts
-    if ETP == 1 and Y > 1:
-        return refuse(
-            "ep",
-            f"an EP degree dividing the model's {E} experts, folded over TP Y = {Y} and the data"
-            f" axis X = {X}: one that divides {Y}, or {Y} times one that divides {X}",
-            EP,
-        )
-    folds = E % EP == 0 and Y > 1 and EP % Y == 0 and X % (EP // Y) == 0
-    return refuse(
-        "ep",
-        f"an EP degree dividing the model's {E} experts and the data axis X = {X} it is taken"
-        " from"
-        + (
-            f" (or etp 1, whole experts on each chip: EP {EP} over TP {Y} x {EP // Y} of X)"
-            if folds
-            else ""
-        ),
-        EP,
-    )
-
-
-def _context(i, *, model, seq_len, batch, pods, x, y, microbatches, cp, given, cp_kind="ring", **_):
-    CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
-    if given.cp is None:  # the CP implied for whole sequences: the batch is what to change
-        T, P, m = 1 if seq_len is None else seq_len, int(pods[i]), int(microbatches[i])
-        replicas_have_one = given.microbatches is not None and m > 1 and batch[i] >= T * X * P
-        if seq_len is None or replicas_have_one:
-            # a token is not split; or fewer microbatches would keep the sequences whole
-            return _sequences(
-                i,
-                model=model,
-                seq_len=seq_len,
-                batch=batch,
-                pods=pods,
-                x=x,
-                microbatches=microbatches,
-                cp=np.ones_like(cp),
-                given=given,
-            )
-        largest = math.gcd(X, T)
-        return refuse(
-            "batch",
-            f"at least {T * X * P * m / largest:,.0f} tokens: each sequence of {T} may be split"
-            f" over at most {largest:,} chips of the data axis X = {X:,} (context parallelism"
-            " dividing both), and each replica needs a whole sequence per microbatch",
-            f"{batch[i].item():,.6g} (CP {CP} would be needed)",
-        )
-    shard_heads = max(model.kv_heads // Y, 1)
-    ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
-    return refuse(
-        "cp",
-        f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of"
-        f" {1 if seq_len is None else seq_len}"
-        + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if ulysses else ""),
-        CP,
-    )
-
-
-_REFUSALS = {
-    "sequences": _sequences,
-    "heads": _heads,
-    "stages": _stages,
-    "experts": _experts,
-    "context": _context,
-    "whole": _whole,  # last: the layout's other rules decide the share it splits
-}
 
 
 def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
@@ -374,4 +233,4 @@ def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
     z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(virtual_stages))
     empty = z * virtual_stages > model.layers
     if empty.any():
-        raise _stages(first(empty), model=model, z=z, virtual_stages=virtual_stages)
+        raise rule_refusals.stages(first(empty), model=model, z=z, virtual_stages=virtual_stages)

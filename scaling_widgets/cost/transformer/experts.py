@@ -76,13 +76,6 @@ def in_node(chip: Chip, ep: ArrayLike, y: ArrayLike, folded: ArrayLike = False) 
     return np.minimum(np.asarray(ep), np.maximum(per_node, 1))
 
 
-def folded_name(ep: int, y: int) -> str:
-    """A folded EP group in words: "EP 32 over TP 2 x 16 of X", or "EP 2 within TP 4"."""
-    if ep <= y:
-        return f"EP {ep} within TP {y}"
-    return f"EP {ep} over TP {y} x {ep // y} of X"
-
-
 def held_width(model: Model, ep: ArrayLike = 1) -> float | np.ndarray:
     """The MLP width one chip holds of a (MoE) layer before FSDP or TP: (E/EP + S)·F_e (F if
     dense).

@@ -1,10 +1,5 @@
-"""What the panel's plots draw, computed from the four values: the roofline over the batch, each
-strategy's peak memory by part, and where the groups sit on the slice (MODEL.md §A.3, §A.7, §E.1).
-
-They are here, beside ``evaluate``, so that the API and the CLI reach the same numbers the panel
-draws. Their labels are words, which ``text/views.py`` adds (``labels`` and ``places`` are
-empty here).
-"""
+"""The roofline the panel draws: the chapter's per-layer times over a grid of global batches, for
+every strategy, and the current layout's point (MODEL.md §A.3, §A.10)."""
 
 from __future__ import annotations
 
@@ -15,30 +10,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .cluster.mesh import axis_rings, role_layout, span_axes
-from .cluster.nodes import node_spans
-from .cluster.placement import split_choices
-from .evaluate import per_layer
-from .refusals import InputError
-from .result import Estimate
-from .search.split import split_candidates
-from .strategies import BEST, STRATEGIES
-from .transformer.experts import folds_over_tp
-from .values import Cluster, Layout, Options, Workload, computed
+from ..cluster.placement import split_choices
+from ..evaluate import per_layer
+from ..refusals import InputError
+from ..result import Estimate
+from ..strategies import BEST, STRATEGIES
+from ..values import Cluster, Layout, Options, Workload, computed
 
 GRID_POINTS = 256
 # each strategy's own layout, the best split, the pods' DCN
 CURVES = (*STRATEGIES, "optimal", "dcn")
-# The memory bar's parts, each the sum of the peak's parts (MODEL.md §E.1) it stands for.
-BAR_PARTS = {
-    "weights": ("weights",),
-    "gradients": ("grads",),
-    "optimizer state": ("optimizer",),
-    "activations": ("activations", "working_set"),
-    "logits": ("logits",),
-    "buffers": ("buffers", "overhead"),
-    "allocator": ("allocator",),
-}
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,58 +46,6 @@ class RooflineData:
         """The compute line at any batch (it is proportional to the batch)."""
         per_token = self.compute[passes][0] / self.batch[0]
         return np.asarray(batch, dtype=float) * per_token
-
-
-@dataclass(frozen=True, eq=False)
-class MemoryData:
-    """The busiest chip's peak of each strategy at the current batch [bytes] (MODEL.md §E)."""
-
-    strategies: tuple
-    estimates: (
-        tuple  # per strategy: its ``Estimate``, or the ``InputError`` saying why it cannot run
-    )
-    parts: np.ndarray  # rows: BAR_PARTS; a column per strategy
-    hbm_bytes: float
-    limit_bytes: float  # the share of HBM a layout may fill (MODEL.md §B.8)
-    current: str
-    labels: tuple = ()  # per strategy: its layout's name (``text/views.py``)
-    stages: tuple = ()  # per strategy: its busiest stage, "stage 1 of 4" ("" with one stage)
-
-    @property
-    def totals(self) -> np.ndarray:
-        """Per strategy: its peak, the sum of its bar's parts [bytes]."""
-        return self.parts.sum(axis=0)
-
-    @property
-    def runs(self) -> tuple[bool, ...]:
-        """Per strategy: False where it cannot run here (its bar is empty)."""
-        return tuple(isinstance(e, Estimate) for e in self.estimates)
-
-
-@dataclass(frozen=True, eq=False)
-class MeshData:
-    """How the current layout sits on the slice (MODEL.md §A.1, §A.7)."""
-
-    slice_shape: tuple
-    shares: tuple  # per slice axis, outermost first: its (X, Y, Z) factors
-    x: int
-    y: int
-    z: int
-    pods: int
-    mx: float
-    my: float
-    wrap_x: bool
-    wrap_y: bool
-    ep: int  # of X's chips, those that split the experts (of TP x X's, where it folds)
-    cp: int  # and those that split each sequence: as asked, or as the sequences need
-    splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
-    gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
-    ep_folded: bool = False  # the EP group takes TP's chips first (expert TP 1, MODEL.md §D.2)
-    places: tuple = ()  # where X and Y sit, in words (``text/views.py``)
-
-    @property
-    def chips(self) -> int:
-        return math.prod(self.slice_shape) * self.pods
 
 
 def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
@@ -266,77 +195,3 @@ def _comm(t) -> dict:
 def _full(values, t) -> np.ndarray:
     """Traffic that does not depend on the batch comes back as a scalar: spread it over the grid."""
     return np.broadcast_to(values, t.t_math.shape)
-
-
-def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate) -> MemoryData:
-    """The peak of each strategy's own layout (``compare_strategies``), the current one's as it is:
-    one bar per strategy, an empty one where it cannot run.
-
-    Parameters
-    ----------
-    strategies : strategy -> its ``Estimate``, or the ``InputError`` saying why it cannot run
-    current : the current layout's estimate, which replaces its strategy's
-
-    Returns
-    -------
-    data : MemoryData
-        Each strategy's peak by part (``BAR_PARTS``), HBM and the share a layout may fill
-        [bytes].
-    """
-    estimates = {**strategies, current.strategy: current}
-    parts = np.array(
-        [[_bar_part(e, kinds) for e in estimates.values()] for kinds in BAR_PARTS.values()]
-    )
-    hbm = current.chip.hbm_bytes
-    return MemoryData(
-        strategies=tuple(estimates),
-        estimates=tuple(estimates.values()),
-        parts=parts,
-        hbm_bytes=hbm,
-        limit_bytes=float(current.fits_below) * hbm,
-        current=current.strategy,
-    )
-
-
-def _bar_part(e, kinds) -> float:
-    return sum(float(getattr(e.peak, k)) for k in kinds) if isinstance(e, Estimate) else 0.0
-
-
-def mesh(e: Estimate) -> MeshData:
-    """Where the groups of one layout sit on its slice: each axis's share of X, Y and Z.
-
-    Returns
-    -------
-    data : MeshData
-        The slice, each axis' (X, Y, Z) share, the groups and their spans, and every legal
-        (X, Y) split of one pipeline stage.
-    """
-    chip, shape = e.chip, e.slice_shape
-    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
-    x, y, z = int(e.x), int(e.y), int(e.z)
-    if e.layout.axis_roles is not None:
-        span = role_layout(slice_shape=shape, roles=e.layout.axis_roles, rings=rings)[3]
-    elif chip.is_gpu:
-        span = node_spans(
-            slice_shape=shape, x=x, y=y, z=z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
-        )
-    else:
-        span = span_axes(slice_shape=shape, x=x, y=y, z=z, rings=rings)
-    X, Y = split_candidates(math.prod(shape) // z)
-    return MeshData(
-        slice_shape=shape,
-        shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
-        x=x,
-        y=y,
-        z=z,
-        pods=int(e.pods),
-        mx=float(e.mx),
-        my=float(e.my),
-        wrap_x=bool(e.wrap_x),
-        ep=int(e.layout.ep),
-        ep_folded=bool(folds_over_tp(e.layout.etp, y)) and int(e.layout.ep) > 1,
-        cp=int(e.layout.cp),
-        wrap_y=bool(e.wrap_y),
-        splits=tuple(zip(X.tolist(), Y.tolist())),
-        gpu=chip.is_gpu,
-    )

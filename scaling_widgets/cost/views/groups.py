@@ -1,0 +1,79 @@
+"""Where the groups of one layout sit on its slice, as the mesh picker draws it (MODEL.md §A.1,
+§A.7)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..cluster.mesh import axis_rings, role_layout, span_axes
+from ..cluster.nodes import node_spans
+from ..result import Estimate
+from ..search.split import split_candidates
+from ..transformer.experts import folds_over_tp
+
+
+@dataclass(frozen=True, eq=False)
+class MeshData:
+    """How the current layout sits on the slice (MODEL.md §A.1, §A.7)."""
+
+    slice_shape: tuple
+    shares: tuple  # per slice axis, outermost first: its (X, Y, Z) factors
+    x: int
+    y: int
+    z: int
+    pods: int
+    mx: float
+    my: float
+    wrap_x: bool
+    wrap_y: bool
+    ep: int  # of X's chips, those that split the experts (of TP x X's, where it folds)
+    cp: int  # and those that split each sequence: as asked, or as the sequences need
+    splits: tuple  # every legal (X, Y) of one pipeline stage, Y ascending
+    gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
+    ep_folded: bool = False  # the EP group takes TP's chips first (expert TP 1, MODEL.md §D.2)
+    places: tuple = ()  # where X and Y sit, in words (``text/views.py``)
+
+    @property
+    def chips(self) -> int:
+        return math.prod(self.slice_shape) * self.pods
+
+
+def mesh(e: Estimate) -> MeshData:
+    """Where the groups of one layout sit on its slice: each axis's share of X, Y and Z.
+
+    Returns
+    -------
+    data : MeshData
+        The slice, each axis' (X, Y, Z) share, the groups and their spans, and every legal
+        (X, Y) split of one pipeline stage.
+    """
+    chip, shape = e.chip, e.slice_shape
+    rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
+    x, y, z = int(e.x), int(e.y), int(e.z)
+    if e.layout.axis_roles is not None:
+        span = role_layout(slice_shape=shape, roles=e.layout.axis_roles, rings=rings)[3]
+    elif chip.is_gpu:
+        span = node_spans(
+            slice_shape=shape, x=x, y=y, z=z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
+        )
+    else:
+        span = span_axes(slice_shape=shape, x=x, y=y, z=z, rings=rings)
+    X, Y = split_candidates(math.prod(shape) // z)
+    return MeshData(
+        slice_shape=shape,
+        shares=tuple(tuple(int(f) for f in axis) for axis in span.shares),
+        x=x,
+        y=y,
+        z=z,
+        pods=int(e.pods),
+        mx=float(e.mx),
+        my=float(e.my),
+        wrap_x=bool(e.wrap_x),
+        ep=int(e.layout.ep),
+        ep_folded=bool(folds_over_tp(e.layout.etp, y)) and int(e.layout.ep) > 1,
+        cp=int(e.layout.cp),
+        wrap_y=bool(e.wrap_y),
+        splits=tuple(zip(X.tolist(), Y.tolist())),
+        gpu=chip.is_gpu,
+    )
