@@ -18,7 +18,9 @@ from .fields.keywords import as_given, cost_keywords
 
 def estimate(**keywords):
     """``cost.estimate``, its keywords also in the command line's names and forms: ``fsdp``,
-    ``tp``, ``pp``, ``dp``, ``chips``, ``mesh``, ``hardware``, ``batch="4M"``, ``seq_len="8k"``.
+    ``tp``, ``pp``, ``dp``, ``chips``, ``mesh``, ``hardware``, ``batch="4M"``, ``seq_len="8k"``,
+    and with the command line's defaults: TPU v5p when no chip is given, sequences of 4,096
+    tokens unless ``seq_len`` is given (``seq_len=None``: the chapter's count of tokens alone).
 
     >>> e = estimate(model="llama-3-70b", hardware="h100", chips=1024, batch="4M", tp=8, mfu=0.4)
     >>> (int(e.x), int(e.y), e.slice_shape)
@@ -26,12 +28,17 @@ def estimate(**keywords):
     """
     from .cost import estimate as evaluate_keywords
 
+    given = {**_CLI_DEFAULTS, **keywords}
+    if "chip" in keywords:
+        given.pop("hardware")
     try:
-        return evaluate_keywords(**cost_keywords(keywords))
+        return evaluate_keywords(**cost_keywords(given))
     except ValueError as error:  # named as the user wrote it
         raise as_given(error, keywords) from None
 
 
+# what the command line and the panel take for these when they are not given
+_CLI_DEFAULTS = {"hardware": "tpu-v5p", "seq_len": 4096}
 __version__ = "0.1.0"
 __all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "__version__"]
 

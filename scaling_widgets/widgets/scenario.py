@@ -163,12 +163,23 @@ class Scenario(_Fields):
         return scenario
 
 
+# The command line's names of the split: given, they are a split by hand, as on the command line.
+_SPLIT_FLAGS = ("fsdp", "tp", "dp")
+
+
 def _named(keywords: dict, state: dict) -> dict:
-    """The fields keywords give in either form (``fields_named``), a misread one refused."""
+    """The fields keywords give in either form (``fields_named``), a misread one refused. A split
+    given by the command line's names (``tp=4``) is a split by hand unless ``optimal_split`` says
+    otherwise, the other group the rest of a stage."""
     try:
-        return fields_named(keywords, state)
+        named = fields_named(keywords, state)
     except (ValueError, TypeError) as err:
         raise ScenarioError(str(err)) from None
+    if set(_SPLIT_FLAGS) & set(keywords) and "optimal_split" not in keywords:
+        split = {k: named[k] for k in ("x", "y") if k in named}
+        by_hand = fields.given_by_hand({**state, **named}, split)
+        named.update({k: by_hand[k] for k in ("optimal_split", "x", "y")})
+    return named
 
 
 def _reject_unknown(kwargs) -> None:

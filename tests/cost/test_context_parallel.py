@@ -125,7 +125,7 @@ def test_a_token_level_layout_runs_with_sequences_and_keeps_the_chapters_layer(
     # The chapter's layouts need a token a chip; sequences split evenly over at most gcd(N, T)
     # chips (on the 8,960 chips of a v5p pod, 256 of a sequence of 4096: 16 tokens a chip).
     assume(base["batch"] >= seq_len * chips / math.gcd(chips, seq_len))
-    tokens = estimate(**base)
+    tokens = estimate(**base, seq_len=None)  # the chapter: tokens alone
     e = estimate(**base, seq_len=seq_len)
     cp = e.layout.cp
     assert cp >= 1 and e.batch * cp / (seq_len * int(e.x)) >= 1  # whole sequences per replica
