@@ -62,13 +62,39 @@ def fastest_split(
         computed(_along_last_axis(layout), x=X, y=Y, **provisional),
         _along_last_axis(options),
     )
-    keys = np.broadcast_arrays(~chapters_pick, trial.step_time, ~np.asarray(trial.fits))
+    fits, step = np.asarray(trial.fits), trial.step_time
+    if not given and not fits.any(axis=-1).all():
+        # None fits as placed by default: a split that fits with more accumulation (a sequence
+        # a microbatch, the least activation memory) goes first, as the microbatches then chosen
+        # will make it fit.
+        fits, step = _with_leanest_microbatches(cluster, workload, layout, options, evaluate, X, Y)
+    keys = np.broadcast_arrays(~chapters_pick, step, ~fits)
     order = np.lexsort(keys, axis=-1)  # the last key first: fits, then the step, then ours
     best = order[..., :1]
     X, Y = np.broadcast_arrays(X, Y, best)[:2]
     x = np.take_along_axis(X, best, axis=-1)[..., 0]
     y = np.take_along_axis(Y, best, axis=-1)[..., 0]
     return computed(layout, x=scalar(x[()]), y=scalar(y[()]))
+
+
+def _with_leanest_microbatches(cluster, workload, layout, options, evaluate, X, Y):
+    """Whether each candidate split fits, and its step, at a sequence a microbatch (each
+    replica's whole sequences, at least one): what fits there can be made to fit."""
+    if workload.seq_len is None:
+        lean = np.ones_like(X)
+    else:
+        share = workload.batch / (workload.seq_len * X * cluster.pods)
+        lean = np.maximum(np.floor(share), 1).astype(np.int64)
+    try:
+        trial = evaluate(
+            _along_last_axis(cluster),
+            _along_last_axis(workload),
+            computed(_along_last_axis(layout), x=X, y=Y, microbatches=lean),
+            _along_last_axis(options),
+        )
+    except InputError:  # some split cannot run so: nothing more to learn
+        return np.zeros(np.shape(X), dtype=bool), np.full(np.shape(X), np.inf)
+    return np.asarray(trial.fits), trial.step_time
 
 
 # microbatch sizes tried, in sequences: powers of two (a replica's whole share stands for itself)
