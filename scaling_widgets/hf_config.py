@@ -70,6 +70,13 @@ def model_from_hf(config: dict, name: str | None = None) -> Model:
             f"config.json (model_type {kind!r}) lacks {', '.join(missing)}: the field names of "
             f"{FAMILIES} are read"
         )
+    projected = config.get("word_embed_proj_dim")  # OPT-350m: embeddings narrower than D
+    if projected is not None and projected != config["hidden_size"]:
+        raise ValueError(
+            f"config.json (model_type {kind!r}) has word_embed_proj_dim {projected} beside"
+            f" hidden_size {config['hidden_size']}: embeddings projected to another width are not"
+            " modelled (give the model's dimensions as JSON instead)"
+        )
     heads = config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads") or heads
     mla = _mla(config)

@@ -93,6 +93,18 @@ def test_falcons_one_kv_head_and_gpt_js_default_width():
     assert gptj.d_ff == 4 * 4096  # n_inner null: 4·D
 
 
+def test_opt_350m_projected_embeddings_are_refused_by_name(tmp_path):
+    # OPT-350m's config (facebook/opt-350m): embeddings of 512 projected to D = 1024, which a
+    # count of D-wide embeddings would put at 353.5M against the published 331M.
+    opt = json.loads((HF / "opt-6.7b.json").read_text())
+    opt.update(hidden_size=1024, ffn_dim=4096, num_attention_heads=16, num_hidden_layers=24,
+               word_embed_proj_dim=512)  # fmt: skip
+    path = tmp_path / "opt-350m.json"
+    path.write_text(json.dumps(opt))
+    with pytest.raises(ValueError, match="word_embed_proj_dim 512 beside hidden_size 1024"):
+        model_from_json(path)
+
+
 def test_another_architecture_gets_one_line_naming_what_is_missing(capsys, tmp_path):
     t5 = tmp_path / "t5.json"
     t5.write_text(json.dumps({"model_type": "t5", "d_model": 512, "num_layers": 6}))

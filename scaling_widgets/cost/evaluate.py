@@ -274,23 +274,37 @@ def _predicted(e: Estimate, profile) -> Estimate:
     """The estimate with its step predicted term by term (MODEL.md §C.2, §C.5): MFU and HFU
     follow."""
     remat = np.asarray(e.remat)
+    # The chapter's checkpoints keep the MLP's matmul outputs alone: a framework that kept only
+    # those would run the attention block again backward. Its memory stays the chapter's count;
+    # the predicted step, and the hardware FLOPs, pay for that recompute (MODEL.md §C.2).
+    checkpoints = (remat == "checkpoints") * 1.0
     terms = predict(
         e=e,
         profile=profile,
         remat_forward=(remat == "full") * 1.0,
         attention_forward=(remat == "selective") * 1.0,
+        rest_forward=checkpoints,
     )
     step = sum(terms.values())
     peak = e.chips * e.chip.flops
+    hardware = e.hardware_flops_per_token + checkpoints * attention_block_flops(e)
     return dataclasses.replace(
         e,
         step_time=step,
         compute_time=terms["matmul"] + terms["memory_bound"],
         mfu=e.batch * e.flops_per_token / (peak * step),
-        hfu=e.batch * e.hardware_flops_per_token / (peak * step),
+        hfu=e.batch * hardware / (peak * step),
+        hardware_flops_per_token=hardware,
         training_time=_training_time(e.workload, step),
         step_breakdown=terms,
     )
+
+
+def attention_block_flops(e: Estimate) -> float:
+    """The attention block's forward FLOPs per token, all layers: its projections, 2·Ψ_attention,
+    and the scores and their weighted sum, 4·L·T·N_h·H (MODEL.md §B.1)."""
+    model, T = e.model, e.seq_len or 1
+    return 2 * float(e.params.attention) + 4 * model.layers * T * model.heads * model.head_dim
 
 
 def _training_time(workload, step):

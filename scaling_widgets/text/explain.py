@@ -80,7 +80,7 @@ def layout_name(e: Estimate) -> str:
     elif int(e.microbatches) > 1:
         extra.append(f"{int(e.microbatches)} microbatches accumulated")
     if e.remat != "checkpoints":
-        extra.append(f"{e.remat} recompute")
+        extra.append("no recompute" if e.remat == "none" else f"{e.remat} recompute")
     if e.sequence_parallel and y > 1:
         extra.append("sequence parallel")
     return ", ".join([" x ".join(groups) or "one chip", *extra])

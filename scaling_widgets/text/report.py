@@ -193,12 +193,23 @@ def _table(others: dict):
         ratio = float(o.layer.worst_ratio)
         bound = "compute" if o.compute_bound else f"{o.bottleneck} ({ratio:.2f}x)"
         peak, step = units.nbytes(float(o.peak.reserved)), units.seconds(float(o.step_time))
-        rows.append((name, explain.layout_name(o), peak, "yes" if o.fits else "no", bound, step))
+        rows.append((name, _named_in_full(o), peak, "yes" if o.fits else "no", bound, step))
     width = max([len(head[1])] + [len(r[1]) for r in rows if len(r) > 2])
     line = "{:<9} {:<" + str(width) + "}  {:>9}  {:<4}  {:<18} {:>9}"
     yield line.format(*head)
     for row in rows:
         yield f"{row[0]:<9} {row[1]}" if len(row) == 2 else line.format(*row)
+
+
+def _named_in_full(e: Estimate) -> str:
+    """The layout's name with its recompute and schedule even where they are the defaults: rows
+    set side by side say what differs."""
+    name = explain.layout_name(e)
+    if e.remat == "checkpoints":
+        name += ", the chapter's checkpoints"
+    if int(e.z) == 1:
+        name += ", no pipeline"
+    return name
 
 
 def plan_table(ranked, ranks) -> str:

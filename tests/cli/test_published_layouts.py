@@ -76,7 +76,7 @@ def test_a_batch_of_part_sequences_is_rounded_to_whole_ones_with_a_note(capsys):
     assert e["batch_tokens_asked"] is None and e["batch_tokens"] == 16777216
 
 
-@pytest.mark.parametrize("chips, racks", [(128, 2), (256, 4)])
+@pytest.mark.parametrize("chips, racks", [(128, 2), (256, 4), (1024, 16), (8192, 128)])
 def test_gb200_nvl72_runs_64_gpus_a_rack_as_nvidia_benchmarks_it(capsys, chips, racks):
     e = estimate(capsys, "--hardware", "gb200-nvl72", "--chips", str(chips),
                  "--model", "llama-3-70b", "--batch", "4194304", "--seq-len", "8k")  # fmt: skip

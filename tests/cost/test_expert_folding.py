@@ -62,7 +62,7 @@ def test_folding_removes_the_routed_experts_tp_traffic_but_not_the_shared_expert
 def test_the_predicted_step_drops_the_mlps_tp_all_reduces_where_experts_fold():
     # none hidden under the matmuls: attention's two all-reduces a pass are left of four
     nothing_hides = dataclasses.replace(profile_for(H100), o_tp=0.0)
-    layout = {**ON_256, "y": 8, "x": 4, "profile": nothing_hides}
+    layout = {**ON_256, "y": 8, "x": 4, "profile": nothing_hides, "remat": "none"}
     folded, unfolded = estimate(**layout, ep=32, etp=1), estimate(**layout, ep=4)
     tp = "tp_exposed"
     assert float(folded.step_breakdown[tp]) == pytest.approx(float(unfolded.step_breakdown[tp]) / 2)

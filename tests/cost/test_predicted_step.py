@@ -108,6 +108,29 @@ def test_with_an_mfu_given_the_chapters_step_stands():
     assert float(given_mfu.step_time) == pytest.approx(max(ideal / 0.4, float(given_mfu.comm_time)))
 
 
+def test_the_chapters_checkpoints_cost_the_attention_block_they_imply():
+    # They keep the MLP's matmul outputs alone: the attention block runs again, so the predicted
+    # step lies between no recompute and full, and the HFU counts it; at an MFU given the
+    # chapter's step (6Ψ) stands.
+    cluster, workload, layout, options = RUNS["M2-18.4B"].values
+    step = {
+        remat: evaluate(cluster, workload, dataclasses.replace(layout, remat=remat), options)
+        for remat in ("none", "checkpoints", "full")
+    }
+    assert step["none"].step_time < step["checkpoints"].step_time < step["full"].step_time
+    e = step["checkpoints"]
+    assert float(e.hfu) > float(e.mfu)
+    extra = 2 * float(e.params.attention) + 4 * e.model.layers * e.seq_len * e.model.heads * (
+        e.model.head_dim
+    )
+    assert float(e.hardware_flops_per_token - e.flops_per_token) == pytest.approx(extra)
+    chapter = evaluate(
+        cluster, workload, dataclasses.replace(layout, remat="checkpoints"),
+        dataclasses.replace(options, mfu=0.4),
+    )  # fmt: skip
+    assert float(chapter.hardware_flops_per_token) == float(chapter.flops_per_token)
+
+
 def _with_profile(values, profile):
     cluster, workload, layout, options = values
     return cluster, workload, layout, dataclasses.replace(options, profile=profile)

@@ -619,6 +619,20 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     assert err == f"scaling-widgets estimate: error: {flag} must be {rest}\n"
 
 
+def test_a_split_in_the_command_lines_names_is_the_same_by_hand_split_everywhere():
+    # tp=4 given to the panel, the API or the CLI: TP 4 by hand, the data axis the rest.
+    where = dict(model="llama-3-70b", hardware="h100", chips=1024, batch="4M", tp=4)
+    shown = explore(**where).analysis.estimate
+    api = sw.estimate(**where)
+    code, out, _ = run_cli(
+        ["estimate", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "1024",
+         "--batch", "4M", "--tp", "4", "--json"]
+    )  # fmt: skip
+    cli = json.loads(out)
+    assert code == 0 and (int(shown.x), int(shown.y)) == (int(api.x), int(api.y)) == (256, 4)
+    assert float(shown.step_time) == float(api.step_time) == cli["step_time_s"]
+
+
 def test_the_panel_explore_the_cli_and_the_api_start_from_the_same_step():
     # No MFU given anywhere: each predicts the step, at the same split and microbatches.
     where = dict(model="llama-3-70b", hardware="h100", chips=1024, batch="16M", seq_len="8k")

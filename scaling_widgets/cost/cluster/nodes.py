@@ -30,7 +30,8 @@ from .mesh import MeshSpan, parse_slice, span_axes
 
 def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     """(nodes, GPUs per node) for ``chips`` GPUs: whole nodes, or the fewest nodes each partly
-    used alike, as NVIDIA runs GB200 NVL72 racks at 64 GPUs of 72.
+    used alike, or else nodes of the largest power of two they hold, as NVIDIA runs GB200 NVL72
+    racks at 64 GPUs of 72.
 
     Returns
     -------
@@ -48,19 +49,35 @@ def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     --------
     >>> gpu_slice(chips=4096, node_size=8), gpu_slice(chips=4, node_size=8)
     ((512, 8), (1, 4))
-    >>> gpu_slice(chips=128, node_size=72), gpu_slice(chips=256, node_size=72)
-    ((2, 64), (4, 64))
+    >>> gpu_slice(chips=128, node_size=72), gpu_slice(chips=1024, node_size=72)
+    ((2, 64), (16, 64))
     """
-    if not _even(chips, node_size):
-        lower = next(n for n in range(chips - 1, 0, -1) if _even(n, node_size))
-        upper = next(n for n in range(chips + 1, chips + node_size + 1) if _even(n, node_size))
-        raise refuse(
-            "chips",
-            f"a count the fewest nodes of {node_size} hold evenly, such as {lower:,} or {upper:,}",
-            chips,
-        )
-    nodes = -(-chips // node_size)
-    return (nodes, chips // nodes)
+    if _even(chips, node_size):
+        nodes = -(-chips // node_size)
+        return (nodes, chips // nodes)
+    # Else nodes at a power of two each, as NVIDIA runs its 72-GPU racks at 64 (1,024 GPUs: 16).
+    binary = 1 << (node_size.bit_length() - 1)
+    if chips % binary == 0:
+        return (chips // binary, binary)
+    runs = [
+        n for n in range(max(chips - node_size, 1), chips + node_size + 1) if _held(n, node_size)
+    ]
+    lower = max((n for n in runs if n < chips), default=None)
+    upper = min(n for n in runs if n > chips)
+    nearest = f"{lower:,} or {upper:,}" if lower else f"{upper:,}"
+    raise refuse(
+        "chips",
+        f"a count the fewest nodes of {node_size} hold evenly"
+        + (f", or nodes of {binary} hold" if binary != node_size else "")
+        + f", such as {nearest}",
+        chips,
+    )
+
+
+def _held(chips: int, node_size: int) -> bool:
+    """Whether ``gpu_slice`` places ``chips`` GPUs."""
+    binary = 1 << (node_size.bit_length() - 1)
+    return _even(chips, node_size) or chips % binary == 0
 
 
 def _even(chips: int, node_size: int) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from ..refusals import InputError
 from .chip import Chip
 from .nodes import gpu_slice
 
@@ -48,12 +49,11 @@ def _slice(chip: Chip, chips: int) -> tuple[int, ...] | None:
     """The slice of ``chips`` chips, or None when the chip has none of that size."""
     if chips < 1 or chips > chip.pod_chips:
         return None
-    if chip.is_gpu:
-        return (
-            gpu_slice(chips=chips, node_size=chip.node_size)
-            if chips % chip.node_size == 0 or chips < chip.node_size
-            else None
-        )
+    if chip.is_gpu:  # whole nodes, or nodes held alike (GB200 NVL72's racks of 64)
+        try:
+            return gpu_slice(chips=chips, node_size=chip.node_size)
+        except InputError:
+            return None
     if chips & (chips - 1):
         return chip.pod_shape if chips == chip.pod_chips else None
     lengths = [2**k for k in range(int(math.log2(max(chip.pod_shape))) + 1)]

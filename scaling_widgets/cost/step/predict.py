@@ -82,11 +82,14 @@ def predict(
     profile: Profile,
     remat_forward: float | np.ndarray,
     attention_forward: float | np.ndarray,
+    rest_forward: float | np.ndarray = 0.0,
 ) -> dict[str, np.ndarray]:
     """The step's terms [s] (MODEL.md §C.5) for an estimate's placement: the step is their sum.
 
-    ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none), and
-    ``attention_forward`` whether the attention core is recomputed (selective).
+    ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none),
+    ``attention_forward`` whether the attention core is recomputed (selective), and
+    ``rest_forward`` whether everything but the MLP is (the chapter's checkpoints keep only the
+    MLP's matmul outputs: the attention block is run again from the layer's input).
 
     Returns
     -------
@@ -101,14 +104,14 @@ def predict(
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
     sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
     layer_matmul, head_matmul, backward_last = _matmuls(
-        e, profile, b, remat_forward, attention_forward
+        e, profile, b, remat_forward, attention_forward, rest_forward
     )
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
     layer_memory = (
         profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)
     ) / chip.hbm_bw
-    layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul)
+    layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
@@ -126,7 +129,7 @@ def predict(
         "bubble": (Z - 1) / v * t_mb,
         **data,
         "ep_exposed": m * _all_to_alls(e, profile, l, remat_forward),
-        "cp_exposed": m * _context(e, profile, l, remat_forward),
+        "cp_exposed": m * _context(e, profile, l, remat_forward + rest_forward),
         "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
     }
     terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
@@ -136,7 +139,7 @@ def predict(
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
 
 
-def _matmuls(e, profile, b, remat_forward, attention_forward):
+def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
     """One layer's matmuls on a chip for a microbatch of b tokens, recompute included; the output
     layer's; and one layer's backward pass without recompute (what the reductions hide under) [s].
 
@@ -163,7 +166,7 @@ def _matmuls(e, profile, b, remat_forward, attention_forward):
             g_half=profile.g_half,
         )
     )
-    recomputed_rest = remat_forward * forward_rest + attention_forward * attention
+    recomputed_rest = (remat_forward + rest_forward) * forward_rest + attention_forward * attention
     layer = (
         (3 * forward_rest + recomputed_rest) / e_mm + (3 + remat_forward) * forward_mlp / e_mlp
     ) / chip.flops
@@ -172,10 +175,11 @@ def _matmuls(e, profile, b, remat_forward, attention_forward):
     return layer, head, backward
 
 
-def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
+def _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
     """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
-    all-reduces of b·D·2 bytes a pass, two more under full recompute; the MLP's only where its
-    experts are TP-sharded (``experts.mlp_tp_share``)."""
+    all-reduces of b·D·2 bytes a pass, two more under full recompute (the attention's one more
+    under the chapter's checkpoints); the MLP's only where its experts are TP-sharded
+    (``experts.mlp_tp_share``)."""
     chip, Y = e.chip, e.y
     per_pass = 1 + mlp_tp_share(e.model, folds_over_tp(e.layout.etp, Y))  # attention's, MLP's
     crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
@@ -186,7 +190,8 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul):
         efficiency=link_efficiency(chip, profile, e.my, crosses),
         latency=profile.latency,
     )
-    return np.maximum(0.0, one * per_pass * (2 + remat_forward) - profile.o_tp * layer_matmul)
+    count = per_pass * (2 + remat_forward) + rest_forward
+    return np.maximum(0.0, one * count - profile.o_tp * layer_matmul)
 
 
 def _all_to_alls(e, profile, stage_layers, remat_forward):
