@@ -31,6 +31,7 @@ class Flag:
     metavar: str | None = None
     help: str = ""
     resolve: Callable | None = None  # (parsed, state) -> the field's value; None: the parsed itself
+    implies: dict | None = None  # other fields it sets where they are not given (None in state)
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,9 @@ def from_flags(parsed: dict, state: dict) -> dict:
         if alt:
             flag = next(f for f in field.also if f.name == alt)
             value = value if flag.resolve is None else flag.resolve(value, {**state, **given})
+            for other, implied in (flag.implies or {}).items():
+                if {**state, **given}.get(other) is None:
+                    given[other] = implied
         elif field.choices is not None and field.parse is not None:
             value = field.parse(value, field.flag)
         given[name] = value

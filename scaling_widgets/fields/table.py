@@ -162,7 +162,8 @@ FIELDS_TABLE = (
     Field("x", "layout.x", "the data axis X, its CP and EP chips included", flag="--fsdp",
           metavar="X", parse=WHOLE,
           also=(Flag("--dp", WHOLE, "DP", "data parallelism as Megatron-LM and torchtitan count"
-                     " it, DP x CP x TP x PP = chips: X = DP x CP", resolve=_data_axis),)),
+                     " it, DP x CP x TP x PP = chips: X = DP x CP, CP 1 unless given",
+                     resolve=_data_axis, implies={"cp": 1}),)),
     Field("y", "layout.y", "tensor-parallel degree", flag="--tp", metavar="Y", parse=WHOLE,
           default=1),
     Field("z", "layout.z", "pipeline stages", flag="--pp", metavar="Z", parse=WHOLE, default=1,

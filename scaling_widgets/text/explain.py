@@ -117,6 +117,18 @@ def verdict(e: Estimate) -> Line:
     return _bound(e)
 
 
+def _beside_the_roofline(e: Estimate) -> str:
+    """The chapter's layer is its MLP: context parallelism's keys and values, attention's traffic,
+    are not in its verdict; say so where they outweigh the compute (their own line has the rule)."""
+    cp_ratio = float(e.layer.comm_ratio("cp")) if int(e.layout.cp) > 1 else 0.0
+    if cp_ratio <= 1:
+        return ""
+    return (
+        f" Attention's context-parallel keys and values, which the chapter's layer leaves out,"
+        f" take {cp_ratio:.2f}x (below)."
+    )
+
+
 def step_verdict(e: Estimate) -> Line:
     """The step's view beside the layer's: what, besides the matmuls, takes most of the step
     (predicted) or whether the communication shows at the MFU given. The two never contradict:
@@ -139,7 +151,7 @@ def _bound(e: Estimate) -> Line:
         return Line.of(
             "verdict",
             layer + f"compute-bound: the slowest communication, {axis}, takes {ratio:.2f}x the"
-            " compute time.",
+            " compute time." + _beside_the_roofline(e),
             strong=True,
         )
     return Line.of(

@@ -19,7 +19,7 @@ from .. import catalog, fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
 from ..cost.cluster.slices import slices_near
 from ..fields import FIELDS, SCENARIO
-from ..fields.keywords import fields_named
+from ..fields.keywords import as_given, fields_named
 from ..text import units
 
 VERSION, READABLE = fields.VERSION, fields.READABLE
@@ -59,13 +59,14 @@ class Scenario(_Fields):
 
     def __init__(self, **kwargs):
         # also fsdp=, chips=, batch="4M"
-        self._start(_named(kwargs, fields.scenario_start()))
+        self._start(_named(kwargs, fields.scenario_start()), written=kwargs)
 
-    def _start(self, given: dict) -> None:
+    def _start(self, given: dict, written: dict | None = None) -> None:
         _reject_unknown(given)
         super().__init__()
         self._state = MappingProxyType({})
-        self._replace({**fields.scenario_start(), **given}, tuple(given), count=False)
+        start = {**fields.scenario_start(), **given}
+        self._replace(start, tuple(given), count=False, written=written)
 
     def __repr__(self):
         where = f"{self.hardware.name} {units.mesh(self.slice_shape)}"
@@ -129,17 +130,20 @@ class Scenario(_Fields):
 
     def update(self, **changes) -> None:
         """Apply several fields at once: all of them, or none if any is refused."""
+        written = changes
         changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
-        self._replace({**self._state, **changes}, tuple(changes))
+        self._replace({**self._state, **changes}, tuple(changes), written=written)
 
-    def _replace(self, state: dict, changed: tuple, count: bool = True) -> None:
+    def _replace(
+        self, state: dict, changed: tuple, count: bool = True, written: dict | None = None
+    ) -> None:
         """Check the whole new state, then show it: every trait that changed, in one
-        notification."""
+        notification. A refusal names the keyword as ``written`` (``tp``, not ``y``)."""
         try:
             new = fields.checked(state, changed)
         except (ValueError, TypeError, OverflowError) as err:
-            raise ScenarioError(str(err)) from None
+            raise ScenarioError(str(as_given(err, written or {}))) from None
         self._state = MappingProxyType(new)
         with self.hold_trait_notifications():
             for name, value in new.items():

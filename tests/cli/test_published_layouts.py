@@ -135,3 +135,12 @@ def test_qwen3_235b_folds_ep_32_over_tp_2_and_dp_16_with_expert_tp_1(capsys):
     need = "--ep must be an EP degree dividing the model's 128 experts and the data axis X = 16"
     assert need in err
     assert "(or etp 1, whole experts on each chip: EP 32 over TP 2 x 16 of X); got 32" in err
+
+
+def test_dp_as_the_frameworks_count_it_holds_cp_to_what_was_given(capsys):
+    # DP x CP x TP x PP = chips: with --dp 128 and no --cp, CP is 1, not chosen to split
+    # sequences (which would leave DP 64). 16M tokens give each replica 15.3 sequences.
+    layout = [*LLAMA_3_405B[:6], "--tp", "8", "--pp", "16", "--dp", "128", "--seq-len", "8k"]
+    code, out, err = run(capsys, "estimate", *layout, "--batch", "16M", "--microbatches", "16")
+    assert code == 2 and out == "" and "--microbatches must be at most the 15.3 sequences" in err
+    assert estimate(capsys, *layout, "--batch", "16M")["layout"]["CP"] == 1

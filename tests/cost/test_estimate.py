@@ -119,3 +119,15 @@ def test_a_layout_picked_from_an_array_of_knobs_reads_like_a_single_one():
         **{k: v[1] if isinstance(v, list) else v for k, v in knobs.items()},
     )
     assert json.dumps(report.record(pick(many, 1))) == json.dumps(report.record(one))
+
+
+def test_the_default_split_fits_where_one_can():
+    # LLaMA-2 13B at 16M tokens on v5e 16x16: 256 x 1 holds too much at any accumulation; TP 2
+    # with more microbatches fits. The split chosen is one that fits.
+    from scaling_widgets import estimate as with_cli_names
+
+    e = with_cli_names(model="llama-2-13b", hardware="tpu-v5e", mesh="16x16", batch="16M")
+    assert bool(e.fits) and int(e.y) > 1
+    over = with_cli_names(model="llama-2-13b", hardware="tpu-v5e", mesh="16x16", batch="16M",
+                          tp=1)  # fmt: skip
+    assert not bool(over.fits)

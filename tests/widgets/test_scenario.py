@@ -128,3 +128,12 @@ def test_fitted_to_keeps_a_manual_split_whole():
     s = Scenario(slice_shape=(16, 16, 16), optimal_split=False, x=1024, y=4)
     s.update(**s.fitted_to((8, 8, 8)))
     assert (s.x, s.y, s.slice_shape) == (128, 4, (8, 8, 8))
+
+
+def test_a_refusal_names_the_keyword_as_written():
+    s = Scenario()
+    with pytest.raises(ScenarioError, match="^tp must be a divisor of the 8960 chips"):
+        s.update(tp=3, optimal_split=False)
+    with pytest.raises(ScenarioError, match="^y must be a divisor of the 8960 chips"):
+        s.update(y=3, optimal_split=False)
+    assert s.revision == 0  # nothing applied

@@ -126,16 +126,20 @@ def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=
     """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without: the
     chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``).
     Given the workload and X, where a replica's share is whole sequences S, the largest count up
-    to that which splits S into whole microbatches, gcd(4·Z, S)."""
+    to that which splits S into whole microbatches, gcd(4·Z, S); where it is part sequences, at
+    most one microbatch a sequence."""
     if layout.microbatches is not None:
         return np.asarray(layout.microbatches)
     m = np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
     if workload is None or workload.seq_len is None:
         return m
-    share = workload.batch / (workload.seq_len * np.asarray(X) * P)
+    cp = 1 if layout.cp is None else np.asarray(layout.cp)
+    share = workload.batch * cp / (workload.seq_len * np.asarray(X) * P)
     S = np.round(share)
     whole = np.isclose(share, S, rtol=1e-9, atol=0) & (S >= 1)
-    return np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), m)
+    # a share of part sequences (the chapter's average): at most a sequence a microbatch
+    fewer = np.where(share >= 1, np.minimum(m, np.floor(share)), m).astype(np.int64)
+    return np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), fewer)
 
 
 def _best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
