@@ -104,8 +104,10 @@ def _estimate(args, state: dict, given: dict) -> int:
         if err.field == "x" and getattr(args, "x:--dp", None) is not None:
             raise _in_dp_terms(state, getattr(args, "x:--dp")) from None
         raise
-    others = compare_strategies(*values)
-    best = others[BEST] if not isinstance(others[BEST], Exception) else None
+    defaults = compare_strategies(*values)  # each strategy's own layout
+    best = defaults[BEST] if not isinstance(defaults[BEST], Exception) else None
+    # the table's row of the layout's own strategy is the layout itself, as the panel's bars
+    others = {**defaults, chosen.strategy: chosen}
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0

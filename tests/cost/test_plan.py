@@ -311,3 +311,14 @@ def test_the_planner_keeps_tp_and_pipeline_stages_under_their_caps():
     capped = plan(**where, max_tp=2, max_pp=4)
     assert capped.layouts["y"].max() <= 2 and capped.layouts["z"].max() <= 4
     assert plan(**where).layouts["y"].max() > 2
+
+
+def test_the_chapters_example_16_plans_to_its_compute_bound_split_at_its_mfu():
+    # LLaMA-2 13B, 3M tokens of 32K on v5p 16x16x16: every layout splits sequences (92 of them
+    # over hundreds of replicas); among those the split does not prefer fewer CP chips over
+    # a compute-bound layer: FSDP 1024 x TP 4, as the chapter has it.
+    ranked = plan(model=MODELS["llama-2-13b"], chip=V5P, batch=3e6, seq_len=32768,
+                  slice_shape=(16, 16, 16), mfu=0.4)  # fmt: skip
+    best = ranked.layout(0)
+    assert (best["x"], best["y"], best["z"]) == (1024, 4, 1)
+    assert bool(ranked.estimate(0).compute_bound)

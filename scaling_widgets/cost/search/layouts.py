@@ -262,7 +262,7 @@ def ranking(merged: dict) -> np.ndarray:
         merged["y"],
         merged["worst_ratio"],
         merged["crossover"],
-        merged["cp"],
+        merged["cp"] > 1,  # whole sequences first; among split ones, no count preferred
         merged["step_time"],
     )
     order = np.lexsort(keys)
