@@ -103,6 +103,8 @@ def _estimate(args, state: dict, given: dict) -> int:
     except InputError as err:
         if err.field == "x" and getattr(args, "x:--dp", None) is not None:
             raise _in_dp_terms(state, getattr(args, "x:--dp")) from None
+        if err.field == "slice_shape" and getattr(args, "slice_shape:--chips", None) is not None:
+            raise _in_chips(state, getattr(args, "slice_shape:--chips")) from None
         raise
     defaults = compare_strategies(*values)  # each strategy's own layout
     best = defaults[BEST] if not isinstance(defaults[BEST], Exception) else None
@@ -111,6 +113,17 @@ def _estimate(args, state: dict, given: dict) -> int:
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
+
+
+def _in_chips(state: dict, chips: int) -> InputError:
+    """A GPU slice refused when --chips gave it: the most GPUs the preset's cluster holds."""
+    chip = fields.coerced({"hardware": state["hardware"]})["hardware"]
+    nodes, per_node = chip.pod_shape
+    return refuse(
+        "chips",
+        f"at most {nodes * per_node:,} GPUs of {chip.name} ({nodes:,} nodes of {per_node})",
+        chips,
+    )
 
 
 def _in_dp_terms(state: dict, dp: int) -> InputError:

@@ -192,6 +192,14 @@ def test_names_and_sizes_are_read_as_people_write_them(capsys):
             "such that x·y is the 4096 chips of a stage: x = 1024 here; got x=512, y=4",
         ),
         (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
+        (
+            ["--hardware", "h100", "--chips", "2048", "--fsdp", "100", "--tp", "8"],
+            "--fsdp must be a divisor of the 2048 chips of a stage: x = 256 with y = 8; got 100",
+        ),
+        (
+            ["--hardware", "h100", "--chips", "1e9"],
+            "--chips must be at most 32,768 GPUs of H100 (4,096 nodes of 8); got 1000000000",
+        ),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--pods", "1e30"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--batch", "1e300"], "argument --batch: --batch must be a number > 0 and at most 1e11"),

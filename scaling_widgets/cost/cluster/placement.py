@@ -332,9 +332,16 @@ def _strategy_split(strategy: str, stage_chips: int, x, y):
             raise refuse(
                 name, f"the {stage_chips} chips of a stage for strategy {strategy!r}", given[name]
             )
-        for name in ("y", "x"):  # a group that divides no split is the one to mend
+        for name, other in (("y", "x"), ("x", "y")):  # a group that divides no split is to mend
             if np.any(stage_chips % np.asarray(given[name])):
-                raise refuse(name, f"a divisor of the {stage_chips} chips of a stage", given[name])
+                share = np.asarray(given[other]).ravel()[0]
+                fits = f": {name} = {stage_chips // share} with {other} = {share}"
+                raise refuse(
+                    name,
+                    f"a divisor of the {stage_chips} chips of a stage"
+                    + (fits if stage_chips % share == 0 else ""),
+                    given[name],
+                )
         Y = np.asarray(given["y"]).ravel()[0]
         fits = f": x = {stage_chips // Y} here" if stage_chips % Y == 0 else ""
         raise refuse(
