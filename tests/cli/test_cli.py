@@ -192,14 +192,6 @@ def test_names_and_sizes_are_read_as_people_write_them(capsys):
             "such that x·y is the 4096 chips of a stage: x = 1024 here; got x=512, y=4",
         ),
         (["--fsdp", "3"], "--fsdp must be a divisor of the 4096 chips of a stage; got 3"),
-        (
-            ["--hardware", "h100", "--chips", "2048", "--fsdp", "100", "--tp", "8"],
-            "--fsdp must be a divisor of the 2048 chips of a stage: x = 256 with y = 8; got 100",
-        ),
-        (
-            ["--hardware", "h100", "--chips", "1e9"],
-            "--chips must be at most 32,768 GPUs of H100 (4,096 nodes of 8); got 1000000000",
-        ),
         (["--pods", "0"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--pods", "1e30"], "argument --pods: --pods must be a whole number from 1 to 2**53"),
         (["--batch", "1e300"], "argument --batch: --batch must be a number > 0 and at most 1e11"),
@@ -233,6 +225,24 @@ def test_bad_input_is_one_line_and_exit_2(args, message, capsys):
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--chips", "2048", "--fsdp", "100", "--tp", "8"],
+            "--fsdp must be a divisor of the 2048 chips of a stage: x = 256 with y = 8; got 100",
+        ),
+        (["--chips", "1e9"], "--chips must be at most 32,768 GPUs of H100 (4,096 nodes of 8)"),
+    ],
+)
+def test_a_gpu_refusal_names_what_would_run(args, message, capsys):
+    argv = ["estimate", "--model", "llama-3-70b", "--batch", "4M", "--hardware", "h100", *args]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_model_file(tmp_path, capsys):
