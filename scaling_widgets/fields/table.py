@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 from .. import catalog
 from ..catalog import name_of
 from ..cost.checks import Switch
 from ..cost.cluster.mesh import ROLES, parse_slice
 from ..cost.cluster.nodes import gpu_slice
+from ..cost.cluster.slices import slices_near
 from ..cost.refusals import refuse
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
@@ -111,8 +113,13 @@ def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
     """``--chips N``: whole nodes of the chip's preset, or part of one."""
     chip = catalog.hardware(hardware)
     if not chip.is_gpu:
+        # a torus slice is a power of two: the nearest one's shape
+        near = slices_near(chip, 2 ** round(math.log2(chips)))[0]
         raise refuse(
-            "chips", f"left out for a TPU torus ({chip.name}): give its shape with --mesh", chips
+            "chips",
+            f"left out for a TPU torus ({chip.name}): give its shape with --mesh, such as"
+            f" --mesh {units.mesh(near)}",
+            chips,
         )
     return gpu_slice(chips=chips, node_size=chip.node_size)
 
