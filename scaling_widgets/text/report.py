@@ -214,7 +214,7 @@ def _named_in_full(e: Estimate) -> str:
 
 def plan_table(ranked, ranks) -> str:
     """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the
-    HBM it leaves, what binds."""
+    HBM it leaves, the time to train (with the tokens given), what binds."""
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
@@ -236,7 +236,8 @@ def plan_table(ranked, ranks) -> str:
         + (f"{'axes':<10} " if orders else "")
         + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} "
         f"{'HBM left':>8}"
-        "  binds",
+        + (f" {'to train':>10}" if workload.tokens is not None else "")
+        + "  binds",
     ]
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
@@ -247,11 +248,15 @@ def plan_table(ranked, ranks) -> str:
         layout += f" EP{k['ep']}" * (k["ep"] > 1) + " ETP1" * folded
         layout += f" CP{k['cp']}" * (k["cp"] > 1)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
+        e = ranked.estimate(r)
+        train = (
+            f" {units.seconds(float(e.training_time)):>10}" if e.training_time is not None else ""
+        )
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "
             f"{k['microbatches']:>4}"
             f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9} {_left(ranked, index):>8}"
-            f"  {binds(ranked.estimate(r))}"
+            f"{train}  {binds(e)}"
         )
     return "\n".join(rows)
 

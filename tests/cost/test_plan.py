@@ -322,3 +322,10 @@ def test_the_chapters_example_16_plans_to_its_compute_bound_split_at_its_mfu():
     best = ranked.layout(0)
     assert (best["x"], best["y"], best["z"]) == (1024, 4, 1)
     assert bool(ranked.estimate(0).compute_bound)
+
+
+def test_plan_with_tokens_to_train_shows_the_time_to_train_in_its_table(capsys):
+    code = main(["plan", "--model", "llama-3-8b", "--hardware", "h100", "--chips", "64",
+                 "--batch", "1M", "--seq-len", "8k", "--tokens", "15T", "--top", "2"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "to train" in out and " days  " in out
