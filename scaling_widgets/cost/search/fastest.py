@@ -50,24 +50,20 @@ def fastest_split(
         X, Y, chapters_pick = X[~copies], Y[~copies], chapters_pick[~copies]
     # The microbatches as placed by default for each split, not chosen again for every one.
     given = layout.microbatches is not None or layout.microbatch_seqs is not None
-    Z = 1 if layout.z is None else layout.z
-    provisional = (
-        {}
-        if given
-        else {"microbatches": default_microbatches(layout, Z, workload, X, cluster.pods)}
-    )
-    trial = evaluate(
-        _along_last_axis(cluster),
-        _along_last_axis(workload),
-        computed(_along_last_axis(layout), x=X, y=Y, **provisional),
-        _along_last_axis(options),
-    )
-    fits, step = np.asarray(trial.fits), trial.step_time
-    if not given and not fits.any(axis=-1).all():
-        # None fits as placed by default: a split that fits with more accumulation (a sequence
-        # a microbatch, the least activation memory) goes first, as the microbatches then chosen
-        # will make it fit.
-        fits, step = _with_leanest_microbatches(cluster, workload, layout, options, evaluate, X, Y)
+
+    def trial(x, y, **microbatches):
+        return evaluate(
+            _along_last_axis(cluster),
+            _along_last_axis(workload),
+            computed(_along_last_axis(layout), x=x, y=y, **microbatches),
+            _along_last_axis(options),
+        )
+
+    if given:
+        tried = trial(X, Y)
+        fits, step = np.asarray(tried.fits), tried.step_time
+    else:
+        fits, step = _fits_and_steps(trial, cluster, workload, layout, X, Y)
     keys = np.broadcast_arrays(~chapters_pick, step, ~fits)
     order = np.lexsort(keys, axis=-1)  # the last key first: fits, then the step, then ours
     best = order[..., :1]
@@ -77,24 +73,41 @@ def fastest_split(
     return computed(layout, x=scalar(x[()]), y=scalar(y[()]))
 
 
-def _with_leanest_microbatches(cluster, workload, layout, options, evaluate, X, Y):
-    """Whether each candidate split fits, and its step, at a sequence a microbatch (each
-    replica's whole sequences, at least one): what fits there can be made to fit."""
-    if workload.seq_len is None:
-        lean = np.ones_like(X)
-    else:
-        share = workload.batch / (workload.seq_len * X * cluster.pods)
-        lean = np.maximum(np.floor(share), 1).astype(np.int64)
+def _fits_and_steps(trial, cluster, workload, layout, X, Y):
+    """Whether each candidate split fits, and its step, at the microbatches it takes by default;
+    where none fits so, at a sequence a microbatch (each replica's whole sequences, the least
+    activation memory): a split that fits there can be made to fit. Both in one evaluation."""
+    Z = 1 if layout.z is None else layout.z
+    by_default = default_microbatches(layout, Z, workload, X, cluster.pods)
+    X, Y, by_default, lean = np.broadcast_arrays(
+        X, Y, by_default, _leanest(workload, layout, X, cluster.pods)
+    )
+    n = X.shape[-1]
     try:
-        trial = evaluate(
-            _along_last_axis(cluster),
-            _along_last_axis(workload),
-            computed(_along_last_axis(layout), x=X, y=Y, microbatches=lean),
-            _along_last_axis(options),
+        tried = trial(
+            np.concatenate([X, X], axis=-1),
+            np.concatenate([Y, Y], axis=-1),
+            microbatches=np.concatenate([by_default, lean], axis=-1),
         )
-    except InputError:  # some split cannot run so: nothing more to learn
-        return np.zeros(np.shape(X), dtype=bool), np.full(np.shape(X), np.inf)
-    return np.asarray(trial.fits), trial.step_time
+    except InputError:  # some split cannot run at a sequence a microbatch: by default alone
+        tried = trial(X, Y, microbatches=by_default)
+        return np.asarray(tried.fits), tried.step_time
+    fits, step = np.broadcast_arrays(np.asarray(tried.fits), tried.step_time)
+    none_fit = ~fits[..., :n].any(axis=-1, keepdims=True)
+    return (
+        np.where(none_fit, fits[..., n:], fits[..., :n]),
+        np.where(none_fit, step[..., n:], step[..., :n]),
+    )
+
+
+def _leanest(workload, layout, X, pods):
+    """A sequence a microbatch: each replica's whole sequences (its CP chips sharing them), at
+    least one; one microbatch without sequences."""
+    if workload.seq_len is None:
+        return np.ones_like(X)
+    cp = 1 if layout.cp is None else np.asarray(layout.cp)
+    share = workload.batch * cp / (workload.seq_len * X * pods)
+    return np.maximum(np.floor(share), 1).astype(np.int64)
 
 
 # microbatch sizes tried, in sequences: powers of two (a replica's whole share stands for itself)

@@ -265,8 +265,8 @@ def ranking(merged: dict) -> np.ndarray:
         merged["cp"] > 1,  # whole sequences first; among split ones, no count preferred
         merged["step_time"],
     )
-    order = np.lexsort(keys)
-    return order[merged["fits"][order]]
+    fit = np.flatnonzero(merged["fits"])  # only those that fit are ranked
+    return fit[np.lexsort([np.asarray(k)[fit] for k in keys])]
 
 
 def _rank_of(values: np.ndarray, names) -> np.ndarray:
