@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import scaling_widgets as sw  # noqa: E402
+from scaling_widgets.cost import evaluate  # noqa: E402
 from scaling_widgets.cost.views import GRID_POINTS  # noqa: E402
-from scaling_widgets.widgets.analysis import evaluate_scenario  # noqa: E402
 from scaling_widgets.widgets.scenario import Scenario  # noqa: E402
 
 MOVES = 60
@@ -39,7 +39,8 @@ def main() -> None:
     batches = [4_194_304 * 1.07**i for i in range(MOVES)]  # each a batch every replica can take
     scenario = Scenario(**EXAMPLE_16)
 
-    evaluation = timed(lambda i: evaluate_scenario(scenario))
+    values = scenario.values()
+    evaluation = timed(lambda i: evaluate(*values))  # one estimate, nothing kept
     slider = timed(lambda i: setattr(panel.training._batch, "value", batches[i]))
     strategy = timed(
         lambda i: setattr(panel.strategy_selector._strategy, "value", ("fsdp", "fsdp+tp")[i % 2])
@@ -48,7 +49,7 @@ def main() -> None:
     print(f"{'what':<44} {'p50 ms':>8} {'p95 ms':>8} {'x evaluation':>13}")
     base = statistics.median(evaluation)
     for name, times in (
-        ("cost evaluation alone (evaluate_scenario)", evaluation),
+        ("one cost evaluation (evaluate)", evaluation),
         ("panel: batch slider move", slider),
         ("panel: strategy toggle", strategy),
     ):
