@@ -117,7 +117,7 @@ def _estimate(args, state: dict, given: dict) -> int:
 
 def _in_chips(state: dict, chips: int) -> InputError:
     """A GPU slice refused when --chips gave it: the most GPUs the preset's cluster holds."""
-    chip = fields.coerced({"hardware": state["hardware"]})["hardware"]
+    chip = catalog.hardware(state["hardware"])
     nodes, per_node = chip.pod_shape
     return refuse(
         "chips",

@@ -19,7 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..checks import scalar
-from ..cluster.placement import default_microbatches, place, split_choices
+from ..cluster.placement import place
+from ..cluster.split_choice import default_microbatches, replica_sequences, split_choices
 from ..refusals import InputError
 from ..values import Cluster, Layout, Options, Workload, computed
 
@@ -105,8 +106,7 @@ def _leanest(workload, layout, X, pods):
     least one; one microbatch without sequences."""
     if workload.seq_len is None:
         return np.ones_like(X)
-    cp = 1 if layout.cp is None else np.asarray(layout.cp)
-    share = workload.batch * cp / (workload.seq_len * X * pods)
+    share = replica_sequences(workload, layout, X, pods)
     return np.maximum(np.floor(share), 1).astype(np.int64)
 
 

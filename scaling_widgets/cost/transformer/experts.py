@@ -158,7 +158,7 @@ def layer_keywords(
     if model.moe is None:
         return {}
     folded = folds_over_tp(etp, y)
-    e = ep_of_data(ep, y, etp)
+    e = np.where(folded, np.asarray(ep, dtype=float) / np.asarray(y), ep)  # ``ep_of_data``
     inside_tp = subgroup_span(size=np.where(folded, np.minimum(ep, y), 1), x=y, mx=my)
     span = inside_tp + subgroup_span(size=np.maximum(e, 1), x=x, mx=mx)
     return dict(

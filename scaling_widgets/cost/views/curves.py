@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.placement import split_choices
+from ..cluster.split_choice import split_choices
 from ..evaluate import per_layer
 from ..refusals import InputError
 from ..result import Estimate

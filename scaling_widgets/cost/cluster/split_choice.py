@@ -1,0 +1,208 @@
+"""The split a layout takes when it gives none (MODEL.md §A.3, §A.8 examples 10 and 16): the
+candidates of ``search.split`` that can run on this slice with this workload (whole sequences
+per replica, the EP and CP groups), the chapter's pick among them, and the microbatches placed by
+default."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..refusals import refuse
+from ..search.split import best_split, legal_splits, split_candidates
+from ..strategies import STRATEGIES
+from ..transformer.exactness import Exactness
+from ..transformer.experts import layer_keywords
+from ..values import Cluster, Layout, Workload
+from .feasible import implied_cp, runs
+from .mesh import axis_rings
+
+
+def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=None, P=1):
+    """The microbatches asked for, else 4·Z under pipelining (a small bubble) and 1 without: the
+    chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``).
+    Given the workload and X, where a replica's share is whole sequences S, the largest count up
+    to that which splits S into whole microbatches, gcd(4·Z, S); where it is part sequences, at
+    most one microbatch a sequence."""
+    if layout.microbatches is not None:
+        return np.asarray(layout.microbatches)
+    m = np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
+    if workload is None or workload.seq_len is None:
+        return m
+    share = replica_sequences(workload, layout, X, P)
+    S = np.round(share)
+    whole = np.isclose(share, S, rtol=1e-9, atol=0) & (S >= 1)
+    # a share of part sequences (the chapter's average): at most a sequence a microbatch
+    fewer = np.where(share >= 1, np.minimum(m, np.floor(share)), m).astype(np.int64)
+    return np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), fewer)
+
+
+def replica_sequences(workload: Workload, layout: Layout, X, P) -> np.ndarray:
+    """The sequences each data replica gets, B·CP/(T·X·P), its CP chips (as given, else 1)
+    sharing them; a workload with sequences."""
+    cp = 1 if layout.cp is None else np.asarray(layout.cp)
+    return workload.batch * cp / (workload.seq_len * np.asarray(X) * P)
+
+
+def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
+    """``best_split`` among the splits that can run; refuse the batch when none can."""
+    split, per_microbatch = _split_keywords(cluster, workload, layout, exact, Z, rings)
+    x, y = best_split(**split)
+    if np.any(x == 0):
+        cp = None if layout.cp is None else int(np.max(layout.cp))
+        T, P = workload.seq_len or 1, cluster.pods
+        raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
+    return x, y
+
+
+def split_choices(
+    cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The splits a layout without ``x`` and ``y`` may take, for the evaluation to choose from:
+    X and Y along a last axis, one row per layout, an illegal candidate replaced by the chapter's
+    pick (``best_split``); None when the layout's split is given, or none is legal (``place``
+    then says why).
+
+    Returns
+    -------
+    choices : tuple of np.ndarray, or None
+        X and Y [chips], shape (..., candidates), and whether each is the chapter's pick.
+    """
+    if not (split_chosen(layout) and np.ndim(layout.z) == 0):
+        return None
+    Z = 1 if layout.z is None else layout.z
+    if math.prod(cluster.slice_shape) % Z:
+        return None
+    split = _split_keywords(cluster, workload, layout, exact, Z, layout_rings(cluster, layout))[0]
+    X, Y, legal, pick = legal_splits(**split)
+    if not legal.any(axis=-1).all():
+        return None
+    chapters = np.arange(len(X)) == np.asarray(pick)[..., None]
+    return np.where(legal, X, X[pick][..., None]), np.where(legal, Y, Y[pick][..., None]), chapters
+
+
+def layout_rings(cluster: Cluster, layout: Layout) -> tuple:
+    """Which slice axes wrap around: the chip's rule, or every one or none as the layout says."""
+    if layout.wraparound is not None:
+        return (bool(layout.wraparound),) * len(cluster.slice_shape)
+    chip, shape = cluster.chip, cluster.slice_shape
+    return axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
+
+
+def split_chosen(layout: Layout) -> bool:
+    """Whether the split is ours to choose: FSDP + TP with neither x, y nor axis roles given."""
+    given = layout.x is not None or layout.y is not None or layout.axis_roles is not None
+    return not given and STRATEGIES[layout.strategy].on == "x+y"
+
+
+def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, np.ndarray]:
+    """``legal_splits``' keywords for this layout, and the sequences a replica needs a
+    microbatch."""
+    if np.ndim(Z):
+        raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
+    chip, model, P = cluster.chip, workload.model, cluster.pods
+    per_microbatch = layout.microbatch_seqs or np.asarray(default_microbatches(layout, Z))
+
+    stage_chips = math.prod(cluster.slice_shape) // Z
+
+    def runs_on(X):  # whole sequences per replica, and X (with Y) holds the EP and CP groups
+        per_layout = {  # each layout's values against every candidate X, along a last axis
+            name: along(value)
+            for name, value in dict(
+                batch=workload.batch, pods=P, microbatches=per_microbatch, ep=layout.ep
+            ).items()
+        }
+        cp = along(layout.cp)
+        if cp is None:
+            cp = implied_cp(
+                seq_len=workload.seq_len,
+                x=X,
+                **{k: per_layout[k] for k in ("batch", "pods", "microbatches")},
+            )
+        ok = runs(
+            model=workload.model,
+            seq_len=workload.seq_len,
+            x=X,
+            y=stage_chips // X,
+            z=1,
+            virtual_stages=1,
+            etp=along(layout.etp),
+            cp=cp,
+            cp_kind=along(layout.cp_kind),
+            **per_layout,
+        )
+        # microbatches (or their sequences) given split each replica's whole sequences evenly
+        # (default ones do)
+        given = layout.microbatches is not None or layout.microbatch_seqs is not None
+        whole = ok["whole"] if given else True
+        return ok["sequences"] & ok["experts"] & ok["context"] & whole
+
+    split = dict(
+        exact=exact,
+        node_size=chip.node_size,
+        scaleout_bw=chip.scaleout_bw,
+        batch=workload.batch,
+        d_model=model.d_model,
+        d_ff=model.active_width,
+        experts=lambda **split: layer_keywords(  # each layout's EP group on every candidate
+            chip=chip, model=model, ep=along(layout.ep), etp=along(layout.etp), **split
+        ),
+        slice_shape=cluster.slice_shape,
+        z=Z,
+        pods=P,
+        rings=rings,
+        mx=layout.mx,
+        my=layout.my,
+        flops=chip.flops,
+        ici_bw=chip.ici_bw,
+        dcn_bw=chip.dcn_bw,
+        heads=model.heads,
+        kv_heads=model.kv_heads,
+        x_ok=runs_on,
+    )
+    return split, per_microbatch
+
+
+def along(value):
+    """A layout's value against every candidate split, along a last axis (None stays None)."""
+    return None if value is None else np.asarray(value)[..., None]
+
+
+def _no_split(workload, split: dict, stage_chips: int, P, T, per_microbatch, cp) -> Exception:
+    """The refusal of a batch too small for any split: the smallest data axis a legal split of
+    this slice has (TP dividing the heads, X and Y sharing at most two axes, CP dividing it) sets
+    what is needed: a whole sequence for each replica of CP chips (None: the most CP chips the
+    axis and the sequence allow, a power of two dividing both)."""
+    smallest = next(
+        (
+            X
+            for X in sorted(set(split_candidates(stage_chips)[0].tolist()))
+            if np.all(best_split(**{**split, "x_ok": lambda candidates, X=X: candidates <= X})[0])
+        ),
+        None,
+    )
+    if cp is None and smallest is not None:
+        shared = math.gcd(smallest, T)
+        cp = shared & -shared  # the largest power of two dividing both
+    replicas = None if smallest is None else smallest // cp
+    unit = "token" if workload.seq_len is None else f"sequence of {T}"
+    got = f"{float(np.min(workload.batch)):,.6g}"
+    if smallest is None:
+        heads = workload.model.heads
+        return refuse(
+            "batch",
+            f"split by a TP degree the model's {heads} heads allow on this slice: none"
+            " does (use pipeline stages or another slice)",
+            got,
+        )
+    need = replicas * int(np.max(P)) * T * float(per_microbatch)
+    return refuse(
+        "batch",
+        f"at least {need:,.0f} tokens: the smallest data axis of a legal split of this slice is"
+        f" {smallest:,} chips, {replicas:,} replicas per pod"
+        + (f" of {cp} CP chips" if cp > 1 else "")
+        + f", each needing a whole {unit} per microbatch (or use pipeline stages, more context"
+        " parallelism to split each sequence (--cp), or another order of the slice's axes)",
+        got,
+    )
