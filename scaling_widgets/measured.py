@@ -47,6 +47,19 @@ CONVENTIONS = (
 )
 
 
+# A case's stack as the file names it -> ours (MODEL.md §F.2). Megatron-LM before 2023 (the
+# development set's, which give no year) did not fuse attention.
+STACK_NAMES = {"torchtitan": "fsdp2", "megatron-deepspeed": "deepspeed"}
+
+
+def stack_of(case: dict) -> str:
+    """The stack a case ran, by our name (``STACK_NAMES``)."""
+    name = STACK_NAMES.get(case["stack"], case["stack"])
+    if name == "megatron-lm" and case.get("year", 2022) <= 2022:
+        return "megatron-lm-2021"
+    return name
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """One published run: its four values for ``estimate`` and the step it measured [s].
@@ -90,7 +103,7 @@ def run_from_case(case: dict) -> Run:
         id=case["id"],
         group=case["group"],
         source=case["source"],
-        stack=case["stack"],
+        stack=stack_of(case),
         values=values_from_case(case),
         step_time=seconds_per_step(case),
         published=case["published"],
@@ -99,7 +112,8 @@ def run_from_case(case: dict) -> Run:
 
 
 def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
-    """The four values as the case gives them; ``Options(mfu=None)`` asks for a predicted step.
+    """The four values as the case gives them; ``Options(mfu=None)`` asks for a predicted step
+    with the case's own stack (``stack_of``).
 
     Mixed precision with Adam (``PRECISIONS["mixed-adam"]``) for every stack. A TPU case's slice
     is its ``mesh`` over ``pods`` pods; a GPU case's is ``chips`` GPUs in nodes of the chip's size.
@@ -116,7 +130,7 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
     )
-    return cluster, workload, case_layout(case["layout"]), Options(mfu=None)
+    return cluster, workload, case_layout(case["layout"]), Options(mfu=None, stack=stack_of(case))
 
 
 def case_layout(k: dict) -> Layout:

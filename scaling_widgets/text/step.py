@@ -37,7 +37,7 @@ TERM_NAMES = {
     "cp_exposed": "context-parallel K/V",
     "dcn_exposed": "DCN reduction",
     "optimizer": "optimizer",
-    "stragglers": "stragglers",
+    "overhead": "fixed costs",
 }
 
 

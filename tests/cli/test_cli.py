@@ -365,8 +365,13 @@ def test_without_an_mfu_the_step_is_predicted_and_broken_down(capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    assert out["mfu_given"] is None and out["profile"] == "TPU v5p"
+    assert out["mfu_given"] is None and out["profile"] == "TPU v5p, maxtext"  # the chip's stack
     assert sum(out["step_breakdown_s"].values()) == pytest.approx(out["step_time_s"])
+    # another stack runs the same chip at its own pace
+    argv = ["estimate", "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "4194304"]
+    assert main([*argv, "--stack", "megatron-lm", "--json"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["profile"] == "TPU v5p, megatron-lm" and other["step_time_s"] != out["step_time_s"]
     assert 0 < out["mfu"] <= out["hfu"] <= 1 and "6Ψ" in out["mfu_convention"]
     assert (
         main(

@@ -36,7 +36,14 @@ def test_a_new_member_is_a_new_file(tmp_path, monkeypatch):
 def test_the_families_members_in_their_order():
     assert tuple(SCHEDULES) == ("gpipe", "1f1b", "interleaved")
     assert tuple(STRATEGIES) == ("dp", "fsdp", "tp", "fsdp+tp")
-    assert tuple(STACKS) == ("megatron-lm", "fsdp2", "deepspeed", "maxtext")
+    assert tuple(STACKS) == (
+        "megatron-lm",
+        "fsdp2",
+        "deepspeed",
+        "maxtext",
+        "megatron-lm-2021",
+        "llm-foundry",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
@@ -75,3 +82,13 @@ def test_a_strategy_runs_with_its_own_zero_stage_and_groups(name):
 def test_a_stack_sets_only_what_a_profile_holds(name):
     assert set(STACKS[name]) <= set(Profile.__dataclass_fields__)
     Profile(name, **STACKS[name])  # and the profile takes it
+
+
+@pytest.mark.parametrize("name", sorted(STACKS))
+def test_each_stacks_fitted_behaviour_lies_inside_its_physical_bounds(name):
+    from scaling_widgets.cost.stacks import REGISTRY
+    from scaling_widgets.cost.step.behaviour import BOUNDS
+
+    behaviour = REGISTRY[name].behaviour
+    for field, (low, high) in BOUNDS.items():
+        assert low <= getattr(behaviour, field) <= high, field

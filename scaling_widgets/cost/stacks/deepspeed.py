@@ -12,3 +12,15 @@ MEMORY = dict(
     bucket_bytes=2e9,
     measures="allocated",
 )
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
+# Megatron-DeepSpeed): the prior holds what one run cannot tell apart. On a bound: o_tp = 0
+# (Megatron's TP without overlap) and no fixed costs.
+BEHAVIOUR = dict(
+    kernel_share=0.8232,
+    kappa=50.29,
+    o_tp=0.0,
+    o_dp=0.8992,
+    o_dcn=0.0,
+    layer_overhead=0.0,
+    step_overhead=0.0,
+)

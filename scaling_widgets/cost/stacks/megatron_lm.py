@@ -13,3 +13,14 @@ MEMORY = dict(
     bucket_bytes=0.0,
     measures="allocated",
 )
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
+# Megatron-LM runs on one node). Nothing on a bound.
+BEHAVIOUR = dict(
+    kernel_share=0.7829,
+    kappa=170.1,
+    o_tp=0.1527,
+    o_dp=0.9,
+    o_dcn=0.0,
+    layer_overhead=0.0008022,
+    step_overhead=0.06544,
+)

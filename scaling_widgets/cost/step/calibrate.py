@@ -1,11 +1,21 @@
-"""Calibrate a profile from one measured step (MODEL.md §C.3), and read or write a profile as JSON.
+"""Calibrate a profile from one measured step (MODEL.md §C.3, §F.4), and read or write a profile
+as JSON.
 
 The everyday workflow: measure one configuration on your cluster, calibrate, then predict the
-others with the same software stack. ``calibrate`` scales how fast the stack runs, one factor k
-for all of it: the matmul efficiency e_max and the link efficiencies by k, the memory-bound
-bytes κ, κ_s and the per-collective latency by 1/k. Where the work goes (the overlaps, the
-GEMM-size curve, the jitter) stays the profile's. k is found so that the measured layout's
-predicted step equals the measurement.
+others with the same software stack. A measured step moves the profile along one path, as far as
+it must, so that the measured layout's predicted step equals the measurement:
+
+- faster than predicted, first every rate by one factor k > 1 until the stack's kernels run at
+  the microbenchmarks' rates (no share past 1); then what the stack controls, within its bounds
+  (MODEL.md §F.2): its overlaps towards 1, its fixed costs and memory-bound bytes towards their
+  least; then, past them, the chip's curves towards its peak: GEMMs and attention at the peak,
+  memory-bound work and communication at no cost. Only a step faster than that, the layout's
+  hardware FLOPs at the chip's peak plus its pipeline's idle, is refused;
+- slower than predicted, every rate the profile sets by one factor k < 1 (its kernels, HBM and
+  links slower, its latencies and fixed costs longer): the cluster runs slower than the stack's
+  measured runs did.
+
+The profile it returns says in ``calibration`` which numbers moved, from what to what.
 """
 
 from __future__ import annotations
@@ -17,40 +27,85 @@ import math
 from ..evaluate import evaluate
 from ..refusals import refuse
 from ..values import Cluster, Layout, Options, Workload
+from .behaviour import BOUNDS
 from .profiles import Profile, profile_of
 
-FASTER = ("e_max", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # scaled by k
-SLOWER = ("kappa", "kappa_scores", "latency")  # scaled by 1/k
-WORDS = ("selective", "measures")  # the profile's fields that are names: Profile checks them
+OVERLAPS = ("o_tp", "o_dp", "o_dcn")  # towards 1
+FIXED = ("layer_overhead", "step_overhead")  # towards 0
+RATES = ("kernel_share", "hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")
+COSTS = ("latency", "layer_overhead", "step_overhead")  # slower: x 1/k
+CURVES_UP = ("e_max", "attention_max", "attention_backward")  # past the stack: towards 1
+CURVES_DOWN = (
+    "g_half",
+    "attention_half",
+    "attention_head_half",
+    "latency",
+    "kappa",
+    "kappa_scores",
+)
+FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
+WORDS = ("selective", "measures", "chip", "calibration")  # fields that are names
 SWITCHES = ("flash_attention", "pipeline_unsharded")  # and those that are true or false
+LEGACY = ("jitter",)  # fields of older profiles, read and ignored
+FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs
 
 
-def scaled(profile: Profile, k: float) -> Profile:
-    """The profile running k times as fast in every rate it sets.
+def along(profile: Profile, u: float) -> Profile:
+    """The profile at u on the calibration path (u = 0: itself). Below 0, every rate slower by
+    k = e^u; from 0 to 1, every rate faster by k up to the stack's kernels at the microbenchmarks'
+    rates (no rate past its physical share of 1); from 1 to 2, the stack's overlaps towards 1 and
+    its fixed costs and memory-bound bytes towards their least; from 2 to 3, the chip's curves
+    towards its peak and its other costs towards nothing.
 
     Returns
     -------
     profile : Profile
-        ``profile`` with e_max and the link efficiencies x k, κ, κ_s and the latency / k, named
-        as calibrated.
+        ``profile`` moved to u.
     """
-    changes = {name: getattr(profile, name) * k for name in FASTER}
-    changes.update({name: getattr(profile, name) / k for name in SLOWER})
-    return dataclasses.replace(profile, name=f"{profile.name} (calibrated)", **changes)
+    k = math.exp(u) if u < 0 else (1 / min(profile.kernel_share, 1.0)) ** min(u, 1.0)
+    changes = {name: _capped(getattr(profile, name), k) for name in RATES}
+    changes.update({name: getattr(profile, name) / k for name in COSTS})
+    stage = dataclasses.replace(profile, **changes)
+    if u <= 1:
+        return stage
+    w = min(u - 1, 1.0)
+    best = {name: 1.0 for name in OVERLAPS}  # the stack's best, never worse than it is
+    best.update({name: 0.0 for name in FIXED})
+    best["kappa"] = min(BOUNDS["kappa"][0], stage.kappa)
+    stage = dataclasses.replace(
+        stage, **{name: _towards(getattr(stage, name), best[name], w) for name in best}
+    )
+    if u <= 2:
+        return stage
+    w, left = u - 2, FASTEST - u  # the chip's part, and what is left of its costs
+    changes = {name: _towards(getattr(stage, name), 1.0, w) for name in CURVES_UP}
+    changes.update({name: getattr(stage, name) * left for name in CURVES_DOWN})
+    changes.update({name: getattr(stage, name) / left for name in FREE_LINKS})
+    return dataclasses.replace(stage, **changes)
+
+
+def _capped(rate: float, k: float) -> float:
+    """A rate k times faster, never past a share of 1 (nor below what it was)."""
+    return rate * k if k <= 1 else min(rate * k, max(rate, 1.0))
+
+
+def _towards(value: float, target: float, w: float) -> float:
+    """The way from ``value`` to ``target``, a share w of it."""
+    return value + w * (target - value)
 
 
 def calibrate(
     cluster: Cluster, workload: Workload, layout: Layout, options: Options, step_time: float
 ) -> Profile:
-    """The profile (``options.profile``, else the chip's default, with ``options.stack`` and
-    ``options.flash_attention``) scaled so that this layout's predicted step is ``step_time``
-    seconds. Refuses a step the chips could not run at full matmul efficiency (e_max above 1).
+    """The profile (``options.profile``, else the chip's with ``options.stack``, and
+    ``options.flash_attention``) moved along ``along``'s path until this layout's predicted step
+    is ``step_time`` seconds. Refuses only a step faster than the path's end: the layout's
+    hardware FLOPs at the chip's peak, with its pipeline's idle.
 
     Returns
     -------
     profile : Profile
-        The profile scaled by the one factor k that makes the predicted step ``step_time`` [s]
-        (``scaled``).
+        The calibrated profile, made for this chip, its ``calibration`` naming what moved.
 
     Examples
     --------
@@ -67,27 +122,42 @@ def calibrate(
         options, mfu=None, measured_step_time=None, stack=None, flash_attention=None
     )
 
-    def step(k: float) -> float:
-        return float(
-            evaluate(
-                cluster, workload, layout, dataclasses.replace(predict, profile=scaled(base, k))
-            ).step_time
-        )
+    def step(u: float) -> float:
+        moved = dataclasses.replace(predict, profile=along(base, u))
+        return float(evaluate(cluster, workload, layout, moved).step_time)
 
     if not (isinstance(step_time, (int, float)) and 0 < step_time < 1e30):
         raise refuse("measured_step_time", "a number of seconds > 0", repr(step_time))
-    top = 1 / base.e_max  # the fastest the stack can run: every large GEMM at the chip's peak
-    if step(top) > step_time:
+    end = FASTEST - 1e-9
+    if step(end) > step_time:
         raise refuse(
             "measured_step_time",
-            f"at least {step(top):.4g} s: faster would need matmuls above the chip's peak",
+            f"at least {step(end):.4g} s: faster would need matmuls above the chip's peak",
             f"{step_time:g}",
         )
-    lo, hi = math.log(1e-6), math.log(top)  # the step falls as k grows: bisect on log k
-    for _ in range(60):
+    lo, hi = -50.0, end  # the step falls as u grows: bisect
+    for _ in range(80):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if step(math.exp(mid)) > step_time else (lo, mid)
-    return scaled(base, math.exp((lo + hi) / 2))
+        lo, hi = (mid, hi) if step(mid) > step_time else (lo, mid)
+    calibrated = along(base, (lo + hi) / 2)
+    return dataclasses.replace(
+        calibrated,
+        name=f"{base.name} (calibrated)",
+        chip=cluster.chip.name,
+        calibration=_changes(base, calibrated, step_time),
+    )
+
+
+def _changes(before: Profile, after: Profile, step_time: float) -> str:
+    """What calibration moved, "name=before->after" for fields that changed by more than 0.1 %,
+    after the measured step it was calibrated on."""
+    moved = [
+        f"{f.name}={getattr(before, f.name):.4g}->{getattr(after, f.name):.4g}"
+        for f in dataclasses.fields(Profile)
+        if isinstance(getattr(before, f.name), float)
+        and not math.isclose(getattr(before, f.name), getattr(after, f.name), rel_tol=1e-3)
+    ]
+    return "; ".join([f"measured_step_time={step_time:.4g}", *moved])
 
 
 def calibrate_memory(
@@ -166,12 +236,14 @@ def profile_from_json(text: str) -> Profile:
             "profile", "a JSON object of profile fields", f"invalid JSON ({err})"
         ) from None
     fields = {f.name: f for f in dataclasses.fields(Profile)}
+    if isinstance(data, dict):
+        data = {name: value for name, value in data.items() if name not in LEGACY}
     if not isinstance(data, dict) or set(data) - set(fields):
         unknown = sorted(set(data) - set(fields)) if isinstance(data, dict) else type(data).__name__
         raise refuse("profile", f"a JSON object with the fields {', '.join(fields)}", f"{unknown}")
     for name, value in data.items():
-        if name == "name" and not isinstance(value, str):
-            raise refuse("profile name", "a string", repr(value))
+        if name in ("name", "chip", "calibration") and not isinstance(value, str):
+            raise refuse(f"profile {name}", "a string", repr(value))
         if name in SWITCHES and not isinstance(value, bool):
             raise refuse(f"profile {name}", "true or false", repr(value))
         number = (

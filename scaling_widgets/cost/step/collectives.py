@@ -50,11 +50,14 @@ def collective_time(
     return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
 
 
-def group_bandwidth(chip: Chip, span: ArrayLike, crosses: ArrayLike = False) -> float | np.ndarray:
+def group_bandwidth(
+    chip: Chip, span: ArrayLike, crosses: ArrayLike = False, per_node: ArrayLike = 1
+) -> float | np.ndarray:
     """A group's bandwidth per chip [bytes/s]: on a TPU, the axes it spans times W_ici; on GPUs,
-    NVLink inside a node, and across nodes (``crosses``) one NIC per GPU, what a collective library
-    achieves there (MODEL.md §C.2: the achievable bandwidth of the tier crossed, not B.5's ideal of
-    a node's every NIC working for one group).
+    NVLink inside a node, and across nodes (``crosses``) the NICs of the group's ``per_node``
+    GPUs in each node, at most NVLink: a ring crosses each node once per channel, one channel a
+    NIC, so a group of whole nodes has every NIC of a node (nccl-tests across DGX nodes reach a
+    node's NIC bandwidth as bus bandwidth, MODEL.md §F.1), and a group of one GPU a node one.
 
     Returns
     -------
@@ -63,7 +66,8 @@ def group_bandwidth(chip: Chip, span: ArrayLike, crosses: ArrayLike = False) -> 
     """
     if not chip.is_gpu:
         return np.asarray(span, dtype=float) * chip.ici_bw
-    return np.where(crosses, chip.scaleout_bw, chip.ici_bw)
+    across = np.minimum(chip.ici_bw, chip.scaleout_bw * np.asarray(per_node, dtype=float))
+    return np.where(crosses, across, chip.ici_bw)
 
 
 def crosses_nodes(chip: Chip, *inner_groups: ArrayLike) -> np.bool_ | np.ndarray:

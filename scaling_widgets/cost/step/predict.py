@@ -1,25 +1,29 @@
-"""The predicted step time (MODEL.md §C.1, §C.2): one microbatch on the busiest stage, then a step.
+"""The predicted step time (MODEL.md §C.1, §C.2, §F): one microbatch on the busiest stage, then a
+step, with the chip's measured physics and the stack's behaviour (``Profile``).
 
 Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
-- matmuls: 2·b·Ψ_layer/Y FLOPs forward plus the attention scores 4·b·s·N_h·H·c/Y (c = 1/2,
-  causal), twice that backward, and the recomputed forward; at C·e_mm(g), where
-  e_mm(g) = e_max·g/(g + g_half) and g = 2·b·D·F/Y is the FLOPs of the layer's typical GEMM;
-- memory-bound work: κ·b·D bytes per pass (÷ Y under sequence parallelism) at HBM bandwidth;
-  without flash attention also the scores, κ_s·b·s·N_h/Y bytes per pass (softmax, mask and
-  dropout of the full s x s matrix, computed whole: no causal saving);
+- matmuls: 2·b·Ψ_layer/Y FLOPs forward, twice that backward, and the recomputed forward, at
+  C·k·e_mm(g), where e_mm(g) = e_max·g/(g + g_half) is the chip's GEMM curve, g = 2·b·D·F/Y the
+  FLOPs of the layer's typical GEMM and k the share of it the stack's kernels reach;
+- attention scores and values, 4·b·s·N_h·H·c/Y FLOPs forward (c = 1/2, causal): fused, at the
+  chip's attention curve for the keys a query sees (s·c) and the head dimension, the backward
+  pass at its own share; without flash attention at the GEMM curve;
+- memory-bound work: κ·b·D bytes per pass (÷ Y under sequence parallelism) at the HBM bandwidth
+  memory-bound kernels reach; without flash attention also the scores, κ_s·b·s·N_h/Y bytes per
+  pass (softmax, mask and dropout of the full s x s matrix, computed whole: no causal saving);
 - TP collectives: two all-reduces of b·D·2 bytes a pass (two more under full recompute), each
   2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·log2(Y)·λ (a latency per step of a tree); they hide
-  under at most o_tp of the layer's matmuls, and what is left is on the critical path.
+  under at most o_tp of the layer's matmuls, and what is left is on the critical path;
+- the stack's fixed cost per layer and pass (launches the host cannot queue ahead).
 The last stage also runs the output layer, 6·b·D·V/Y FLOPs. Activations cross each stage
 boundary, b·D·2 bytes each way, each of the Y chips sending its 1/Y (scatter/gather).
 
 A step is (m + (Z − 1)/v)·T_mb plus what sticks out of the last backward pass: the gradient
 reduction over X (ZeRO 0-2) and over the pods, the ZeRO-3 gathers and scatters of every layer and
-microbatch beyond that layer's compute, and the optimizer's pass over its state at HBM bandwidth.
-Across pods the gradient shard is reduced in a tree over the data-center network: each doubling
-of the pods adds one exchange of the shard, log2(P)·shard/(W_dcn·e_dcn), of which o_dcn hides.
-Last, a synchronous step waits for the slowest of its N chips: if one chip's step varies by a
-share σ, the slowest of N is late by about σ·sqrt(2·ln N) of the step ("stragglers").
+microbatch beyond that layer's compute, the optimizer's pass over its state at HBM bandwidth, and
+the stack's fixed cost per step. Across pods the gradient shard is reduced in a tree over the
+data-center network: each doubling of the pods adds one exchange of the shard,
+log2(P)·shard/(W_dcn·e_dcn), of which o_dcn hides.
 """
 
 from __future__ import annotations
@@ -27,10 +31,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from ..transformer.experts import ep_of_data, folds_over_tp, in_node, mlp_tp_share, routed_params
 from .collectives import collective_time, crosses_nodes, group_bandwidth, link_efficiency
+from .physics import attention_efficiency, matmul_efficiency
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
 
@@ -49,31 +53,8 @@ TERMS = (
     "ep_exposed",
     "cp_exposed",
     "optimizer",
-    "stragglers",
+    "overhead",
 )
-
-
-def matmul_efficiency(*, gemm_flops: ArrayLike, e_max: float, g_half: float) -> float | np.ndarray:
-    """e_mm(g) = e_max·g/(g + g_half): small GEMMs (high TP, tiny microbatches) run less well.
-
-    Parameters
-    ----------
-    gemm_flops : g, the per-chip FLOPs of the GEMM [FLOP]
-    e_max, g_half : the profile's efficiency of large GEMMs, and the g that reaches half of it
-        [FLOP]
-
-    Returns
-    -------
-    efficiency : float or np.ndarray
-        The share of the chip's peak the GEMM runs at.
-
-    Examples
-    --------
-    >>> matmul_efficiency(gemm_flops=[1e8, 1e9, 1e12], e_max=0.8, g_half=1e9).round(3)
-    array([0.073, 0.4  , 0.799])
-    """
-    g = np.asarray(gemm_flops, dtype=float)
-    return e_max * g / (g + g_half)
 
 
 def predict(
@@ -108,13 +89,14 @@ def predict(
     )
     passes = 3 + remat_forward
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
-    layer_memory = (
-        profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)
-    ) / chip.hbm_bw
+    layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / (
+        chip.hbm_bw * profile.hbm_efficiency
+    )
     layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward)
+    layer_fixed = profile.layer_overhead * (2 + remat_forward)  # forward, backward, recompute
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
-    t_mb = l * (layer_matmul + layer_memory + layer_tp) + head_matmul + stage_to_stage
+    t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head_matmul + stage_to_stage
     # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
     elsewhere = routed_params(model) * (1 - 1 / ep_of_data(layout.ep, Y, layout.etp))
     psi_layer = (
@@ -130,9 +112,11 @@ def predict(
         **data,
         "ep_exposed": m * _all_to_alls(e, profile, l, remat_forward),
         "cp_exposed": m * _context(e, profile, l, remat_forward + rest_forward),
-        "optimizer": 2 * (e.memory.params + e.memory.grads + e.memory.optimizer) / chip.hbm_bw,
+        "optimizer": 2
+        * (e.memory.params + e.memory.grads + e.memory.optimizer)
+        / (chip.hbm_bw * profile.hbm_efficiency),
+        "overhead": m * l * layer_fixed + profile.step_overhead,
     }
-    terms["stragglers"] = profile.jitter * np.sqrt(2 * np.log(e.chips)) * sum(terms.values())
     # Every term in the shape of all of them: a knob given as a list of one name still makes an
     # array.
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
@@ -143,36 +127,50 @@ def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
     """One layer's matmuls on a chip for a microbatch of b tokens, recompute included; the output
     layer's; and one layer's backward pass without recompute (what the reductions hide under) [s].
 
-    A layer's matmuls are the MLP a token goes through (a MoE layer's k + S experts, MODEL.md §D.1)
-    and the rest, attention scores included. Current MoE kernels (grouped GEMMs: MegaBlocks,
-    megablox) run the routed experts as one GEMM of b·k tokens by F_e, not E small ones: its size
-    sets their efficiency."""
+    A layer's matmuls are the MLP a token goes through (a MoE layer's k + S experts, MODEL.md §D.1),
+    the attention block's projections, and the attention core (fused: at the chip's attention
+    curve, MODEL.md §F.1). Current MoE kernels (grouped GEMMs: MegaBlocks, megablox) run the routed
+    experts as one GEMM of b·k tokens by F_e, not E small ones: its size sets their efficiency."""
     chip, model, Y = e.chip, e.model, e.y
     D, L, s = model.d_model, model.layers, e.seq_len or 1
-    # unfused attention computes every score
+    share = profile.kernel_share  # of the microbenchmarks' rates, in training
+    # fused attention skips the masked half of the scores; unfused computes every one
     causal = 0.5 if profile.flash_attention and model.causal else 1.0
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
     forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
-    forward_rest = 2 * b * e.params.attention / L / Y + attention
-    e_mm = matmul_efficiency(
-        gemm_flops=2 * b * D * model.d_ff / Y, e_max=profile.e_max, g_half=profile.g_half
-    )
+    forward_dense = 2 * b * e.params.attention / L / Y
+    e_mm = share * _gemm(profile, 2 * b * D * model.d_ff / Y)
     e_mlp = (
         e_mm
         if model.moe is None
-        else matmul_efficiency(
-            gemm_flops=2 * b * model.moe.top_k * D * model.moe.d_ff / Y,
-            e_max=profile.e_max,
-            g_half=profile.g_half,
-        )
+        else share * _gemm(profile, 2 * b * model.moe.top_k * D * model.moe.d_ff / Y)
     )
-    recomputed_rest = (remat_forward + rest_forward) * forward_rest + attention_forward * attention
-    layer = (
-        (3 * forward_rest + recomputed_rest) / e_mm + (3 + remat_forward) * forward_mlp / e_mlp
-    ) / chip.flops
+    e_att, e_att_back = e_mm, e_mm  # unfused: batched GEMMs
+    if profile.flash_attention:
+        e_att = share * attention_efficiency(
+            keys=s * causal,
+            head_dim=model.head_dim,
+            attention_max=profile.attention_max,
+            attention_half=profile.attention_half,
+            attention_head_half=profile.attention_head_half,
+        )
+        e_att_back = e_att * profile.attention_backward
+    forward_rest = forward_dense / e_mm + attention / e_att  # [FLOP per unit of the peak]
+    forward = forward_rest + forward_mlp / e_mlp
+    backward = 2 * (forward_dense / e_mm + attention / e_att_back + forward_mlp / e_mlp)
+    recomputed = (
+        (remat_forward + rest_forward) * forward_rest
+        + attention_forward * attention / e_att
+        + remat_forward * forward_mlp / e_mlp
+    )
+    layer = (forward + backward + recomputed) / chip.flops
     head = 6 * b * D * model.vocab / Y / (chip.flops * e_mm)  # the output layer, on the last stage
-    backward = 2 * (forward_rest / e_mm + forward_mlp / e_mlp) / chip.flops
-    return layer, head, backward
+    return layer, head, backward / chip.flops
+
+
+def _gemm(profile, gemm_flops):
+    """The chip's GEMM curve at a GEMM of ``gemm_flops`` (MODEL.md §F.1)."""
+    return matmul_efficiency(gemm_flops=gemm_flops, e_max=profile.e_max, g_half=profile.g_half)
 
 
 def _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
@@ -186,7 +184,7 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
     one = collective_time(
         nbytes=2 * b * e.model.d_model,
         group=Y,
-        bandwidth=group_bandwidth(chip, e.my, crosses),
+        bandwidth=group_bandwidth(chip, e.my, crosses, chip.node_size),
         efficiency=link_efficiency(chip, profile, e.my, crosses),
         latency=profile.latency,
     )
@@ -230,7 +228,9 @@ def _data_parallel(
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
-    W_x = group_bandwidth(chip, e.mx, x_crosses)
+    # the DP group's GPUs in one node: the node's share not taken by TP
+    per_node = np.maximum(1, chip.node_size // np.maximum(Y, 1)) if chip.is_gpu else 1
+    W_x = group_bandwidth(chip, e.mx, x_crosses, np.minimum(per_node, X))
     link_x = link_efficiency(chip, profile, e.mx, x_crosses)
     # a replica's bf16 gradients
     shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2

@@ -1,10 +1,11 @@
-"""Default profiles, one per chip preset (MODEL.md §C.3), and the software stacks (MODEL.md §E.2).
+"""The profile an evaluation reads (MODEL.md §C.3, §F): a chip's measured physics, a software
+stack's behaviour and what the stack keeps in memory (MODEL.md §E.2), composed.
 
-Each was fitted by ``benchmarks/fit_profiles.py`` on the development set of measured runs
-(``scaling_widgets/data/dev_runs.json``): the stack those runs used on that chip. Rerun the
-script to refit; it prints the numbers to paste here and the error on every run. A preset
-without runs of its own borrows its nearest kin's (``KIN``); a chip of your own gets
-``GENERIC``: plausible values, not a fit.
+The physics is the chip's own (``physics.py``: microbenchmarks); the behaviour and the memory are
+the stack's (``stacks/``: fitted across every chip the stack ran on). No chip borrows another's
+fitted numbers: a chip without measurements gets ``physics.DATASHEET``'s plausible shares, and a
+stack without runs its priors. Each chip preset runs the stack its measured runs used, unless
+``--stack`` names another (``DEFAULT_STACK``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import TYPE_CHECKING
 from ..checks import Choice
 from ..cluster.chip import Chip
 from ..refusals import refuse
-from ..stacks import STACKS
+from ..stacks import REGISTRY
+from .behaviour import PRIOR
+from .physics import DATASHEET, physics_of
 
 if TYPE_CHECKING:  # ``values`` imports this module
     from ..values import Options
@@ -28,25 +31,35 @@ MEASURES = ("allocated", "reserved")  # what a stack's own peak counts
 
 @dataclass(frozen=True)
 class Profile:
-    """How well a software stack uses a chip (MODEL.md §C.3): the numbers C.1 and C.2 need, and what
-    it keeps in memory (MODEL.md §E.2)."""
+    """Everything the predicted step and the peak memory read (MODEL.md §C.3, §E.2, §F): a chip's
+    measured physics (``physics.py``), a stack's behaviour (``behaviour.py``) and what the stack
+    keeps in memory; ``chip`` names the chip it was made for, ``calibration`` what a measured
+    step changed."""
 
     name: str
-    e_max: float = 0.8  # matmul efficiency of large GEMMs
-    g_half: float = 1e9  # per-chip FLOPs of a GEMM that reaches half of e_max
-    kappa: float = 40.0  # memory-bound bytes per token, per unit of d_model, per layer and pass
-    link_ici: float = 0.8  # share of a link's bandwidth a collective achieves, per tier
-    link_nvlink: float = 0.8
-    link_nic: float = 0.8
-    link_dcn: float = 0.8
-    latency: float = 2e-5  # seconds per collective, however small
-    o_tp: float = 0.0  # share of a layer's matmuls the TP collectives can hide under
-    o_dp: float = 0.9  # share of the compute data-parallel traffic hides under (the last backward
-    # pass for a gradient reduction, each layer's own compute for ZeRO-3's gathers and scatters)
-    o_dcn: float = 0.0  # the same for the reduction across pods
+    # The chip's physics (MODEL.md §F.1)
+    e_max: float = DATASHEET.e_max  # share of the bf16 peak large GEMMs reach
+    g_half: float = DATASHEET.g_half  # FLOPs of a GEMM that reaches half of e_max
+    attention_max: float = DATASHEET.attention_max
+    attention_half: float = DATASHEET.attention_half
+    attention_head_half: float = DATASHEET.attention_head_half
+    attention_backward: float = DATASHEET.attention_backward
+    hbm_efficiency: float = DATASHEET.hbm_efficiency
+    link_ici: float = DATASHEET.link_ici  # share of a tier's bandwidth a ring reaches
+    link_nvlink: float = DATASHEET.link_nvlink
+    link_nic: float = DATASHEET.link_nic
+    link_dcn: float = DATASHEET.link_dcn
+    latency: float = DATASHEET.latency  # seconds per step of a collective's tree
+    # The stack's behaviour (MODEL.md §F.2)
+    kernel_share: float = PRIOR.kernel_share
+    kappa: float = PRIOR.kappa
+    kappa_scores: float = PRIOR.kappa_scores
+    o_tp: float = PRIOR.o_tp
+    o_dp: float = PRIOR.o_dp
+    o_dcn: float = PRIOR.o_dcn
+    layer_overhead: float = PRIOR.layer_overhead
+    step_overhead: float = PRIOR.step_overhead
     flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
-    kappa_scores: float = 12.0  # without flash attention: bytes per score and pass
-    jitter: float = 0.0  # σ: how much one chip's step varies, as a share of it
     # What the stack holds in memory (MODEL.md §E.2, ``peak.py``):
     weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
@@ -67,6 +80,8 @@ class Profile:
     activation_factor: float = (
         1.0  # activations, working set and logits x this (from a measured peak)
     )
+    chip: str = ""  # the chip it was made for; "" for any
+    calibration: str = ""  # what a measured step or peak changed, and by how much
 
     def __post_init__(
         self,
@@ -96,79 +111,87 @@ MEMORY_FIELDS = (
     "measures",
     "flash_attention",
 )
-# chip name -> profile, as ``benchmarks/fit_profiles.py`` printed them (2026-11-30). The runs
-# behind each: A100, Megatron-LM 2021-22 (Narayanan et al. Table 1, Korthikanti et al. Table 5;
-# attention not fused); H100, torchtitan 2025 (LLaMA-3 8B and 405B); TPU v5p and v5e, MaxText 2023.
-# Each also keeps the memory of the stack behind its runs; the A100's ran before flash attention.
-PROFILES: dict[str, Profile] = {
-    "A100": Profile("A100", e_max=0.8977, g_half=5.398e08, kappa=5.296, link_nvlink=0.5685,
-                    link_nic=0.4202, o_tp=0.0, o_dp=0.6906, kappa_scores=17.2, jitter=0.05,
-                    **{**STACKS["megatron-lm"], "flash_attention": False}),
-    "H100": Profile("H100", e_max=0.5003, g_half=1e12, kappa=40, o_tp=0.5395, o_dp=0.3836,
-                    **STACKS["fsdp2"]),
-    "TPU v5p": Profile("TPU v5p", e_max=0.8788, g_half=4.156e11, kappa=2, link_ici=1,
-                       link_dcn=0.7895, jitter=0.00098, **STACKS["maxtext"]),
-    "TPU v5e": Profile("TPU v5e", e_max=0.9187, g_half=1e06, kappa=2, link_ici=0.5642,
-                       link_dcn=0.4729, jitter=0.05, **STACKS["maxtext"]),
-}  # fmt: skip
-
-
-# Chips with no runs of their own borrow the profile of their nearest fitted kin: the same
-# software stacks on the next generation (a calibrated profile of your own is better).
-KIN = {
-    "H200": "H100",
-    "B200": "H100",
-    "GB200 NVL72": "H100",
-    "TPU v4p": "TPU v5p",
-    "TPU v6e": "TPU v5e",
+# The stack each chip runs unless told otherwise (MODEL.md §F.2): the A100's measured runs are
+# Megatron-LM's of 2021-22, the other GPUs' torchtitan's, the TPUs' MaxText's.
+DEFAULT_STACK = {
+    "A100": "megatron-lm-2021",
+    "H100": "fsdp2",
+    "H200": "fsdp2",
+    "B200": "fsdp2",
+    "GB200 NVL72": "fsdp2",
 }
-PROFILES.update(
-    {
-        chip: dataclasses.replace(PROFILES[kin], name=f"{kin}'s, for {chip}")
-        for chip, kin in KIN.items()
-    }
-)
 
 
-def profile_for(chip: Chip) -> Profile:
-    """The default profile of a chip: its fitted one, else ``GENERIC``.
+def default_stack(chip: Chip) -> str:
+    """The stack a chip runs unless told otherwise: ``DEFAULT_STACK``'s, else MaxText on a TPU and
+    today's Megatron-LM on a GPU.
+
+    Returns
+    -------
+    stack : str
+        A stack's name.
+    """
+    return DEFAULT_STACK.get(chip.name, "megatron-lm" if chip.is_gpu else "maxtext")
+
+
+def profile_for(chip: Chip, stack: str | None = None) -> Profile:
+    """A chip's physics with a stack's behaviour and memory (``default_stack`` when None).
 
     Returns
     -------
     profile : Profile
-        ``PROFILES``' entry for the chip's name (a fitted one, or its kin's), else ``GENERIC``.
+        Named "<chip>, <stack>", made for that chip.
     """
-    return PROFILES.get(chip.name, GENERIC)
+    stack = stack or default_stack(chip)
+    physics = dataclasses.asdict(physics_of(chip))
+    return Profile(f"{chip.name}, {stack}", chip=chip.name, **physics, **_stack_fields(stack))
 
 
 def profile_of(chip: Chip, options: Options) -> Profile:
-    """The profile an evaluation reads: ``options.profile`` or the chip's, with ``options.stack``'s
-    memory and ``options.flash_attention`` where they are given (MODEL.md §C.3, §E.2).
+    """The profile an evaluation reads: the chip's with ``options.stack``'s behaviour and memory,
+    or ``options.profile``, whose behaviour is the user's (measured, calibrated) and which takes
+    only what ``options.stack`` keeps in memory; ``options.flash_attention`` overrides both
+    (MODEL.md §C.3, §E.2, §F.2). A profile made for another chip is refused.
 
     Returns
     -------
     profile : Profile
-        The efficiencies and the memory the evaluation uses.
+        The physics, behaviour and memory the evaluation uses.
     """
-    profile = with_stack(options.profile or profile_for(chip), options.stack)
+    if options.profile is None:
+        profile = profile_for(chip, options.stack)
+    else:
+        made_for = options.profile.chip
+        if made_for and made_for != chip.name:
+            raise refuse(
+                "profile",
+                f"a profile made for the {chip.name} (calibrate one on it, or drop the profile"
+                " to use the chip's own)",
+                f"one made for the {made_for}",
+            )
+        profile = with_stack(options.profile, options.stack)
     if options.flash_attention is None:
         return profile
     return dataclasses.replace(profile, flash_attention=bool(options.flash_attention))
 
 
 def with_stack(profile: Profile, stack: str | None) -> Profile:
-    """``profile`` keeping in memory what ``stack`` keeps (MODEL.md §E.2), its efficiencies its own;
-    a calibrated activation factor carries over. None: the profile as it is.
+    """``profile`` keeping in memory what ``stack`` keeps (MODEL.md §E.2), its physics and
+    behaviour its own; a calibrated activation factor carries over. None: the profile as it is.
 
     Returns
     -------
     profile : Profile
-        ``profile`` with the stack's ``MEMORY_FIELDS`` (the defaults where it sets none), named
-        after both.
+        ``profile`` with the stack's ``MEMORY_FIELDS``, named after both.
     """
     if stack is None:
         return profile
-    # what the stack does not set is the default
+    memory = {name: _stack_fields(stack)[name] for name in MEMORY_FIELDS}
+    return dataclasses.replace(profile, name=f"{profile.name}, {stack}", **memory)
+
+
+def _stack_fields(stack: str) -> dict:
+    """The behaviour and memory a stack sets; the defaults where it sets none."""
     unset = {name: getattr(GENERIC, name) for name in MEMORY_FIELDS}
-    chosen = STACKS[stack]
-    return dataclasses.replace(profile, name=f"{profile.name}, {stack}", **{**unset, **chosen})
+    member = REGISTRY[stack]
+    return {**dataclasses.asdict(member.behaviour), **unset, **member.memory}

@@ -1,0 +1,200 @@
+"""The published microbenchmarks of ``benchmarks/data/`` (every row cited there), what a chip's
+physics (MODEL.md §F.1) predicts for each, and the fit of that physics to them.
+
+Used by ``fit_physics.py`` (which prints the numbers ``cost/step/physics.py`` ships) and by
+``tests/cost/test_chip_physics.py`` (which checks the shipped numbers against every row).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scaling_widgets.cost.step.collectives import collective_time  # noqa: E402
+from scaling_widgets.cost.step.physics import (  # noqa: E402
+    ChipPhysics,
+    attention_efficiency,
+    matmul_efficiency,
+)
+from scaling_widgets.presets import HARDWARE  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+# The files' chip names -> the presets'.
+CHIPS = {chip.name.replace(" NVL72", "").replace("TPU v4p", "TPU v4"): chip
+         for chip in HARDWARE.values()}  # fmt: skip
+
+
+def rows(name: str) -> list[dict]:
+    """The rows of ``benchmarks/data/<name>.csv``."""
+    path = DATA / f"{name}.csv"
+    if not path.exists():
+        return []
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+# ---- GEMMs: a share of the bf16 peak against the GEMM's FLOPs 2·M·N·K --------------------------
+
+
+def gemm_rows(chip: str) -> list[dict]:
+    """A chip's bf16 (and fp16: the same tensor-core rate) GEMMs."""
+    return [r for r in rows("gemm") if r["chip"] == chip and r["dtype"] in ("bf16", "fp16")]
+
+
+def gemm_flops(row: dict) -> float:
+    return 2.0 * float(row["M"]) * float(row["N"]) * float(row["K"])
+
+
+def gemm_predicted(row: dict, physics: ChipPhysics) -> float:
+    """The TFLOP/s the physics gives this row's GEMM."""
+    peak = CHIPS[row["chip"]].flops
+    share = matmul_efficiency(
+        gemm_flops=gemm_flops(row), e_max=physics.e_max, g_half=physics.g_half
+    )
+    return float(share) * peak / 1e12
+
+
+# ---- fused attention: the forward pass at a share of the peak, the backward at its own ----------
+
+
+# The fused kernel the stacks run on each chip: FlashAttention-2 on Ampere and Hopper (PyTorch's
+# SDPA flash backend), FlashAttention-4 on Blackwell.
+KERNELS = {
+    "A100": ("FlashAttention-2",),
+    "H100": ("FlashAttention-2",),
+    "B200": ("FlashAttention-4",),
+}
+# Rows of a build or card the sources call unrepresentative: an FA2 build not made for Blackwell,
+# a power-limited development H100.
+UNREPRESENTATIVE = ("issues/1589", "issues/141")
+
+
+def attention_rows(chip: str) -> list[dict]:
+    """A chip's bf16/fp16 rows of the kernels ``KERNELS`` names."""
+    return [
+        r
+        for r in rows("attention")
+        if r["chip"] == chip
+        and r["kernel"] in KERNELS.get(chip, ())
+        and r["dtype"] in ("bf16", "fp16")
+        and r["pass"] in ("fwd", "bwd", "fwd+bwd")
+        and not any(word in r["source"] for word in UNREPRESENTATIVE)
+    ]
+
+
+def attention_predicted(row: dict, physics: ChipPhysics) -> float:
+    """TFLOP/s for the row's pass, as FlashAttention counts them (causal halves the FLOPs)."""
+    causal = row["causal"].strip().lower() == "true"
+    forward = attention_efficiency(
+        keys=float(row["seq_len"]) * (0.5 if causal else 1.0),
+        head_dim=float(row["head_dim"]),
+        attention_max=physics.attention_max,
+        attention_half=physics.attention_half,
+        attention_head_half=physics.attention_head_half,
+    )
+    backward = forward * physics.attention_backward
+    share = {"fwd": forward, "bwd": backward, "fwd+bwd": 3.5 / (1 / forward + 2.5 / backward)}[
+        row["pass"]
+    ]
+    return float(share) * CHIPS[row["chip"]].flops / 1e12
+
+
+# ---- HBM ----------------------------------------------------------------------------------------
+
+
+def hbm_rows(chip: str) -> list[dict]:
+    return [r for r in rows("hbm") if r["chip"] == chip]
+
+
+def hbm_share(row: dict) -> float:
+    return float(row["achieved_GBps"]) / float(row["spec_GBps"])
+
+
+# ---- collectives: rounds·((n − 1)/n·bytes/(W·e) + log2(n)·λ) -------------------------------------
+
+
+RINGS = ("all-reduce", "all-gather", "reduce-scatter")
+# Systems whose network is not the preset's: AWS p4dn's four 100 Gb/s NICs a node (DGX A100 has
+# eight of 200), and NVL72 racks split into partitions with NVLink SHARP off.
+OTHER_NETWORKS = ("p4dn", "partitions")
+
+
+@dataclass(frozen=True)
+class Collective:
+    row: dict
+    tier: str
+    kind: str
+    ranks: int
+    per_node: int  # ranks of the group in one node
+    nbytes: float
+    seconds: float
+
+
+def collective_rows(chip: str) -> list[Collective]:
+    """A chip's collectives with a size and a time (given, or bytes over the algorithm bandwidth):
+    all-reduce, all-gather and reduce-scatter, which the model's ring prices, and send/recv. Rows
+    on a network other than the preset's (``OTHER_NETWORKS``) are left out."""
+    out = []
+    for r in rows("collectives"):
+        if r["chip"] != chip or r["op"] not in (*RINGS, "send/recv") or not r["message_bytes"]:
+            continue
+        if any(word in r["system"] for word in OTHER_NETWORKS):
+            continue
+        nbytes, ranks = float(r["message_bytes"]), int(r["ranks"] or 2)
+        nodes = int(r["nodes"]) if r["nodes"] else 1
+        if r["time_us"]:
+            seconds = float(r["time_us"]) * 1e-6
+        elif r["algbw_GBps"]:
+            seconds = nbytes / (float(r["algbw_GBps"]) * 1e9)
+        elif r["busbw_GBps"]:
+            factor = 2 * (ranks - 1) / ranks if r["op"] == "all-reduce" else (ranks - 1) / ranks
+            seconds = nbytes * factor / (float(r["busbw_GBps"]) * 1e9)
+        else:
+            continue
+        per_node = min(ranks, CHIPS[chip].node_size or ranks, max(1, ranks // nodes))
+        if r["tier"] == "nic" and CHIPS[chip].node_size >= ranks // max(nodes, 1) * 4:
+            per_node = min(ranks, CHIPS[chip].node_size)  # trays of one NVLink domain
+        out.append(Collective(r, r["tier"], r["op"], ranks, per_node, nbytes, seconds))
+    return out
+
+
+def tier_bandwidth(chip_name: str, c: Collective) -> float:
+    """The bandwidth per chip the tier offers the group: a TPU's one axis (bidirectional); a GPU's
+    NVLink inside a node; across nodes the NICs of the group's GPUs in a node, at most NVLink."""
+    chip = CHIPS[chip_name]
+    if not chip.is_gpu:  # one link one way (W_ici is both ways), as the sources compare
+        return chip.ici_bw / 2
+    if c.tier == "nvlink":
+        return chip.ici_bw
+    return min(chip.ici_bw, chip.scaleout_bw * c.per_node)
+
+
+def collective_predicted(c: Collective, chip_name: str, efficiency: float, latency: float) -> float:
+    """Seconds the physics gives this collective: a ring's, or one message over one link."""
+    if c.kind == "send/recv":
+        return c.nbytes / (tier_bandwidth(chip_name, c) * efficiency) + latency
+    return float(
+        collective_time(
+            nbytes=c.nbytes,
+            group=c.ranks,
+            bandwidth=tier_bandwidth(chip_name, c),
+            efficiency=efficiency,
+            latency=latency,
+            kind=c.kind,
+        )
+    )
+
+
+def log_error(predicted: float, measured: float) -> float:
+    return math.log(predicted / measured)
+
+
+def mean_abs_error(pairs) -> float:
+    """Mean |predicted / measured − 1| over (predicted, measured) pairs."""
+    return float(np.mean([abs(p / m - 1) for p, m in pairs])) if pairs else float("nan")

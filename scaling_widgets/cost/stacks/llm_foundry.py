@@ -1,0 +1,27 @@
+"""MosaicML's llm-foundry on Composer: PyTorch FSDP (the first API), flash attention."""
+
+NAME, ORDER = "llm-foundry", 5
+# FULL_SHARD with mixed precision: fp32 sharded weights (the master copy), gradients and Adam,
+# bf16 gathered for compute (Composer's FSDP defaults, llm-foundry's yamls); the loss in fp32;
+# its memory monitor reports the allocator's reserved peak.
+MEMORY = dict(
+    weight_bytes=4.0,
+    grad_bytes=4.0,
+    optimizer_bytes=8.0,
+    selective="attention",
+    logits_bytes=12.0,
+    measures="reserved",
+)
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 13 runs on A100 and H100 (llm-foundry's
+# benchmarking tables). On a bound: kappa = 200 (upper): its unfused norms and activations (no
+# torch.compile in those tables) and FSDP1's copies in and out of its flat buffers; no per-layer
+# fixed cost beyond the kernels'.
+BEHAVIOUR = dict(
+    kernel_share=0.9387,
+    kappa=200.0,
+    o_tp=0.0,
+    o_dp=0.1548,
+    o_dcn=0.0,
+    layer_overhead=0.0,
+    step_overhead=0.05138,
+)

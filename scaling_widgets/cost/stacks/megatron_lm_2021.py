@@ -1,0 +1,31 @@
+"""Megatron-LM as it ran in 2021-22 (Narayanan et al. 2021; Korthikanti et al. 2022): attention
+not fused, so the s x s scores go through HBM (softmax, mask and dropout), and no distributed
+optimizer."""
+
+NAME, ORDER = "megatron-lm-2021", 4
+FLASH_ATTENTION = False
+# As today's Megatron-LM otherwise (``megatron_lm.py``): bf16 weights, fp32 main gradients, fp32
+# master and Adam.
+MEMORY = dict(
+    weight_bytes=2.0,
+    grad_bytes=4.0,
+    optimizer_bytes=12.0,
+    selective="attention",
+    logits_bytes=6.0,
+    bucket_bytes=0.0,
+    measures="allocated",
+)
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 18 runs on A100 (Narayanan et al. 2021
+# Table 1, Korthikanti et al. 2022 Table 5). On a bound, with the reason: o_tp = 0, this Megatron
+# ran its TP all-reduces on the critical path (no TP overlap before 2023); no fixed costs beyond
+# the kernels' own, its step being large next to its launches.
+BEHAVIOUR = dict(
+    kernel_share=0.849,
+    kappa=10.31,
+    kappa_scores=15.96,
+    o_tp=0.0,
+    o_dp=0.7305,
+    o_dcn=0.0,
+    layer_overhead=0.0,
+    step_overhead=0.0,
+)

@@ -1,0 +1,138 @@
+"""What each chip does, as microbenchmarks measured it (MODEL.md §F.1): never fitted on a
+training run.
+
+Four curves per chip, each fitted by ``benchmarks/fit_physics.py`` on the published
+measurements in ``benchmarks/data/`` (every row cited there) and tested against them by
+``tests/cost/test_chip_physics.py``:
+
+- dense GEMMs: a share of the bf16 peak e(g) = e_max·g/(g + g_half), g the GEMM's FLOPs 2·M·N·K
+  (small GEMMs fill fewer of the chip's units and waves);
+- fused attention: the forward pass at a share a_max·s'/(s' + s_half)·H/(H + H_half) of the
+  peak, s' the keys a query sees on average (s, or s/2 under causal masking), H the head
+  dimension; the backward pass at ``attention_backward`` times that;
+- memory-bound kernels: a share of the HBM bandwidth;
+- collectives: the share of each tier's bandwidth a ring reaches (bus bandwidth over the link's),
+  and a latency per step of a tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..cluster.chip import Chip
+
+
+@dataclass(frozen=True)
+class ChipPhysics:
+    """A chip's measured curves (MODEL.md §F.1); shares are of the datasheet's peaks."""
+
+    e_max: float = 0.8  # share of the bf16 peak large GEMMs reach
+    g_half: float = 1e10  # FLOPs of a GEMM that reaches half of it [FLOP]
+    attention_max: float = 0.6  # share of the peak fused attention's forward pass reaches
+    attention_half: float = 1024.0  # keys a query sees at half of it [tokens]
+    attention_head_half: float = 32.0  # head dimension at half of it
+    attention_backward: float = 0.8  # backward pass efficiency over the forward's
+    hbm_efficiency: float = 0.85  # share of the HBM bandwidth memory-bound kernels reach
+    link_ici: float = 0.8  # share of a tier's bandwidth a ring reaches: TPU ICI
+    link_nvlink: float = 0.8  # NVLink inside a node
+    link_nic: float = 0.8  # one NIC per GPU across nodes
+    link_dcn: float = 0.8  # between TPU pods
+    latency: float = 2e-5  # per step of a collective's tree [s]
+
+
+# What a chip without measurements of its own is given: plausible shares, not a fit.
+DATASHEET = ChipPhysics()
+NAMES = tuple(f.name for f in fields(ChipPhysics))
+
+# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02); the
+# sources are the rows of ``benchmarks/data/`` with that chip's name. What a chip has no rows
+# for keeps ``DATASHEET``'s value: TPU v4p entirely, the v5p's GEMMs, every TPU's HBM, and
+# attention on H200, GB200 and the TPUs. A100, H200 and GB200 were measured at large GEMMs only:
+# their g_half is the median time constant g_half/C of the GPUs measured at small ones (H100,
+# B200). Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200.
+PHYSICS: dict[str, ChipPhysics] = {
+    "A100": ChipPhysics(e_max=0.8388, g_half=1.327e+09, attention_max=0.8646, attention_half=220.1,
+                        attention_head_half=18.95, attention_backward=0.7977, hbm_efficiency=0.8711,
+                        link_nvlink=0.6877, latency=1.029e-05),
+    "H100": ChipPhysics(e_max=0.7976, g_half=4.56e+09, attention_max=0.3835, attention_half=209.5,
+                        attention_head_half=9.531, attention_backward=0.8826, hbm_efficiency=0.7564,
+                        link_nvlink=0.9698, link_nic=0.9594, latency=7.626e-05),
+    "H200": ChipPhysics(e_max=0.837, g_half=4.21e+09, hbm_efficiency=0.6978, link_nvlink=0.9083,
+                        link_nic=0.8662, latency=6.941e-06),
+    "B200": ChipPhysics(e_max=0.6771, g_half=8.774e+09, attention_max=0.7986, attention_half=596.7,
+                        attention_head_half=6.268, attention_backward=0.8567, link_nvlink=0.7853,
+                        link_nic=1.003, latency=9.329e-06),
+    "GB200 NVL72": ChipPhysics(e_max=0.6518, g_half=1.063e+10, hbm_efficiency=0.721,
+                               link_nvlink=0.9712, link_nic=0.7065, latency=4.93e-05),
+    "TPU v5e": ChipPhysics(e_max=0.9357, g_half=2.056e+10, link_ici=0.9068, latency=2.775e-06),
+    "TPU v5p": ChipPhysics(link_ici=0.9594, latency=4.797e-06),
+    "TPU v6e": ChipPhysics(e_max=0.8837, g_half=1.109e+11, link_ici=0.9672, latency=5.404e-06),
+}  # fmt: skip
+
+
+def physics_of(chip: Chip) -> ChipPhysics:
+    """A chip's measured curves, or ``DATASHEET``'s plausible shares for a chip with none.
+
+    Returns
+    -------
+    physics : ChipPhysics
+        ``PHYSICS``' entry for the chip's name, else ``DATASHEET``.
+    """
+    return PHYSICS.get(chip.name, DATASHEET)
+
+
+def matmul_efficiency(*, gemm_flops: ArrayLike, e_max: float, g_half: float) -> float | np.ndarray:
+    """e_mm(g) = e_max·g/(g + g_half): small GEMMs (high TP, tiny microbatches) run less well.
+
+    Parameters
+    ----------
+    gemm_flops : g, the per-chip FLOPs of the GEMM [FLOP]
+    e_max, g_half : the chip's efficiency of large GEMMs, and the g that reaches half of it [FLOP]
+
+    Returns
+    -------
+    efficiency : float or np.ndarray
+        The share of the chip's peak the GEMM runs at.
+
+    Examples
+    --------
+    >>> matmul_efficiency(gemm_flops=[1e8, 1e9, 1e12], e_max=0.8, g_half=1e9).round(3)
+    array([0.073, 0.4  , 0.799])
+    """
+    g = np.asarray(gemm_flops, dtype=float)
+    return e_max * g / (g + g_half)
+
+
+def attention_efficiency(
+    *,
+    keys: ArrayLike,
+    head_dim: ArrayLike,
+    attention_max: float,
+    attention_half: float,
+    attention_head_half: float,
+) -> float | np.ndarray:
+    """Fused attention's forward pass, e_att = a_max·s'/(s' + s_half)·H/(H + H_half): short
+    sequences and narrow heads give each tile less work per load.
+
+    Parameters
+    ----------
+    keys : s', the keys a query sees on average (s, or s/2 under causal masking) [tokens]
+    head_dim : H
+    attention_max, attention_half, attention_head_half : the chip's curve
+
+    Returns
+    -------
+    efficiency : float or np.ndarray
+        The share of the chip's peak the forward pass runs at.
+
+    Examples
+    --------
+    >>> attention_efficiency(keys=[512, 8192], head_dim=128, attention_max=0.7,
+    ...                      attention_half=512, attention_head_half=16).round(3)
+    array([0.311, 0.586])
+    """
+    s, H = np.asarray(keys, dtype=float), np.asarray(head_dim, dtype=float)
+    return attention_max * s / (s + attention_half) * H / (H + attention_head_half)
