@@ -1,7 +1,8 @@
 """How well the predicted step transfers (MODEL.md §F.5), in the order that matters:
 
 1. leave-one-source-out: refit the stacks without a source's runs, predict that source; per
-   source its mean and worst |error| (a stack left with no runs keeps its priors);
+   source its mean and worst |error| (a stack left with no runs gets the typical stack's
+   behaviour, fitted on every other run);
 2. leave-one-chip-out, for every stack measured on two chips or more;
 3. the orderings the sources report (every pair of runs a source compares), predicted out of
    sample by (1);
@@ -20,15 +21,16 @@ import numpy as np
 from fit_stacks import FILES, _groups, all_runs, fit_stack, predicted
 
 from scaling_widgets.cost.stacks import REGISTRY
-from scaling_widgets.cost.step.behaviour import PRIOR
 
 
 def refit_predict(train, test) -> np.ndarray:
-    """``test``'s steps with each of its stacks fitted on ``train`` alone (priors where none)."""
+    """``test``'s steps with each of its stacks fitted on ``train`` alone, drawn towards the typical
+    stack of ``train``, which is also what a stack with no runs left gets."""
+    typical = fit_stack(train)
     behaviours = {}
     for stack in {r.stack for r in test}:
         mine = [r for r in train if r.stack == stack]
-        behaviours[stack] = fit_stack(stack, mine) if mine else PRIOR
+        behaviours[stack] = fit_stack(mine, typical) if mine else typical
     return predicted(test, behaviours)
 
 
@@ -52,7 +54,7 @@ def main() -> None:
         errors = steps / np.array([r.step_time for r in test]) - 1
         per_source.append(np.abs(errors).mean())
         left = {r.stack for r in test} - {r.stack for r in train}
-        note = f"stack(s) {', '.join(sorted(left))} at priors" if left else ""
+        note = f"{', '.join(sorted(left))} as the typical stack" if left else ""
         print(_row(f"{source} ({', '.join(sorted({r.stack for r in test}))})", errors, note))
     every = np.array([out_of_sample[r.id] / r.step_time - 1 for r in runs])
     print(_row("all runs", every))

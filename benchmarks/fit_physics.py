@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 from microbenchmarks import (
     CHIPS,
+    gemm_flops,
     attention_predicted,
     attention_rows,
     collective_predicted,
@@ -43,23 +44,28 @@ def _fit(residual, x0, lo, hi):
     return least_squares(residual, x0, bounds=(lo, hi)).x
 
 
-def fit_gemm(chip: str, physics: ChipPhysics) -> tuple[ChipPhysics, bool]:
-    """The GEMM curve; and whether the rows could place g_half (a GEMM under 1e10 FLOPs)."""
-    data = gemm_rows(chip)
+def fit_gemm(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> tuple[ChipPhysics, bool]:
+    """The GEMM curve in ``dtype``; and whether the rows could place its g_half (sizes spanning a
+    decade); from large GEMMs alone only its top."""
+    data = gemm_rows(chip, dtype)
+    top, half = ("e_max", "g_half") if dtype == "bf16" else ("e_max_fp8", "g_half_fp8")
     if not data:
         return physics, False
     measured = np.array([float(r["tflops"]) for r in data])
-    small = any(2 * float(r["M"]) * float(r["N"]) * float(r["K"]) < 1e10 for r in data)
+    sizes = [gemm_flops(r) for r in data]
+    small = max(sizes) >= 10 * min(sizes)  # a decade of sizes places the knee
 
     def residual(x):
-        p = dataclasses.replace(physics, e_max=x[0], g_half=10 ** x[1])
+        p = dataclasses.replace(physics, **{top: x[0], half: 10 ** x[1]})
         return np.log([gemm_predicted(r, p) for r in data]) - np.log(measured)
 
     if small:
         e, log_g = _fit(residual, [0.8, 9.5], [0.3, 6.0], [1.0, 13.0])
-        return dataclasses.replace(physics, e_max=e, g_half=10**log_g), True
-    e = float(np.exp(np.mean(np.log(measured))) * 1e12 / CHIPS[chip].flops)  # large: ~ e_max
-    return dataclasses.replace(physics, e_max=min(e, 1.0)), False
+        return dataclasses.replace(physics, **{top: e, half: 10**log_g}), True
+    chip_ = CHIPS[chip]
+    peak = chip_.flops if dtype == "bf16" else chip_.flops_fp8
+    e = float(np.exp(np.mean(np.log(measured))) * 1e12 / peak)  # large GEMMs: about the top
+    return dataclasses.replace(physics, **{top: min(e, 1.0)}), False
 
 
 def fit_attention(chip: str, physics: ChipPhysics) -> ChipPhysics:
@@ -103,42 +109,103 @@ def fit_collectives(chip: str, physics: ChipPhysics) -> ChipPhysics:
     return dataclasses.replace(physics, **changes)
 
 
-def fit_chip(chip: str) -> tuple[ChipPhysics, bool]:
+# The curves, as groups of fields, and what each needs measured.
+GROUPS = {
+    "GEMM": ("e_max", "g_half"),
+    "GEMM fp8": ("e_max_fp8", "g_half_fp8"),
+    "attention": ("attention_max", "attention_half", "attention_head_half", "attention_backward"),
+    "HBM": ("hbm_efficiency",),
+    "NVLink": ("link_nvlink",),
+    "NIC": ("link_nic",),
+    "ICI": ("link_ici",),
+    "latency": ("latency",),
+}
+DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
+GPU_ONLY, TPU_ONLY = ("NVLink", "NIC"), ("ICI",)  # the tiers a chip has
+# A chip whose own die was measured under another preset's name runs that kernel alike.
+SAME_DIE = {"H200": "H100", "GB200": "B200"}
+
+
+def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
+    """A chip's curves fitted on its own rows, and the groups its rows measured (GEMM counts only
+    if small shapes placed g_half)."""
     physics, placed = fit_gemm(chip, DATASHEET)
+    physics, placed_fp8 = fit_gemm(chip, physics, "fp8")
     physics = fit_attention(chip, physics)
     shares = [hbm_share(r) for r in hbm_rows(chip)]
     if shares:
         physics = dataclasses.replace(physics, hbm_efficiency=float(np.median(shares)))
-    return fit_collectives(chip, physics), placed
+    tiers = {c.tier for c in collective_rows(chip)}
+    measured = {
+        "GEMM": placed,
+        "GEMM fp8": placed_fp8,
+        "attention": len(attention_rows(chip)) >= 4,
+        "HBM": bool(shares),
+        "NVLink": "nvlink" in tiers,
+        "NIC": "nic" in tiers,
+        "ICI": "ici" in tiers,
+        "latency": bool(tiers & {"nvlink", "ici"}),
+    }
+    return fit_collectives(chip, physics), {group for group, seen in measured.items() if seen}
+
+
+def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
+    """Each chip's curves with what its rows did not measure taken, in order, from its own die
+    measured under another name (attention), else the median of the chips of its kind (GPU or
+    TPU) that measured it (g_half as the time constant g_half/C), else ``DATASHEET``. A chip
+    measured at large GEMMs only keeps its own e_max. Returns the curves and the notes."""
+    out = {}
+    for name, (physics, measured) in fitted.items():
+        notes, changes = [], {}
+        for group, fields in GROUPS.items():
+            if group in measured or group in (GPU_ONLY if not CHIPS[name].is_gpu else TPU_ONLY):
+                continue
+            if group == "GEMM fp8" and not CHIPS[name].flops_fp8:
+                continue  # no fp8 matmuls
+            twin = SAME_DIE.get(name)
+            if group == "attention" and twin and group in fitted[twin][1]:
+                changes.update({f: getattr(fitted[twin][0], f) for f in fields})
+                notes.append(f"{group} of the {twin}'s die")
+                continue
+            kin = [n for n, (p, seen) in fitted.items()
+                   if group in seen and CHIPS[n].is_gpu is CHIPS[name].is_gpu]  # fmt: skip
+            if not kin:
+                notes.append(f"{group} datasheet")
+                continue
+            for f in fields:
+                if f in ("e_max", "e_max_fp8") and gemm_rows(name, DTYPE[group]):
+                    continue  # its own large GEMMs set the curve's top
+                values = [getattr(fitted[n][0], f) / _scale(n, f) for n in kin]
+                changes[f] = float(np.median(values)) * _scale(name, f)
+            notes.append(f"{group} median of {', '.join(sorted(kin))}")
+        out[name] = (dataclasses.replace(physics, **changes), notes)
+    return out
+
+
+def _scale(chip: str, field: str) -> float:
+    """g_half is carried across chips as a time, g_half/C (its dtype's peak); the rest as is."""
+    peaks = {"g_half": CHIPS[chip].flops, "g_half_fp8": CHIPS[chip].flops_fp8}
+    return peaks.get(field, 1.0)
 
 
 def _errors(name: str, p: ChipPhysics) -> str:
     """Each curve's mean |error| against the chip's rows, and the rows' count."""
     gemm = [(gemm_predicted(r, p), float(r["tflops"])) for r in gemm_rows(name)]
+    fp8 = [(gemm_predicted(r, p), float(r["tflops"])) for r in gemm_rows(name, "fp8")]
     attention = [(attention_predicted(r, p), float(r["tflops"])) for r in attention_rows(name)]
     collectives = [
         (collective_predicted(c, name, getattr(p, LINK[c.tier]), p.latency), c.seconds)
         for c in collective_rows(name)
     ]
-    parts = {"GEMM": gemm, "attention": attention, "collectives": collectives}
+    parts = {"GEMM": gemm, "fp8": fp8, "attention": attention, "collectives": collectives}
     text = ", ".join(f"{k} {mean_abs_error(v):.1%} over {len(v)}" for k, v in parts.items())
     return f"{text}, HBM rows {len(hbm_rows(name))}"
 
 
 def main() -> None:
-    fitted = {name: fit_chip(name) for name in CHIPS}
-    # A GEMM's fixed time, g_half / C, from the chips measured at small shapes, by kind.
-    for kind in (True, False):
-        taus = [p.g_half / CHIPS[n].flops for n, (p, placed) in fitted.items()
-                if placed and CHIPS[n].is_gpu is kind]  # fmt: skip
-        for name, (p, placed) in fitted.items():
-            if not placed and CHIPS[name].is_gpu is kind and taus and gemm_rows(name):
-                g_half = float(np.median(taus)) * CHIPS[name].flops
-                e_max = p.e_max * 1.0  # large GEMMs only: the curve's top is theirs
-                fitted[name] = (dataclasses.replace(p, g_half=g_half, e_max=e_max), False)
-    for name, (p, placed) in fitted.items():
-        note = "" if placed or not gemm_rows(name) else "; g_half from its kind's time constant"
-        print(f"# {name}: {_errors(name, p)}{note}")
+    filled = fill_gaps({name: fit_chip(name) for name in CHIPS})
+    for name, (p, notes) in filled.items():
+        print(f"# {name}: {_errors(name, p)}" + (f"; {'; '.join(notes)}" if notes else ""))
         fields = ", ".join(
             f"{f.name}={getattr(p, f.name):.4g}"
             for f in dataclasses.fields(p)

@@ -3,8 +3,9 @@ with the chips' physics (MODEL.md §F.1) held fixed, and print it.
 
 A stack's runs depend only on its own behaviour, so each stack is fitted on its own: scipy's least
 squares on the log error of every run's predicted step, the log ratio of the runs a source compares
-(weighed more: the order a planner needs), and a weak pull towards the priors
-(``behaviour.PRIOR``), so that what the runs cannot see stays where physics puts it. Every number
+(weighed more: the order a planner needs), and a weak pull towards a typical stack: one behaviour
+fitted on every run pooled (itself drawn towards ``behaviour.PRIOR``), so that what a stack's runs
+cannot see stays at what the other stacks show. Every number
 stays inside its bounds (``behaviour.BOUNDS``); one that ends on a bound is printed with the
 reason the fit gives.
 
@@ -37,10 +38,8 @@ FILES = (DATA / "dev_runs.json", DATA / "public_runs.json")
 
 
 def all_runs() -> list:
-    """Every measured run in bf16: the development set and the public runs collected beside it
-    (the fp8 runs wait for the model's fp8 matmuls, MODEL.md §F.3)."""
-    runs = [run for path in FILES if path.exists() for run in load_runs(path)]
-    return [run for run in runs if run.case.get("dtype", "bf16") == "bf16"]
+    """Every measured run: the development set and the public runs collected beside it."""
+    return [run for path in FILES if path.exists() for run in load_runs(path)]
 
 
 def compared_pairs(runs) -> list[tuple[int, int]]:
@@ -61,13 +60,15 @@ def _groups(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8")).get("groups", [])
 
 
-def predicted(runs, behaviours: dict[str, Behaviour]) -> np.ndarray:
-    """Each run's predicted step [s] with its chip's physics and its stack's behaviour."""
+def predicted(runs, behaviours: dict[str, Behaviour] | Behaviour) -> np.ndarray:
+    """Each run's predicted step [s] with its chip's physics and its stack's behaviour (or one
+    behaviour for every stack)."""
     out = []
     for run in runs:
         cluster, workload, layout, options = run.values
         base = profile_for(cluster.chip, run.stack)
-        profile = dataclasses.replace(base, **dataclasses.asdict(behaviours[run.stack]))
+        mine = behaviours if isinstance(behaviours, Behaviour) else behaviours[run.stack]
+        profile = dataclasses.replace(base, **dataclasses.asdict(mine))
         options = dataclasses.replace(options, mfu=None, stack=None, profile=profile)
         out.append(float(evaluate(cluster, workload, layout, options).step_time))
     return np.array(out)
@@ -107,36 +108,39 @@ def _from_x(name, x):
     return float(x)
 
 
-def fit_stack(stack: str, runs, start: Behaviour = PRIOR) -> Behaviour:
-    """One stack's behaviour, fitted on its runs (all of the same stack)."""
+def fit_stack(runs, prior: Behaviour = PRIOR) -> Behaviour:
+    """One behaviour fitted on ``runs`` (one stack's, or every stack's pooled), drawn weakly
+    towards ``prior``."""
     free = free_fields(runs)
     lo = np.array([_to_x(k, BOUNDS[k][0]) for k in free])
     hi = np.array([_to_x(k, BOUNDS[k][1]) for k in free])
-    prior = np.array([_to_x(k, getattr(PRIOR, k)) for k in free])
+    centre = np.clip([_to_x(k, getattr(prior, k)) for k in free], lo, hi)
     measured = np.array([r.step_time for r in runs])
     pairs = compared_pairs(runs)
 
     def behaviour(x):
-        return dataclasses.replace(start, **{k: _from_x(k, v) for k, v in zip(free, x)})
+        return dataclasses.replace(prior, **{k: _from_x(k, v) for k, v in zip(free, x)})
 
     def residuals(x):
-        errors = np.log(predicted(runs, {stack: behaviour(x)}) / measured)
+        errors = np.log(predicted(runs, behaviour(x)) / measured)
         ratios = [RATIO_WEIGHT * (errors[b] - errors[a]) for a, b in pairs]
-        pull = PRIOR_WEIGHT * (x - prior) / (hi - lo)
+        pull = PRIOR_WEIGHT * (x - centre) / (hi - lo)
         return np.concatenate([errors, ratios, pull])
 
-    x0 = np.clip([_to_x(k, getattr(start, k)) for k in free], lo, hi)
-    starts = [x0] + [lo + f * (hi - lo) for f in (0.2, 0.5, 0.8)]
+    starts = [centre, lo + 0.5 * (hi - lo)]
     fits = [least_squares(residuals, s, bounds=(lo, hi), x_scale="jac") for s in starts]
     return behaviour(min(fits, key=lambda f: f.cost).x)
 
 
-def fit(runs) -> dict[str, Behaviour]:
-    """Every stack's behaviour, each fitted on its own runs."""
+def fit(runs) -> tuple[Behaviour, dict[str, Behaviour]]:
+    """The behaviour of a typical stack (every run pooled, drawn towards the priors), and each
+    stack's own, fitted on its runs and drawn towards the typical one: what a stack's runs cannot
+    tell apart stays at what the other stacks show."""
+    pooled = fit_stack(runs)
     by_stack: dict[str, list] = {}
     for run in runs:
         by_stack.setdefault(run.stack, []).append(run)
-    return {stack: fit_stack(stack, group) for stack, group in by_stack.items()}
+    return pooled, {stack: fit_stack(group, pooled) for stack, group in by_stack.items()}
 
 
 def on_bounds(behaviour: Behaviour, free) -> list[str]:
@@ -152,7 +156,7 @@ def on_bounds(behaviour: Behaviour, free) -> list[str]:
 
 def main() -> None:
     runs = all_runs()
-    behaviours = fit(runs)
+    pooled, behaviours = fit(runs)
     steps = predicted(runs, behaviours)
     print(
         f"{'run':<26} {'stack':<17} {'chip':<8} {'measured s':>10} {'predicted':>10} {'error':>7}"
@@ -163,6 +167,8 @@ def main() -> None:
               f" {t / run.step_time - 1:>+7.1%}")  # fmt: skip
     errors = np.abs(steps / np.array([r.step_time for r in runs]) - 1)
     print(f"\nIN-SAMPLE mean |error| {errors.mean():.1%}, max {errors.max():.1%} over {len(runs)}")
+    fields = ", ".join(f"{k}={v:.4g}" for k, v in dataclasses.asdict(pooled).items())
+    print(f"\n# the typical stack, every run pooled: TYPICAL = dict({fields})")
     for stack, behaviour in behaviours.items():
         group = [r for r in runs if r.stack == stack]
         print(f"\n# {stack}: fitted on {len(group)} runs, chips "

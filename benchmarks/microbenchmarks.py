@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,21 +43,40 @@ def rows(name: str) -> list[dict]:
 # ---- GEMMs: a share of the bf16 peak against the GEMM's FLOPs 2·M·N·K --------------------------
 
 
-def gemm_rows(chip: str) -> list[dict]:
-    """A chip's bf16 (and fp16: the same tensor-core rate) GEMMs."""
-    return [r for r in rows("gemm") if r["chip"] == chip and r["dtype"] in ("bf16", "fp16")]
+DTYPES = {"bf16": ("bf16", "fp16"), "fp8": ("fp8",)}  # fp16 runs at the bf16 rate
+
+
+THIN = 256  # rows or columns below which a GEMM is decode-shaped, not a training one
+
+
+def gemm_rows(chip: str, dtype: str = "bf16") -> list[dict]:
+    """A chip's GEMMs in ``dtype`` (bf16 with fp16, the same tensor-core rate; or fp8), of the
+    shapes training runs: at least ``THIN`` rows and columns (a microbatch has thousands of
+    tokens; a GEMM of 64 rows wastes half of each tile, which the curve by FLOPs cannot see)."""
+    return [
+        r
+        for r in rows("gemm")
+        if r["chip"] == chip
+        and r["dtype"] in DTYPES[dtype]
+        and min(float(r["M"]), float(r["N"])) >= THIN
+    ]
 
 
 def gemm_flops(row: dict) -> float:
-    return 2.0 * float(row["M"]) * float(row["N"]) * float(row["K"])
+    """2·M·N·K, times the groups of a grouped GEMM (its row gives one group's shape)."""
+    groups = re.search(r"(\d+) groups?", row["how"]) if "grouped" in row["how"] else None
+    count = int(groups.group(1)) if groups else 1
+    return 2.0 * float(row["M"]) * float(row["N"]) * float(row["K"]) * count
 
 
 def gemm_predicted(row: dict, physics: ChipPhysics) -> float:
-    """The TFLOP/s the physics gives this row's GEMM."""
-    peak = CHIPS[row["chip"]].flops
-    share = matmul_efficiency(
-        gemm_flops=gemm_flops(row), e_max=physics.e_max, g_half=physics.g_half
-    )
+    """The TFLOP/s the physics gives this row's GEMM, at its dtype's peak and curve."""
+    chip = CHIPS[row["chip"]]
+    if row["dtype"] == "fp8":
+        peak, e_max, g_half = chip.flops_fp8, physics.e_max_fp8, physics.g_half_fp8
+    else:
+        peak, e_max, g_half = chip.flops, physics.e_max, physics.g_half
+    share = matmul_efficiency(gemm_flops=gemm_flops(row), e_max=e_max, g_half=g_half)
     return float(share) * peak / 1e12
 
 

@@ -89,7 +89,13 @@ def _defaults(cls) -> dict:
 def chip_from_json(source: str | Path | dict) -> Chip:
     """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name
     optional)."""
-    optional = {"name": "custom chip", "wraparound": "cube", "node_size": 0, "scaleout_bw": 0.0}
+    optional = {
+        "name": "custom chip",
+        "wraparound": "cube",
+        "node_size": 0,
+        "scaleout_bw": 0.0,
+        "flops_fp8": 0.0,
+    }
     return _from_json(Chip, source, optional=optional)
 
 

@@ -113,7 +113,7 @@ def run_from_case(case: dict) -> Run:
 
 def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
     """The four values as the case gives them; ``Options(mfu=None)`` asks for a predicted step
-    with the case's own stack (``stack_of``).
+    with the case's own stack (``stack_of``) and matmul dtype (bf16 unless it says fp8).
 
     Mixed precision with Adam (``PRECISIONS["mixed-adam"]``) for every stack. A TPU case's slice
     is its ``mesh`` over ``pods`` pods; a GPU case's is ``chips`` GPUs in nodes of the chip's size.
@@ -130,7 +130,8 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
     )
-    return cluster, workload, case_layout(case["layout"]), Options(mfu=None, stack=stack_of(case))
+    options = Options(mfu=None, stack=stack_of(case), matmul_dtype=case.get("dtype", "bf16"))
+    return cluster, workload, case_layout(case["layout"]), options
 
 
 def case_layout(k: dict) -> Layout:

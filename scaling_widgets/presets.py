@@ -76,6 +76,7 @@ HARDWARE.update(
         "h100": Chip(
             "H100",
             flops=9.9e14,
+            flops_fp8=1.979e15,  # dense fp8, the datasheet's 3,958 TFLOP/s with sparsity halved
             hbm_bytes=81_559 * 2**20,
             hbm_bw=3.35e12,
             ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
@@ -86,6 +87,7 @@ HARDWARE.update(
         "h200": Chip(
             "H200",
             flops=9.9e14,
+            flops_fp8=1.979e15,
             hbm_bytes=141e9,
             hbm_bw=4.8e12,
             ici_bw=4.5e11,
@@ -96,6 +98,7 @@ HARDWARE.update(
         "b200": Chip(
             "B200",
             flops=2.25e15,
+            flops_fp8=4.5e15,  # dense fp8
             hbm_bytes=178.35 * 2**30,
             hbm_bw=8e12,
             ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
@@ -106,6 +109,7 @@ HARDWARE.update(
         "gb200-nvl72": Chip(
             "GB200 NVL72",
             flops=2.5e15,  # 180 PFLOP/s dense bf16 over 72 GPUs
+            flops_fp8=5e15,  # 360 PFLOP/s dense fp8 over 72 GPUs
             hbm_bytes=186e9,
             hbm_bw=8e12,  # 13.4 TB over 72 GPUs
             ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (MODEL.md §A.7)

@@ -155,7 +155,7 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
         panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
     )
     saved = json.loads(panel.scenario.to_json())
-    assert saved["version"] == 6 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
+    assert saved["version"] == 7 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
     # MODEL.md §D
     old = {k: v for k, v in saved.items() if k not in ("ep", "etp", "cp", "cp_kind", "stack")} | {
         "version": 1

@@ -201,6 +201,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
             params=params,
             profile=profile,
             overhead=options.overhead_bytes,
+            fp8=options.matmul_dtype == "fp8",
         ),
         flops_per_token=flops["model"],
         hardware_flops_per_token=flops["hardware"],

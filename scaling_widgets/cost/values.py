@@ -45,6 +45,7 @@ from .transformer.counts import REMAT_POLICIES
 from .transformer.exactness import CHAPTER, Exactness
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
+MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
 MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (about 61M)
@@ -249,7 +250,8 @@ class Options:
     ``fits_below`` (a share of HBM) make "fits" cautious. ``stack`` says what the software keeps
     in memory, on top of the profile's efficiencies; None: the profile's own.
     ``flash_attention`` False brings back the s x s scores, in memory and in the step; None:
-    the stack's.
+    the stack's. ``matmul_dtype`` "fp8" runs the layers' linear matmuls at the chip's fp8 rate
+    (attention and the output layer stay in bf16, MODEL.md §F.4).
     """
 
     mfu: float | np.ndarray | None = checked(
@@ -268,6 +270,7 @@ class Options:
         0.9, Number(high=1, closed=True, what="a share of HBM", per_layout=True)
     )
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
+    matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
 
     def __post_init__(self) -> None:

@@ -20,7 +20,7 @@ from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.counts import REMAT_POLICIES
 from ..cost.transformer.shapes import Precision
-from ..cost.values import MAX_BATCH, MAX_TOKENS
+from ..cost.values import MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from .field import Field, Flag
@@ -244,9 +244,12 @@ FIELDS_TABLE = (
     Field("fits_below", "options.fits_below", "share of HBM a layout may fill, headroom for"
           " the peak's error (1 for none)",
           flag="--fits-below", parse=_fraction, label="fits below"),
-    Field("stack", "options.stack", "what the software keeps in memory, for the peak and whether"
-          " it fits; it also turns flash attention on (default: the chip's profile's)",
+    Field("stack", "options.stack", "the software stack: how fast it runs the step and what it"
+          " keeps in memory (default: the chip's)",
           flag="--stack", choices=tuple(STACKS), since=3, label="Stack"),
+    Field("matmul_dtype", "options.matmul_dtype", "the layers' linear matmuls in bf16 or fp8"
+          " (attention and the output layer stay bf16; fp8 on H100, H200, B200, GB200)",
+          flag="--matmul-dtype", choices=MATMUL_DTYPES, since=7, label="Matmuls"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),

@@ -23,7 +23,7 @@ COLLECTIVES = {
 # The MFU convention beside every MFU (MODEL.md §C.4): sources count differently.
 MFU_CONVENTION = (
     "model FLOPs 6Ψ per token (+ 12·L·T·N_h·H with attention FLOPs on); recompute is counted in the"
-    " HFU only"
+    " HFU only; against the bf16 peak, fp8 runs too, as sources report them"
 )
 TERM_NAMES = {
     "matmul": "matmuls",

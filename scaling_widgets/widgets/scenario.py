@@ -96,7 +96,8 @@ class Scenario(_Fields):
         """The changes that move this scenario onto another slice (or chip) and keep it whole.
 
         Pipeline stages that no longer divide the chips fall back to 1, axis roles of another
-        number of axes are cleared, and a split by hand keeps its TP degree if it can. A chip
+        number of axes are cleared, and a split by hand keeps its TP degree if it can. Another
+        chip drops fp8 matmuls it does not have and a profile made for the chip left behind. A chip
         without a slice takes the slice of it nearest to this scenario's chips that runs it
         (``slices_near``): the same count if it can, else the nearest; its default slice if none
         does (the update then says why).
@@ -117,6 +118,11 @@ class Scenario(_Fields):
         changes = {"slice_shape": slice_shape}
         if hardware is not None:
             changes["hardware"] = hardware
+            chip = catalog.hardware(hardware)
+            if self.matmul_dtype == "fp8" and not chip.flops_fp8:
+                changes["matmul_dtype"] = "bf16"  # the chip has no fp8 matmuls
+            if self.profile is not None and self.profile.chip not in ("", chip.name):
+                changes["profile"] = None  # made for the chip left behind
         chips = math.prod(slice_shape)
         z = self.z if chips % self.z == 0 else 1
         if z != self.z:

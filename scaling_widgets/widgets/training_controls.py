@@ -53,6 +53,7 @@ class TrainingControls(Bound, w.VBox):
         self._stack.options = [("the chip's", ""), *self._stack.options]
         self._flash = control("flash_attention")
         self._flash.options = [("the stack's", ""), *self._flash.options]
+        self._dtype = control("matmul_dtype")
         self._attention = control("attention_flops")
         self._measured = w.Text(
             description="Measured step",
@@ -74,7 +75,7 @@ class TrainingControls(Bound, w.VBox):
             w.HBox([self._seq_len, self._tokens]),
             w.HBox([self._mfu, self._predict, self._precision]),
             w.HBox([self._remat, self._attention]),
-            w.HBox([self._stack, self._flash]),
+            w.HBox([self._stack, self._flash, self._dtype]),
             w.HBox([self._measured, self._forget]),
             self._measured_peak,
             self._profile,
@@ -112,6 +113,7 @@ class TrainingControls(Bound, w.VBox):
             show=lambda on: "" if on is None else "on" if on else "off",
         )
         self._bind(self._attention, "attention_flops")
+        self._bind(self._dtype, "matmul_dtype")
         self._measured.observe(self._on_measured_change, "value")
         self._measured_peak.observe(self._on_measured_peak_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))

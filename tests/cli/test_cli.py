@@ -633,3 +633,22 @@ def test_a_flag_the_layout_would_not_use_is_refused_by_name(tmp_path, capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and err.count("\n") == 1
     assert "--fsdp 512 is not used: the scenario's axis roles set the groups" in err
+
+
+def test_the_planner_ranks_fp8_layouts_at_their_own_faster_step(capsys):
+    argv = ["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "256",
+            "--batch", "4M", "--seq-len", "8192", "--top", "1", "--json"]  # fmt: skip
+    steps = {}
+    for dtype in ("bf16", "fp8"):
+        assert main([*argv, "--matmul-dtype", dtype]) == 0
+        steps[dtype] = json.loads(capsys.readouterr().out)["layouts"][0]["step_time_s"]
+    assert steps["fp8"] < steps["bf16"] / 1.1
+
+
+def test_fp8_on_a_chip_without_it_is_one_line_naming_the_flag_and_what_runs(capsys):
+    argv = ["estimate", "--model", "llama-3-8b", "--hardware", "a100", "--batch", "4M"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--matmul-dtype", "fp8"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--matmul-dtype must be 'bf16' on the A100" in err

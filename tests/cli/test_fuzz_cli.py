@@ -95,6 +95,7 @@ PLAUSIBLE = {
     "--mfu": ["1e-9", "0.4", "1"],
     "--tokens": ["1", "2T", "15T"],
     "--precision": list(PRECISIONS),
+    "--matmul-dtype": ["bf16", "fp8"],
     "--top": ["1", "3", "100", str(2**53)],
 }
 SWITCHES = [
@@ -113,6 +114,7 @@ PLAN_FLAGS = [
     "--seq-len",
     "--mfu",
     "--precision",
+    "--matmul-dtype",
     "--top",
 ]
 ESTIMATE_FLAGS = [f for f in PLAUSIBLE if f != "--top"]

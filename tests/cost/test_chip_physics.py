@@ -31,6 +31,16 @@ def test_each_chips_gemm_curve_matches_its_measured_gemms_within_10_percent(chip
     assert bench.mean_abs_error(pairs) <= 0.10
 
 
+@pytest.mark.parametrize("chip", [c for c in CHIPS if bench.gemm_rows(c, "fp8")])
+def test_each_chips_fp8_gemm_curve_matches_its_measured_fp8_gemms(chip):
+    # GB200's two rows (MAMF's and a cuBLAS peak search) differ by 18 % at similar sizes: no
+    # curve by size meets both within 10 %
+    physics = _physics(chip)
+    rows = bench.gemm_rows(chip, "fp8")
+    pairs = [(bench.gemm_predicted(r, physics), float(r["tflops"])) for r in rows]
+    assert bench.mean_abs_error(pairs) <= (0.12 if chip == "GB200" else 0.10)
+
+
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.attention_rows(c)])
 def test_each_chips_attention_curve_matches_its_fused_kernel_within_10_percent(chip):
     physics = _physics(chip)
@@ -60,7 +70,6 @@ def test_each_chips_collectives_match_their_measured_times(chip):
     assert bench.mean_abs_error(pairs) <= 0.30
 
 
-def test_every_chip_preset_either_has_measured_physics_or_says_it_has_none():
-    measured = {chip.name for chip in HARDWARE.values()} & set(PHYSICS)
-    assert measured == {chip.name for chip in HARDWARE.values()} - {"TPU v4p"}
+def test_every_chip_preset_has_physics_of_its_own_none_the_bare_datasheet():
+    assert {chip.name for chip in HARDWARE.values()} == set(PHYSICS)
     assert all(physics != DATASHEET for physics in PHYSICS.values())

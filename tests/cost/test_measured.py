@@ -190,3 +190,15 @@ def test_load_runs_reads_another_file_and_refuses_an_unknown_convention(tmp_path
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="palm_appendix_b"):
         read_cases(path)
+
+
+def test_calibration_accepts_every_published_step():
+    # every measured run is slower than its hardware FLOPs at the chip's peak (MODEL.md §C.3)
+    from pathlib import Path
+
+    from scaling_widgets.cost.step.calibrate import calibrate
+
+    public = Path(__file__).resolve().parents[2] / "scaling_widgets" / "data" / "public_runs.json"
+    for run in [*load_runs(), *load_runs(public)]:
+        profile = calibrate(*run.values, step_time=run.step_time)
+        assert profile.chip == run.values[0].chip.name, run.id

@@ -289,3 +289,42 @@ def test_a_profile_made_for_one_chip_is_refused_on_another():
     other = dataclasses.replace(cluster, chip=HARDWARE["b200"])
     with pytest.raises(ValueError, match="profile must be a profile made for the B200"):
         evaluate(other, workload, layout, dataclasses.replace(options, profile=profile))
+
+
+def _fp8_and_bf16(**keywords):
+    steps = {}
+    for dtype in ("bf16", "fp8"):
+        steps[dtype] = estimate(matmul_dtype=dtype, **keywords)
+    return steps["bf16"], steps["fp8"]
+
+
+def test_fp8_is_faster_where_matmuls_dominate_and_no_faster_where_they_do_not():
+    # a 70B model on 256 H100s: matmul-bound, so fp8 runs its linear layers at twice the rate
+    big = dict(model=MODELS["llama-3-70b"], chip=HARDWARE["h100"], batch=2**22, seq_len=8192,
+               slice_shape=(32, 8), x=32, y=8)  # fmt: skip
+    bf16, fp8 = _fp8_and_bf16(**big)
+    assert 1.15 < float(bf16.step_time) / float(fp8.step_time) < 2.0
+    assert float(fp8.step_breakdown["matmul"]) < float(bf16.step_breakdown["matmul"])
+    # what does not run on the tensor cores takes as long
+    for term in ("memory_bound", "tp_exposed", "optimizer", "overhead"):
+        assert float(fp8.step_breakdown[term]) == pytest.approx(float(bf16.step_breakdown[term]))
+    # the MFU counts the same model FLOPs against the bf16 peak
+    assert float(fp8.mfu) / float(bf16.mfu) == pytest.approx(
+        float(bf16.step_time) / float(fp8.step_time)
+    )
+
+
+def test_fp8_holds_its_cast_weights_in_memory():
+    big = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=2**20, seq_len=8192,
+               slice_shape=(1, 8), x=1, y=8, zero=1)  # fmt: skip
+    bf16, fp8 = _fp8_and_bf16(**big)
+    params = bf16.params.total - bf16.params.embeddings
+    cast = float(fp8.peak.weights - bf16.peak.weights)
+    assert cast == pytest.approx(params / 8, rel=0.05)  # a byte a weight, over TP 8
+
+
+@pytest.mark.parametrize("chip", ["a100", "tpu-v5p"])
+def test_fp8_on_a_chip_without_it_is_refused_naming_the_choice_that_runs(chip):
+    with pytest.raises(ValueError, match="matmul_dtype must be 'bf16' on the"):
+        estimate(model=MODELS["llama-3-8b"], chip=HARDWARE[chip], batch=2**20, seq_len=4096,
+                 matmul_dtype="fp8")  # fmt: skip

@@ -134,6 +134,7 @@ def scenario_fields(draw) -> dict:
         _measure=draw(st.one_of(st.none(), st.floats(1.01, 4.0))),
         stack=draw(st.sampled_from((None, None, *STACKS))),
         flash_attention=draw(st.sampled_from((None, True, False))),
+        matmul_dtype=draw(st.sampled_from(("bf16", "fp8"))) if hardware == "h100" else "bf16",
     )
 
 

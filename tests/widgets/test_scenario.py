@@ -98,7 +98,7 @@ def test_json_round_trip_loses_nothing():
     "change, message",
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
-        ({"version": 7}, "scenario version must be one of \\(1, 2, 3, 4, 5, 6\\); got 7"),
+        ({"version": 8}, "scenario version must be one of \\(1, 2, 3, 4, 5, 6, 7\\); got 8"),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
         ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e11; got '3M'"),
         ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),
@@ -137,3 +137,24 @@ def test_a_refusal_names_the_keyword_as_written():
     with pytest.raises(ScenarioError, match="^y must be a divisor of the 8960 chips"):
         s.update(y=3, optimal_split=False)
     assert s.revision == 0  # nothing applied
+
+
+def test_another_chip_drops_fp8_it_lacks_and_a_profile_made_for_the_chip_left_behind():
+    from scaling_widgets.cost.step.calibrate import calibrate
+
+    s = Scenario(hardware="h100", model="llama-3-8b", batch=2**20, seq_len=8192, mfu=None)
+    s.update(matmul_dtype="fp8")
+    fp8_step = float(s.estimate().step_time)
+    s.update(profile=calibrate(*s.values(), step_time=2 * fp8_step))
+    s.update(**s.fitted_to(hardware=HARDWARE["a100"]))
+    assert s.matmul_dtype == "bf16" and s.profile is None and s.hardware is HARDWARE["a100"]
+    s.update(**s.fitted_to(hardware=HARDWARE["b200"]))
+    s.update(matmul_dtype="fp8")  # and back to a chip that has it
+    assert float(s.estimate().step_time) > 0
+
+
+def test_fp8_on_a_chip_without_it_is_refused_and_the_scenario_kept():
+    s = Scenario(hardware="a100", model="llama-3-8b", batch=2**20, seq_len=8192, mfu=None)
+    with pytest.raises(ScenarioError, match="matmul_dtype must be 'bf16' on the A100"):
+        s.update(matmul_dtype="fp8")
+    assert s.matmul_dtype == "bf16"

@@ -34,6 +34,7 @@ class Chip:
     wraparound: str = "cube"
     node_size: int = 0  # GPUs per NVLink domain; 0 for a TPU torus
     scaleout_bw: float = 0.0  # a GPU's NIC [bytes/s]
+    flops_fp8: float = 0.0  # peak dense fp8 matmul FLOP/s; 0: no fp8 matmuls
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
@@ -68,6 +69,8 @@ class Chip:
         )
         nic = self.scaleout_bw
         require(self, "scaleout_bw", is_number(nic) and 0 <= nic < 1e30, "a number >= 0 and < 1e30")
+        fp8 = self.flops_fp8
+        require(self, "flops_fp8", is_number(fp8) and 0 <= fp8 < 1e30, "a number >= 0 and < 1e30")
         if self.node_size:
             gpu = len(shape) == 2 and shape[1] == self.node_size
             require(self, "node_size", gpu, "the second axis of pod_shape (nodes, GPUs per node)")

@@ -36,8 +36,9 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     ------
     InputError
         Naming the first field that contradicts the others: ``seq_len`` absent where attention
-        FLOPs, microbatch sizes, a recompute policy or context parallelism need it; as many
-        ``axis_roles`` as slice axes; arrays of layouts that do not broadcast together.
+        FLOPs, microbatch sizes, a recompute policy or context parallelism need it; fp8 matmuls
+        on a chip without them; a profile made for another chip; as many ``axis_roles`` as
+        slice axes; arrays of layouts that do not broadcast together.
     """
     if workload.seq_len is None:
         if options.attention_flops:
@@ -52,6 +53,22 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             raise refuse(
                 "seq_len", "given to split sequences over chips (context parallelism)", None
             )
+    chip = cluster.chip
+    if options.matmul_dtype == "fp8" and not chip.flops_fp8:
+        raise refuse(
+            "matmul_dtype",
+            f"'bf16' on the {chip.name}, which has no fp8 matmuls (fp8 runs on the H100, H200,"
+            " B200 and GB200)",
+            "'fp8'",
+        )
+    made_for = options.profile.chip if options.profile is not None else ""
+    if made_for and made_for != chip.name:
+        raise refuse(
+            "profile",
+            f"a profile made for the {chip.name} (calibrate one on it, or drop the profile to"
+            " use the chip's own)",
+            f"one made for the {made_for}",
+        )
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(
             "axis_roles",

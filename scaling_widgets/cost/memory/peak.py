@@ -94,6 +94,7 @@ def peak_memory(
     params: ParamCount,
     profile: Profile,
     overhead: ArrayLike = 0.0,
+    fp8: bool = False,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -112,6 +113,7 @@ def peak_memory(
     params : the model's parameters by part (``param_count``)
     profile : what the stack keeps in memory (``profile_of``)
     overhead : the runtime's own bytes per chip [bytes]
+    fp8 : the layers' matmuls run in fp8: their weights are also held cast, a byte each
 
     Returns
     -------
@@ -151,7 +153,7 @@ def peak_memory(
     working = per_choice(
         layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective)
     )
-    state = _state(workload, layout, placed, pods, params, profile, layers)
+    state = _state(workload, layout, placed, pods, params, profile, layers, fp8)
     parts = dict(
         **state,
         activations=np.where(busiest == last, at_last - logits, first),
@@ -168,7 +170,7 @@ def peak_memory(
     )
 
 
-def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
+def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, and its embeddings: the input's on the first stage, the
@@ -176,6 +178,9 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
     where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what the
     ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
+    With fp8 matmuls the layers' weights are also held cast to fp8, a byte each: the stage's
+    (cast once a step, kept across its microbatches), or under ZeRO-3 the layer gathered
+    (MODEL.md §F.4).
     """
     model, precision, X, Y, Z, zero = (
         workload.model,
@@ -216,8 +221,9 @@ def _state(workload, layout, placed, pods, params, profile, layers) -> dict:
         np.where(X > 1, gathered, 0.0),
         np.where(X * pods > 1, profile.bucket_bytes, 0.0),
     )
+    cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     return dict(
-        weights=weight_bytes * over_x(3),
+        weights=weight_bytes * over_x(3) + cast,
         grads=grad_bytes * over_x(2),
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,

@@ -13,16 +13,15 @@ MEMORY = dict(
     measures="allocated",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 29 runs on TPU v5e, v5p, v6e and H100
-# (MaxText's READMEs and tpu-recipes). Near a bound: layer_overhead = 1 ms (upper), which the fit
-# uses for what the TPUs' physics lacks (no attention or HBM microbenchmarks on TPUs yet): a
-# known gap, not a launch cost. o_dcn = 0.01: the reduction across slices is
-# all but exposed.
+# (MaxText's READMEs, tpu-recipes). On a bound: o_dcn = 0, the reduction across slices runs after
+# the backward pass, exposed; layer_overhead = 1 ms (upper), where the fit puts what the TPUs'
+# physics lacks (no attention or HBM microbenchmarks of TPUs yet): a known gap, not a launch cost.
 BEHAVIOUR = dict(
-    kernel_share=0.8992,
-    kappa=20.59,
-    o_tp=0.213,
-    o_dp=0.8993,
-    o_dcn=0.01057,
-    layer_overhead=0.000998,
-    step_overhead=0.2206,
+    kernel_share=0.9148,
+    kappa=48.24,
+    o_tp=0.2435,
+    o_dp=0.79,
+    o_dcn=6.903e-07,
+    layer_overhead=0.001,
+    step_overhead=0.09543,
 )

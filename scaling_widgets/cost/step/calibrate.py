@@ -1,4 +1,4 @@
-"""Calibrate a profile from one measured step (MODEL.md §C.3, §F.4), and read or write a profile
+"""Calibrate a profile from one measured step (MODEL.md §C.3), and read or write a profile
 as JSON.
 
 The everyday workflow: measure one configuration on your cluster, calibrate, then predict the

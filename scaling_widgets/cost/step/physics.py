@@ -6,7 +6,8 @@ measurements in ``benchmarks/data/`` (every row cited there) and tested against 
 ``tests/cost/test_chip_physics.py``:
 
 - dense GEMMs: a share of the bf16 peak e(g) = e_max·g/(g + g_half), g the GEMM's FLOPs 2·M·N·K
-  (small GEMMs fill fewer of the chip's units and waves);
+  (small GEMMs fill fewer of the chip's units and waves); in fp8 its own curve, a share of the
+  fp8 peak;
 - fused attention: the forward pass at a share a_max·s'/(s' + s_half)·H/(H + H_half) of the
   peak, s' the keys a query sees on average (s, or s/2 under causal masking), H the head
   dimension; the backward pass at ``attention_backward`` times that;
@@ -31,6 +32,8 @@ class ChipPhysics:
 
     e_max: float = 0.8  # share of the bf16 peak large GEMMs reach
     g_half: float = 1e10  # FLOPs of a GEMM that reaches half of it [FLOP]
+    e_max_fp8: float = 0.7  # the same in fp8, as a share of the fp8 peak
+    g_half_fp8: float = 2e10
     attention_max: float = 0.6  # share of the peak fused attention's forward pass reaches
     attention_half: float = 1024.0  # keys a query sees at half of it [tokens]
     attention_head_half: float = 32.0  # head dimension at half of it
@@ -47,29 +50,39 @@ class ChipPhysics:
 DATASHEET = ChipPhysics()
 NAMES = tuple(f.name for f in fields(ChipPhysics))
 
-# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02); the
-# sources are the rows of ``benchmarks/data/`` with that chip's name. What a chip has no rows
-# for keeps ``DATASHEET``'s value: TPU v4p entirely, the v5p's GEMMs, every TPU's HBM, and
-# attention on H200, GB200 and the TPUs. A100, H200 and GB200 were measured at large GEMMs only:
-# their g_half is the median time constant g_half/C of the GPUs measured at small ones (H100,
-# B200). Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200.
+# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on
+# the rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes,
+# in order, from its own die measured under another name (attention: H200 the H100's, GB200 the
+# B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
+# ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's
+# median; the A100's NIC and the B200's HBM too; no TPU has attention or HBM rows (datasheet).
+# A100, H200 and GB200 were measured at large GEMMs only: their g_half is the GPUs' median time
+# constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200.
 PHYSICS: dict[str, ChipPhysics] = {
-    "A100": ChipPhysics(e_max=0.8388, g_half=1.327e+09, attention_max=0.8646, attention_half=220.1,
-                        attention_head_half=18.95, attention_backward=0.7977, hbm_efficiency=0.8711,
-                        link_nvlink=0.6877, latency=1.029e-05),
-    "H100": ChipPhysics(e_max=0.7976, g_half=4.56e+09, attention_max=0.3835, attention_half=209.5,
-                        attention_head_half=9.531, attention_backward=0.8826, hbm_efficiency=0.7564,
-                        link_nvlink=0.9698, link_nic=0.9594, latency=7.626e-05),
-    "H200": ChipPhysics(e_max=0.837, g_half=4.21e+09, hbm_efficiency=0.6978, link_nvlink=0.9083,
-                        link_nic=0.8662, latency=6.941e-06),
-    "B200": ChipPhysics(e_max=0.6771, g_half=8.774e+09, attention_max=0.7986, attention_half=596.7,
-                        attention_head_half=6.268, attention_backward=0.8567, link_nvlink=0.7853,
-                        link_nic=1.003, latency=9.329e-06),
-    "GB200 NVL72": ChipPhysics(e_max=0.6518, g_half=1.063e+10, hbm_efficiency=0.721,
-                               link_nvlink=0.9712, link_nic=0.7065, latency=4.93e-05),
+    "TPU v4p": ChipPhysics(e_max=0.9036, g_half=3.018e+10, link_ici=0.9594, latency=4.797e-06),
     "TPU v5e": ChipPhysics(e_max=0.9357, g_half=2.056e+10, link_ici=0.9068, latency=2.775e-06),
-    "TPU v5p": ChipPhysics(link_ici=0.9594, latency=4.797e-06),
-    "TPU v6e": ChipPhysics(e_max=0.8837, g_half=1.109e+11, link_ici=0.9672, latency=5.404e-06),
+    "TPU v5p": ChipPhysics(e_max=0.9036, g_half=5.038e+10, link_ici=0.9594, latency=4.797e-06),
+    "TPU v6e": ChipPhysics(e_max=0.8715, g_half=1.059e+11, link_ici=0.9672, latency=5.404e-06),
+    "A100": ChipPhysics(e_max=0.8545, g_half=1.515e+09, attention_max=0.8646, attention_half=220.1,
+                        attention_head_half=18.95, attention_backward=0.7977, hbm_efficiency=0.8711,
+                        link_nvlink=0.6877, link_nic=0.9128, latency=1.029e-05),
+    "H100": ChipPhysics(e_max=0.7976, g_half=4.56e+09, e_max_fp8=0.6627, g_half_fp8=1.545e+10,
+                        attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
+                        attention_backward=0.8826, hbm_efficiency=0.7564, link_nvlink=0.9698,
+                        link_nic=0.9594, latency=7.626e-05),
+    "H200": ChipPhysics(e_max=0.837, g_half=4.21e+09, e_max_fp8=0.7547, g_half_fp8=1.545e+10,
+                        attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
+                        attention_backward=0.8826, hbm_efficiency=0.6978, link_nvlink=0.9083,
+                        link_nic=0.8662, latency=6.941e-06),
+    "B200": ChipPhysics(e_max=0.6771, g_half=8.774e+09, e_max_fp8=0.7628, g_half_fp8=3.514e+10,
+                        attention_max=0.7986, attention_half=596.7, attention_head_half=6.268,
+                        attention_backward=0.8567, hbm_efficiency=0.7387, link_nvlink=0.7853,
+                        link_nic=1.003, latency=9.329e-06),
+    "GB200 NVL72": ChipPhysics(e_max=0.6519, g_half=1e+06, e_max_fp8=0.6656, g_half_fp8=3.904e+10,
+                               attention_max=0.7986, attention_half=596.7,
+                               attention_head_half=6.268, attention_backward=0.8567,
+                               hbm_efficiency=0.721, link_nvlink=0.9712, link_nic=0.7065,
+                               latency=4.93e-05),
 }  # fmt: skip
 
 

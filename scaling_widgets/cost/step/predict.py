@@ -4,7 +4,8 @@ step, with the chip's measured physics and the stack's behaviour (``Profile``).
 Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
 - matmuls: 2·b·Ψ_layer/Y FLOPs forward, twice that backward, and the recomputed forward, at
   C·k·e_mm(g), where e_mm(g) = e_max·g/(g + g_half) is the chip's GEMM curve, g = 2·b·D·F/Y the
-  FLOPs of the layer's typical GEMM and k the share of it the stack's kernels reach;
+  FLOPs of the layer's typical GEMM and k the share of it the stack's kernels reach; in fp8 the
+  layers' linear matmuls run at C_fp8·k·e_fp8(g) instead, the output layer staying in bf16;
 - attention scores and values, 4·b·s·N_h·H·c/Y FLOPs forward (c = 1/2, causal): fused, at the
   chip's attention curve for the keys a query sees (s·c) and the head dimension, the backward
   pass at its own share; without flash attention at the GEMM curve;
@@ -15,7 +16,8 @@ Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
   2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·log2(Y)·λ (a latency per step of a tree); they hide
   under at most o_tp of the layer's matmuls, and what is left is on the critical path;
 - the stack's fixed cost per layer and pass (launches the host cannot queue ahead).
-The last stage also runs the output layer, 6·b·D·V/Y FLOPs. Activations cross each stage
+The last stage also runs the output layer, 6·b·D·V/Y FLOPs, and the loss over its b·V/Y logits,
+about 2 + 2·(the stack's bytes a logit) bytes each at HBM bandwidth. Activations cross each stage
 boundary, b·D·2 bytes each way, each of the Y chips sending its 1/Y (scatter/gather).
 
 A step is (m + (Z − 1)/v)·T_mb plus what sticks out of the last backward pass: the gradient
@@ -96,7 +98,9 @@ def predict(
     layer_fixed = profile.layer_overhead * (2 + remat_forward)  # forward, backward, recompute
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
-    t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head_matmul + stage_to_stage
+    head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
+    head = head_matmul + head_memory  # the output layer and the loss, on the last stage
+    t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head + stage_to_stage
     # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
     elsewhere = routed_params(model) * (1 - 1 / ep_of_data(layout.ep, Y, layout.etp))
     psi_layer = (
@@ -105,7 +109,7 @@ def predict(
     data = _data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
-        "memory_bound": m * l * layer_memory,
+        "memory_bound": m * (l * layer_memory + head_memory),
         "tp_exposed": m * l * layer_tp,
         "stage_to_stage": m * stage_to_stage,
         "bubble": (Z - 1) / v * t_mb,
@@ -139,13 +143,14 @@ def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
     attention = 4 * b * s * model.heads * model.head_dim * causal / Y
     forward_mlp = 2 * b * e.params.mlp_used / L / Y * model.padded_work
     forward_dense = 2 * b * e.params.attention / L / Y
-    e_mm = share * _gemm(profile, 2 * b * D * model.d_ff / Y)
-    e_mlp = (
-        e_mm
-        if model.moe is None
-        else share * _gemm(profile, 2 * b * model.moe.top_k * D * model.moe.d_ff / Y)
+    typical = 2 * b * D * model.d_ff / Y  # the FLOPs of the layer's typical GEMM
+    e_bf16 = share * _gemm(profile, typical)  # what stays in bf16: unfused attention, the head
+    fp8 = e.options.matmul_dtype == "fp8"
+    e_mm = share * _linear(profile, chip, typical, fp8)
+    e_mlp = e_mm if model.moe is None else share * _linear(
+        profile, chip, 2 * b * model.moe.top_k * D * model.moe.d_ff / Y, fp8
     )
-    e_att, e_att_back = e_mm, e_mm  # unfused: batched GEMMs
+    e_att, e_att_back = e_bf16, e_bf16  # unfused: batched GEMMs
     if profile.flash_attention:
         e_att = share * attention_efficiency(
             keys=s * causal,
@@ -164,13 +169,32 @@ def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
         + remat_forward * forward_mlp / e_mlp
     )
     layer = (forward + backward + recomputed) / chip.flops
-    head = 6 * b * D * model.vocab / Y / (chip.flops * e_mm)  # the output layer, on the last stage
+    head = 6 * b * D * model.vocab / Y / (chip.flops * e_bf16)  # the output layer, last stage
     return layer, head, backward / chip.flops
 
 
 def _gemm(profile, gemm_flops):
-    """The chip's GEMM curve at a GEMM of ``gemm_flops`` (MODEL.md §F.1)."""
+    """The chip's bf16 GEMM curve at a GEMM of ``gemm_flops`` (MODEL.md §F.1)."""
     return matmul_efficiency(gemm_flops=gemm_flops, e_max=profile.e_max, g_half=profile.g_half)
+
+
+def _linear(profile, chip, gemm_flops, fp8: bool):
+    """A linear layer's GEMM as a share of the bf16 peak: the bf16 curve, or in fp8 the fp8 curve
+    at the fp8 peak (MODEL.md §F.4)."""
+    if not fp8:
+        return _gemm(profile, gemm_flops)
+    e8 = matmul_efficiency(
+        gemm_flops=gemm_flops, e_max=profile.e_max_fp8, g_half=profile.g_half_fp8
+    )
+    return chip.flops_fp8 / chip.flops * e8
+
+
+def _loss_traffic(e, profile, b):
+    """The loss's memory-bound bytes for a microbatch on a chip, forward and backward: its b·V/Y
+    logits written in bf16 and read, the stack's fp32 copies (``logits_bytes`` a logit with the
+    bf16 ones) written and read again backward, and the logits' gradient written: about
+    2 + 2·logits_bytes bytes a logit [bytes]."""
+    return (2 + 2 * profile.logits_bytes) * b * e.model.vocab / e.y
 
 
 def _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):

@@ -40,6 +40,8 @@ class Profile:
     # The chip's physics (MODEL.md §F.1)
     e_max: float = DATASHEET.e_max  # share of the bf16 peak large GEMMs reach
     g_half: float = DATASHEET.g_half  # FLOPs of a GEMM that reaches half of e_max
+    e_max_fp8: float = DATASHEET.e_max_fp8  # the same in fp8, of the fp8 peak
+    g_half_fp8: float = DATASHEET.g_half_fp8
     attention_max: float = DATASHEET.attention_max
     attention_half: float = DATASHEET.attention_half
     attention_head_half: float = DATASHEET.attention_head_half
@@ -151,7 +153,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     """The profile an evaluation reads: the chip's with ``options.stack``'s behaviour and memory,
     or ``options.profile``, whose behaviour is the user's (measured, calibrated) and which takes
     only what ``options.stack`` keeps in memory; ``options.flash_attention`` overrides both
-    (MODEL.md §C.3, §E.2, §F.2). A profile made for another chip is refused.
+    (MODEL.md §C.3, §E.2, §F.2).
 
     Returns
     -------
@@ -160,15 +162,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     """
     if options.profile is None:
         profile = profile_for(chip, options.stack)
-    else:
-        made_for = options.profile.chip
-        if made_for and made_for != chip.name:
-            raise refuse(
-                "profile",
-                f"a profile made for the {chip.name} (calibrate one on it, or drop the profile"
-                " to use the chip's own)",
-                f"one made for the {made_for}",
-            )
+    else:  # made for this chip: ``feasible.together`` checked it
         profile = with_stack(options.profile, options.stack)
     if options.flash_attention is None:
         return profile
