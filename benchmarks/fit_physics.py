@@ -22,11 +22,11 @@ import dataclasses
 import numpy as np
 from microbenchmarks import (
     CHIPS,
-    gemm_flops,
     attention_predicted,
     attention_rows,
     collective_predicted,
     collective_rows,
+    gemm_flops,
     gemm_predicted,
     gemm_rows,
     hbm_rows,

@@ -147,8 +147,10 @@ def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
     e_bf16 = share * _gemm(profile, typical)  # what stays in bf16: unfused attention, the head
     fp8 = e.options.matmul_dtype == "fp8"
     e_mm = share * _linear(profile, chip, typical, fp8)
-    e_mlp = e_mm if model.moe is None else share * _linear(
-        profile, chip, 2 * b * model.moe.top_k * D * model.moe.d_ff / Y, fp8
+    e_mlp = (
+        e_mm
+        if model.moe is None
+        else share * _linear(profile, chip, 2 * b * model.moe.top_k * D * model.moe.d_ff / Y, fp8)
     )
     e_att, e_att_back = e_bf16, e_bf16  # unfused: batched GEMMs
     if profile.flash_attention:
