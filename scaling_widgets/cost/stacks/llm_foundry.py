@@ -15,14 +15,13 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 14 runs on A100 and H100 (llm-foundry's
 # benchmarking tables). On a bound: kappa = 200 (upper), its norms and activations unfused (no
 # torch.compile in those tables) and FSDP1's copies in and out of its flat buffers;
-# layer_overhead = 1 ms (upper), FSDP1's per-layer unshard and reshard on the host's critical
-# path.
+# layer_overhead = 0.2 ms (upper), FSDP1's per-layer unshard and reshard on the host's path.
 BEHAVIOUR = dict(
-    kernel_share=0.9345,
+    kernel_share=0.9302,
     kappa=200.0,
-    o_tp=0.1408,
-    o_dp=0.79,
-    o_dcn=0.0746,
-    layer_overhead=0.001,
-    step_overhead=0.05617,
+    o_tp=0.1496,
+    o_dp=0.2087,
+    o_dcn=0.1657,
+    layer_overhead=0.0002,
+    step_overhead=0.0306,
 )

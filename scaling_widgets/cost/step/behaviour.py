@@ -29,7 +29,9 @@ class Behaviour:
 PRIOR = Behaviour()
 NAMES = tuple(f.name for f in fields(Behaviour))
 # What each may physically be: an overlap is a share; a kernel reaches at most its microbenchmark;
-# the fused kernels of a layer move at least a few bytes a token and at most a few hundred.
+# the fused kernels of a layer move at least a few bytes a token and at most a few hundred; a
+# layer's pass launches some tens of kernels of a few microseconds each; a step's own host work
+# (the optimizer's launches, the loader, logging) takes a tenth of a second or two at most.
 BOUNDS = {
     "kernel_share": (0.5, 1.0),
     "kappa": (4.0, 200.0),
@@ -37,6 +39,6 @@ BOUNDS = {
     "o_tp": (0.0, 1.0),
     "o_dp": (0.0, 1.0),
     "o_dcn": (0.0, 1.0),
-    "layer_overhead": (0.0, 1e-3),
-    "step_overhead": (0.0, 5.0),
+    "layer_overhead": (0.0, 2e-4),
+    "step_overhead": (0.0, 0.2),
 }

@@ -82,16 +82,12 @@ def predict(
     chip, model, layout = e.chip, e.model, e.layout
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages
     D, L = model.d_model, model.layers
-    s = e.seq_len or 1
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
-    sp = np.where(np.asarray(layout.sequence_parallel) & (Y > 1), Y, 1)
     layer_matmul, head_matmul, backward_last = _matmuls(
         e, profile, b, remat_forward, attention_forward, rest_forward
     )
-    passes = 3 + remat_forward
-    scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * model.heads / Y
-    layer_memory = (profile.kappa * b * D / sp * passes + scores * (passes + attention_forward)) / (
+    layer_memory = _layer_traffic(e, profile, b, remat_forward, attention_forward) / (
         chip.hbm_bw * profile.hbm_efficiency
     )
     layer_tp = _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward)
@@ -191,6 +187,16 @@ def _linear(profile, chip, gemm_flops, fp8: bool):
     return chip.flops_fp8 / chip.flops * e8
 
 
+def _layer_traffic(e, profile, b, remat_forward, attention_forward):
+    """One layer's memory-bound bytes for a microbatch on a chip: κ·b·D a pass (÷ Y under
+    sequence parallelism), and without flash attention the scores, κ_s·b·s·N_h/Y a pass [bytes]."""
+    Y, s = e.y, e.seq_len or 1
+    sp = np.where(np.asarray(e.layout.sequence_parallel) & (Y > 1), Y, 1)
+    passes = 3 + remat_forward
+    scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * e.model.heads / Y
+    return profile.kappa * b * e.model.d_model / sp * passes + scores * (passes + attention_forward)
+
+
 def _loss_traffic(e, profile, b):
     """The loss's memory-bound bytes for a microbatch on a chip, forward and backward: its b·V/Y
     logits written in bf16 and read, the stack's fp32 copies (``logits_bytes`` a logit with the
@@ -251,33 +257,31 @@ def _context(e, profile, stage_layers, remat_forward):
 def _data_parallel(
     e, profile, psi_layer, stage_layers, m, layer_matmul, backward_last, elsewhere
 ) -> dict:
-    """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides."""
+    """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides;
+    gradients move in the dtype the stack keeps them (fp32 for Megatron-LM's main gradients,
+    torchtitan's reduce dtype and MaxText's), weights in bf16."""
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
     # the DP group's GPUs in one node: the node's share not taken by TP
     per_node = np.maximum(1, chip.node_size // np.maximum(Y, 1)) if chip.is_gpu else 1
     W_x = group_bandwidth(chip, e.mx, x_crosses, np.minimum(per_node, X))
     link_x = link_efficiency(chip, profile, e.mx, x_crosses)
-    # a replica's bf16 gradients
-    shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * 2
+    # a replica's gradients, reduced in the dtype the stack keeps them (bf16 where it says none)
+    grad_bytes = profile.grad_bytes or 2.0
+    shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * grad_bytes
     sharded = np.asarray(e.zero) == 3
     reduce = collective_time(
         nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency
     )
     dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))
-    # ZeRO-3: per layer and microbatch, gather the weights forward and again backward, scatter the
-    # grads.
-    layer_bytes = psi_layer / Y * 2
-    gather = collective_time(
-        nbytes=layer_bytes,
-        group=X,
-        bandwidth=W_x,
-        efficiency=link_x,
-        latency=profile.latency,
-        kind="all-gather",
-    )
+    # ZeRO-3: per layer and microbatch, gather the bf16 weights forward and again backward, and
+    # reduce-scatter the gradients in the stack's dtype.
+    ring = dict(group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency, kind="ring")
+    gather = collective_time(nbytes=psi_layer / Y * 2, **ring)
+    scatter = collective_time(nbytes=psi_layer / Y * grad_bytes, **ring)
+    traffic = 2 * gather + scatter
     fsdp = np.where(
-        sharded, m * stage_layers * np.maximum(0.0, 3 * gather - profile.o_dp * layer_matmul), 0.0
+        sharded, m * stage_layers * np.maximum(0.0, traffic - profile.o_dp * layer_matmul), 0.0
     )
     over_pods = np.log2(P) * (shard / X / (chip.dcn_bw * profile.link_dcn) + profile.latency)
     dcn = np.maximum(0.0, over_pods - profile.o_dcn * backward_last)
