@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 from microbenchmarks import (
     CHIPS,
+    LINK,
     attention_predicted,
     attention_rows,
     collective_predicted,
@@ -36,8 +37,6 @@ from microbenchmarks import (
 from scipy.optimize import least_squares
 
 from scaling_widgets.cost.step.physics import DATASHEET, ChipPhysics
-
-LINK = {"nvlink": "link_nvlink", "nic": "link_nic", "ici": "link_ici", "dcn": "link_dcn"}
 
 
 def _fit(residual, x0, lo, hi):
@@ -89,7 +88,8 @@ def fit_attention(chip: str, physics: ChipPhysics) -> ChipPhysics:
 
 
 def fit_collectives(chip: str, physics: ChipPhysics) -> ChipPhysics:
-    """Each tier's share of its bandwidth; the latency of the tier inside (NVLink or ICI)."""
+    """Each tier's share of its bandwidth and its latency a ring's step (NVLink or ICI inside,
+    the NICs across)."""
     data = collective_rows(chip)
     changes = {}
     for tier in ("nvlink", "ici", "nic", "dcn"):
@@ -98,14 +98,16 @@ def fit_collectives(chip: str, physics: ChipPhysics) -> ChipPhysics:
             continue
         measured = np.log([c.seconds for c in mine])
 
-        def residual(x, mine=mine, measured=measured):
-            predicted = [collective_predicted(c, chip, x[0], 10 ** x[1]) for c in mine]
-            return np.log(predicted) - measured
+        field = "latency_nic" if tier == "nic" else "latency"
 
-        share, log_latency = _fit(residual, [0.8, -5.0], [0.05, -7.0], [1.5, -2.0])
+        def residual(x, mine=mine, measured=measured, field=field, link=LINK[tier]):
+            p = dataclasses.replace(physics, **{link: x[0], field: 10 ** x[1]})
+            return np.log([collective_predicted(c, chip, p) for c in mine]) - measured
+
+        # a ring's step takes at least a microsecond: a hop and a synchronisation
+        share, log_latency = _fit(residual, [0.8, -5.5], [0.05, -6.0], [1.5, -2.0])
         changes[LINK[tier]] = share
-        if tier in ("nvlink", "ici"):
-            changes["latency"] = 10**log_latency
+        changes[field] = 10**log_latency
     return dataclasses.replace(physics, **changes)
 
 
@@ -119,9 +121,10 @@ GROUPS = {
     "NIC": ("link_nic",),
     "ICI": ("link_ici",),
     "latency": ("latency",),
+    "NIC latency": ("latency_nic",),
 }
 DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
-GPU_ONLY, TPU_ONLY = ("NVLink", "NIC"), ("ICI",)  # the tiers a chip has
+GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI",)  # the tiers a chip has
 # A chip whose own die was measured under another preset's name runs that kernel alike.
 SAME_DIE = {"H200": "H100", "GB200": "B200"}
 
@@ -145,6 +148,7 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
         "NIC": "nic" in tiers,
         "ICI": "ici" in tiers,
         "latency": bool(tiers & {"nvlink", "ici"}),
+        "NIC latency": "nic" in tiers,
     }
     return fit_collectives(chip, physics), {group for group, seen in measured.items() if seen}
 
@@ -194,7 +198,7 @@ def _errors(name: str, p: ChipPhysics) -> str:
     fp8 = [(gemm_predicted(r, p), float(r["tflops"])) for r in gemm_rows(name, "fp8")]
     attention = [(attention_predicted(r, p), float(r["tflops"])) for r in attention_rows(name)]
     collectives = [
-        (collective_predicted(c, name, getattr(p, LINK[c.tier]), p.latency), c.seconds)
+        (collective_predicted(c, name, p), c.seconds)
         for c in collective_rows(name)
     ]
     parts = {"GEMM": gemm, "fp8": fp8, "attention": attention, "collectives": collectives}

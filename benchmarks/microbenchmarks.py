@@ -140,6 +140,9 @@ def hbm_share(row: dict) -> float:
 
 
 RINGS = ("all-reduce", "all-gather", "reduce-scatter")
+LINK = {"nvlink": "link_nvlink", "nic": "link_nic", "ici": "link_ici", "dcn": "link_dcn"}
+TRAINING_SIZES = 2**20  # bytes: a step's collectives move a layer's weights, gradients or
+# activations, megabytes to gigabytes; smaller messages measure launch and protocol overheads
 # Systems whose network is not the preset's: AWS p4dn's four 100 Gb/s NICs a node (DGX A100 has
 # eight of 200), and NVL72 racks split into partitions with NVLink SHARP off.
 OTHER_NETWORKS = ("p4dn", "partitions")
@@ -159,12 +162,15 @@ class Collective:
 def collective_rows(chip: str) -> list[Collective]:
     """A chip's collectives with a size and a time (given, or bytes over the algorithm bandwidth):
     all-reduce, all-gather and reduce-scatter, which the model's ring prices, and send/recv. Rows
-    on a network other than the preset's (``OTHER_NETWORKS``) are left out."""
+    on a network other than the preset's (``OTHER_NETWORKS``) and messages smaller than training
+    sends (``TRAINING_SIZES``) are left out."""
     out = []
     for r in rows("collectives"):
         if r["chip"] != chip or r["op"] not in (*RINGS, "send/recv") or not r["message_bytes"]:
             continue
         if any(word in r["system"] for word in OTHER_NETWORKS):
+            continue
+        if float(r["message_bytes"]) < TRAINING_SIZES:
             continue
         nbytes, ranks = float(r["message_bytes"]), int(r["ranks"] or 2)
         nodes = int(r["nodes"]) if r["nodes"] else 1
@@ -195,8 +201,11 @@ def tier_bandwidth(chip_name: str, c: Collective) -> float:
     return min(chip.ici_bw, chip.scaleout_bw * c.per_node)
 
 
-def collective_predicted(c: Collective, chip_name: str, efficiency: float, latency: float) -> float:
-    """Seconds the physics gives this collective: a ring's, or one message over one link."""
+def collective_predicted(c: Collective, chip_name: str, physics: ChipPhysics) -> float:
+    """Seconds the physics gives this collective: a ring's, or one message over one link, at its
+    tier's share of the bandwidth and its latency."""
+    efficiency = getattr(physics, LINK[c.tier])
+    latency = physics.latency_nic if c.tier == "nic" else physics.latency
     if c.kind == "send/recv":
         return c.nbytes / (tier_bandwidth(chip_name, c) * efficiency) + latency
     return float(

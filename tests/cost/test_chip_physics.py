@@ -16,7 +16,6 @@ _spec = importlib.util.spec_from_file_location(
 bench = sys.modules["microbenchmarks"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
-LINK = {"nvlink": "link_nvlink", "nic": "link_nic", "ici": "link_ici", "dcn": "link_dcn"}
 CHIPS = sorted(bench.CHIPS)
 
 
@@ -59,15 +58,14 @@ def test_each_chips_hbm_share_is_the_middle_of_its_measured_kernels(chip):
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.collective_rows(c)])
 def test_each_chips_collectives_match_their_measured_times(chip):
-    # Known gap: a ring's bytes with a tree's latency misses NCCL's ramp over message sizes and
-    # across racks by more than the 10 % aimed at (B200 and GB200 most).
+    # Messages of a megabyte and more, what a training step sends. Known gap: the GB200's 2 and 20
+    # racks, and the H200's sweeps, come out 10-13 % off with one share and one latency a tier;
+    # the v5e's two rows imply shares 15 % apart (a 4-chip axis without wraparound, a 16-chip one
+    # with it), which one share meets 10 % off.
     physics = _physics(chip)
-    pairs = [
-        (bench.collective_predicted(c, chip, getattr(physics, LINK[c.tier]), physics.latency),
-         c.seconds)
-        for c in bench.collective_rows(chip)
-    ]  # fmt: skip
-    assert bench.mean_abs_error(pairs) <= 0.30
+    pairs = [(bench.collective_predicted(c, chip, physics), c.seconds)
+             for c in bench.collective_rows(chip)]  # fmt: skip
+    assert bench.mean_abs_error(pairs) <= (0.13 if chip in ("GB200", "H200", "TPU v5e") else 0.10)
 
 
 def test_every_chip_preset_has_physics_of_its_own_none_the_bare_datasheet():

@@ -15,11 +15,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
 # Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7533,
-    kappa=20.85,
-    o_tp=0.1496,
-    o_dp=0.1978,
-    o_dcn=0.1657,
-    layer_overhead=0.0001888,
-    step_overhead=0.1704,
+    kernel_share=0.7531,
+    kappa=20.56,
+    o_tp=0.1419,
+    o_dp=0.1968,
+    o_dcn=0.1667,
+    layer_overhead=0.0001894,
+    step_overhead=0.1663,
 )

@@ -23,10 +23,10 @@ MEMORY = dict(
 # (those cards' slower memory-bound and communication work) it cannot tell apart.
 BEHAVIOUR = dict(
     kernel_share=0.6093,
-    kappa=63.17,
-    o_tp=0.05959,
-    o_dp=0.5261,
-    o_dcn=0.1657,
+    kappa=63.14,
+    o_tp=0.05945,
+    o_dp=0.5193,
+    o_dcn=0.1667,
     layer_overhead=0.0001977,
     step_overhead=0.2,
 )

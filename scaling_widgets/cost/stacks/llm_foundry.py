@@ -17,11 +17,11 @@ MEMORY = dict(
 # torch.compile in those tables) and FSDP1's copies in and out of its flat buffers;
 # layer_overhead = 0.2 ms (upper), FSDP1's per-layer unshard and reshard on the host's path.
 BEHAVIOUR = dict(
-    kernel_share=0.9302,
+    kernel_share=0.928,
     kappa=200.0,
-    o_tp=0.1496,
-    o_dp=0.2087,
-    o_dcn=0.1657,
+    o_tp=0.1419,
+    o_dp=0.2155,
+    o_dcn=0.1667,
     layer_overhead=0.0002,
-    step_overhead=0.0306,
+    step_overhead=0.03226,
 )

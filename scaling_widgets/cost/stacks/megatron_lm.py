@@ -16,11 +16,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
 # Megatron-LM runs on one node), drawn towards the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.8108,
-    kappa=162.7,
-    o_tp=0.1581,
-    o_dp=0.2324,
-    o_dcn=0.1657,
-    layer_overhead=0.0001763,
-    step_overhead=0.1418,
+    kernel_share=0.818,
+    kappa=179.9,
+    o_tp=0.1504,
+    o_dp=0.1669,
+    o_dcn=0.1667,
+    layer_overhead=0.0001852,
+    step_overhead=0.1377,
 )

@@ -20,12 +20,12 @@ MEMORY = dict(
 # o_tp near 0: this Megatron ran its TP all-reduces on the critical path (no TP overlap before
 # 2023).
 BEHAVIOUR = dict(
-    kernel_share=0.8225,
-    kappa=7.274,
-    kappa_scores=13.86,
-    o_tp=0.02725,
-    o_dp=0.06049,
-    o_dcn=0.1657,
-    layer_overhead=0.000189,
-    step_overhead=0.02533,
+    kernel_share=0.8262,
+    kappa=7.458,
+    kappa_scores=13.88,
+    o_tp=0.0213,
+    o_dp=0.05535,
+    o_dcn=0.1667,
+    layer_overhead=0.0001789,
+    step_overhead=0.02634,
 )

@@ -33,13 +33,14 @@ from .profiles import Profile, profile_of
 OVERLAPS = ("o_tp", "o_dp", "o_dcn")  # towards 1
 FIXED = ("layer_overhead", "step_overhead")  # towards 0
 RATES = ("kernel_share", "hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")
-COSTS = ("latency", "layer_overhead", "step_overhead")  # slower: x 1/k
+COSTS = ("latency", "latency_nic", "layer_overhead", "step_overhead")  # slower: x 1/k
 CURVES_UP = ("e_max", "attention_max", "attention_backward")  # past the stack: towards 1
 CURVES_DOWN = (
     "g_half",
     "attention_half",
     "attention_head_half",
     "latency",
+    "latency_nic",
     "kappa",
     "kappa_scores",
 )

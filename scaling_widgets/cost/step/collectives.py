@@ -1,5 +1,5 @@
-"""What a collective costs on the tier it crosses (MODEL.md §C.2): a ring's bytes and a tree's
-latency at the achievable share of ICI, NVLink or a NIC."""
+"""What a collective costs on the tier it crosses (MODEL.md §C.2, §F.1): a ring's bytes at the
+achievable share of ICI, NVLink or the NICs, and a ring's steps, each a latency."""
 
 from __future__ import annotations
 
@@ -18,19 +18,23 @@ def collective_time(
     efficiency: ArrayLike,
     latency: float | np.ndarray,
     kind: str = "all-reduce",
+    axes: ArrayLike = 1,
 ) -> np.ndarray:
     """A collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array, an
-    all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth; its latency is that of a
-    tree, ``latency`` per step of 2·log2(n) (all-reduce) or log2(n) steps, as the libraries switch
-    to trees where rings would pay n − 1 latencies; nothing when the group is one chip.
+    all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth, in 2·(n − 1) or n − 1 steps
+    of ``latency`` each (nccl-tests' times on 8 to 1,440 GPUs fit a ring's steps of a few
+    microseconds, where a tree's log2(n) could not fit 2 racks and 20 at once, MODEL.md §F.1);
+    a group over ``axes`` axes of a TPU torus runs a ring along each, a·(n^(1/a) − 1) steps;
+    nothing when the group is one chip.
 
     Parameters
     ----------
     nbytes : the array each chip holds [bytes]
     group : n, the chips in the group
     bandwidth, efficiency : the ring's bandwidth per chip [bytes/s], and the share of it achieved
-    latency : per step of the tree [s]
+    latency : per step of the ring [s]
     kind : "all-reduce", or any other name for an all-gather or a reduce-scatter
+    axes : a, the torus axes the group spans (1 on GPUs: one ring over all of them)
 
     Returns
     -------
@@ -46,8 +50,9 @@ def collective_time(
     rounds = 2.0 if kind == "all-reduce" else 1.0
     # a group of one sends nothing
     rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)
-    steps = np.log2(np.maximum(n, 1))
-    return np.where(n > 1, rounds * ((n - 1) / n * nbytes / rate + steps * latency), 0.0)
+    a = np.maximum(np.asarray(axes, dtype=float), 1.0)
+    steps = a * (np.maximum(n, 1.0) ** (1 / a) - 1)
+    return np.where(n > 1, rounds * ((n - 1) * nbytes / (n * rate) + steps * latency), 0.0)
 
 
 def group_bandwidth(

@@ -13,7 +13,7 @@ measurements in ``benchmarks/data/`` (every row cited there) and tested against 
   dimension; the backward pass at ``attention_backward`` times that;
 - memory-bound kernels: a share of the HBM bandwidth;
 - collectives: the share of each tier's bandwidth a ring reaches (bus bandwidth over the link's),
-  and a latency per step of a tree.
+  and a latency per step of the ring, inside a node (or on ICI) and across nodes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class ChipPhysics:
     link_nvlink: float = 0.8  # NVLink inside a node
     link_nic: float = 0.8  # one NIC per GPU across nodes
     link_dcn: float = 0.8  # between TPU pods
-    latency: float = 2e-5  # per step of a collective's tree [s]
+    latency: float = 5e-6  # per step of a collective's ring inside a node or on ICI [s]
+    latency_nic: float = 5e-6  # the same across nodes
 
 
 # What a chip without measurements of its own is given: plausible shares, not a fit.
@@ -57,32 +58,35 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 # ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's
 # median; the A100's NIC and the B200's HBM too; no TPU has attention or HBM rows (datasheet).
 # A100, H200 and GB200 were measured at large GEMMs only: their g_half is the GPUs' median time
-# constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200.
+# constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200. The
+# collectives are fitted on messages of a megabyte and more (what a training step sends); the TPU
+# v5e's ICI latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
     "TPU v4p": ChipPhysics(e_max=0.9036, g_half=3.018e+10, link_ici=0.9594, latency=4.797e-06),
-    "TPU v5e": ChipPhysics(e_max=0.9357, g_half=2.056e+10, link_ici=0.9068, latency=2.775e-06),
+    "TPU v5e": ChipPhysics(e_max=0.9357, g_half=2.056e+10, link_ici=0.912, latency=1e-06),
     "TPU v5p": ChipPhysics(e_max=0.9036, g_half=5.038e+10, link_ici=0.9594, latency=4.797e-06),
     "TPU v6e": ChipPhysics(e_max=0.8715, g_half=1.059e+11, link_ici=0.9672, latency=5.404e-06),
     "A100": ChipPhysics(e_max=0.8545, g_half=1.515e+09, attention_max=0.8646, attention_half=220.1,
                         attention_head_half=18.95, attention_backward=0.7977, hbm_efficiency=0.8711,
-                        link_nvlink=0.6877, link_nic=0.9128, latency=1.029e-05),
+                        link_nvlink=0.7226, link_nic=0.8883, latency=6.162e-06,
+                        latency_nic=2.644e-06),
     "H100": ChipPhysics(e_max=0.7976, g_half=4.56e+09, e_max_fp8=0.6627, g_half_fp8=1.545e+10,
                         attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
                         attention_backward=0.8826, hbm_efficiency=0.7564, link_nvlink=0.9698,
-                        link_nic=0.9594, latency=7.626e-05),
+                        link_nic=0.9594, latency=3.268e-05, latency_nic=1.96e-06),
     "H200": ChipPhysics(e_max=0.837, g_half=4.21e+09, e_max_fp8=0.7547, g_half_fp8=1.545e+10,
                         attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
-                        attention_backward=0.8826, hbm_efficiency=0.6978, link_nvlink=0.9083,
-                        link_nic=0.8662, latency=6.941e-06),
+                        attention_backward=0.8826, hbm_efficiency=0.6978, link_nvlink=0.9164,
+                        link_nic=0.8701, latency=3.484e-06, latency_nic=2.818e-06),
     "B200": ChipPhysics(e_max=0.6771, g_half=8.774e+09, e_max_fp8=0.7628, g_half_fp8=3.514e+10,
                         attention_max=0.7986, attention_half=596.7, attention_head_half=6.268,
-                        attention_backward=0.8567, hbm_efficiency=0.7387, link_nvlink=0.7853,
-                        link_nic=1.003, latency=9.329e-06),
+                        attention_backward=0.8567, hbm_efficiency=0.7387, link_nvlink=0.7997,
+                        link_nic=0.9064, latency=4.931e-06, latency_nic=6.764e-06),
     "GB200 NVL72": ChipPhysics(e_max=0.6519, g_half=1e+06, e_max_fp8=0.6656, g_half_fp8=3.904e+10,
                                attention_max=0.7986, attention_half=596.7,
                                attention_head_half=6.268, attention_backward=0.8567,
-                               hbm_efficiency=0.721, link_nvlink=0.9712, link_nic=0.7065,
-                               latency=4.93e-05),
+                               hbm_efficiency=0.721, link_nvlink=0.9712, link_nic=0.7519,
+                               latency=4.284e-06, latency_nic=2.471e-06),
 }  # fmt: skip
 
 

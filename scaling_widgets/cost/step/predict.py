@@ -13,7 +13,7 @@ Per layer and microbatch of b = B/(X·P·m) tokens on a chip:
   memory-bound kernels reach; without flash attention also the scores, κ_s·b·s·N_h/Y bytes per
   pass (softmax, mask and dropout of the full s x s matrix, computed whole: no causal saving);
 - TP collectives: two all-reduces of b·D·2 bytes a pass (two more under full recompute), each
-  2·(Y − 1)/Y·bytes/(W_Y·e_link) + 2·log2(Y)·λ (a latency per step of a tree); they hide
+  2·(Y − 1)·(bytes/(Y·W_Y·e_link) + λ) (a ring's steps, each a latency); they hide
   under at most o_tp of the layer's matmuls, and what is left is on the critical path;
 - the stack's fixed cost per layer and pass (launches the host cannot queue ahead).
 The last stage also runs the output layer, 6·b·D·V/Y FLOPs, and the loss over its b·V/Y logits,
@@ -218,7 +218,8 @@ def _tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
         group=Y,
         bandwidth=group_bandwidth(chip, e.my, crosses, chip.node_size),
         efficiency=link_efficiency(chip, profile, e.my, crosses),
-        latency=profile.latency,
+        latency=np.where(crosses, profile.latency_nic, profile.latency),
+        axes=1 if chip.is_gpu else e.my,
     )
     count = per_pass * (2 + remat_forward) + rest_forward
     return np.maximum(0.0, one * count - profile.o_tp * layer_matmul)
@@ -233,13 +234,15 @@ def _all_to_alls(e, profile, stage_layers, remat_forward):
     if model.moe is None:
         return 0.0
     seconds = e.layer.ep[0] / (2 * e.microbatches)
+    crosses = False
     if chip.is_gpu:  # the group's own tier: NVLink while it fits in a node, else the NIC
         crosses = EP > in_node(chip, EP, e.y, folds_over_tp(e.layout.etp, e.y))
         seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
     else:
         seconds = seconds / profile.link_ici
     moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
-    latency = (EP > 1) * profile.latency * np.log2(np.maximum(EP, 1))
+    step = np.where(crosses, profile.latency_nic, profile.latency)
+    latency = np.maximum(EP - 1, 0) * step  # one message to each other chip of the group
     return moe_layers * (4 + 2 * remat_forward) * (seconds + latency)
 
 
@@ -270,13 +273,15 @@ def _data_parallel(
     grad_bytes = profile.grad_bytes or 2.0
     shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * grad_bytes
     sharded = np.asarray(e.zero) == 3
+    latency = np.where(x_crosses, profile.latency_nic, profile.latency)
+    axes = 1 if chip.is_gpu else e.mx
     reduce = collective_time(
-        nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency
+        nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=latency, axes=axes
     )
     dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))
     # ZeRO-3: per layer and microbatch, gather the bf16 weights forward and again backward, and
     # reduce-scatter the gradients in the stack's dtype.
-    ring = dict(group=X, bandwidth=W_x, efficiency=link_x, latency=profile.latency, kind="ring")
+    ring = dict(group=X, bandwidth=W_x, efficiency=link_x, latency=latency, kind="ring", axes=axes)
     gather = collective_time(nbytes=psi_layer / Y * 2, **ring)
     scatter = collective_time(nbytes=psi_layer / Y * grad_bytes, **ring)
     traffic = 2 * gather + scatter

@@ -51,7 +51,8 @@ class Profile:
     link_nvlink: float = DATASHEET.link_nvlink
     link_nic: float = DATASHEET.link_nic
     link_dcn: float = DATASHEET.link_dcn
-    latency: float = DATASHEET.latency  # seconds per step of a collective's tree
+    latency: float = DATASHEET.latency  # seconds per step of a collective's ring
+    latency_nic: float = DATASHEET.latency_nic  # the same across nodes
     # The stack's behaviour (MODEL.md §F.2)
     kernel_share: float = PRIOR.kernel_share
     kappa: float = PRIOR.kappa
