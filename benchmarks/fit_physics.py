@@ -197,10 +197,7 @@ def _errors(name: str, p: ChipPhysics) -> str:
     gemm = [(gemm_predicted(r, p), float(r["tflops"])) for r in gemm_rows(name)]
     fp8 = [(gemm_predicted(r, p), float(r["tflops"])) for r in gemm_rows(name, "fp8")]
     attention = [(attention_predicted(r, p), float(r["tflops"])) for r in attention_rows(name)]
-    collectives = [
-        (collective_predicted(c, name, p), c.seconds)
-        for c in collective_rows(name)
-    ]
+    collectives = [(collective_predicted(c, name, p), c.seconds) for c in collective_rows(name)]
     parts = {"GEMM": gemm, "fp8": fp8, "attention": attention, "collectives": collectives}
     text = ", ".join(f"{k} {mean_abs_error(v):.1%} over {len(v)}" for k, v in parts.items())
     return f"{text}, HBM rows {len(hbm_rows(name))}"
