@@ -125,7 +125,7 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         cluster = Cluster(chip, tuple(int(n) for n in case["mesh"].split("x")), pods=case["pods"])
     seq_len = case["seq_len"]
     workload = Workload(
-        Model(**case["model"]),
+        catalog.model_from_json(case["model"]),
         batch=case["global_batch_seqs"] * seq_len,
         seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
@@ -137,7 +137,8 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
 def case_layout(k: dict) -> Layout:
     """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
     or sequences each; one, no gradient accumulation, where the source names neither: the run as
-    it ran, not the count the tool would choose)."""
+    it ran, not the count the tool would choose); expert and context parallelism where it gives
+    them (``ep``, ``etp``, ``cp``, ``cp_kind``; none otherwise)."""
     named = k.get("microbatches") is not None or k.get("microbatch_seqs") is not None
     return Layout(
         strategy=k["strategy"],
@@ -151,6 +152,10 @@ def case_layout(k: dict) -> Layout:
         virtual_stages=k["virtual_stages"],
         microbatches=k.get("microbatches") if named else 1,
         microbatch_seqs=k.get("microbatch_seqs"),
+        ep=k.get("ep", 1),
+        etp=k.get("etp"),
+        cp=k.get("cp"),
+        cp_kind=k.get("cp_kind", "ring"),
     )
 
 

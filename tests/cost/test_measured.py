@@ -11,7 +11,15 @@ import math
 
 import pytest
 
-from scaling_widgets.cost import Cluster, Layout, Options, Workload, param_count, validate
+from scaling_widgets.cost import (
+    Cluster,
+    Layout,
+    Options,
+    Workload,
+    evaluate,
+    param_count,
+    validate,
+)
 from scaling_widgets.measured import (
     CONVENTIONS,
     DEV_RUNS,
@@ -20,6 +28,7 @@ from scaling_widgets.measured import (
     load_runs,
     read_cases,
     seconds_per_step,
+    values_from_case,
 )
 from scaling_widgets.presets import HARDWARE, PRECISIONS
 
@@ -202,3 +211,15 @@ def test_calibration_accepts_every_published_step():
     for run in [*load_runs(), *load_runs(public)]:
         profile = calibrate(*run.values, step_time=run.step_time)
         assert profile.chip == run.values[0].chip.name, run.id
+
+
+def test_a_case_may_carry_a_mixture_of_experts_and_its_expert_and_context_groups():
+    # what the next published MoE and long-context runs need: the model's experts as its JSON
+    # gives them, EP out of the data axis, CP over it
+    case = json.loads(json.dumps(read_cases()[0]))  # Megatron's 1.7B on 32 A100s: FSDP 32
+    case["model"] = {**case["model"], "gated": True,
+                     "moe": {"experts": 8, "top_k": 2, "d_ff": case["model"]["d_ff"]}}  # fmt: skip
+    case["layout"] = {**case["layout"], "ep": 8, "cp": 2, "cp_kind": "all-gather"}
+    cluster, workload, layout, options = values_from_case(case)
+    assert workload.model.moe.experts == 8 and (layout.ep, layout.cp) == (8, 2)
+    assert float(evaluate(cluster, workload, layout, options).step_breakdown["ep_exposed"]) > 0
