@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from fit_stacks import FILES, _groups, all_runs, fit_stack, predicted
+from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
 
@@ -73,7 +73,7 @@ def main() -> None:
     print("\n3. ORDERINGS each source reports, predicted out of sample (pairs in measured order)")
     right = total = 0
     for path in FILES:
-        for group in _groups(path) if path.exists() else ():
+        for group in source_groups(path) if path.exists() else ():
             members = [m for m in group["members"] if m in out_of_sample]
             pairs = list(itertools.combinations(members, 2))
             ok = sum(

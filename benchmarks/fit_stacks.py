@@ -17,6 +17,7 @@ in-sample, and each stack's ``BEHAVIOUR`` to paste into its module. It asserts n
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def all_runs() -> list:
 def compared_pairs(runs) -> list[tuple[int, int]]:
     """Neighbouring members of each group a source compares, as indices into ``runs``."""
     ids = [r.id for r in runs]
-    groups = [g["members"] for path in FILES if path.exists() for g in _groups(path)]
+    groups = [g["members"] for path in FILES if path.exists() for g in source_groups(path)]
     return [
         (ids.index(a), ids.index(b))
         for members in groups
@@ -54,9 +55,8 @@ def compared_pairs(runs) -> list[tuple[int, int]]:
     ]
 
 
-def _groups(path: Path) -> list[dict]:
-    import json
-
+def source_groups(path: Path) -> list[dict]:
+    """The groups of runs a file's sources compare."""
     return json.loads(path.read_text(encoding="utf-8")).get("groups", [])
 
 

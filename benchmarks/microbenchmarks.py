@@ -8,7 +8,6 @@ Used by ``fit_physics.py`` (which prints the numbers ``cost/step/physics.py`` sh
 from __future__ import annotations
 
 import csv
-import math
 import re
 import sys
 from dataclasses import dataclass
@@ -218,10 +217,6 @@ def collective_predicted(c: Collective, chip_name: str, physics: ChipPhysics) ->
             kind=c.kind,
         )
     )
-
-
-def log_error(predicted: float, measured: float) -> float:
-    return math.log(predicted / measured)
 
 
 def mean_abs_error(pairs) -> float:

@@ -2,19 +2,11 @@
 not fused, so the s x s scores go through HBM (softmax, mask and dropout), and no distributed
 optimizer."""
 
+from . import megatron_lm
+
 NAME, ORDER = "megatron-lm-2021", 4
 FLASH_ATTENTION = False
-# As today's Megatron-LM otherwise (``megatron_lm.py``): bf16 weights, fp32 main gradients, fp32
-# master and Adam.
-MEMORY = dict(
-    weight_bytes=2.0,
-    grad_bytes=4.0,
-    optimizer_bytes=12.0,
-    selective="attention",
-    logits_bytes=6.0,
-    bucket_bytes=0.0,
-    measures="allocated",
-)
+MEMORY = megatron_lm.MEMORY  # what it keeps in memory is today's Megatron-LM's
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 18 runs on A100 (Narayanan et al. 2021
 # Table 1, Korthikanti et al. 2022 Table 5), drawn towards the typical stack. Nothing on a bound;
 # o_tp near 0: this Megatron ran its TP all-reduces on the critical path (no TP overlap before

@@ -11,6 +11,7 @@ stack without runs its priors. Each chip preset runs the stack its measured runs
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -137,6 +138,7 @@ def default_stack(chip: Chip) -> str:
     return DEFAULT_STACK.get(chip.name, "megatron-lm" if chip.is_gpu else "maxtext")
 
 
+@functools.lru_cache(maxsize=64)  # every evaluation asks; a chip and a stack are few
 def profile_for(chip: Chip, stack: str | None = None) -> Profile:
     """A chip's physics with a stack's behaviour and memory (``default_stack`` when None).
 
@@ -181,7 +183,8 @@ def with_stack(profile: Profile, stack: str | None) -> Profile:
     """
     if stack is None:
         return profile
-    memory = {name: _stack_fields(stack)[name] for name in MEMORY_FIELDS}
+    chosen = _stack_fields(stack)
+    memory = {name: chosen[name] for name in MEMORY_FIELDS}
     return dataclasses.replace(profile, name=f"{profile.name}, {stack}", **memory)
 
 
