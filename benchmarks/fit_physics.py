@@ -1,14 +1,16 @@
 """Fit each chip's physics (MODEL.md §F.1) to its published microbenchmarks, and print it.
 
-For every chip preset with rows in ``benchmarks/data/``:
-- GEMMs: e_max and g_half, least squares on the log of the achieved TFLOP/s. A chip measured only
-  at large shapes cannot place g_half; it gets the median time constant g_half/C of the chips of
-  its kind (GPU or TPU) that were measured at small shapes: a GEMM's fixed cost (the launch and
-  the first wave) is the compiler's and the driver's more than the die's;
-- fused attention: a_max, s_half, H_half and the backward share, on the log of TFLOP/s;
+For every chip preset with rows in ``benchmarks/data/``, each fit minimises the relative error
+robustly (a soft L1 loss: about the mean |error| that ``tests/cost/test_chip_physics.py``
+checks):
+- GEMMs: e_max and g_half. A chip measured only at large shapes cannot place g_half; it gets the
+  median time constant g_half/C of the chips of its kind (GPU or TPU) that were measured at small
+  shapes (a GEMM's fixed cost, the launch and the first wave, is the compiler's and the driver's
+  more than the die's), and its own large GEMMs then place the curve's top;
+- fused attention: a_max, s_half, H_half and the backward share;
 - HBM: the median share of the datasheet's bandwidth the memory-bound kernels reached;
-- collectives: per tier, the share of the bandwidth and the latency per step, on the log of the
-  time.
+- collectives: per tier, the share of the bandwidth and the latency per step (across TPU slices
+  the share alone: the rows are large messages).
 What a chip has no rows for stays at ``physics.DATASHEET`` and is printed as such.
 
 Run: ``pip install -e ".[fit]"`` then ``python benchmarks/fit_physics.py``. It asserts nothing;
@@ -40,7 +42,7 @@ from scaling_widgets.cost.step.physics import DATASHEET, ChipPhysics
 
 
 def _fit(residual, x0, lo, hi):
-    return least_squares(residual, x0, bounds=(lo, hi)).x
+    return least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.01).x
 
 
 def fit_gemm(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> tuple[ChipPhysics, bool]:
@@ -56,15 +58,26 @@ def fit_gemm(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> tuple[Chip
 
     def residual(x):
         p = dataclasses.replace(physics, **{top: x[0], half: 10 ** x[1]})
-        return np.log([gemm_predicted(r, p) for r in data]) - np.log(measured)
+        return np.array([gemm_predicted(r, p) for r in data]) / measured - 1
 
     if small:
         e, log_g = _fit(residual, [0.8, 9.5], [0.3, 6.0], [1.0, 13.0])
         return dataclasses.replace(physics, **{top: e, half: 10**log_g}), True
-    chip_ = CHIPS[chip]
-    peak = chip_.flops if dtype == "bf16" else chip_.flops_fp8
-    e = float(np.exp(np.mean(np.log(measured))) * 1e12 / peak)  # large GEMMs: about the top
-    return dataclasses.replace(physics, **{top: min(e, 1.0)}), False
+    return top_at_half(chip, physics, dtype), False
+
+
+def top_at_half(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> ChipPhysics:
+    """The top of the GEMM curve that large GEMMs alone can place, at the curve's g_half as it
+    stands (a chip's own, or its kind's once ``fill_gaps`` has set it)."""
+    data = gemm_rows(chip, dtype)
+    top, half = ("e_max", "g_half") if dtype == "bf16" else ("e_max_fp8", "g_half_fp8")
+    measured = np.array([float(r["tflops"]) for r in data])
+
+    def residual(x):
+        p = dataclasses.replace(physics, **{top: x[0]})
+        return np.array([gemm_predicted(r, p) for r in data]) / measured - 1
+
+    return dataclasses.replace(physics, **{top: float(_fit(residual, [0.8], [0.3], [1.0])[0])})
 
 
 def fit_attention(chip: str, physics: ChipPhysics) -> ChipPhysics:
@@ -78,7 +91,7 @@ def fit_attention(chip: str, physics: ChipPhysics) -> ChipPhysics:
             physics, attention_max=x[0], attention_half=10 ** x[1],
             attention_head_half=10 ** x[2], attention_backward=x[3],
         )  # fmt: skip
-        return np.log([attention_predicted(r, p) for r in data]) - np.log(measured)
+        return np.array([attention_predicted(r, p) for r in data]) / measured - 1
 
     x = _fit(residual, [0.7, 2.5, 1.3, 0.8], [0.1, 0.0, -1.0, 0.3], [1.0, 5.0, 3.0, 1.5])
     return dataclasses.replace(
@@ -96,19 +109,31 @@ def fit_collectives(chip: str, physics: ChipPhysics) -> ChipPhysics:
         mine = [c for c in data if c.tier == tier]
         if not mine:
             continue
-        measured = np.log([c.seconds for c in mine])
+        measured = np.array([c.seconds for c in mine])
 
+        if tier == "dcn":  # large messages across slices: the share alone, at ICI's latency
+            changes[LINK[tier]] = _dcn_share(mine, chip, physics)
+            continue
         field = "latency_nic" if tier == "nic" else "latency"
 
         def residual(x, mine=mine, measured=measured, field=field, link=LINK[tier]):
             p = dataclasses.replace(physics, **{link: x[0], field: 10 ** x[1]})
-            return np.log([collective_predicted(c, chip, p) for c in mine]) - measured
+            return np.array([collective_predicted(c, chip, p) for c in mine]) / measured - 1
 
         # a ring's step takes at least a microsecond: a hop and a synchronisation
         share, log_latency = _fit(residual, [0.8, -5.5], [0.05, -6.0], [1.5, -2.0])
         changes[LINK[tier]] = share
         changes[field] = 10**log_latency
     return dataclasses.replace(physics, **changes)
+
+
+def _dcn_share(mine, chip: str, physics: ChipPhysics) -> float:
+    """The share of the data-center network the rows reach: the time they took over the time at
+    full bandwidth (a least-squares fit of one parameter, in logs)."""
+    at_full = [
+        collective_predicted(c, chip, dataclasses.replace(physics, link_dcn=1.0)) for c in mine
+    ]
+    return float(np.exp(np.mean(np.log(at_full) - np.log([c.seconds for c in mine]))))
 
 
 # The curves, as groups of fields, and what each needs measured.
@@ -120,11 +145,12 @@ GROUPS = {
     "NVLink": ("link_nvlink",),
     "NIC": ("link_nic",),
     "ICI": ("link_ici",),
+    "DCN": ("link_dcn",),
     "latency": ("latency",),
     "NIC latency": ("latency_nic",),
 }
 DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
-GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI",)  # the tiers a chip has
+GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI", "DCN")  # the tiers a chip has
 # A chip whose own die was measured under another preset's name runs that kernel alike.
 SAME_DIE = {"H200": "H100", "GB200": "B200"}
 
@@ -147,6 +173,7 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
         "NVLink": "nvlink" in tiers,
         "NIC": "nic" in tiers,
         "ICI": "ici" in tiers,
+        "DCN": "dcn" in tiers,
         "latency": bool(tiers & {"nvlink", "ici"}),
         "NIC latency": "nic" in tiers,
     }
@@ -178,11 +205,15 @@ def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
                 continue
             for f in fields:
                 if f in ("e_max", "e_max_fp8") and gemm_rows(name, DTYPE[group]):
-                    continue  # its own large GEMMs set the curve's top
+                    continue  # its own large GEMMs set the curve's top, refitted below
                 values = [getattr(fitted[n][0], f) / _scale(n, f) for n in kin]
                 changes[f] = float(np.median(values)) * _scale(name, f)
             notes.append(f"{group} median of {', '.join(sorted(kin))}")
-        out[name] = (dataclasses.replace(physics, **changes), notes)
+        physics = dataclasses.replace(physics, **changes)
+        for group, dtype in DTYPE.items():
+            if group not in measured and gemm_rows(name, dtype):  # its top, at its kind's knee
+                physics = top_at_half(name, physics, dtype)
+        out[name] = (physics, notes)
     return out
 
 

@@ -83,15 +83,19 @@ def gemm_predicted(row: dict, physics: ChipPhysics) -> float:
 
 
 # The fused kernel the stacks run on each chip: FlashAttention-2 on Ampere and Hopper (PyTorch's
-# SDPA flash backend), FlashAttention-4 on Blackwell.
+# SDPA flash backend), FlashAttention-4 on Blackwell, JAX's Pallas kernels on TPU v5p.
 KERNELS = {
     "A100": ("FlashAttention-2",),
     "H100": ("FlashAttention-2",),
     "B200": ("FlashAttention-4",),
+    "TPU v5p": ("Pallas flash attention", "Pallas splash attention"),
 }
 # Rows of a build or card the sources call unrepresentative: an FA2 build not made for Blackwell,
-# a power-limited development H100.
-UNREPRESENTATIVE = ("issues/1589", "issues/141")
+# a power-limited development H100, Pallas flash attention on v5e at tiles its maintainers call
+# far too small (jax#24633), axlearn's v4 runs, which also read a dense bias of s x s, and its v5p
+# runs, timed on the host over five calls of a few milliseconds: their rate rises with the heads
+# at one shape, as launches are amortised, which a kernel's own rate does not.
+UNREPRESENTATIVE = ("issues/1589", "issues/141", "issues/24633", "6789f847", "a5f0b462")
 
 
 def attention_rows(chip: str) -> list[dict]:
@@ -190,9 +194,12 @@ def collective_rows(chip: str) -> list[Collective]:
 
 
 def tier_bandwidth(chip_name: str, c: Collective) -> float:
-    """The bandwidth per chip the tier offers the group: a TPU's one axis (bidirectional); a GPU's
-    NVLink inside a node; across nodes the NICs of the group's GPUs in a node, at most NVLink."""
+    """The bandwidth per chip the tier offers the group: a TPU's one axis (bidirectional), or its
+    share of the data-center network across slices; a GPU's NVLink inside a node; across nodes the
+    NICs of the group's GPUs in a node, at most NVLink."""
     chip = CHIPS[chip_name]
+    if c.tier == "dcn":  # a chip's share of the data-center network, one way
+        return chip.dcn_bw
     if not chip.is_gpu:  # one link one way (W_ici is both ways), as the sources compare
         return chip.ici_bw / 2
     if c.tier == "nvlink":

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import blocks
 from .checks import scalar
 from .choices import per_choice
 from .cluster import feasible
@@ -74,6 +75,10 @@ def evaluate(
     ([512, 1024], [8, 4], [False, True], [0.05, 0.31])
     """
     layout, options = _resolved(layout or Layout()), options or Options()
+    shape = blocks.layouts_shape(cluster, workload, layout, options)
+    if math.prod(shape) > blocks.BLOCK:  # a large grid runs faster in cache-sized blocks
+        joined = blocks.in_blocks(evaluate, shape, cluster, workload, layout, options)
+        return _whole(joined, cluster, workload, layout, options)
     feasible.together(cluster, workload, layout, options)
     layout = fastest_split(cluster, workload, layout, options, evaluate)
     layout = fastest_microbatches(cluster, workload, layout, options, evaluate)
@@ -150,6 +155,15 @@ def estimate(**keywords: Any) -> Estimate:
     ([1, 15], [0.0, 0.1], [41.1, 19.6])
     """
     return evaluate(*split_keywords(keywords))
+
+
+def _whole(e: Estimate, cluster, workload, asked: Layout, options) -> Estimate:
+    """An estimate joined from blocks, with what describes the whole grid: the values asked
+    for, and whether any layout runs a CP the batch implied."""
+    implied = asked.cp is None and bool(np.any(np.asarray(e.layout.cp) > 1))
+    return dataclasses.replace(
+        e, cluster=cluster, workload=workload, options=options, cp_implied=implied
+    )
 
 
 def _resolved(layout: Layout) -> Layout:

@@ -32,8 +32,8 @@ def test_each_chips_gemm_curve_matches_its_measured_gemms_within_10_percent(chip
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.gemm_rows(c, "fp8")])
 def test_each_chips_fp8_gemm_curve_matches_its_measured_fp8_gemms(chip):
-    # GB200's two rows (MAMF's and a cuBLAS peak search) differ by 18 % at similar sizes: no
-    # curve by size meets both within 10 %
+    # GB200's two rows (MAMF's and a cuBLAS peak search) have the smaller GEMM 18 % faster: no
+    # curve rising with size meets both within 10 %
     physics = _physics(chip)
     rows = bench.gemm_rows(chip, "fp8")
     pairs = [(bench.gemm_predicted(r, physics), float(r["tflops"])) for r in rows]
@@ -51,21 +51,21 @@ def test_each_chips_attention_curve_matches_its_fused_kernel_within_10_percent(c
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.hbm_rows(c)])
 def test_each_chips_hbm_share_is_the_middle_of_its_measured_kernels(chip):
     shares = sorted(bench.hbm_share(r) for r in bench.hbm_rows(chip))
-    assert shares[0] <= _physics(chip).hbm_efficiency <= shares[-1]
+    rounding = 1e-3  # the shipped share has four significant figures
+    assert shares[0] * (1 - rounding) <= _physics(chip).hbm_efficiency
+    assert _physics(chip).hbm_efficiency <= shares[-1] * (1 + rounding)
     pairs = [(_physics(chip).hbm_efficiency, share) for share in shares]
     assert bench.mean_abs_error(pairs) <= 0.12
 
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.collective_rows(c)])
 def test_each_chips_collectives_match_their_measured_times(chip):
-    # Messages of a megabyte and more, what a training step sends. Known gap: the GB200's 2 and 20
-    # racks, and the H200's sweeps, come out 10-13 % off with one share and one latency a tier;
-    # the v5e's two rows imply shares 15 % apart (a 4-chip axis without wraparound, a 16-chip one
-    # with it), which one share meets 10 % off.
+    # Messages of a megabyte and more, what a training step sends: one share and one latency a
+    # tier meet every chip's sweeps within 10 %, the H200's and the v5e's only just.
     physics = _physics(chip)
     pairs = [(bench.collective_predicted(c, chip, physics), c.seconds)
              for c in bench.collective_rows(chip)]  # fmt: skip
-    assert bench.mean_abs_error(pairs) <= (0.13 if chip in ("GB200", "H200", "TPU v5e") else 0.10)
+    assert bench.mean_abs_error(pairs) <= 0.10
 
 
 def test_every_chip_preset_has_physics_of_its_own_none_the_bare_datasheet():

@@ -1,5 +1,6 @@
 """How layouts map onto physical slices (MODEL.md §A.1, §A.7): axes spanned and wraparound."""
 
+import numpy as np
 import pytest
 
 from scaling_widgets.cost import axis_rings, estimate, span_axes
@@ -97,3 +98,20 @@ def test_axis_roles_give_whole_axes_to_the_groups():
         estimate(model=model, chip=chip, batch=4e6, axis_roles=("x", "y"))
     with pytest.raises(ValueError, match="y must be 1 for strategy 'fsdp'"):
         estimate(model=model, chip=chip, batch=4e6, strategy="fsdp", axis_roles=("y", "x", "x"))
+
+
+def test_many_layouts_of_a_few_splits_are_placed_as_each_split_alone():
+    # a grid placed once per distinct split, then spread: the same spans as one layout at a time
+    rng = np.random.default_rng(3)
+    y = 2 ** rng.integers(0, 5, 400)
+    z = 2 ** rng.integers(0, 2, 400)
+    x = 4096 // y // z
+    grid = span_axes(slice_shape=(16, 16, 16), x=x, y=y, z=z, rings=(True, False, True))
+    for i in (0, 17, 399):
+        one = span_axes(slice_shape=(16, 16, 16), x=x[i], y=y[i], z=z[i], rings=(True, False, True))
+        assert (grid.mx[i], grid.my[i], grid.mz[i]) == (one.mx, one.my, one.mz)
+        wraps = (one.wrap_x, one.wrap_y, one.shared_axes)
+        assert (grid.wrap_x[i], grid.wrap_y[i], grid.shared_axes[i]) == wraps
+        assert [[int(a[i]) for a in axis] for axis in grid.shares] == [
+            [int(a) for a in axis] for axis in one.shares
+        ]

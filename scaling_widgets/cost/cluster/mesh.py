@@ -155,7 +155,7 @@ def span_axes(
     rings = (True,) * len(shape) if rings is None else tuple(bool(r) for r in rings)
     if np.ndim(x) == np.ndim(y) == np.ndim(z) == 0:  # one layout: the panel asks again and again
         return _one_span(shape, int(x), int(y), int(z), rings)
-    return _spans(shape, x, y, z, rings)
+    return _distinct_spans(shape, x, y, z, rings)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -166,6 +166,34 @@ def _one_span(shape: tuple, x: int, y: int, z: int, rings: tuple) -> MeshSpan:
         if isinstance(array, np.ndarray):
             array.flags.writeable = False
     return span
+
+
+def _distinct_spans(
+    shape: tuple, x: ArrayLike, y: ArrayLike, z: ArrayLike, rings: tuple
+) -> MeshSpan:
+    """``_spans`` of each distinct (X, Y, Z) once, spread back to every layout: a grid of many
+    batches or knobs holds a few splits, and placing them is a tenth of an estimate's time."""
+    X, Y, Z = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (x, y, z)))
+    base = math.prod(shape) + 1
+    if base**3 >= 2**62:  # one number per split would overflow
+        return _spans(shape, X, Y, Z, rings)
+    distinct, where = np.unique(((X * base + Y) * base + Z).ravel(), return_inverse=True)
+    if len(distinct) * 4 > X.size:  # mostly distinct: place them all
+        return _spans(shape, X, Y, Z, rings)
+    span = _spans(shape, distinct // base**2, distinct // base % base, distinct % base, rings)
+
+    def spread(a):
+        return np.asarray(a)[where].reshape(X.shape)
+
+    return MeshSpan(
+        mx=spread(span.mx),
+        my=spread(span.my),
+        mz=spread(span.mz),
+        wrap_x=spread(span.wrap_x),
+        wrap_y=spread(span.wrap_y),
+        shares=tuple(tuple(spread(a) for a in axis) for axis in span.shares),
+        shared_axes=spread(span.shared_axes),
+    )
 
 
 def _spans(shape: tuple, x: ArrayLike, y: ArrayLike, z: ArrayLike, rings: tuple) -> MeshSpan:

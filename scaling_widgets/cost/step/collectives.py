@@ -46,13 +46,47 @@ def collective_time(
     >>> float(collective_time(nbytes=1e9, group=8, bandwidth=1e11, efficiency=0.5, latency=0.0))
     0.035
     """
-    n = np.asarray(group, dtype=float)
     rounds = 2.0 if kind == "all-reduce" else 1.0
-    # a group of one sends nothing
-    rate = np.where(n > 1, np.asarray(bandwidth, dtype=float) * efficiency, 1.0)
+    per_byte, per_round = ring_costs(
+        group=group, bandwidth=bandwidth, efficiency=efficiency, latency=latency, axes=axes
+    )
+    return rounds * (nbytes * per_byte + per_round)
+
+
+def ring_costs(
+    *,
+    group: ArrayLike,
+    bandwidth: ArrayLike,
+    efficiency: ArrayLike,
+    latency: float | np.ndarray,
+    axes: ArrayLike = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A ring's two costs a round (``collective_time``): seconds per byte of the array,
+    (n − 1)/(n·W·e), and seconds of its steps' latency, a·(n^(1/a) − 1)·λ; both 0 for a group of
+    one. Several collectives over one group share them.
+
+    Returns
+    -------
+    per_byte, per_round : np.ndarray
+        [s/byte] and [s].
+    """
+    n = np.asarray(group, dtype=float)
+    alone = n <= 1
+    rate = np.asarray(bandwidth, dtype=float) * efficiency
+    per_byte = np.where(alone, 0.0, (n - 1) / (n * np.where(alone, 1.0, rate)))
+    return per_byte, np.where(alone, 0.0, _ring_steps(n, axes) * latency)
+
+
+def _ring_steps(n: np.ndarray, axes: ArrayLike) -> np.ndarray:
+    """a·(n^(1/a) − 1), a ring along each of a torus's a axes (a square or cube root, cheaper than
+    a power; a GPU's one ring is n − 1)."""
     a = np.maximum(np.asarray(axes, dtype=float), 1.0)
-    steps = a * (np.maximum(n, 1.0) ** (1 / a) - 1)
-    return np.where(n > 1, rounds * ((n - 1) * nbytes / (n * rate) + steps * latency), 0.0)
+    n = np.maximum(n, 1.0)
+    if np.all(a == 1):
+        return n - 1
+    if np.any(a > 3):
+        return a * (n ** (1 / a) - 1)
+    return a * (np.where(a == 1, n, np.where(a == 2, np.sqrt(n), np.cbrt(n))) - 1)
 
 
 def group_bandwidth(

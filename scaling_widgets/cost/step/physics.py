@@ -56,37 +56,44 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 # in order, from its own die measured under another name (attention: H200 the H100's, GB200 the
 # B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
 # ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's
-# median; the A100's NIC and the B200's HBM too; no TPU has attention or HBM rows (datasheet).
-# A100, H200 and GB200 were measured at large GEMMs only: their g_half is the GPUs' median time
-# constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200. The
-# collectives are fitted on messages of a megabyte and more (what a training step sends); the TPU
-# v5e's ICI latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
+# median; the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the
+# data-center network are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at
+# 4.1 GB/s a chip, a third of its share of the network); no TPU has attention rows the fit can
+# use (datasheet). A100, H200 and GB200 were measured at large GEMMs only: their g_half is the
+# GPUs' median time constant. Attention is FlashAttention-2's on A100 and H100,
+# FlashAttention-4's on B200. The collectives are fitted on messages of a megabyte and more (what
+# a training step sends); the TPU v5e's ICI latency ends on its bound of a microsecond (two rows,
+# both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
-    "TPU v4p": ChipPhysics(e_max=0.9036, g_half=3.018e+10, link_ici=0.9594, latency=4.797e-06),
-    "TPU v5e": ChipPhysics(e_max=0.9357, g_half=2.056e+10, link_ici=0.912, latency=1e-06),
-    "TPU v5p": ChipPhysics(e_max=0.9036, g_half=5.038e+10, link_ici=0.9594, latency=4.797e-06),
-    "TPU v6e": ChipPhysics(e_max=0.8715, g_half=1.059e+11, link_ici=0.9672, latency=5.404e-06),
-    "A100": ChipPhysics(e_max=0.8545, g_half=1.515e+09, attention_max=0.8646, attention_half=220.1,
-                        attention_head_half=18.95, attention_backward=0.7977, hbm_efficiency=0.8711,
-                        link_nvlink=0.7226, link_nic=0.8883, latency=6.162e-06,
-                        latency_nic=2.644e-06),
-    "H100": ChipPhysics(e_max=0.7976, g_half=4.56e+09, e_max_fp8=0.6627, g_half_fp8=1.545e+10,
-                        attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
-                        attention_backward=0.8826, hbm_efficiency=0.7564, link_nvlink=0.9698,
-                        link_nic=0.9594, latency=3.268e-05, latency_nic=1.96e-06),
-    "H200": ChipPhysics(e_max=0.837, g_half=4.21e+09, e_max_fp8=0.7547, g_half_fp8=1.545e+10,
-                        attention_max=0.3835, attention_half=209.5, attention_head_half=9.531,
-                        attention_backward=0.8826, hbm_efficiency=0.6978, link_nvlink=0.9164,
-                        link_nic=0.8701, latency=3.484e-06, latency_nic=2.818e-06),
-    "B200": ChipPhysics(e_max=0.6771, g_half=8.774e+09, e_max_fp8=0.7628, g_half_fp8=3.514e+10,
-                        attention_max=0.7986, attention_half=596.7, attention_head_half=6.268,
-                        attention_backward=0.8567, hbm_efficiency=0.7387, link_nvlink=0.7997,
-                        link_nic=0.9064, latency=4.931e-06, latency_nic=6.764e-06),
-    "GB200 NVL72": ChipPhysics(e_max=0.6519, g_half=1e+06, e_max_fp8=0.6656, g_half_fp8=3.904e+10,
-                               attention_max=0.7986, attention_half=596.7,
-                               attention_head_half=6.268, attention_backward=0.8567,
-                               hbm_efficiency=0.721, link_nvlink=0.9712, link_nic=0.7519,
-                               latency=4.284e-06, latency_nic=2.471e-06),
+    "TPU v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
+                           link_dcn=0.3291, latency=4.797e-06),
+    "TPU v5e": ChipPhysics(e_max=0.9409, g_half=2.096e+10, hbm_efficiency=0.8497, link_ici=1.001,
+                           link_dcn=0.3291, latency=1e-06),
+    "TPU v5p": ChipPhysics(e_max=0.9066, g_half=5.013e+10, hbm_efficiency=0.8497, link_ici=0.9594,
+                           link_dcn=0.3291, latency=4.797e-06),
+    "TPU v6e": ChipPhysics(e_max=0.8723, g_half=1.031e+11, hbm_efficiency=0.8497, link_ici=0.9672,
+                           link_dcn=0.3291, latency=5.404e-06),
+    "A100": ChipPhysics(e_max=0.8602, g_half=1.772e+09, attention_max=0.8484, attention_half=254.9,
+                        attention_head_half=18.69, attention_backward=0.8312, hbm_efficiency=0.8711,
+                        link_nvlink=0.7696, link_nic=0.9351, latency=6.116e-06,
+                        latency_nic=2.481e-06),
+    "H100": ChipPhysics(e_max=0.8112, g_half=4.677e+09, e_max_fp8=0.6454, g_half_fp8=1.325e+10,
+                        attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
+                        attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=1.094,
+                        link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06),
+    "H200": ChipPhysics(e_max=0.8653, g_half=4.368e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
+                        attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
+                        attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.9657,
+                        link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06),
+    "B200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.8222, g_half_fp8=3.013e+10,
+                        attention_max=0.8605, attention_half=600.7, attention_head_half=21.54,
+                        attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.8031,
+                        link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06),
+    "GB200 NVL72": ChipPhysics(e_max=0.6356, g_half=1e+06, e_max_fp8=0.6362, g_half_fp8=3.348e+10,
+                               attention_max=0.8605, attention_half=600.7,
+                               attention_head_half=21.54, attention_backward=0.8967,
+                               hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
+                               latency=4.299e-06, latency_nic=2.46e-06),
 }  # fmt: skip
 
 

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..transformer.experts import ep_of_data, folds_over_tp, in_node, mlp_tp_share, routed_params
-from .collectives import collective_time, crosses_nodes, group_bandwidth, link_efficiency
+from .collectives import (
+    collective_time,
+    crosses_nodes,
+    group_bandwidth,
+    link_efficiency,
+    ring_costs,
+)
 from .physics import attention_efficiency, matmul_efficiency
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
@@ -272,22 +278,30 @@ def _data_parallel(
     # a replica's gradients, reduced in the dtype the stack keeps them (bf16 where it says none)
     grad_bytes = profile.grad_bytes or 2.0
     shard = (e.params.total - elsewhere) / (Y * e.model.layers / stage_layers) * grad_bytes
-    sharded = np.asarray(e.zero) == 3
     latency = np.where(x_crosses, profile.latency_nic, profile.latency)
-    axes = 1 if chip.is_gpu else e.mx
-    reduce = collective_time(
-        nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=latency, axes=axes
+    per_byte, per_round = ring_costs(
+        group=X, bandwidth=W_x, efficiency=link_x, latency=latency, axes=1 if chip.is_gpu else e.mx
     )
-    dp = np.where(sharded, 0.0, np.maximum(0.0, reduce - profile.o_dp * backward_last))
+
+    def over_x(nbytes, rounds=1):  # a ring over X: 2 rounds an all-reduce, 1 a gather or scatter
+        return rounds * (nbytes * per_byte + per_round)
+
+    reduce = over_x(shard, rounds=2)
+    # The gradients of the stage's first layer come last, with no compute left to hide under:
+    # at least that layer's reduction sticks out (MODEL.md §C.2).
+    last = over_x(shard / stage_layers, rounds=2)
+    sharded = np.asarray(e.zero) == 3
+    dp = np.where(sharded, 0.0, np.maximum(last, reduce - profile.o_dp * backward_last))
     # ZeRO-3: per layer and microbatch, gather the bf16 weights forward and again backward, and
-    # reduce-scatter the gradients in the stack's dtype.
-    ring = dict(group=X, bandwidth=W_x, efficiency=link_x, latency=latency, kind="ring", axes=axes)
-    gather = collective_time(nbytes=psi_layer / Y * 2, **ring)
-    scatter = collective_time(nbytes=psi_layer / Y * grad_bytes, **ring)
+    # reduce-scatter the gradients in the stack's dtype; a step's first gather and last scatter
+    # have nothing to hide under.
+    gather, scatter = over_x(psi_layer / Y * 2), over_x(psi_layer / Y * grad_bytes)
     traffic = 2 * gather + scatter
-    fsdp = np.where(
-        sharded, m * stage_layers * np.maximum(0.0, traffic - profile.o_dp * layer_matmul), 0.0
-    )
-    over_pods = np.log2(P) * (shard / X / (chip.dcn_bw * profile.link_dcn) + profile.latency)
-    dcn = np.maximum(0.0, over_pods - profile.o_dcn * backward_last)
+    per_layer = m * stage_layers * np.maximum(0.0, traffic - profile.o_dp * layer_matmul)
+    fsdp = np.where(sharded, per_layer + gather + scatter, 0.0)
+    # across pods, a tree of log2(P) exchanges of the shard; the first layer's share sticks out
+    exchange = shard / X / (chip.dcn_bw * profile.link_dcn)
+    over_pods = np.log2(P) * (exchange + profile.latency)
+    last_pods = np.log2(P) * (exchange / stage_layers + profile.latency)
+    dcn = np.maximum(last_pods, over_pods - profile.o_dcn * backward_last)
     return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}
