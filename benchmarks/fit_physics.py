@@ -9,6 +9,8 @@ checks):
   more than the die's), and its own large GEMMs then place the curve's top;
 - fused attention: a_max, s_half, H_half and the backward share;
 - HBM: the median share of the datasheet's bandwidth the memory-bound kernels reached;
+- the spread of identical chips' speed: the interquartile range of many chips' speeds on one
+  kernel or training step, over 1.349 (a normal's standard deviation);
 - collectives: per tier, the share of the bandwidth and the latency per step (across TPU slices
   the share alone: the rows are large messages).
 What a chip has no rows for stays at ``physics.DATASHEET`` and is printed as such.
@@ -35,6 +37,8 @@ from microbenchmarks import (
     hbm_rows,
     hbm_share,
     mean_abs_error,
+    speed_rows,
+    speed_spread,
 )
 from scipy.optimize import least_squares
 
@@ -148,6 +152,7 @@ GROUPS = {
     "DCN": ("link_dcn",),
     "latency": ("latency",),
     "NIC latency": ("latency_nic",),
+    "speed spread": ("speed_spread",),
 }
 DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
 GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI", "DCN")  # the tiers a chip has
@@ -164,6 +169,8 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
     shares = [hbm_share(r) for r in hbm_rows(chip)]
     if shares:
         physics = dataclasses.replace(physics, hbm_efficiency=float(np.median(shares)))
+    if speed_rows(chip):
+        physics = dataclasses.replace(physics, speed_spread=speed_spread(speed_rows(chip)))
     tiers = {c.tier for c in collective_rows(chip)}
     measured = {
         "GEMM": placed,
@@ -176,6 +183,7 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
         "DCN": "dcn" in tiers,
         "latency": bool(tiers & {"nvlink", "ici"}),
         "NIC latency": "nic" in tiers,
+        "speed spread": bool(speed_rows(chip)),
     }
     return fit_collectives(chip, physics), {group for group, seen in measured.items() if seen}
 

@@ -131,6 +131,18 @@ def attention_predicted(row: dict, physics: ChipPhysics) -> float:
 # ---- HBM ----------------------------------------------------------------------------------------
 
 
+def speed_rows(chip: str) -> list[dict]:
+    """A chip's GPUs, one row each: its time on one kernel or training step over the median's."""
+    return [r for r in rows("speeds") if r["chip"] == chip]
+
+
+def speed_spread(data: list[dict]) -> float:
+    """The spread of the chips' speed (the inverse of their relative times): the interquartile
+    range over 1.349, a normal's standard deviation that a few broken nodes do not move."""
+    q1, q3 = np.percentile([1 / float(r["relative_time"]) for r in data], [25, 75])
+    return float((q3 - q1) / 1.349)
+
+
 def hbm_rows(chip: str) -> list[dict]:
     return [r for r in rows("hbm") if r["chip"] == chip]
 

@@ -38,6 +38,7 @@ TERM_NAMES = {
     "dcn_exposed": "DCN reduction",
     "optimizer": "optimizer",
     "overhead": "fixed costs",
+    "slowest_chip": "the slowest chip",
 }
 
 

@@ -37,6 +37,7 @@ TERM_COLORS = [
         "teal",
         "brown",
         "grey",
+        "gold",
     )
 ]
 

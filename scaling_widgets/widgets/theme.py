@@ -27,6 +27,7 @@ PALETTE = {
     "cyan": ("#0f7f8a", "#17becf"),
     "indigo": ("#3949ab", "#8c9eff"),
     "teal": ("#00796b", "#26a69a"),
+    "gold": ("#8a6d00", "#ffd54f"),
     "error": ("#b00020", "#ff7a7a"),
 }
 PAGES = {"light": "#ffffff", "dark": "#212121"}  # the lighter of JupyterLab Dark's two backgrounds

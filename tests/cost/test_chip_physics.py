@@ -71,3 +71,11 @@ def test_each_chips_collectives_match_their_measured_times(chip):
 def test_every_chip_preset_has_physics_of_its_own_none_the_bare_datasheet():
     assert {chip.name for chip in HARDWARE.values()} == set(PHYSICS)
     assert all(physics != DATASHEET for physics in PHYSICS.values())
+
+
+@pytest.mark.parametrize("chip", [c for c in CHIPS if bench.speed_rows(c)])
+def test_each_chips_speed_spread_is_its_measured_chips_spread(chip):
+    # the interquartile range of many identical chips' speeds, over 1.349 (a normal's SD)
+    measured = bench.speed_spread(bench.speed_rows(chip))
+    assert _physics(chip).speed_spread == pytest.approx(measured, rel=1e-3)
+    assert 0.01 < _physics(chip).speed_spread < 0.05

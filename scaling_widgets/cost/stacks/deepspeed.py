@@ -13,15 +13,13 @@ MEMORY = dict(
     measures="allocated",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
-# Megatron-DeepSpeed): one run moves little from the typical stack. On a bound: layer_overhead = 0.2
-# ms (upper), the most some tens of launches a pass take: the fit would put more time per layer than
-# any measured fixed cost explains (a known gap, MODEL.md §F.2).
+# Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7487,
-    kappa=20.53,
-    o_tp=0.1418,
-    o_dp=0.1792,
-    o_dcn=0.4913,
-    layer_overhead=0.0002,
-    step_overhead=0.1672,
+    kernel_share=0.7887,
+    kappa=19.33,
+    o_tp=0.1451,
+    o_dp=0.1836,
+    o_dcn=0.5003,
+    layer_overhead=0.0001998,
+    step_overhead=0.1643,
 )

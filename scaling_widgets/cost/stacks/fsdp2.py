@@ -24,11 +24,11 @@ MEMORY = dict(
 # the host's work a step at most; what the fit would put beyond it (those cards' slower memory-bound
 # and communication work) it cannot tell apart.
 BEHAVIOUR = dict(
-    kernel_share=0.601,
-    kappa=51.96,
-    o_tp=0.038,
-    o_dp=0.5193,
-    o_dcn=0.4913,
-    layer_overhead=0.0002,
-    step_overhead=0.1999,
+    kernel_share=0.6203,
+    kappa=48.83,
+    o_tp=0.05606,
+    o_dp=0.5359,
+    o_dcn=0.5003,
+    layer_overhead=0.0001999,
+    step_overhead=0.2,
 )

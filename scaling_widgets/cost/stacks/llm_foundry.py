@@ -19,11 +19,11 @@ MEMORY = dict(
 # than any measured fixed cost explains (a known gap, MODEL.md §F.2); FSDP1 also unshards and
 # reshards every layer on the host's path.
 BEHAVIOUR = dict(
-    kernel_share=0.9211,
+    kernel_share=0.9616,
     kappa=200.0,
-    o_tp=0.1418,
-    o_dp=0.2002,
-    o_dcn=0.4913,
+    o_tp=0.1451,
+    o_dp=0.2035,
+    o_dcn=0.5003,
     layer_overhead=0.0002,
-    step_overhead=0.03275,
+    step_overhead=0.03049,
 )

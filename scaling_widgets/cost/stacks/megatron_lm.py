@@ -14,15 +14,13 @@ MEMORY = dict(
     measures="allocated",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
-# Megatron-LM runs on one node), drawn towards the typical stack. On a bound: layer_overhead = 0.2
-# ms (upper), the most some tens of launches a pass take: the fit would put more time per layer than
-# any measured fixed cost explains (a known gap, MODEL.md §F.2).
+# Megatron-LM runs on one node), drawn towards the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.8313,
-    kappa=183.2,
-    o_tp=0.1536,
-    o_dp=0.05677,
-    o_dcn=0.4913,
-    layer_overhead=0.0002,
-    step_overhead=0.1371,
+    kernel_share=0.8534,
+    kappa=196.0,
+    o_tp=0.1577,
+    o_dp=0.1489,
+    o_dcn=0.5003,
+    layer_overhead=0.0001996,
+    step_overhead=0.1344,
 )

@@ -13,12 +13,12 @@ MEMORY = megatron_lm.MEMORY  # what it keeps in memory is today's Megatron-LM's
 # more time per layer than any measured fixed cost explains (a known gap, MODEL.md §F.2). o_tp near
 # 0: this Megatron ran its TP all-reduces on the critical path (no TP overlap before 2023).
 BEHAVIOUR = dict(
-    kernel_share=0.8281,
-    kappa=7.918,
-    kappa_scores=13.91,
-    o_tp=0.007753,
-    o_dp=0.04,
-    o_dcn=0.4913,
+    kernel_share=0.8693,
+    kappa=8.475,
+    kappa_scores=14.43,
+    o_tp=0.02054,
+    o_dp=0.06351,
+    o_dcn=0.5003,
     layer_overhead=0.0002,
-    step_overhead=0.02801,
+    step_overhead=0.03471,
 )

@@ -43,6 +43,7 @@ CURVES_DOWN = (
     "latency_nic",
     "kappa",
     "kappa_scores",
+    "speed_spread",
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
 WORDS = ("selective", "measures", "chip", "calibration")  # fields that are names

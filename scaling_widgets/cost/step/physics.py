@@ -13,7 +13,8 @@ measurements in ``benchmarks/data/`` (every row cited there) and tested against 
   dimension; the backward pass at ``attention_backward`` times that;
 - memory-bound kernels: a share of the HBM bandwidth;
 - collectives: the share of each tier's bandwidth a ring reaches (bus bandwidth over the link's),
-  and a latency per step of the ring, inside a node (or on ICI) and across nodes.
+  and a latency per step of the ring, inside a node (or on ICI) and across nodes;
+- how much identical chips differ in speed: the spread of many chips' times on one kernel.
 """
 
 from __future__ import annotations
@@ -45,25 +46,29 @@ class ChipPhysics:
     link_dcn: float = 0.8  # between TPU pods
     latency: float = 5e-6  # per step of a collective's ring inside a node or on ICI [s]
     latency_nic: float = 5e-6  # the same across nodes
+    # the spread (a standard deviation) of identical chips' speed on compute-bound work: each
+    # step waits for the slowest of the job's chips (0: no measurements, every chip alike)
+    speed_spread: float = 0.0
 
 
 # What a chip without measurements of its own is given: plausible shares, not a fit.
 DATASHEET = ChipPhysics()
 NAMES = tuple(f.name for f in fields(ChipPhysics))
 
-# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on
-# the rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes,
-# in order, from its own die measured under another name (attention: H200 the H100's, GB200 the
+# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
+# rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes, in
+# order, from its own die measured under another name (attention: H200 the H100's, GB200 the
 # B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
-# ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's
-# median; the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the
-# data-center network are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at
-# 4.1 GB/s a chip, a third of its share of the network); no TPU has attention rows the fit can
-# use (datasheet). A100, H200 and GB200 were measured at large GEMMs only: their g_half is the
-# GPUs' median time constant. Attention is FlashAttention-2's on A100 and H100,
-# FlashAttention-4's on B200. The collectives are fitted on messages of a megabyte and more (what
-# a training step sends); the TPU v5e's ICI latency ends on its bound of a microsecond (two rows,
-# both bandwidth-bound).
+# ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's median;
+# the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the data-center network
+# are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at 4.1 GB/s a chip, a
+# third of its share of the network); no TPU has attention rows the fit can use (datasheet). The
+# spread of identical chips' speed is measured on 219 A100s (ResNet-50 training, one GPU each; 392
+# V100s' SGEMMs, no preset, spread alike): every GPU takes the A100's, no TPU has any (datasheet:
+# chips alike). A100, H200 and GB200 were measured at large GEMMs only: their g_half is the GPUs'
+# median time constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on
+# B200. The collectives are fitted on messages of a megabyte and more (what a training step sends);
+# the TPU v5e's ICI latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
     "TPU v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
                            link_dcn=0.3291, latency=4.797e-06),
@@ -76,24 +81,27 @@ PHYSICS: dict[str, ChipPhysics] = {
     "A100": ChipPhysics(e_max=0.8602, g_half=1.772e+09, attention_max=0.8484, attention_half=254.9,
                         attention_head_half=18.69, attention_backward=0.8312, hbm_efficiency=0.8711,
                         link_nvlink=0.7696, link_nic=0.9351, latency=6.116e-06,
-                        latency_nic=2.481e-06),
+                        latency_nic=2.481e-06, speed_spread=0.02052),
     "H100": ChipPhysics(e_max=0.8112, g_half=4.677e+09, e_max_fp8=0.6454, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
                         attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=1.094,
-                        link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06),
+                        link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06,
+                        speed_spread=0.02052),
     "H200": ChipPhysics(e_max=0.8653, g_half=4.368e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
                         attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.9657,
-                        link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06),
+                        link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06,
+                        speed_spread=0.02052),
     "B200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.8222, g_half_fp8=3.013e+10,
                         attention_max=0.8605, attention_half=600.7, attention_head_half=21.54,
                         attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.8031,
-                        link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06),
+                        link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06,
+                        speed_spread=0.02052),
     "GB200 NVL72": ChipPhysics(e_max=0.6356, g_half=1e+06, e_max_fp8=0.6362, g_half_fp8=3.348e+10,
                                attention_max=0.8605, attention_half=600.7,
                                attention_head_half=21.54, attention_backward=0.8967,
                                hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
-                               latency=4.299e-06, latency_nic=2.46e-06),
+                               latency=4.299e-06, latency_nic=2.46e-06, speed_spread=0.02052),
 }  # fmt: skip
 
 
@@ -160,3 +168,27 @@ def attention_efficiency(
     """
     s, H = np.asarray(keys, dtype=float), np.asarray(head_dim, dtype=float)
     return attention_max * s / (s + attention_half) * H / (H + attention_head_half)
+
+
+def slowest_of(chips: ArrayLike) -> np.ndarray:
+    """How many spreads the slowest of n chips lies behind the typical one: the expected largest
+    of n standard normal draws, Φ⁻¹((n − 0.375)/(n + 0.25)) (Blom's approximation, its tail
+    inverted by Abramowitz and Stegun's 26.2.23; within 1 % of the exact expectation): 0 for one
+    chip, 1.43 for 8, 2.59 for 128, 3.96 for 16,384 (MODEL.md §F.1).
+
+    Returns
+    -------
+    z : np.ndarray
+        The slowest chip's lag, in spreads (≥ 0).
+
+    Examples
+    --------
+    >>> slowest_of([1, 8, 128, 16384]).round(2).tolist()
+    [0.0, 1.43, 2.59, 3.96]
+    """
+    n = np.maximum(np.asarray(chips, dtype=float), 1.0)
+    t = np.sqrt(-2 * np.log(0.625 / (n + 0.25)))  # the tail beyond: 1 − (n − 0.375)/(n + 0.25)
+    z = t - (2.515517 + 0.802853 * t + 0.010328 * t**2) / (
+        1 + 1.432788 * t + 0.189269 * t**2 + 0.001308 * t**3
+    )
+    return np.maximum(z, 0.0)

@@ -25,7 +25,10 @@ reduction over X (ZeRO 0-2) and over the pods, the ZeRO-3 gathers and scatters o
 microbatch beyond that layer's compute, the optimizer's pass over its state at HBM bandwidth, and
 the stack's fixed cost per step. Across pods the gradient shard is reduced in a tree over the
 data-center network: each doubling of the pods adds one exchange of the shard,
-log2(P)·shard/(W_dcn·e_dcn), of which o_dcn hides.
+log2(P)·shard/(W_dcn·e_dcn), of which o_dcn hides. Whatever hides, the first layer's reduction
+and ZeRO-3's first gather and last scatter stick out. Last, the step waits for the slowest of
+its N chips: the matmuls take σ·z(N) longer, σ the spread of identical chips' speed and z(N) the
+largest of N normal draws.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from .collectives import (
     link_efficiency,
     ring_costs,
 )
-from .physics import attention_efficiency, matmul_efficiency
+from .physics import attention_efficiency, matmul_efficiency, slowest_of
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
 
@@ -62,6 +65,7 @@ TERMS = (
     "cp_exposed",
     "optimizer",
     "overhead",
+    "slowest_chip",
 )
 
 
@@ -122,6 +126,12 @@ def predict(
         * (e.memory.params + e.memory.grads + e.memory.optimizer)
         / (chip.hbm_bw * profile.hbm_efficiency),
         "overhead": m * l * layer_fixed + profile.step_overhead,
+        # identical chips differ in speed, and every step waits for the slowest of the job's
+        # (MODEL.md §F.1): its matmuls lag by the chips' spread times the slowest's draw
+        "slowest_chip": profile.speed_spread
+        * slowest_of(e.chips)
+        * m
+        * (l * layer_matmul + head_matmul),
     }
     # Every term in the shape of all of them: a knob given as a list of one name still makes an
     # array.

@@ -54,6 +54,7 @@ class Profile:
     link_dcn: float = DATASHEET.link_dcn
     latency: float = DATASHEET.latency  # seconds per step of a collective's ring
     latency_nic: float = DATASHEET.latency_nic  # the same across nodes
+    speed_spread: float = DATASHEET.speed_spread  # identical chips' spread of speed
     # The stack's behaviour (MODEL.md §F.2)
     kernel_share: float = PRIOR.kernel_share
     kappa: float = PRIOR.kappa
