@@ -36,7 +36,7 @@ from .strategies import STRATEGIES
 from .transformer.context import cp_seconds_per_token
 from .transformer.counts import param_count, token_flops
 from .transformer.experts import layer_keywords
-from .transformer.layer import LayerTimes, crossover_batch, layer_times
+from .transformer.layer import LayerTimes, crossover_batch, crossover_of, layer_times
 from .transformer.thresholds import layout_thresholds
 from .values import Cluster, Layout, Options, Workload, computed, split_keywords
 
@@ -204,7 +204,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         cp_implied=implied and np.any(np.asarray(layout.cp) > 1),
         params=params,
         layer=layer,
-        crossover_batch=crossover_batch(**on_mesh),
+        crossover_batch=crossover_of(layer_times(batch=0.0, **on_mesh), layer, B),
         **layout_thresholds(cluster, workload, layout, placed),
         memory=layout_memory(workload, layout, options, placed, P, params.total),
         peak=peak_memory(

@@ -306,13 +306,26 @@ def crossover_batch(
         cp_seconds=cp_seconds,
         tp_share=tp_share,
     )
-    at_zero, at_one = layer_times(batch=0.0, **layout), layer_times(batch=1.0, **layout)
+    return crossover_of(layer_times(batch=0.0, **layout), layer_times(batch=1.0, **layout), 1.0)
+
+
+def crossover_of(at_zero: LayerTimes, at_batch: LayerTimes, batch: ArrayLike) -> np.ndarray:
+    """``crossover_batch`` from one layout's layer times at no batch and at ``batch`` (every time
+    is a + b·B, the compute m·B): an evaluation that has the layer at its batch already needs only
+    the times at none.
+
+    Returns
+    -------
+    batch : np.ndarray
+        The smallest compute-bound global batch; inf where the layout never is [tokens].
+    """
+    B = np.asarray(batch, dtype=float)
     needed = []
     for p in (0, 1):
-        m = at_one.math[p]
+        m = at_batch.math[p] / B
         for axis in AXES:
             a = getattr(at_zero, axis)[p]
-            b = getattr(at_one, axis)[p] - a
+            b = (getattr(at_batch, axis)[p] - a) / B
             # m > b: from a/(m - b) on; m <= b: never, unless nothing is moved at all.
             never = np.where((m == b) & (a <= 0), 0.0, np.inf)
             from_b = np.where(m > b, a / np.where(m > b, m - b, 1.0), never)
