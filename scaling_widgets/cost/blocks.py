@@ -69,6 +69,8 @@ def in_blocks(evaluate: Callable[..., Any], shape: tuple[int, ...], *values: Any
             else:
                 if path not in arrays:
                     arrays[path] = _grid(n, leaf, scalars.pop(path, ()))
+                elif not np.can_cast(np.asarray(leaf).dtype, arrays[path].dtype, "same_kind"):
+                    arrays[path] = arrays[path].astype(np.result_type(arrays[path], leaf))
                 arrays[path][start:stop] = leaf
     for path, held in scalars.items():  # a number the blocks do not share becomes an array
         if not all(np.array_equal(leaf, held[0][2]) for _, _, leaf in held):

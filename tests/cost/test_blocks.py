@@ -9,6 +9,7 @@ import pytest
 
 from scaling_widgets.cost import blocks, estimate
 from scaling_widgets.cost.refusals import InputError
+from scaling_widgets.cost.values import Workload
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P, H100 = HARDWARE["tpu-v5p"], HARDWARE["h100"]
@@ -110,3 +111,19 @@ def test_a_grid_in_blocks_refuses_the_first_layout_the_whole_grid_refuses(monkey
         refusals.append((refused.value.field, str(refused.value).split("; got")[0]))
     assert refusals[0] == refusals[1]
     assert refusals[0][0] == "x"
+
+
+def test_a_block_of_fractions_after_a_block_of_whole_numbers_keeps_the_fractions(monkeypatch):
+    @dataclasses.dataclass(frozen=True)
+    class Out:
+        value: np.ndarray
+
+    def halves(workload):  # whole numbers below 1,000 tokens, fractions above
+        b = workload.batch
+        return Out(b.astype(int) if b[0] < 1000 else b / 2)
+
+    monkeypatch.setattr(blocks, "BLOCK", 4)
+    batch = np.array([100.0, 200, 300, 400, 1001, 1003, 1005, 1007])
+    workload = Workload(MODELS["llama-3-8b"], batch)
+    joined = blocks.in_blocks(halves, (8,), workload)
+    assert joined.value.tolist() == [100, 200, 300, 400, 500.5, 501.5, 502.5, 503.5]
