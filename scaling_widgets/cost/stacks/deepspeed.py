@@ -15,11 +15,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
 # Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7887,
-    kappa=19.33,
-    o_tp=0.1451,
-    o_dp=0.1836,
-    o_dcn=0.5003,
-    layer_overhead=0.0001998,
-    step_overhead=0.1643,
+    kernel_share=0.7803,
+    kappa=12.06,
+    o_tp=0.1409,
+    o_dp=0.328,
+    o_dcn=0.4748,
+    layer_overhead=0.0001593,
+    step_overhead=0.1485,
 )

@@ -19,11 +19,11 @@ MEMORY = dict(
 # than any measured fixed cost explains (a known gap, MODEL.md §F.2); FSDP1 also unshards and
 # reshards every layer on the host's path.
 BEHAVIOUR = dict(
-    kernel_share=0.9616,
+    kernel_share=0.9613,
     kappa=200.0,
-    o_tp=0.1451,
-    o_dp=0.2035,
-    o_dcn=0.5003,
+    o_tp=0.1409,
+    o_dp=0.2036,
+    o_dcn=0.4748,
     layer_overhead=0.0002,
-    step_overhead=0.03049,
+    step_overhead=0.03007,
 )

@@ -19,11 +19,11 @@ MEMORY = dict(
 # of the backward pass, so the rise of 2-11 % the v5e slices measured comes out flatter, though in
 # the measured order.
 BEHAVIOUR = dict(
-    kernel_share=0.9382,
-    kappa=58.91,
-    o_tp=0.2514,
-    o_dp=0.149,
-    o_dcn=0.5919,
-    layer_overhead=0.0001999,
-    step_overhead=0.14,
+    kernel_share=0.8925,
+    kappa=44.54,
+    o_tp=0.2392,
+    o_dp=0.3276,
+    o_dcn=0.4894,
+    layer_overhead=0.0002,
+    step_overhead=0.1236,
 )

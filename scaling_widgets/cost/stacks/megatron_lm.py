@@ -16,11 +16,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
 # Megatron-LM runs on one node), drawn towards the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.8534,
-    kappa=196.0,
-    o_tp=0.1577,
-    o_dp=0.1489,
-    o_dcn=0.5003,
-    layer_overhead=0.0001996,
-    step_overhead=0.1344,
+    kernel_share=0.8162,
+    kappa=143.5,
+    o_tp=0.1509,
+    o_dp=0.1756,
+    o_dcn=0.4748,
+    layer_overhead=0.0001819,
+    step_overhead=0.137,
 )
