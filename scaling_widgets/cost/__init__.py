@@ -15,7 +15,8 @@ panel's plots draw, computed here so the CLI and the API reach it too.
 
 from .cluster.chip import Chip
 from .cluster.mesh import MeshSpan, axis_rings, span_axes
-from .evaluate import compare_strategies, estimate, evaluate, split_keywords, validate
+from .compare import compare_strategies
+from .evaluate import estimate, evaluate, split_keywords, validate
 from .memory.chapter import MemoryPerChip, largest_replicated_model, memory_per_chip
 from .refusals import InputError
 from .result import Estimate, pick

@@ -33,11 +33,11 @@ def layouts_shape(*values: Any) -> tuple[int, ...]:
         The broadcast shape of every field that holds one value per layout.
     """
     shapes = [
-        np.shape(getattr(value, field.name))
+        held.shape
         for value in values
         for field in dataclasses.fields(value)
-        if per_layout(field.metadata.get("check"))
-        and isinstance(getattr(value, field.name), np.ndarray)
+        if isinstance(held := getattr(value, field.name), np.ndarray)
+        and per_layout(field.metadata.get("check"))
     ]
     try:
         return np.broadcast_shapes(*shapes)

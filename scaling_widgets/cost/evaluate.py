@@ -24,7 +24,6 @@ from .cluster import feasible
 from .cluster.placement import Placement, place
 from .memory.chapter import layout_memory
 from .memory.peak import peak_memory
-from .refusals import InputError
 from .result import Estimate
 from .schedules import bubble
 from .search.fastest import fastest_microbatches, fastest_split
@@ -328,32 +327,3 @@ def _training_time(workload, step):
         if workload.tokens is None
         else time_to_train(tokens=workload.tokens, batch=workload.batch, step_time=step)
     )
-
-
-def compare_strategies(
-    cluster: Cluster,
-    workload: Workload,
-    layout: Layout,
-    options: Options,
-    known: dict[str, Estimate] | None = None,
-) -> dict[str, Estimate | InputError]:
-    """Each strategy's own layout (its default split and ZeRO stage) with the rest of ``layout``
-    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
-    estimates stand for their strategies (the panel's current layout), not evaluated again.
-
-    Returns
-    -------
-    estimates : dict of str to Estimate or InputError
-        By strategy name, in ``STRATEGIES``' order: its estimate, or why it cannot run.
-    """
-    out = {}
-    for name in STRATEGIES:
-        if known and name in known:
-            out[name] = known[name]
-            continue
-        own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
-        try:
-            out[name] = evaluate(cluster, workload, own, options)
-        except InputError as err:
-            out[name] = err
-    return out

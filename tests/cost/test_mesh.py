@@ -101,13 +101,14 @@ def test_axis_roles_give_whole_axes_to_the_groups():
 
 
 def test_many_layouts_of_a_few_splits_are_placed_as_each_split_alone():
-    # a grid placed once per distinct split, then spread: the same spans as one layout at a time
+    # a grid (of more layouts than DISTINCT_FROM) placed once per distinct split, then spread:
+    # the same spans as one layout at a time
     rng = np.random.default_rng(3)
-    y = 2 ** rng.integers(0, 5, 400)
-    z = 2 ** rng.integers(0, 2, 400)
+    y = 2 ** rng.integers(0, 5, 5000)
+    z = 2 ** rng.integers(0, 2, 5000)
     x = 4096 // y // z
     grid = span_axes(slice_shape=(16, 16, 16), x=x, y=y, z=z, rings=(True, False, True))
-    for i in (0, 17, 399):
+    for i in (0, 17, 4999):
         one = span_axes(slice_shape=(16, 16, 16), x=x[i], y=y[i], z=z[i], rings=(True, False, True))
         assert (grid.mx[i], grid.my[i], grid.mz[i]) == (one.mx, one.my, one.mz)
         wraps = (one.wrap_x, one.wrap_y, one.shared_axes)

@@ -168,6 +168,9 @@ def _one_span(shape: tuple, x: int, y: int, z: int, rings: tuple) -> MeshSpan:
     return span
 
 
+DISTINCT_FROM = 4096  # layouts from which sorting out the distinct splits pays
+
+
 def _distinct_spans(
     shape: tuple, x: ArrayLike, y: ArrayLike, z: ArrayLike, rings: tuple
 ) -> MeshSpan:
@@ -175,7 +178,7 @@ def _distinct_spans(
     batches or knobs holds a few splits, and placing them is a tenth of an estimate's time."""
     X, Y, Z = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (x, y, z)))
     base = math.prod(shape) + 1
-    if base**3 >= 2**62:  # one number per split would overflow
+    if X.size < DISTINCT_FROM or base**3 >= 2**62:  # a few layouts; one number a split overflows
         return _spans(shape, X, Y, Z, rings)
     distinct, where = np.unique(((X * base + Y) * base + Z).ravel(), return_inverse=True)
     if len(distinct) * 4 > X.size:  # mostly distinct: place them all

@@ -1,0 +1,41 @@
+"""Every strategy's own layout beside the one asked for (MODEL.md §A.10): what the panel's memory
+bars and ``estimate --json``'s strategies list."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .evaluate import evaluate
+from .refusals import InputError
+from .result import Estimate
+from .strategies import STRATEGIES
+from .values import Cluster, Layout, Options, Workload
+
+
+def compare_strategies(
+    cluster: Cluster,
+    workload: Workload,
+    layout: Layout,
+    options: Options,
+    known: dict[str, Estimate] | None = None,
+) -> dict[str, Estimate | InputError]:
+    """Each strategy's own layout (its default split and ZeRO stage) with the rest of ``layout``
+    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
+    estimates stand for their strategies (the panel's current layout), not evaluated again.
+
+    Returns
+    -------
+    estimates : dict of str to Estimate or InputError
+        By strategy name, in ``STRATEGIES``' order: its estimate, or why it cannot run.
+    """
+    out = {}
+    for name in STRATEGIES:
+        if known and name in known:
+            out[name] = known[name]
+            continue
+        own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
+        try:
+            out[name] = evaluate(cluster, workload, own, options)
+        except InputError as err:
+            out[name] = err
+    return out
