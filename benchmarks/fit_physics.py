@@ -49,6 +49,9 @@ def _fit(residual, x0, lo, hi):
     return least_squares(residual, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.01).x
 
 
+KNEE_FLOOR = 6.0  # log10 FLOPs: a GEMM of a megaFLOP runs at half speed on no chip
+
+
 def fit_gemm(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> tuple[ChipPhysics, bool]:
     """The GEMM curve in ``dtype``; and whether the rows could place its g_half (sizes spanning a
     decade); from large GEMMs alone only its top."""
@@ -65,8 +68,9 @@ def fit_gemm(chip: str, physics: ChipPhysics, dtype: str = "bf16") -> tuple[Chip
         return np.array([gemm_predicted(r, p) for r in data]) / measured - 1
 
     if small:
-        e, log_g = _fit(residual, [0.8, 9.5], [0.3, 6.0], [1.0, 13.0])
-        return dataclasses.replace(physics, **{top: e, half: 10**log_g}), True
+        e, log_g = _fit(residual, [0.8, 9.5], [0.3, KNEE_FLOOR], [1.0, 13.0])
+        if log_g > KNEE_FLOOR + 0.01:  # on its floor, the smaller GEMMs ran no slower: no knee
+            return dataclasses.replace(physics, **{top: e, half: 10**log_g}), True
     return top_at_half(chip, physics, dtype), False
 
 
@@ -158,6 +162,7 @@ DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
 GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI", "DCN")  # the tiers a chip has
 # A chip whose own die was measured under another preset's name runs that kernel alike.
 SAME_DIE = {"H200": "H100", "GB200": "B200"}
+SAME_DIE_GROUPS = ("GEMM", "GEMM fp8", "attention")  # the kernels: the die's, not the board's
 
 
 def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
@@ -202,12 +207,10 @@ def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
             if group == "GEMM fp8" and not CHIPS[name].flops_fp8:
                 continue  # no fp8 matmuls
             twin = SAME_DIE.get(name)
-            if group == "attention" and twin and group in fitted[twin][1]:
-                changes.update({f: getattr(fitted[twin][0], f) for f in fields})
-                notes.append(f"{group} of the {twin}'s die")
-                continue
             kin = [n for n, (p, seen) in fitted.items()
                    if group in seen and CHIPS[n].is_gpu is CHIPS[name].is_gpu]  # fmt: skip
+            if group in SAME_DIE_GROUPS and twin and group in fitted[twin][1]:
+                kin = [twin]  # its own die's kernels, measured under the twin's name
             if not kin:
                 notes.append(f"{group} datasheet")
                 continue
@@ -216,7 +219,8 @@ def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
                     continue  # its own large GEMMs set the curve's top, refitted below
                 values = [getattr(fitted[n][0], f) / _scale(n, f) for n in kin]
                 changes[f] = float(np.median(values)) * _scale(name, f)
-            notes.append(f"{group} median of {', '.join(sorted(kin))}")
+            notes.append(f"{group} of the {twin}'s die" if kin == [twin] else
+                         f"{group} median of {', '.join(sorted(kin))}")  # fmt: skip
         physics = dataclasses.replace(physics, **changes)
         for group, dtype in DTYPE.items():
             if group not in measured and gemm_rows(name, dtype):  # its top, at its kind's knee

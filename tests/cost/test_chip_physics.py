@@ -32,12 +32,13 @@ def test_each_chips_gemm_curve_matches_its_measured_gemms_within_10_percent(chip
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.gemm_rows(c, "fp8")])
 def test_each_chips_fp8_gemm_curve_matches_its_measured_fp8_gemms(chip):
-    # GB200's two rows (MAMF's and a cuBLAS peak search) have the smaller GEMM 18 % faster: no
-    # curve rising with size meets both within 10 %
+    # GB200's two rows come from two machines (MAMF's sweep; a cuBLAS run on Google's A4X, 13 %
+    # slower than MAMF's in bf16 too) and have the smaller GEMM 18 % faster: no curve rising with
+    # size meets both within 10 % (10.2 % at its die's knee)
     physics = _physics(chip)
     rows = bench.gemm_rows(chip, "fp8")
     pairs = [(bench.gemm_predicted(r, physics), float(r["tflops"])) for r in rows]
-    assert bench.mean_abs_error(pairs) <= (0.12 if chip == "GB200" else 0.10)
+    assert bench.mean_abs_error(pairs) <= (0.11 if chip == "GB200" else 0.10)
 
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.attention_rows(c)])

@@ -15,9 +15,9 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 14 runs on A100 and H100 (llm-foundry's
 # benchmarking tables). On a bound: kappa = 200 (upper), its norms and activations unfused (no
 # torch.compile in those tables) and FSDP1's copies in and out of its flat buffers; layer_overhead =
-# 0.2 ms (upper), the most some tens of launches a pass take: the fit would put more time per layer
-# than any measured fixed cost explains (a known gap, MODEL.md §F.2); FSDP1 also unshards and
-# reshards every layer on the host's path.
+# 0.2 ms (upper), the most some tens of kernels a pass take: FSDP1 unshards and reshards each layer
+# on the host's path, eager, and the fit would take more (1 ms at a bound of 1 ms), at most 1.9 % of
+# any of its runs' step.
 BEHAVIOUR = dict(
     kernel_share=0.9613,
     kappa=200.0,

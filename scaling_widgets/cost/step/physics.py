@@ -57,16 +57,17 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 
 # chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
 # rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes, in
-# order, from its own die measured under another name (attention: H200 the H100's, GB200 the
-# B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
+# order, from its own die measured under another name (the kernels: GEMM knees and attention, H200
+# the H100's, GB200 the B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
 # ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's median;
 # the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the data-center network
 # are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at 4.1 GB/s a chip, a
 # third of its share of the network); no TPU has attention rows the fit can use (datasheet). The
 # spread of identical chips' speed is measured on 219 A100s (ResNet-50 training, one GPU each; 392
 # V100s' SGEMMs, no preset, spread alike): every GPU takes the A100's, no TPU has any (datasheet:
-# chips alike). A100, H200 and GB200 were measured at large GEMMs only: their g_half is the GPUs'
-# median time constant. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on
+# chips alike). A100, H200 and GB200 were measured at large GEMMs only (GB200's smaller GEMM ran
+# faster: no knee): their g_half is their die's time constant, the A100's the GPUs' median. B200's
+# fp8 knee is OpenXLA's sm_100 table (B200 or GB200, SKU not stated) like its bf16 one. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on
 # B200. The collectives are fitted on messages of a megabyte and more (what a training step sends);
 # the TPU v5e's ICI latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
@@ -87,18 +88,18 @@ PHYSICS: dict[str, ChipPhysics] = {
                         attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=1.094,
                         link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06,
                         speed_spread=0.02052),
-    "H200": ChipPhysics(e_max=0.8653, g_half=4.368e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
+    "H200": ChipPhysics(e_max=0.8674, g_half=4.677e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
                         attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.9657,
                         link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06,
                         speed_spread=0.02052),
-    "B200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.8222, g_half_fp8=3.013e+10,
+    "B200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.7193, g_half_fp8=2.179e+10,
                         attention_max=0.8605, attention_half=600.7, attention_head_half=21.54,
                         attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.8031,
                         link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06,
                         speed_spread=0.02052),
-    "GB200 NVL72": ChipPhysics(e_max=0.6356, g_half=1e+06, e_max_fp8=0.6362, g_half_fp8=3.348e+10,
-                               attention_max=0.8605, attention_half=600.7,
+    "GB200 NVL72": ChipPhysics(e_max=0.6378, g_half=1.025e+10, e_max_fp8=0.6322,
+                               g_half_fp8=2.421e+10, attention_max=0.8605, attention_half=600.7,
                                attention_head_half=21.54, attention_backward=0.8967,
                                hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
                                latency=4.299e-06, latency_nic=2.46e-06, speed_spread=0.02052),
