@@ -1,4 +1,4 @@
-"""How well the predicted step transfers (MODEL.md §F.5), in the order that matters:
+"""How well the predicted step transfers (MODEL.md §F.3), in the order that matters:
 
 1. leave-one-source-out: refit the stacks without a source's runs, predict that source; per
    source its mean and worst |error| (a stack left with no runs gets the typical stack's

@@ -14,6 +14,7 @@ its source describes it: the chip preset, the slice, the model, the batch, the l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -24,11 +25,13 @@ from . import catalog
 from .cost import Cluster, Layout, Model, Options, Workload, param_count
 from .cost.cluster.chip import Chip
 from .cost.cluster.nodes import gpu_slice
+from .cost.stacks import REGISTRY
 from .presets import PRECISIONS
 
 DEV_RUNS = (
     Path(__file__).resolve().parent / "data" / "dev_runs.json"
 )  # package data: the wheel has it
+PUBLIC_RUNS = DEV_RUNS.parent / "public_runs.json"  # further published runs, in the same form
 
 # Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
 # 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).
@@ -113,7 +116,10 @@ def run_from_case(case: dict) -> Run:
 
 def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
     """The four values as the case gives them; ``Options(mfu=None)`` asks for a predicted step
-    with the case's own stack (``stack_of``) and matmul dtype (bf16 unless it says fp8).
+    with the case's own stack (``stack_of``), matmul dtype (bf16 unless it says fp8) and
+    torch.compile (the stack's default, eager, unless it says it compiled). TP in a stack that
+    always shards its norms over the sequence (torchtitan's) runs with sequence parallelism,
+    whatever the case says.
 
     Mixed precision with Adam (``PRECISIONS["mixed-adam"]``) for every stack. A TPU case's slice
     is its ``mesh`` over ``pods`` pods; a GPU case's is ``chips`` GPUs in nodes of the chip's size.
@@ -130,8 +136,16 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         seq_len=seq_len,
         precision=PRECISIONS["mixed-adam"],
     )
-    options = Options(mfu=None, stack=stack_of(case), matmul_dtype=case.get("dtype", "bf16"))
-    return cluster, workload, case_layout(case["layout"]), options
+    options = Options(
+        mfu=None,
+        stack=stack_of(case),
+        matmul_dtype=case.get("dtype", "bf16"),
+        torch_compile=case.get("compile"),  # absent: as the stack runs by default (eager)
+    )
+    layout = case_layout(case["layout"])
+    if REGISTRY[options.stack].tp_shards_sequence and layout.y > 1:  # the stack has no other TP
+        layout = dataclasses.replace(layout, sequence_parallel=True)
+    return cluster, workload, layout, options
 
 
 def case_layout(k: dict) -> Layout:

@@ -9,6 +9,7 @@ import pytest
 from scaling_widgets.catalog import model_from_json
 from scaling_widgets.cli import main
 from scaling_widgets.cost.transformer.counts import param_count
+from scaling_widgets.fields import VERSION
 from scaling_widgets.presets import MODELS
 
 HF = Path(__file__).with_name("data") / "hf"
@@ -155,7 +156,7 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
         panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
     )
     saved = json.loads(panel.scenario.to_json())
-    assert saved["version"] == 7 and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
+    assert saved["version"] == VERSION and saved["ep"] == 1 and saved["model"]["moe"]["top_k"] == 2
     # MODEL.md §D
     old = {k: v for k, v in saved.items() if k not in ("ep", "etp", "cp", "cp_kind", "stack")} | {
         "version": 1

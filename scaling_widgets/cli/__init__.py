@@ -23,6 +23,7 @@ from ..cost.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.plan import plan_keywords
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
+from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
 from ..fields import FIELDS
 from ..text import report
@@ -164,10 +165,10 @@ def _calibrated(values, args):
         )
     if save is not None and options.measured_step_time is not None:
         profile = calibrate(*values, step_time=options.measured_step_time)
-        options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
+        options = dataclasses.replace(options, profile=profile, **TAKEN_IN)
     if peak_gb is not None:
         profile = calibrate_memory(cluster, workload, layout, options, peak_bytes=peak_gb * 1e9)
-        options = dataclasses.replace(options, profile=profile, stack=None, flash_attention=None)
+        options = dataclasses.replace(options, profile=profile, **TAKEN_IN)
     if save is not None:
         Path(save).write_text(profile_to_json(options.profile) + "\n")
     return cluster, workload, layout, options

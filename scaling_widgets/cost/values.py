@@ -251,7 +251,9 @@ class Options:
     in memory, on top of the profile's efficiencies; None: the profile's own.
     ``flash_attention`` False brings back the s x s scores, in memory and in the step; None:
     the stack's. ``matmul_dtype`` "fp8" runs the layers' linear matmuls at the chip's fp8 rate
-    (attention and the output layer stay in bf16, MODEL.md §F.4).
+    (attention and the output layer stay in bf16, MODEL.md §F.4). ``torch_compile`` runs a
+    PyTorch stack's layers compiled: fused memory-bound kernels, fewer activations kept (MODEL.md
+    §F.5); None: the stack's (eager).
     """
 
     mfu: float | np.ndarray | None = checked(
@@ -272,6 +274,7 @@ class Options:
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
+    torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
 
     def __post_init__(self) -> None:
         check_fields(self)

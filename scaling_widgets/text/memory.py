@@ -25,8 +25,10 @@ PART_NAMES = {
 
 
 def stack_name(e: Estimate) -> str:
-    """The profile an estimate read, with its stack: what it assumes the software keeps."""
-    return profile_of(e.chip, e.options).name
+    """The profile an estimate read, with its stack: what it assumes the software keeps, and
+    whether it compiles."""
+    profile = profile_of(e.chip, e.options)
+    return f"{profile.name}, compiled" if profile.torch_compile else profile.name
 
 
 def stage_name(e: Estimate) -> str:

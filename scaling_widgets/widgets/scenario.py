@@ -18,6 +18,8 @@ from traitlets import Any, HasTraits, Int, TraitError
 from .. import catalog, fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
 from ..cost.cluster.slices import slices_near
+from ..cost.stacks import COMPILING
+from ..cost.step.profiles import default_stack
 from ..fields import FIELDS, SCENARIO
 from ..fields.keywords import as_given, fields_named
 from ..text import units
@@ -97,7 +99,8 @@ class Scenario(_Fields):
 
         Pipeline stages that no longer divide the chips fall back to 1, axis roles of another
         number of axes are cleared, and a split by hand keeps its TP degree if it can. Another
-        chip drops fp8 matmuls it does not have and a profile made for the chip left behind. A chip
+        chip drops fp8 matmuls it does not have, torch.compile where its stack has none, and a
+        profile made for the chip left behind. A chip
         without a slice takes the slice of it nearest to this scenario's chips that runs it
         (``slices_near``): the same count if it can, else the nearest; its default slice if none
         does (the update then says why).
@@ -123,6 +126,7 @@ class Scenario(_Fields):
                 changes["matmul_dtype"] = "bf16"  # the chip has no fp8 matmuls
             if self.profile is not None and self.profile.chip not in ("", chip.name):
                 changes["profile"] = None  # made for the chip left behind
+            changes.update(_compile_kept(self.torch_compile, self.stack, chip))
         chips = math.prod(slice_shape)
         z = self.z if chips % self.z == 0 else 1
         if z != self.z:
@@ -139,6 +143,9 @@ class Scenario(_Fields):
         written = changes
         changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
+        if "stack" in changes and "torch_compile" not in changes:  # a stack that cannot compile
+            chip = catalog.hardware(changes.get("hardware", self.hardware))
+            changes.update(_compile_kept(self.torch_compile, changes["stack"], chip))
         self._replace({**self._state, **changes}, tuple(changes), written=written)
 
     def _replace(
@@ -198,3 +205,11 @@ def _reject_unknown(kwargs) -> None:
         raise TypeError(
             f"Scenario got an unexpected keyword {unknown[0]!r}; allowed: {', '.join(SCENARIO)}"
         )
+
+
+def _compile_kept(torch_compile, stack, chip) -> dict:
+    """torch.compile switched back to the stack's where the stack (the chip's, unless one is named)
+    has none; nothing to change otherwise."""
+    if torch_compile and (stack or default_stack(chip)) not in COMPILING:
+        return {"torch_compile": None}
+    return {}

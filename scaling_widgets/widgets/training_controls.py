@@ -12,6 +12,7 @@ import ipywidgets as w
 
 from ..catalog import name_of
 from ..cost.step.calibrate import calibrate, calibrate_memory
+from ..cost.step.profiles import TAKEN_IN
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs, control
@@ -54,6 +55,8 @@ class TrainingControls(Bound, w.VBox):
         self._flash = control("flash_attention")
         self._flash.options = [("the stack's", ""), *self._flash.options]
         self._dtype = control("matmul_dtype")
+        self._compile = control("torch_compile")
+        self._compile.options = [("the stack's", ""), *self._compile.options]
         self._attention = control("attention_flops")
         self._measured = w.Text(
             description="Measured step",
@@ -74,7 +77,7 @@ class TrainingControls(Bound, w.VBox):
             w.HBox([self._batch, self._batch_text]),
             w.HBox([self._seq_len, self._tokens]),
             w.HBox([self._mfu, self._predict, self._precision]),
-            w.HBox([self._remat, self._attention]),
+            w.HBox([self._remat, self._compile, self._attention]),
             w.HBox([self._stack, self._flash, self._dtype]),
             w.HBox([self._measured, self._forget]),
             self._measured_peak,
@@ -106,12 +109,13 @@ class TrainingControls(Bound, w.VBox):
         self._bind(
             self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or ""
         )
-        self._bind(
-            self._flash,
-            "flash_attention",
-            parse=lambda word: {"": None, "on": True, "off": False}[word],
-            show=lambda on: "" if on is None else "on" if on else "off",
-        )
+        for widget, name in ((self._flash, "flash_attention"), (self._compile, "torch_compile")):
+            self._bind(
+                widget,
+                name,
+                parse=lambda word: {"": None, "on": True, "off": False}[word],
+                show=lambda on: "" if on is None else "on" if on else "off",
+            )
         self._bind(self._attention, "attention_flops")
         self._bind(self._dtype, "matmul_dtype")
         self._measured.observe(self._on_measured_change, "value")
@@ -164,7 +168,7 @@ class TrainingControls(Bound, w.VBox):
             self._message.show(str(err))
             return
         self._measured_peak.value = ""
-        self._apply(profile=profile, stack=None, flash_attention=None)
+        self._apply(profile=profile, **TAKEN_IN)
 
     def _on_batch_change(self, change) -> None:
         # The slider moves in steps of 10^0.01; within one step of the batch it is not a move

@@ -96,6 +96,7 @@ PLAUSIBLE = {
     "--tokens": ["1", "2T", "15T"],
     "--precision": list(PRECISIONS),
     "--matmul-dtype": ["bf16", "fp8"],
+    "--torch-compile": ["on", "off"],
     "--top": ["1", "3", "100", str(2**53)],
 }
 SWITCHES = [
@@ -115,6 +116,7 @@ PLAN_FLAGS = [
     "--mfu",
     "--precision",
     "--matmul-dtype",
+    "--torch-compile",
     "--top",
 ]
 ESTIMATE_FLAGS = [f for f in PLAUSIBLE if f != "--top"]

@@ -72,6 +72,7 @@ PLAUSIBLE = {
     "cp_kind": ["ring", "all-gather", "ulysses"],
     "stack": [None, "megatron-lm", "fsdp2"],
     "flash_attention": [None, True, False],
+    "torch_compile": [None, True, False],
     "matmul_dtype": ["bf16", "fp8", "fp8"],
     "microbatch_seqs": [
         None,

@@ -18,6 +18,8 @@ from numpy.typing import ArrayLike
 
 from ..checks import first, per_layout
 from ..refusals import refuse
+from ..stacks import COMPILING
+from ..step.profiles import default_stack
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
@@ -60,6 +62,14 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             f"'bf16' on the {chip.name}, which has no fp8 matmuls (fp8 runs on the H100, H200,"
             " B200 and GB200)",
             "'fp8'",
+        )
+    stack = options.stack or (default_stack(chip) if options.profile is None else None)
+    if options.torch_compile and stack not in (None, *COMPILING):
+        raise refuse(
+            "torch_compile",
+            f"off with {stack}, which fuses its own kernels (torch.compile runs with"
+            f" {', '.join(COMPILING)})",
+            True,
         )
     made_for = options.profile.chip if options.profile is not None else ""
     if made_for and made_for != chip.name:

@@ -135,6 +135,7 @@ def peak_memory(
             flash=profile.flash_attention,
             selective=profile.selective,
             activation_bytes=precision.activation_bytes,
+            compiled=profile.torch_compile,
         )
 
     per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage

@@ -3,14 +3,16 @@
 
 A stack's module declares ``NAME`` (what the CLI, the API and a saved scenario call it), ``ORDER``
 (its place in lists), ``MEMORY``: the fields of an efficiency profile (``step/profiles.py``) that
-say what the stack holds: the bytes a parameter of its weights, gradients and optimizer state,
-what its "selective" recompute keeps, the bytes a logit at the loss, its buffers, its allocator
-and what its own peak counts; and ``BEHAVIOUR``: its overlaps, kernels and fixed costs
-(``step/behaviour.py``), as ``benchmarks/fit_stacks.py`` fitted them on its runs, the fields it
-has no runs for left at their priors. A stack runs flash attention (no s x s scores in HBM) unless
-its ``FLASH_ATTENTION`` says not. Each keeps mixed-precision Adam's fp32 master copy and moments,
-whatever the precision (which sets the chapter's count). Each module cites the lines of the
-stack's source it was read from.
+say what the stack holds: the bytes a parameter of its weights, gradients and optimizer state, what
+its "selective" recompute keeps, the bytes a logit at the loss, its buffers, its allocator and what
+its own peak counts; and ``BEHAVIOUR``: its overlaps, kernels and fixed costs
+(``step/behaviour.py``), as ``benchmarks/fit_stacks.py`` fitted them on its runs, the fields it has
+no runs for left at their priors. A stack runs flash attention (no s x s scores in HBM) unless its
+``FLASH_ATTENTION`` says not, and can run torch.compile if its ``TORCH_COMPILE`` says so (PyTorch
+stacks that fuse nothing of their own; XLA compiles MaxText whole, Megatron-LM fuses by hand), and
+always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so. Each keeps
+mixed-precision Adam's fp32 master copy and moments, whatever the precision (which sets the
+chapter's count). Each module cites the lines of the stack's source it was read from.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Stack:
     order: int
     memory: dict
     behaviour: Behaviour
+    compiles: bool = False  # torch.compile is a switch of the stack's
+    tp_shards_sequence: bool = False  # its TP always runs with sequence parallelism
 
 
 def _member(module) -> Stack:
@@ -38,9 +42,12 @@ def _member(module) -> Stack:
         order=module.ORDER,
         memory={**module.MEMORY, "flash_attention": flash},
         behaviour=Behaviour(**getattr(module, "BEHAVIOUR", {})),
+        compiles=getattr(module, "TORCH_COMPILE", False),
+        tp_shards_sequence=getattr(module, "TP_SEQUENCE_PARALLEL", False),
     )
 
 
 REGISTRY: dict[str, Stack] = members(__name__, __path__, _member)
 STACKS: dict[str, dict] = {name: stack.memory for name, stack in REGISTRY.items()}
 NAMES = tuple(STACKS)
+COMPILING = tuple(name for name, stack in REGISTRY.items() if stack.compiles)

@@ -1,6 +1,8 @@
 """DeepSpeed ZeRO with bf16."""
 
 NAME, ORDER = "deepspeed", 2
+# torch.compile of the engine's module: DeepSpeed's ``engine.compile()`` (runtime/engine.py).
+TORCH_COMPILE = True
 # Gradients accumulate in bf16; reduce and all-gather buckets of 5e8 elements each (its defaults);
 # Megatron-DeepSpeed's loss.
 MEMORY = dict(
@@ -15,11 +17,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
 # Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7803,
-    kappa=12.06,
-    o_tp=0.1409,
-    o_dp=0.328,
-    o_dcn=0.4748,
-    layer_overhead=0.0001593,
-    step_overhead=0.1485,
+    kernel_share=0.7809,
+    kappa=12.29,
+    o_tp=0.1415,
+    o_dp=0.1746,
+    o_dcn=0.4757,
+    layer_overhead=0.0001589,
+    step_overhead=0.1514,
 )

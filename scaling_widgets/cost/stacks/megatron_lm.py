@@ -16,11 +16,11 @@ MEMORY = dict(
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
 # Megatron-LM runs on one node), drawn towards the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.8162,
-    kappa=143.5,
-    o_tp=0.1509,
-    o_dp=0.1756,
-    o_dcn=0.4748,
-    layer_overhead=0.0001819,
-    step_overhead=0.137,
+    kernel_share=0.8559,
+    kappa=185.1,
+    o_tp=0.1582,
+    o_dp=0.06791,
+    o_dcn=0.4757,
+    layer_overhead=0.0001974,
+    step_overhead=0.1366,
 )

@@ -17,7 +17,7 @@ class Behaviour:
     """A stack's behaviour (MODEL.md §F.2)."""
 
     kernel_share: float = 0.9  # share of the microbenchmarks' GEMM and attention rates reached
-    kappa: float = 40.0  # memory-bound bytes per token, per unit of d_model, per layer and pass
+    kappa: float = 40.0  # memory-bound bytes a token, per unit of d_model, a layer and pass, eager
     kappa_scores: float = 12.0  # without flash attention: bytes per score and pass
     o_tp: float = 0.0  # share of a layer's matmuls the TP collectives hide under
     o_dp: float = 0.9  # share of the compute the data-parallel traffic hides under

@@ -28,7 +28,7 @@ from ..evaluate import evaluate
 from ..refusals import refuse
 from ..values import Cluster, Layout, Options, Workload
 from .behaviour import BOUNDS
-from .profiles import Profile, profile_of
+from .profiles import TAKEN_IN, Profile, profile_of
 
 OVERLAPS = ("o_tp", "o_dp", "o_dcn")  # towards 1
 FIXED = ("layer_overhead", "step_overhead")  # towards 0
@@ -47,7 +47,7 @@ CURVES_DOWN = (
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
 WORDS = ("selective", "measures", "chip", "calibration")  # fields that are names
-SWITCHES = ("flash_attention", "pipeline_unsharded")  # and those that are true or false
+SWITCHES = ("flash_attention", "pipeline_unsharded", "torch_compile")  # true or false
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs
 
@@ -120,9 +120,7 @@ def calibrate(
     1.25
     """
     base = profile_of(cluster.chip, options)  # the stack and the flash switch go into the profile
-    predict = dataclasses.replace(
-        options, mfu=None, measured_step_time=None, stack=None, flash_attention=None
-    )
+    predict = dataclasses.replace(options, mfu=None, measured_step_time=None, **TAKEN_IN)
 
     def step(u: float) -> float:
         moved = dataclasses.replace(predict, profile=along(base, u))
@@ -191,8 +189,7 @@ def calibrate_memory(
         scaled_options = dataclasses.replace(
             options,
             profile=dataclasses.replace(base, activation_factor=k),
-            stack=None,
-            flash_attention=None,
+            **TAKEN_IN,
         )
         return float(evaluate(cluster, workload, layout, scaled_options).peak.reported)
 

@@ -58,18 +58,19 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 # chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
 # rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes, in
 # order, from its own die measured under another name (the kernels: GEMM knees and attention, H200
-# the H100's, GB200 the B200's), else the median of the measured chips of its kind (g_half as a time, g_half/C), else
-# ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are their kind's median;
-# the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the data-center network
-# are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at 4.1 GB/s a chip, a
-# third of its share of the network); no TPU has attention rows the fit can use (datasheet). The
-# spread of identical chips' speed is measured on 219 A100s (ResNet-50 training, one GPU each; 392
-# V100s' SGEMMs, no preset, spread alike): every GPU takes the A100's, no TPU has any (datasheet:
-# chips alike). A100, H200 and GB200 were measured at large GEMMs only (GB200's smaller GEMM ran
-# faster: no knee): their g_half is their die's time constant, the A100's the GPUs' median. B200's
-# fp8 knee is OpenXLA's sm_100 table (B200 or GB200, SKU not stated) like its bf16 one. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on
-# B200. The collectives are fitted on messages of a megabyte and more (what a training step sends);
-# the TPU v5e's ICI latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
+# the H100's, GB200 the B200's), else the median of the measured chips of its kind (g_half as a
+# time, g_half/C), else ``DATASHEET``. So: TPU v4p's GEMMs, ICI and latency and TPU v5p's GEMMs are
+# their kind's median; the A100's NIC and the B200's HBM too; every TPU's HBM share and share of the
+# data-center network are the v6e's (one copy of 32 MiB, one all-reduce across v6e-256 slices at 4.1
+# GB/s a chip, a third of its share of the network); no TPU has attention rows the fit can use
+# (datasheet). The spread of identical chips' speed is measured on 219 A100s (ResNet-50 training,
+# one GPU each; 392 V100s' SGEMMs, no preset, spread alike): every GPU takes the A100's, no TPU has
+# any (datasheet: chips alike). A100, H200 and GB200 were measured at large GEMMs only (GB200's
+# smaller GEMM ran faster: no knee): their g_half is their die's time constant, the A100's the GPUs'
+# median. B200's fp8 knee is OpenXLA's sm_100 table (B200 or GB200, SKU not stated) like its bf16
+# one. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200. The collectives
+# are fitted on messages of a megabyte and more (what a training step sends); the TPU v5e's ICI
+# latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
     "TPU v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
                            link_dcn=0.3291, latency=4.797e-06),

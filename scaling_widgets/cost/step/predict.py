@@ -69,6 +69,14 @@ TERMS = (
 )
 
 
+# What torch.compile's fused kernels still move of a layer's eager memory-bound bytes (MODEL.md
+# §F.5), counted on a Llama 3 layer's forward pass: eager PyTorch runs the fp32 norms op by op, the
+# rotary embedding, the SwiGLU and the residual adds, about 150 bytes a token per unit of d_model;
+# Inductor fuses each chain of pointwise work into one kernel that reads its inputs and writes its
+# outputs once, about 50.
+COMPILED_SHARE = 1 / 3
+
+
 def predict(
     *,
     e: Estimate,
@@ -205,12 +213,14 @@ def _linear(profile, chip, gemm_flops, fp8: bool):
 
 def _layer_traffic(e, profile, b, remat_forward, attention_forward):
     """One layer's memory-bound bytes for a microbatch on a chip: κ·b·D a pass (÷ Y under
-    sequence parallelism), and without flash attention the scores, κ_s·b·s·N_h/Y a pass [bytes]."""
+    sequence parallelism), compiled a third of it (MODEL.md §F.5), and without flash
+    attention the scores, κ_s·b·s·N_h/Y a pass [bytes]."""
     Y, s = e.y, e.seq_len or 1
     sp = np.where(np.asarray(e.layout.sequence_parallel) & (Y > 1), Y, 1)
     passes = 3 + remat_forward
+    kappa = profile.kappa * (COMPILED_SHARE if profile.torch_compile else 1.0)
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * e.model.heads / Y
-    return profile.kappa * b * e.model.d_model / sp * passes + scores * (passes + attention_forward)
+    return kappa * b * e.model.d_model / sp * passes + scores * (passes + attention_forward)
 
 
 def _loss_traffic(e, profile, b):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..checks import Choice
@@ -65,6 +66,7 @@ class Profile:
     layer_overhead: float = PRIOR.layer_overhead
     step_overhead: float = PRIOR.step_overhead
     flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
+    torch_compile: bool = False  # fused memory-bound kernels, fewer activations kept (§F.5)
     # What the stack holds in memory (MODEL.md §E.2, ``peak.py``):
     weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
@@ -115,6 +117,7 @@ MEMORY_FIELDS = (
     "allocator",
     "measures",
     "flash_attention",
+    "torch_compile",
 )
 # The stack each chip runs unless told otherwise (MODEL.md §F.2): the A100's measured runs are
 # Megatron-LM's of 2021-22, the other GPUs' torchtitan's, the TPUs' MaxText's.
@@ -153,10 +156,16 @@ def profile_for(chip: Chip, stack: str | None = None) -> Profile:
     return Profile(f"{chip.name}, {stack}", chip=chip.name, **physics, **_stack_fields(stack))
 
 
+# The options a profile made under them takes in (its stack's memory, its switches): once in the
+# profile, they are its own, and the options go back to None.
+TAKEN_IN = MappingProxyType({"stack": None, "flash_attention": None, "torch_compile": None})
+
+
 def profile_of(chip: Chip, options: Options) -> Profile:
     """The profile an evaluation reads: the chip's with ``options.stack``'s behaviour and memory,
     or ``options.profile``, whose behaviour is the user's (measured, calibrated) and which takes
-    only what ``options.stack`` keeps in memory; ``options.flash_attention`` overrides both
+    only what ``options.stack`` keeps in memory; ``options.flash_attention`` and
+    ``options.torch_compile`` override both
     (MODEL.md §C.3, §E.2, §F.2).
 
     Returns
@@ -168,9 +177,12 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         profile = profile_for(chip, options.stack)
     else:  # made for this chip: ``feasible.together`` checked it
         profile = with_stack(options.profile, options.stack)
-    if options.flash_attention is None:
-        return profile
-    return dataclasses.replace(profile, flash_attention=bool(options.flash_attention))
+    switches = {
+        name: bool(value)
+        for name in ("flash_attention", "torch_compile")
+        if (value := getattr(options, name)) is not None
+    }
+    return dataclasses.replace(profile, **switches) if switches else profile
 
 
 def with_stack(profile: Profile, stack: str | None) -> Profile:

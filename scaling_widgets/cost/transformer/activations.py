@@ -77,9 +77,10 @@ def layer_activation_bytes(
     flash: bool,
     selective: str,
     activation_bytes: float = 2.0,
+    compiled: bool = False,
 ) -> float | np.ndarray:
     """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (MODEL.md
-    §B.4, §E.1).
+    §B.4, §E.1, §F.5).
 
     Without recompute (Korthikanti et al. 2022, generalised to grouped KV heads and a gated MLP),
     with A bytes an element, N_h·H query width and K·H key/value width:
@@ -93,6 +94,9 @@ def layer_activation_bytes(
     ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
     attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
     torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+    Compiled (torch.compile), the backward recomputes what a pointwise kernel made from what it
+    keeps anyway: the norms' outputs (their inputs kept, 2·A·D) and the MLP's activation (the
+    up-projections kept, A·2F gated, A·F not).
 
     Parameters
     ----------
@@ -102,6 +106,7 @@ def layer_activation_bytes(
     remat : the recompute policy, one name (``REMAT_POLICIES``)
     sequence_parallel : whether sequence parallelism splits the norms' activations over TP
     flash : whether flash attention runs (no softmax of the scores kept)
+    compiled : whether torch.compile runs the layer
     selective : what "selective" recomputes: "attention" or "alternate-matmuls"
     activation_bytes : A, the bytes of an activation's element [bytes]
 
@@ -131,11 +136,10 @@ def layer_activation_bytes(
         model.dropout > 0,
     )
     sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
-    every_chip = (4 * A + 2 * dropout) * D / sp
-    layer = (
-        every_chip
-        + (A * (2 * q + 2 * kv + (3.0 if model.gated else 2.0) * F) + dispatch_bytes(model, A)) / t
-    )
+    norms = 2.0 if compiled else 4.0  # two norms' inputs, and eager their outputs
+    mlp = (2.0 if model.gated else 1.0) + (0.0 if compiled else 1.0)  # and the activation
+    every_chip = (norms * A + 2 * dropout) * D / sp
+    layer = every_chip + (A * (2 * q + 2 * kv + mlp * F) + dispatch_bytes(model, A)) / t
     if remat == "none":
         return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
     if remat == "selective" and selective == "attention":

@@ -320,12 +320,14 @@ def crossover_of(at_zero: LayerTimes, at_batch: LayerTimes, batch: ArrayLike) ->
         The smallest compute-bound global batch; inf where the layout never is [tokens].
     """
     B = np.asarray(batch, dtype=float)
-    needed = []
+    needed = [np.zeros(np.broadcast_shapes(np.shape(at_batch.math[0]), B.shape))]
     for p in (0, 1):
         m = at_batch.math[p] / B
         for axis in AXES:
-            a = getattr(at_zero, axis)[p]
-            b = (getattr(at_batch, axis)[p] - a) / B
+            a, at_B = getattr(at_zero, axis)[p], getattr(at_batch, axis)[p]
+            if not (np.any(a) or np.any(at_B)):
+                continue  # an axis that moves nothing binds from no batch on
+            b = (at_B - a) / B
             # m > b: from a/(m - b) on; m <= b: never, unless nothing is moved at all.
             never = np.where((m == b) & (a <= 0), 0.0, np.inf)
             from_b = np.where(m > b, a / np.where(m > b, m - b, 1.0), never)
