@@ -225,8 +225,9 @@ def layer_times(
     if tp_share is not None:
         share = np.asarray(tp_share, dtype=float)
         y = (y[0] * share, y[1] * share)
-    all_to_all = 2 * A2A * per_pod / XY  # dispatch and combine, each pass
-    context = KV * per_pod / X  # the keys and values CP passes, forward; about twice that backward
+    # none without EP or CP: one zero, not an array of them (as the DCN's forward pass)
+    all_to_all = 2 * A2A * per_pod / XY if np.any(A2A) else np.zeros(())  # dispatch and combine
+    context = KV * per_pod / X if np.any(KV) else np.zeros(())  # K/V forward; about twice backward
     return LayerTimes(
         math=math,
         x=x,
