@@ -256,7 +256,7 @@ FIELDS_TABLE = (
     Field("torch_compile", "options.torch_compile", "on runs the layers compiled: fused"
           " memory-bound kernels, fewer activations kept (fsdp2, deepspeed, llm-foundry;"
           " default: the stack's, off)", flag="--torch-compile",
-          choices=("on", "off"), parse=_on, words=_on_off, since=8, label="torch.compile"),
+          choices=("on", "off"), parse=_on, words=_on_off, since=8, label="Compile"),
 )  # fmt: skip
 FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
 # The saved scenario's version: each field's ``since`` at most, and 5 where CP None came in (older
