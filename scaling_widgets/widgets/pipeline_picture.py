@@ -14,12 +14,14 @@ from ._base import EstimateFigure, check_kwargs, vertical_axis
 from .scenario import Scenario
 from .theme import color
 
-FORWARD, BACKWARD = color("blue"), color("orange")
+FORWARD, BACKWARD, WEIGHTS = color("blue"), color("orange"), color("green")
+COLORS = {"F": FORWARD, "B": BACKWARD, "W": WEIGHTS}
 MOST_MICROBATCHES = 32  # beyond this a picture shows nothing more: the pattern repeats
 
 
 class PipelinePicture(EstimateFigure):
-    """Forward (blue) and backward (orange) passes of each stage over one step, in slots."""
+    """Forward (blue) and backward (orange) passes of each stage over one step, in slots; a
+    zero-bubble schedule's weight-gradient passes in green."""
 
     data = Instance(Estimate, allow_none=True)
 
@@ -55,7 +57,7 @@ class PipelinePicture(EstimateFigure):
         with self._passes.hold_sync():
             self._passes.x = np.column_stack([t.start, t.end])
             self._passes.y = np.column_stack([t.device, t.device])
-            self._passes.colors = [BACKWARD if b else FORWARD for b in t.backward]
+            self._passes.colors = [COLORS[k] for k in t.kind]
         more = f" (the first {shown} of {m} microbatches)" if shown < m else ""
         self.title = (
             f"{e.schedule}, {Z} stages x {m} microbatches{more}: bubble {t.bubble:.0%}"

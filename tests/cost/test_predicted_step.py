@@ -271,7 +271,7 @@ def test_a_chip_keeps_its_own_physics_whatever_the_stack_and_a_stack_its_behavio
 
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(
-    schedule=st.sampled_from(["gpipe", "1f1b", "interleaved"]),
+    schedule=st.sampled_from(["gpipe", "1f1b", "interleaved", "zb-h1"]),
     stages=st.integers(1, 8),
     groups=st.integers(1, 6),
     virtual=st.integers(1, 4),
@@ -279,16 +279,18 @@ def test_a_chip_keeps_its_own_physics_whatever_the_stack_and_a_stack_its_behavio
 def test_the_pictured_schedule_has_the_bubble_the_estimate_charges(
     schedule, stages, groups, virtual
 ):
-    from scaling_widgets.cost.step.pipeline import bubble_overhead
+    from scaling_widgets.cost.schedules import SCHEDULES
     from scaling_widgets.cost.step.timeline import timeline
 
     v = virtual if schedule == "interleaved" else 1
     m = groups * stages  # interleaving needs whole groups of Z microbatches
     t = timeline(schedule=schedule, stages=stages, microbatches=m, virtual_stages=v)
-    assert t.bubble == pytest.approx(
-        float(bubble_overhead(stages=stages, microbatches=m, virtual_stages=v))
-    )
-    assert len(t.start) == 2 * stages * v * m  # every forward and backward, once
+    layout = dict(z=stages, microbatches=m, virtual_stages=v, schedule=schedule, mfu=None)
+    e = estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], batch=m * 8 * 4096,
+                 seq_len=4096, slice_shape=(stages, 8), x=8, **layout)  # fmt: skip
+    assert t.bubble == pytest.approx(float(e.bubble))
+    parts = 3 if SCHEDULES[schedule].split_backward else 2  # F, B (and W) of every microbatch
+    assert len(t.start) == parts * stages * v * m
 
 
 @pytest.mark.parametrize("rid", ["M2-18.4B", "TT-H100-L3-8B-n8", "MX-v5p-32B-1xv5p-128"])

@@ -34,7 +34,7 @@ def test_a_new_member_is_a_new_file(tmp_path, monkeypatch):
 
 
 def test_the_families_members_in_their_order():
-    assert tuple(SCHEDULES) == ("gpipe", "1f1b", "interleaved")
+    assert tuple(SCHEDULES) == ("gpipe", "1f1b", "interleaved", "zb-h1")
     assert tuple(STRATEGIES) == ("dp", "fsdp", "tp", "fsdp+tp")
     assert tuple(STACKS) == (
         "megatron-lm",
@@ -54,14 +54,12 @@ def test_a_schedules_bubble_and_microbatches_in_flight_are_what_its_own_passes_s
             t = timeline(schedule=name, stages=Z, microbatches=m, virtual_stages=v)
             expected = float(bubble(schedule=name, stages=Z, microbatches=m, virtual_stages=v))
             assert t.bubble == pytest.approx(expected), (Z, m, v)
-            # Stage 0 holds the most: its forwards run ahead of its backwards by this much.
-            first = t.device == 0
-            times = np.sort(
-                np.concatenate([t.end[first & ~t.backward], t.start[first & t.backward]])
-            )
+            # Stage 0 holds the most: its forwards run ahead of its backwards (the input's
+            # gradient, where the backward is split) by this much.
+            first, forward, back = t.device == 0, t.kind == "F", t.kind == "B"
+            times = np.sort(np.concatenate([t.end[first & forward], t.start[first & back]]))
             ahead = max(
-                np.sum(t.end[first & ~t.backward] <= now)
-                - np.sum(t.start[first & t.backward] < now)
+                np.sum(t.end[first & forward] <= now) - np.sum(t.start[first & back] < now)
                 for now in times
             )
             held = in_flight_microbatches(schedule=name, stages=Z, microbatches=m, virtual_stages=v)

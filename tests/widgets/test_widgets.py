@@ -493,6 +493,9 @@ def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title
     panel.strategy_selector._schedule.value = "interleaved"  # two virtual stages: half the bubble
     assert len(picture._passes.x) == 2 * 4 * 2 * 16 and "bubble 9%" in picture.title
+    panel.strategy_selector._schedule.value = "zb-h1"  # a third of 1F1B's, W passes in green
+    assert len(picture._passes.x) == 3 * 4 * 16 and "bubble 6%" in picture.title
+    assert len(set(picture._passes.colors)) == 3
 
 
 def test_the_pipeline_picture_says_why_when_a_schedule_cannot_be_drawn():

@@ -12,7 +12,9 @@ A schedule's module gives everything the rest of the house asks of it:
 - ``logits_in_flight(stages, microbatches)``: the last stage's microbatches whose logits are alive;
 - ``passes(device, stages, microbatches, virtual_stages)``: the forward ("F") and backward ("B")
   passes a device runs, in order, as (kind, microbatch, chunk), for the timeline
-  (``step/timeline.py``).
+  (``step/timeline.py``);
+- ``SPLIT_BACKWARD`` (optional): true for a schedule that splits each backward pass into the
+  input's gradient ("B") and the weights' ("W"), each as long as a forward.
 
 Every function takes keyword arguments that may be arrays, except ``passes`` (one layout's picture).
 The functions below dispatch over a name or an array of names, one per layout.
@@ -42,6 +44,7 @@ class Schedule:
     in_flight: Callable
     logits_in_flight: Callable
     passes: Callable
+    split_backward: bool = False
 
     @property
     def takes_virtual_stages(self) -> bool:
@@ -58,6 +61,7 @@ def _member(module) -> Schedule:
         in_flight=module.in_flight,
         logits_in_flight=module.logits_in_flight,
         passes=module.passes,
+        split_backward=getattr(module, "SPLIT_BACKWARD", False),
     )
 
 

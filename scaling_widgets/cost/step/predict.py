@@ -126,7 +126,7 @@ def predict(
         "memory_bound": m * (l * layer_memory + head_memory),
         "tp_exposed": m * l * layer_tp,
         "stage_to_stage": m * stage_to_stage,
-        "bubble": (Z - 1) / v * t_mb,
+        "bubble": e.bubble * m * t_mb,  # the schedule's idle over the stage's m microbatches
         **data,
         "ep_exposed": m * _all_to_alls(e, profile, l, remat_forward),
         "cp_exposed": m * _context(e, profile, l, remat_forward + rest_forward),

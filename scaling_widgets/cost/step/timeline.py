@@ -3,8 +3,10 @@
 Each device runs its forward and backward passes in the order its schedule gives (``passes`` of
 the schedule's module in ``schedules/``); a pass starts
 when the device is free and the pass it needs has finished (the previous chunk's forward, the
-next chunk's backward). A forward of one chunk takes 1/v of a slot, a backward 2/v: the idle time
-left over is the bubble, (Z − 1)/(v·m) of the work for 1F1B and interleaved, (Z − 1)/m for GPipe.
+next chunk's backward, and for a weights' pass "W" its own input's "B"). A forward of one chunk
+takes 1/v of a slot, a backward 2/v, or split 1/v for B and 1/v for W: the idle time left over is
+the bubble, (Z − 1)/(v·m) of the work for 1F1B and interleaved, (Z − 1)/m for GPipe,
+(Z − 1)/(3m) for ZB-H1.
 This is one layout's picture, so it walks the passes one by one (at most a few thousand).
 """
 
@@ -20,14 +22,15 @@ from ..schedules import SCHEDULES
 
 @dataclass(frozen=True, eq=False)
 class Timeline:
-    """Every pass of a step: its device, start and end [slots], whether it is a backward, its
-    microbatch."""
+    """Every pass of a step: its device, start and end [slots], whether it is a backward (B or W),
+    its microbatch, and its kind ("F", "B" or "W")."""
 
     device: np.ndarray
     start: np.ndarray
     end: np.ndarray
     backward: np.ndarray
     microbatch: np.ndarray
+    kind: np.ndarray
 
     @property
     def busy(self) -> float:
@@ -63,7 +66,8 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
     Z, m, v = stages, microbatches, virtual_stages
     if Z * m * v > 20_000:
         raise refuse("microbatches", "few enough for a picture: Z·m·v up to 20,000 passes", m)
-    passes = SCHEDULES[schedule].passes
+    passes, split = SCHEDULES[schedule].passes, SCHEDULES[schedule].split_backward
+    length = {"F": 1.0 / v, "B": (1.0 if split else 2.0) / v, "W": 1.0 / v}
     orders = [passes(device=d, stages=Z, microbatches=m, virtual_stages=v) for d in range(Z)]
     done: dict = {}
     free = [0.0] * Z
@@ -77,19 +81,22 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
                 if need is not None and need not in done:
                     break
                 start = max(free[d], done.get(need, 0.0))
-                end = start + (2.0 if kind == "B" else 1.0) / v
+                end = start + length[kind]
                 done[(kind, j, c)], free[d] = end, end
-                rows.append((d, start, end, kind == "B", j))
+                rows.append((d, start, end, kind != "F", j, kind))
                 position[d] += 1
                 progressed = True
         if not progressed:  # an order that waits on itself: not a schedule
             raise refuse("schedule", "one whose passes can all run", schedule)
-    device, start, end, backward, micro = (np.array(column) for column in zip(*rows))
-    return Timeline(device, start, end, backward, micro)
+    device, start, end, backward, micro, kinds = (np.array(column) for column in zip(*rows))
+    return Timeline(device, start, end, backward, micro, kinds)
 
 
 def _needs(kind: str, j: int, c: int, chunks: int):
-    """The pass that must finish first: the previous chunk's forward, the next chunk's backward."""
+    """The pass that must finish first: the previous chunk's forward, the next chunk's backward,
+    a weights' pass its own chunk's input backward."""
     if kind == "F":
         return None if c == 0 else ("F", j, c - 1)
+    if kind == "W":
+        return ("B", j, c)
     return ("F", j, c) if c == chunks - 1 else ("B", j, c + 1)

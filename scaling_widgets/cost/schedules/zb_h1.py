@@ -1,0 +1,60 @@
+"""ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, sec. 2.1; DeepSeek-V3's
+"ZB1P"): 1F1B with each backward pass split in two, the input's gradient (B) and the weights'
+(W). Only B is on the pipeline's critical path; stage r puts off the W passes of its first r
+microbatches to the end, where they fill the wait for the last backward passes (MODEL.md §B.6).
+
+In the papers' notation (F a forward chunk, B a full backward, W its weights' part) the bubble is
+(Z − 1)(F + B − 2W) against 1F1B's (Z − 1)(F + B); with W = F and B = 2F, as the papers assume,
+it is a third of 1F1B's, (Z − 1)/(3m) of the useful work (m ≥ Z). Stage r holds min(Z − r, m)
+microbatches as 1F1B does: the first stage puts off no W, so it holds no more than 1F1B's peak.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .one_f_one_b import in_flight, logits_in_flight
+
+NAME, LABEL, ORDER = "zb-h1", "ZB-H1", 3
+VIRTUAL_STAGES = (1,)
+SPLIT_BACKWARD = True  # its backward passes are B and W, each a forward's time
+__all__ = ["bubble", "in_flight", "logits_in_flight", "passes"]
+
+
+def bubble(
+    *,
+    stages: float | np.ndarray,
+    microbatches: float | np.ndarray,
+    virtual_stages: float | np.ndarray,
+) -> float | np.ndarray:
+    """(Z − 1)(F + B − 2W) over m(F + B), at F = W = 1, B = 2: (Z − 1)/(3m), for m ≥ Z as the
+    papers count it. With fewer microbatches than stages the W passes cannot fill the wait: the
+    first stage ends at 2Z + 2m − 1 slots (``passes``), (2Z − m − 1)/(3m) over its 3m of work."""
+    Z, m = stages, microbatches
+    return np.maximum(Z - 1, 2 * Z - m - 1) / (3 * m)
+
+
+def passes(
+    *, device: int, stages: int, microbatches: int, virtual_stages: int
+) -> list[tuple[str, int, int]]:
+    """1F1B's order with each backward split: Z − d − 1 forwards, then a forward and a B in turn,
+    each followed by a W once d of them have been put off; then the last B passes, each with one of
+    the W passes put off, and the rest of them."""
+    m, d = microbatches, device
+    warmup = min(stages - d - 1, m)
+    forwards = [("F", j, d) for j in range(m)]
+    inputs = [("B", j, d) for j in range(m)]
+    weights = [("W", j, d) for j in range(m)]
+    order, done_b, done_w = forwards[:warmup], 0, 0
+    for f in forwards[warmup:]:
+        order += [f, inputs[done_b]]
+        done_b += 1
+        if done_b > d:  # the first d of this stage's W passes wait for the end
+            order.append(weights[done_w])
+            done_w += 1
+    for b in inputs[done_b:]:
+        order.append(b)
+        if done_w < m:
+            order.append(weights[done_w])
+            done_w += 1
+    return order + weights[done_w:]
