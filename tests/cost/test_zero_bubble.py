@@ -7,7 +7,7 @@ import pytest
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import estimate
-from scaling_widgets.cost.schedules import bubble, in_flight_microbatches
+from scaling_widgets.cost.schedules import SCHEDULES, bubble, in_flight_microbatches
 from scaling_widgets.presets import HARDWARE, MODELS
 
 # The slots of one microbatch on a stage, as the papers assume: a forward F, a full backward B of
@@ -60,3 +60,16 @@ def test_the_planner_recommends_a_zero_bubble_schedule_where_it_wins(capsys):
     assert main(argv) == 0
     best = json.loads(capsys.readouterr().out)["layouts"][0]
     assert best["schedule"] == "zb-h1" and best["layout"]["Z"] > 1
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_every_schedule_holds_at_least_1f1bs_microbatches_and_idles_nothing_in_the_limit(name):
+    for v in SCHEDULES[name].virtual_stages:
+        for stages in (2, 4, 8):
+            layout = dict(stages=stages, virtual_stages=v)
+            for m in (stages, 4 * stages, 16 * stages):
+                held = float(in_flight_microbatches(schedule=name, microbatches=m, **layout))
+                assert held >= float(
+                    in_flight_microbatches(schedule="1f1b", microbatches=m, **layout)
+                )
+            assert float(bubble(schedule=name, microbatches=10**9, **layout)) < 1e-8
