@@ -635,14 +635,23 @@ def test_a_flag_the_layout_would_not_use_is_refused_by_name(tmp_path, capsys):
     assert "--fsdp 512 is not used: the scenario's axis roles set the groups" in err
 
 
-def test_the_planner_ranks_fp8_layouts_at_their_own_faster_step(capsys):
-    argv = ["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "256",
+@pytest.mark.parametrize(
+    "model, chips, flag, slower, faster, at_least",
+    [
+        ("llama-3-70b", "256", "--matmul-dtype", "bf16", "fp8", 1.1),
+        ("llama-3-8b", "64", "--torch-compile", "off", "on", 1.0),  # compiled (MODEL.md §F.5)
+    ],
+)
+def test_the_planner_ranks_fp8_or_compiled_layouts_at_their_own_faster_step(
+    capsys, model, chips, flag, slower, faster, at_least
+):
+    argv = ["plan", "--model", model, "--hardware", "h100", "--chips", chips,
             "--batch", "4M", "--seq-len", "8192", "--top", "1", "--json"]  # fmt: skip
     steps = {}
-    for dtype in ("bf16", "fp8"):
-        assert main([*argv, "--matmul-dtype", dtype]) == 0
-        steps[dtype] = json.loads(capsys.readouterr().out)["layouts"][0]["step_time_s"]
-    assert steps["fp8"] < steps["bf16"] / 1.1
+    for choice in (slower, faster):
+        assert main([*argv, flag, choice]) == 0
+        steps[choice] = json.loads(capsys.readouterr().out)["layouts"][0]["step_time_s"]
+    assert steps[faster] < steps[slower] / at_least
 
 
 def test_fp8_on_a_chip_without_it_is_one_line_naming_the_flag_and_what_runs(capsys):

@@ -1,8 +1,6 @@
 """torch.compile (MODEL.md §F.5): fused memory-bound kernels and fewer activations kept, on the
 stacks that can compile; a refusal on those that cannot."""
 
-import json
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,13 +110,3 @@ def test_the_command_line_refuses_compile_on_maxtext_in_one_line_naming_the_flag
     err = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and "\n" not in err
     assert "--torch-compile must be off with maxtext" in err
-
-
-def test_the_planner_ranks_compiled_layouts_at_their_own_faster_step(capsys):
-    argv = ["plan", "--model", "llama-3-8b", "--hardware", "h100", "--chips", "64",
-            "--batch", "4M", "--seq-len", "8192", "--top", "1", "--json"]  # fmt: skip
-    steps = {}
-    for switch in ("off", "on"):
-        assert main([*argv, "--torch-compile", switch]) == 0
-        steps[switch] = json.loads(capsys.readouterr().out)["layouts"][0]["step_time_s"]
-    assert steps["on"] < steps["off"]

@@ -27,7 +27,7 @@ import scaling_widgets as sw
 from scaling_widgets import explore
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
-from scaling_widgets.cost.stacks import STACKS
+from scaling_widgets.cost.stacks import COMPILING, STACKS
 from scaling_widgets.cost.strategies import STRATEGIES
 from scaling_widgets.cost.views import BAR_PARTS
 from scaling_widgets.fields import FIELDS, scenario_start
@@ -104,6 +104,8 @@ def scenario_fields(draw) -> dict:
     replicas *= pods
     sequences = replicas * m * draw(st.integers(1, 3)) + draw(st.integers(0, replicas - 1))
     zero = draw(st.sampled_from((None, 0) if strategy == "tp" else (None, 0, 1, 2, 3)))
+    stack = draw(st.sampled_from((None, None, *STACKS)))
+    compiles = (stack or ("fsdp2" if hardware == "h100" else "maxtext")) in COMPILING
     return dict(
         model=name,
         hardware=hardware,
@@ -132,9 +134,11 @@ def scenario_fields(draw) -> dict:
         virtual_stages=virtual,
         sequence_parallel=draw(st.booleans()),
         _measure=draw(st.one_of(st.none(), st.floats(1.01, 4.0))),
-        stack=draw(st.sampled_from((None, None, *STACKS))),
+        stack=stack,
         flash_attention=draw(st.sampled_from((None, True, False))),
         matmul_dtype=draw(st.sampled_from(("bf16", "fp8"))) if hardware == "h100" else "bf16",
+        # on where the stack (the chip's: fsdp2 on the H100, MaxText on a TPU) can compile
+        torch_compile=draw(st.sampled_from((None, True, False) if compiles else (None, False))),
     )
 
 
