@@ -299,6 +299,7 @@ def _predicted(e: Estimate, profile) -> Estimate:
         attention_forward=(remat == "selective") * 1.0,
         rest_forward=checkpoints,
     )
+    hidden = {"ep": terms.pop("ep_hidden"), "cp": terms.pop("cp_hidden")}
     step = sum(terms.values())
     peak = e.chips * e.chip.flops
     hardware = e.hardware_flops_per_token + checkpoints * attention_block_flops(e)
@@ -311,6 +312,7 @@ def _predicted(e: Estimate, profile) -> Estimate:
         hardware_flops_per_token=hardware,
         training_time=_training_time(e.workload, step),
         step_breakdown=terms,
+        hidden=hidden,
     )
 
 

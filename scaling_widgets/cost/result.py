@@ -72,6 +72,9 @@ class Estimate:
     step_breakdown: dict | None = (
         None  # the predicted step's terms [s] (MODEL.md §C.5); None with an MFU given
     )
+    # what the schedule's paired passes hide of the expert ("ep") and context-parallel ("cp")
+    # traffic, not in the step [s] (MODEL.md §B.6); None with an MFU given
+    hidden: dict | None = None
 
     def __repr__(self) -> str:
         shape = np.shape(self.step_time)

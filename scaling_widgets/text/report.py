@@ -72,6 +72,7 @@ def record(e: Estimate, others=None) -> dict:
         "step_breakdown_s": None
         if e.step_breakdown is None
         else {k: _num(v) for k, v in e.step_breakdown.items()},
+        "hidden_s": None if e.hidden is None else {k: _num(v) for k, v in e.hidden.items()},
         "profile": None if e.step_breakdown is None else memory.stack_name(e),
         "remat": _num(e.remat),
         "flops_per_token": _num(e.flops_per_token),

@@ -52,8 +52,19 @@ def predicted_step(e: Estimate) -> Line:
     return Line.of(
         "step",
         f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)};"
-        f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION})",
+        f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION}){_hidden(e)}",
     )
+
+
+def _hidden(e: Estimate) -> str:
+    """What the schedule's paired passes hide of the expert and CP traffic, and what is left."""
+    said = [
+        f"{units.seconds(float(e.hidden[k]))} of the {TERM_NAMES[term]}"
+        f" ({units.seconds(float(e.step_breakdown[term]))} left)"
+        for k, term in (("ep", "ep_exposed"), ("cp", "cp_exposed"))
+        if e.hidden and float(e.hidden[k]) > 0
+    ]
+    return f"; {e.schedule}'s paired passes hide " + " and ".join(said) if said else ""
 
 
 def step(e: Estimate) -> Line:

@@ -59,7 +59,9 @@ def test_the_planner_recommends_a_zero_bubble_schedule_where_it_wins(capsys):
             "--json"]  # fmt: skip
     assert main(argv) == 0
     best = json.loads(capsys.readouterr().out)["layouts"][0]
-    assert best["schedule"] == "zb-h1" and best["layout"]["Z"] > 1
+    # the zero-bubble family: each splits its backward passes into B and W
+    assert best["schedule"] in ("zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev")
+    assert best["layout"]["Z"] > 1
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULES))

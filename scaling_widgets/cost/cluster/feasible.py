@@ -16,6 +16,7 @@ import functools
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import schedules
 from ..checks import first, per_layout
 from ..refusals import refuse
 from ..stacks import COMPILING
@@ -131,8 +132,9 @@ def runs(
     etp: ArrayLike | None = None,
     cp: ArrayLike = 1,
     cp_kind: str | np.ndarray = "ring",
+    schedule: str | np.ndarray = "1f1b",
 ) -> dict[str, np.bool_ | np.ndarray]:
-    """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6).
+    """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
     - "sequences": a data replica gets at least one whole sequence (one token without
       ``seq_len``) per microbatch: B / (T·X·P·m) >= 1, its CP chips sharing each sequence:
@@ -144,6 +146,8 @@ def runs(
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
     - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
       busiest, ``pipeline.busiest_stage_layers``);
+    - "schedule": the pipeline schedule can run m microbatches on Z stages (e.g. DualPipe's
+      even Z and m ≥ 2Z);
     - "experts": EP divides the experts E (a dense model: EP = 1) and the data axis X it is
       taken from; folded over TP (``etp`` 1), the group takes TP's chips first: EP divides Y, or
       Y divides EP and EP/Y divides X; ``etp`` is 1 or Y (MODEL.md §D.2);
@@ -153,8 +157,8 @@ def runs(
     Returns
     -------
     ok : dict of str to np.bool_ or np.ndarray
-        Per rule ("sequences", "whole", "heads", "stages", "experts", "context"): True where
-        the layout keeps it, one boolean per layout.
+        Per rule ("sequences", "whole", "heads", "stages", "schedule", "experts", "context"):
+        True where the layout keeps it, one boolean per layout.
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
@@ -166,6 +170,7 @@ def runs(
         "whole": True if seq_len is None else _whole_microbatches(share, microbatches),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
         "stages": np.asarray(z) * virtual_stages <= model.layers,
+        "schedule": schedules.runs(schedule=schedule, stages=z, microbatches=microbatches),
         "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
         "context": (np.asarray(x) % CP == 0)
         & (T % CP == 0)

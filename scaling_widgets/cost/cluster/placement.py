@@ -104,6 +104,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         etp=layout.etp,
         cp=cp,
         cp_kind=layout.cp_kind,
+        schedule=layout.schedule,
     )
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)

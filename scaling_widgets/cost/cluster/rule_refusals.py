@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..refusals import InputError, refuse
+from ..schedules import SCHEDULES
 
 
 def sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
@@ -145,10 +146,36 @@ def context(i, *, model, seq_len, batch, pods, x, y, microbatches, cp, given, cp
     )
 
 
+def schedule(
+    i, *, z, microbatches, seq_len, batch, pods, x, cp, schedule="1f1b", **_
+) -> InputError:
+    """A schedule that cannot run this many microbatches on these stages: the nearest count that
+    it can (splitting a replica's whole sequences evenly), or the stages' count where no count
+    would do (DualPipe's even stages)."""
+    name = str(np.broadcast_to(np.asarray(schedule), np.shape(z))[i])
+    Z, m, member = int(z[i]), int(microbatches[i]), SCHEDULES[name]
+    counts = np.arange(1, m + 4 * Z + 3)
+    fits = counts[member.runs(stages=np.full_like(counts, Z), microbatches=counts)]
+    share = batch[i].item() * int(cp[i]) / ((seq_len or 1) * int(x[i]) * int(pods[i]))
+    if seq_len is not None and abs(share - round(share)) < 1e-9 * share:  # whole sequences
+        even = fits[round(share) % fits == 0]
+        fits = even if len(even) else fits
+    if not len(fits):
+        return refuse("z", f"stages on which {member.label} can run: it needs {member.needs}", Z)
+    nearest = fits[np.argsort(np.abs(fits - m), kind="stable")[0]]
+    return refuse(
+        "microbatches",
+        f"a count {member.label} can run on {Z} stages, {member.needs} (e.g. {nearest}), or"
+        " another schedule",
+        m,
+    )
+
+
 REFUSALS = {
     "sequences": sequences,
     "heads": heads,
     "stages": stages,
+    "schedule": schedule,
     "experts": experts,
     "context": context,
     "whole": whole,  # last: the layout's other rules decide the share it splits

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..choices import per_choice
-from ..schedules import in_flight_microbatches
+from ..schedules import in_flight_microbatches, weight_copies
 from ..step.pipeline import stage_share
 from ..transformer.activations import activation_bytes_per_layer
 from ..transformer.experts import dispatch_bytes, ep_of_data, routed_params
@@ -157,6 +157,10 @@ def layout_memory(
         layers=workload.model.layers, stages=placed.z, virtual_stages=layout.virtual_stages
     )
     memory = _state(workload, layout, placed, P, Psi, Z_busiest)
+    copies = weight_copies(layout.schedule)  # DualPipe's devices hold a stage of each direction
+    memory = dataclasses.replace(
+        memory, **{k: getattr(memory, k) * copies for k in ("params", "grads", "optimizer")}
+    )
     return dataclasses.replace(
         memory,
         activations=_activations(workload, layout, placed, P, Z_busiest, memory.activations),

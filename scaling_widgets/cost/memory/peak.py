@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..choices import per_choice
-from ..schedules import in_flight_microbatches, logits_in_flight
+from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
 from ..step.pipeline import busiest_stage_layers
 from ..transformer.activations import layer_activation_bytes, working_layers
 from ..transformer.experts import ep_of_data, routed_params
@@ -146,7 +146,9 @@ def peak_memory(
         )
         return profile.activation_factor * per_layer * tokens * layers * held
 
-    last = np.asarray(Z) - 1
+    # the stage whose device runs the output layer: the last, or the first in a V or both ways
+    together = ends_together(layout.schedule)
+    last = np.where(together, 0, np.asarray(Z) - 1)
     in_flight = logits_in_flight(schedule=layout.schedule, stages=Z, microbatches=m)
     logits = profile.activation_factor * tokens * model.vocab / Y * profile.logits_bytes * in_flight
     first, at_last = on_stage(0), on_stage(last) + logits
@@ -174,8 +176,9 @@ def peak_memory(
 def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
-    The stage's parameters (its layers, and its embeddings: the input's on the first stage, the
-    output layer's on the last, both on a single stage) over TP, routed experts over EP too (whole
+    The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
+    the first stage, the output layer's on the last, both on a single stage or on the first device
+    of a V-shaped or two-way schedule) over TP, routed experts over EP too (whole
     where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what the
     ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
@@ -195,7 +198,11 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
     grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
     optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
     routed, embedding = routed_params(model), float(model.vocab * model.d_model)
-    stage_embedding = np.where(Z == 1, params.embeddings, embedding)
+    # a stage holds one end's embeddings; one stage, or a V's or DualPipe's first device, both
+    stage_embedding = np.where(
+        (Z == 1) | ends_together(layout.schedule), params.embeddings, embedding
+    )
+    layers = layers * weight_copies(layout.schedule)  # DualPipe: a stage of each direction
     layer = (
         params.total - params.embeddings - routed
     ) / model.layers  # the weights every EP chip holds

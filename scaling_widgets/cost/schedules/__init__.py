@@ -13,8 +13,19 @@ A schedule's module gives everything the rest of the house asks of it:
 - ``passes(device, stages, microbatches, virtual_stages)``: the forward ("F") and backward ("B")
   passes a device runs, in order, as (kind, microbatch, chunk), for the timeline
   (``step/timeline.py``);
-- ``SPLIT_BACKWARD`` (optional): true for a schedule that splits each backward pass into the
-  input's gradient ("B") and the weights' ("W"), each as long as a forward.
+  A pass may be a pair, two passes run overlapped as one (DualPipe's forward of one microbatch with
+  the backward of another). A backward "B" whose weights' part runs on its own ("W") is as long as
+  a forward, and so is the W; a backward without a W is twice a forward.
+
+Optional, with their defaults:
+
+- ``WEIGHT_COPIES`` (1): the stages' weights a device holds, over one stage's (DualPipe: 2);
+- ``ENDS_TOGETHER`` (False): the first device holds both ends of the model, the embeddings, the
+  output layer and its logits (a V-shaped or two-way schedule);
+- ``runs(stages, microbatches)`` and ``NEEDS``: where it can run (e.g. at least 2Z microbatches),
+  and what a refusal says it needs;
+- ``paired_share(stages, microbatches)`` (0): the share of a device's passes it runs in pairs,
+  whose expert and context-parallel traffic hides under the other pass's compute.
 
 Every function takes keyword arguments that may be arrays, except ``passes`` (one layout's picture).
 The functions below dispatch over a name or an array of names, one per layout.
@@ -44,7 +55,11 @@ class Schedule:
     in_flight: Callable
     logits_in_flight: Callable
     passes: Callable
-    split_backward: bool = False
+    weight_copies: int = 1
+    ends_together: bool = False
+    runs: Callable | None = None
+    needs: str = ""
+    paired_share: Callable | None = None
 
     @property
     def takes_virtual_stages(self) -> bool:
@@ -61,7 +76,11 @@ def _member(module) -> Schedule:
         in_flight=module.in_flight,
         logits_in_flight=module.logits_in_flight,
         passes=module.passes,
-        split_backward=getattr(module, "SPLIT_BACKWARD", False),
+        weight_copies=getattr(module, "WEIGHT_COPIES", 1),
+        ends_together=getattr(module, "ENDS_TOGETHER", False),
+        runs=getattr(module, "runs", None),
+        needs=getattr(module, "NEEDS", ""),
+        paired_share=getattr(module, "paired_share", None),
     )
 
 
@@ -146,3 +165,48 @@ def logits_in_flight(
         schedule, lambda name: SCHEDULES[name].logits_in_flight(stages=Z, microbatches=m)
     )
     return np.where(Z > 1, held, 1.0)
+
+
+def runs(*, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLike) -> np.ndarray:
+    """Where each layout's schedule can run its microbatches on its stages (one stage: always).
+
+    Examples
+    --------
+    >>> runs(schedule=["1f1b", "dualpipe", "dualpipe"], stages=4, microbatches=[4, 4, 8]).tolist()
+    [True, False, True]
+    """
+    Z, m = np.asarray(stages), np.asarray(microbatches)
+
+    def where(name):
+        rule = SCHEDULES[name].runs
+        return (
+            np.ones(np.broadcast_shapes(Z.shape, m.shape), bool)
+            if rule is None
+            else rule(stages=Z, microbatches=m)
+        )
+
+    return (Z == 1) | per_choice(schedule, where)
+
+
+def paired_share(
+    *, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLike
+) -> np.ndarray:
+    """The share of the first device's forward passes each layout's schedule runs paired with
+    another microbatch's backward pass; 0 for a schedule that pairs none, or one stage."""
+    Z, m = np.asarray(stages, dtype=float), np.asarray(microbatches, dtype=float)
+
+    def share(name):
+        pairs = SCHEDULES[name].paired_share
+        return 0.0 * Z * m if pairs is None else np.clip(pairs(stages=Z, microbatches=m), 0, 1)
+
+    return np.where(Z > 1, per_choice(schedule, share), 0.0)
+
+
+def weight_copies(schedule: str | ArrayLike) -> np.ndarray:
+    """The stages' weights a device holds under each layout's schedule, over one stage's."""
+    return per_choice(schedule, lambda name: np.asarray(SCHEDULES[name].weight_copies, float))
+
+
+def ends_together(schedule: str | ArrayLike) -> np.ndarray:
+    """Whether each layout's schedule puts both ends of the model on its first device."""
+    return per_choice(schedule, lambda name: np.asarray(SCHEDULES[name].ends_together))

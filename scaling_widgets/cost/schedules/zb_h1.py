@@ -17,7 +17,7 @@ from .one_f_one_b import in_flight, logits_in_flight
 
 NAME, LABEL, ORDER = "zb-h1", "ZB-H1", 3
 VIRTUAL_STAGES = (1,)
-SPLIT_BACKWARD = True  # its backward passes are B and W, each a forward's time
+
 __all__ = ["bubble", "in_flight", "logits_in_flight", "passes"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..schedules import paired_share
 from ..transformer.experts import folds_over_tp, in_node, mlp_tp_share
 from .collectives import (
     collective_time,
@@ -67,6 +68,27 @@ def context_exchange(e, profile, stage_layers, remat_forward):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
     return stage_layers * (3 + remat_forward) * e.layer.cp[0] / e.microbatches / efficiency
+
+
+def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_forward):
+    """What of one microbatch's expert all-to-alls and CP exchange hides under a paired pass
+    (MODEL.md §B.6), each [s]: in a pair of one microbatch's forward and another's backward, the
+    forward's traffic hides under the backward's compute and the backward's under the forward's,
+    up to that compute, on the share of the passes the schedule pairs (DualPipe's; none for
+    the others). The forward's share is 2 of an MoE layer's 4 + 2r all-to-alls (r the recompute)
+    and 1 of the 3 + r CP exchanges.
+
+    Returns
+    -------
+    hidden : tuple of two np.ndarray
+        The all-to-alls' and the exchange's seconds that hide [s].
+    """
+    share = paired_share(schedule=e.layout.schedule, stages=e.z, microbatches=e.microbatches)
+    ahead = all_to_all * 2 / (4 + 2 * remat_forward) + context / (3 + remat_forward + rest_forward)
+    behind = all_to_all + context - ahead
+    hidden = share * (np.minimum(ahead, backward) + np.minimum(behind, forward))
+    traffic = np.maximum(all_to_all + context, 1e-300)  # no traffic, nothing to hide
+    return hidden * all_to_all / traffic, hidden * context / traffic
 
 
 def data_parallel(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..transformer.experts import ep_of_data, routed_params
-from .exposed import all_to_alls, context_exchange, data_parallel, tp_exposed
+from .exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
 from .physics import attention_efficiency, matmul_efficiency, slowest_of
 from .pipeline import busiest_stage_layers
 from .profiles import Profile
@@ -89,7 +89,9 @@ def predict(
     Returns
     -------
     terms : dict of str to np.ndarray
-        Each of ``TERMS`` by name, all in one shape [s]; the step is their sum.
+        Each of ``TERMS`` by name, all in one shape [s]; the step is their sum. Beside them,
+        "ep_hidden" and "cp_hidden": the expert and context-parallel traffic the schedule's
+        paired passes hide, not in the step [s].
     """
     chip, model, layout = e.chip, e.model, e.layout
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages
@@ -115,6 +117,18 @@ def predict(
         e.params.mlp - elsewhere + e.params.attention
     ) / L  # the weights a chip's layer holds: FSDP's
     data = data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
+    all_to_all = all_to_alls(e, profile, l, remat_forward)
+    exchange = context_exchange(e, profile, l, remat_forward + rest_forward)
+    # a schedule's pairs hide part of them under the other pass's matmuls (forward half a backward)
+    hidden = under_pairs(
+        e,
+        all_to_all,
+        exchange,
+        l * backward_last / 2,
+        l * (layer_matmul - backward_last / 2),
+        remat_forward,
+        rest_forward,
+    )
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
         "memory_bound": m * (l * layer_memory + head_memory),
@@ -122,8 +136,8 @@ def predict(
         "stage_to_stage": m * stage_to_stage,
         "bubble": e.bubble * m * t_mb,  # the schedule's idle over the stage's m microbatches
         **data,
-        "ep_exposed": m * all_to_alls(e, profile, l, remat_forward),
-        "cp_exposed": m * context_exchange(e, profile, l, remat_forward + rest_forward),
+        "ep_exposed": m * (all_to_all - hidden[0]),
+        "cp_exposed": m * (exchange - hidden[1]),
         "optimizer": 2
         * (e.memory.params + e.memory.grads + e.memory.optimizer)
         / (chip.hbm_bw * profile.hbm_efficiency),
@@ -137,6 +151,8 @@ def predict(
     }
     # Every term in the shape of all of them: a knob given as a list of one name still makes an
     # array.
+    # and, beside the terms, what the schedule's pairs hid (MODEL.md §B.6)
+    terms |= {"ep_hidden": m * hidden[0], "cp_hidden": m * hidden[1]}
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
 

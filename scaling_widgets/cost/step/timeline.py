@@ -2,11 +2,12 @@
 
 Each device runs its forward and backward passes in the order its schedule gives (``passes`` of
 the schedule's module in ``schedules/``); a pass starts
-when the device is free and the pass it needs has finished (the previous chunk's forward, the
+when the device is free and the passes it needs have finished (the previous chunk's forward, the
 next chunk's backward, and for a weights' pass "W" its own input's "B"). A forward of one chunk
-takes 1/v of a slot, a backward 2/v, or split 1/v for B and 1/v for W: the idle time left over is
-the bubble, (Z − 1)/(v·m) of the work for 1F1B and interleaved, (Z − 1)/m for GPipe,
-(Z − 1)/(3m) for ZB-H1.
+takes 1/v of a slot, a backward 2/v, or split 1/v for B and 1/v for W; a pair of passes run
+overlapped (DualPipe's) starts when both can and lasts as long as the two. The idle time left
+over is the bubble: (Z − 1)/(v·m) of the work for 1F1B and interleaved, (Z − 1)/m for GPipe,
+(Z − 1)/(3m) for ZB-H1, ZB-H2 and DualPipeV, (Z − 2)/(3m) for DualPipe, (Z − 1)/(6m) for ZBV.
 This is one layout's picture, so it walks the passes one by one (at most a few thousand).
 """
 
@@ -23,7 +24,7 @@ from ..schedules import SCHEDULES
 @dataclass(frozen=True, eq=False)
 class Timeline:
     """Every pass of a step: its device, start and end [slots], whether it is a backward (B or W),
-    its microbatch, and its kind ("F", "B" or "W")."""
+    its microbatch, its kind ("F", "B" or "W"), and whether it ran paired with another."""
 
     device: np.ndarray
     start: np.ndarray
@@ -31,6 +32,7 @@ class Timeline:
     backward: np.ndarray
     microbatch: np.ndarray
     kind: np.ndarray
+    paired: np.ndarray
 
     @property
     def busy(self) -> float:
@@ -66,9 +68,15 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
     Z, m, v = stages, microbatches, virtual_stages
     if Z * m * v > 20_000:
         raise refuse("microbatches", "few enough for a picture: Z·m·v up to 20,000 passes", m)
-    passes, split = SCHEDULES[schedule].passes, SCHEDULES[schedule].split_backward
-    length = {"F": 1.0 / v, "B": (1.0 if split else 2.0) / v, "W": 1.0 / v}
-    orders = [passes(device=d, stages=Z, microbatches=m, virtual_stages=v) for d in range(Z)]
+    if Z == 1:  # one stage has no schedule to choose: 1F1B stands for it
+        schedule, v = "1f1b", 1
+    passes = SCHEDULES[schedule].passes
+    orders = [
+        [_parts(p) for p in passes(device=d, stages=Z, microbatches=m, virtual_stages=v)]
+        for d in range(Z)
+    ]
+    # a backward whose weights' part runs on its own is as long as a forward
+    split = [{(j, c) for pair in order for kind, j, c in pair if kind == "W"} for order in orders]
     done: dict = {}
     free = [0.0] * Z
     rows, position = [], [0] * Z
@@ -76,20 +84,27 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
         progressed = False
         for d in range(Z):
             while position[d] < len(orders[d]):
-                kind, j, c = orders[d][position[d]]
-                need = _needs(kind, j, c, Z * v)
-                if need is not None and need not in done:
+                pair = orders[d][position[d]]
+                needs = [_needs(kind, j, c, Z * v) for kind, j, c in pair]
+                if any(need is not None and need not in done for need in needs):
                     break
-                start = max(free[d], done.get(need, 0.0))
-                end = start + length[kind]
-                done[(kind, j, c)], free[d] = end, end
-                rows.append((d, start, end, kind != "F", j, kind))
+                start = max([free[d], *(done[need] for need in needs if need is not None)])
+                for kind, j, c in pair:
+                    end = start + (2.0 if kind == "B" and (j, c) not in split[d] else 1.0) / v
+                    rows.append((d, start, end, kind != "F", j, kind, len(pair) > 1))
+                    start = end
+                done.update({p: end for p in pair})
+                free[d] = end
                 position[d] += 1
                 progressed = True
         if not progressed:  # an order that waits on itself: not a schedule
             raise refuse("schedule", "one whose passes can all run", schedule)
-    device, start, end, backward, micro, kinds = (np.array(column) for column in zip(*rows))
-    return Timeline(device, start, end, backward, micro, kinds)
+    return Timeline(*(np.array(column) for column in zip(*rows)))
+
+
+def _parts(item) -> tuple:
+    """A pass as the passes it runs at once: itself, or the two of a pair."""
+    return item if isinstance(item[0], tuple) else (item,)
 
 
 def _needs(kind: str, j: int, c: int, chunks: int):

@@ -1,0 +1,77 @@
+"""ZBV (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", NeurIPS: V-ZB; PyTorch's
+``ScheduleZBVZeroBubble``): each device holds two chunks of layers in a V, chunk d on the way
+down and chunk 2Z − 1 − d on the way back, so the first device runs both the first and the last
+layers; backward passes split into B and W as in ZB-H1 (MODEL.md §B.6).
+
+With the forward, the input's and the weights' gradient equally long, each device is busy from
+its first pass to its last at 1F1B's memory (2Z chunk-microbatches, Z microbatches of the
+device's layers). As with ZB-H2, the devices start and end a few passes apart; a step that ends
+in the optimizer's global sync idles half of ZB-H1's, (Z − 1)/(6m): the last device starts
+(Z − 1) chunk-forwards, half a microbatch's forward each, after the first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .one_f_one_b import logits_in_flight
+
+NAME, LABEL, ORDER = "zbv", "ZBV", 5
+VIRTUAL_STAGES = (2,)  # two chunks a device, in a V
+ENDS_TOGETHER = True
+NEEDS = "at least 2Z − 1 microbatches to fill its warm-up"
+__all__ = ["bubble", "in_flight", "logits_in_flight", "passes", "runs"]
+
+
+def runs(*, stages: np.ndarray, microbatches: np.ndarray) -> np.ndarray:
+    """m ≥ 2Z − 1."""
+    return microbatches >= 2 * stages - 1
+
+
+def bubble(
+    *,
+    stages: float | np.ndarray,
+    microbatches: float | np.ndarray,
+    virtual_stages: float | np.ndarray,
+) -> float | np.ndarray:
+    """(Z − 1)/(6m)."""
+    return (stages - 1) / (6 * microbatches)
+
+
+def in_flight(
+    *,
+    stage: float | np.ndarray,
+    stages: float | np.ndarray,
+    microbatches: float | np.ndarray,
+    virtual_stages: float | np.ndarray,
+) -> float | np.ndarray:
+    """Z on every device: 2Z chunk-microbatches of half its layers, 1F1B's memory."""
+    return np.minimum(stages, microbatches) + 0 * stage
+
+
+def passes(
+    *, device: int, stages: int, microbatches: int, virtual_stages: int
+) -> list[tuple[str, int, int]]:
+    """PyTorch's order for device d with chunks d (0) and 2Z − 1 − d (1): 2(Z − d) − 1 forwards
+    of chunk 0; d times a forward of each chunk; Z − d times chunk 1's F, B and W; then chunk 0's
+    F, B, W and chunk 1's F, B, W in turn while forwards are left; then the backward passes left,
+    chunk 0's W passes in between, and the W passes left."""
+    Z, m, d = stages, microbatches, device
+    chunk = (d, 2 * Z - 1 - d)
+    count = {"F": [0, 0], "B": [0, 0], "W": [0, 0]}
+    order: list[tuple[str, int, int]] = []
+
+    def run(*steps):
+        for kind, k in steps:
+            order.append((kind, count[kind][k], chunk[k]))
+            count[kind][k] += 1
+
+    run(*[("F", 0)] * (2 * (Z - d) - 1))
+    run(*[("F", 1), ("F", 0)] * d)
+    run(*[("F", 1), ("B", 1), ("W", 1)] * (Z - d))
+    while count["F"][1] < m:
+        run(*[("F", 0)] * (count["F"][0] < m), ("B", 0), ("W", 0), ("F", 1), ("B", 1), ("W", 1))
+    run(*[("B", 0), ("B", 1)] * d)
+    run(*[("B", 0), ("W", 0)] * (Z - d))
+    run(*[("W", 1)] * (count["B"][1] - count["W"][1]), *[("W", 0)] * (m - count["W"][0]))
+    return order
