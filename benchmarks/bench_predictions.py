@@ -6,7 +6,9 @@
 2. leave-one-chip-out, for every stack measured on two chips or more;
 3. the orderings the sources report (every pair of runs a source compares and measured apart),
    predicted out of sample by (1);
-4. last, in-sample: the shipped behaviours on the runs they were fitted on.
+4. in-sample: the shipped behaviours on the runs they were fitted on;
+5. last, the held-out schedule comparisons (``schedule_runs.json``), never fitted on: the shipped
+   behaviours' error on them, and the orderings they report.
 
 The chips' physics comes from microbenchmarks (``fit_physics.py``) and is never refitted here.
 Run: ``pip install -e ".[fit]"`` then ``python benchmarks/bench_predictions.py`` (a few minutes).
@@ -21,6 +23,7 @@ import numpy as np
 from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
+from scaling_widgets.measured import SCHEDULE_RUNS, load_runs
 
 
 def refit_predict(train, test) -> np.ndarray:
@@ -94,6 +97,21 @@ def main() -> None:
         idx = [i for i, r in enumerate(runs) if r.group == source]
         print(_row(source, shipped[idx] / np.array([runs[i].step_time for i in idx]) - 1))
     print(_row("all runs, in-sample", shipped / np.array([r.step_time for r in runs]) - 1))
+    held_out()
+
+
+def held_out() -> None:
+    """Section 5: the schedule comparisons no stack was fitted on, with the shipped behaviours."""
+    print("\n5. HELD OUT: published schedule comparisons, never fitted on")
+    runs = load_runs(SCHEDULE_RUNS)
+    steps = predicted(runs, {name: stack.behaviour for name, stack in REGISTRY.items()})
+    measured = {r.id: r.step_time for r in runs}
+    ours = dict(zip(measured, steps))
+    print(_row("all runs", steps / np.array(list(measured.values())) - 1))
+    for group in source_groups(SCHEDULE_RUNS):
+        pairs = list(itertools.combinations(group["members"], 2))
+        ok = sum(np.sign(ours[b] - ours[a]) == np.sign(measured[b] - measured[a]) for a, b in pairs)
+        print(f"  {group['id']:<28} {ok:>3}/{len(pairs):<3} {group.get('what', '')[:60]}")
 
 
 if __name__ == "__main__":

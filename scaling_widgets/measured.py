@@ -32,6 +32,8 @@ DEV_RUNS = (
     Path(__file__).resolve().parent / "data" / "dev_runs.json"
 )  # package data: the wheel has it
 PUBLIC_RUNS = DEV_RUNS.parent / "public_runs.json"  # further published runs, in the same form
+# published comparisons between pipeline schedules, held out: never fitted on
+SCHEDULE_RUNS = DEV_RUNS.parent / "schedule_runs.json"
 
 # Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
 # 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).
@@ -47,6 +49,7 @@ CONVENTIONS = (
     "step_time_s",
     "tokens_per_s",
     "tokens_per_s_per_chip",
+    "sequences_per_s_per_chip",
 )
 
 
@@ -191,7 +194,8 @@ def seconds_per_step(case: dict) -> float:
     - TFLOP/s per chip X under a FLOPs count: t = F_step / (N·X·1e12) (``flops_per_step``);
     - ``step_time_s``: t as published;
     - ``tokens_per_s``: t = B·s / X;
-    - ``tokens_per_s_per_chip``: t = B·s / (X·N).
+    - ``tokens_per_s_per_chip``: t = B·s / (X·N);
+    - ``sequences_per_s_per_chip``: t = B / (X·N).
 
     >>> case = {"published": {"kind": "tokens_per_s_per_chip", "value": 5000}, "chips": 8,
     ...         "global_batch_seqs": 16, "seq_len": 8192}
@@ -205,6 +209,8 @@ def seconds_per_step(case: dict) -> float:
         return global_tokens(case) / X
     if convention == "tokens_per_s_per_chip":
         return global_tokens(case) / (X * chips(case))
+    if convention == "sequences_per_s_per_chip":
+        return case["global_batch_seqs"] / (X * chips(case))
     return flops_per_step(case, convention) / (chips(case) * X * 1e12)
 
 

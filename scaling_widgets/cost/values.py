@@ -32,6 +32,7 @@ from .checks import (
     required,
     scalar,
 )
+from .choices import per_choice
 from .cluster.chip import Chip
 from .cluster.mesh import ROLES, check_fits_pod
 from .cluster.nodes import check_gpu_slice
@@ -211,6 +212,7 @@ class Layout:
                 "0 for strategy 'tp': a ZeRO stage shards over the data axis, which TP has not",
                 self.zero,
             )
+        self._fix_chunks()
         takes_v = np.isin(
             self.schedule, [n for n, s in SCHEDULES.items() if s.takes_virtual_stages]
         )
@@ -236,6 +238,22 @@ class Layout:
                     tuple(roles),
                 )
             object.__setattr__(self, "axis_roles", tuple(roles))
+
+    def _fix_chunks(self) -> None:
+        """A V-shaped schedule runs its own two chunks a device: 1 (not asked) becomes them, any
+        other count is refused."""
+        fixed = per_choice(self.schedule, lambda n: np.asarray(SCHEDULES[n].fixed_chunks))
+        if not np.any(fixed):
+            return
+        v = np.asarray(self.virtual_stages)
+        if np.any((fixed > 0) & (v != 1) & (v != fixed)):
+            raise refuse(
+                "virtual_stages",
+                "2 (or left out) with a V-shaped schedule: each device runs two chunks in a V",
+                f"{self.virtual_stages} with {self.schedule!r}",
+            )
+        chunks = np.where(fixed > 0, fixed, v)
+        object.__setattr__(self, "virtual_stages", chunks.item() if chunks.ndim == 0 else chunks)
 
 
 @dataclass(frozen=True, eq=False)

@@ -259,9 +259,10 @@ FIELDS_TABLE = (
           choices=("on", "off"), parse=_on, words=_on_off, since=8, label="Compile"),
 )  # fmt: skip
 FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
-# The saved scenario's version: each field's ``since`` at most, and 5 where CP None came in (older
-# scenarios saved CP 1, then the default, for "none asked").
-VERSION = max(5, *(f.since for f in FIELDS_TABLE))
+# The saved scenario's version: each field's ``since`` at most, 5 where CP None came in (older
+# scenarios saved CP 1, then the default, for "none asked") and 9 where the zero-bubble and DualPipe
+# schedules came in (a reader before them cannot run a scenario that names one).
+VERSION = max(9, *(f.since for f in FIELDS_TABLE))
 READABLE = tuple(range(1, VERSION + 1))
 # the scenario's keys, in the JSON's order
 SCENARIO = tuple(f.name for f in FIELDS_TABLE if f.since)

@@ -8,20 +8,21 @@ import numpy as np
 from traitlets import Instance, observe
 
 from ..cost import Estimate
-from ..cost.schedules import SCHEDULES
+from ..cost.schedules import SCHEDULES, runs
 from ..cost.step.timeline import timeline
 from ._base import EstimateFigure, check_kwargs, vertical_axis
 from .scenario import Scenario
 from .theme import color
 
-FORWARD, BACKWARD, WEIGHTS = color("blue"), color("orange"), color("green")
+FORWARD, BACKWARD, WEIGHTS, PAIRED = color("blue"), color("orange"), color("green"), color("grey")
 COLORS = {"F": FORWARD, "B": BACKWARD, "W": WEIGHTS}
 MOST_MICROBATCHES = 32  # beyond this a picture shows nothing more: the pattern repeats
 
 
 class PipelinePicture(EstimateFigure):
     """Forward (blue) and backward (orange) passes of each stage over one step, in slots; a
-    zero-bubble schedule's weight-gradient passes in green."""
+    zero-bubble schedule's weight-gradient passes in green; a forward and a backward run as a
+    pair (DualPipe's) underlined in grey."""
 
     data = Instance(Estimate, allow_none=True)
 
@@ -31,12 +32,21 @@ class PipelinePicture(EstimateFigure):
         self._passes = bq.Lines(
             x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=10, colors=[FORWARD]
         )
+        # a pair's two passes share their time: a thin line under the two, as DualPipe draws it
+        self._pairs = bq.Lines(
+            x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=3, colors=[PAIRED]
+        )
         axes = [
             bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
             vertical_axis(sy, label="stage", tick_format="d"),
         ]
         super().__init__(
-            scenario, "sw-pipeline-picture", [self._passes], axes, "Pipeline schedule", "200px"
+            scenario,
+            "sw-pipeline-picture",
+            [self._passes, self._pairs],
+            axes,
+            "Pipeline schedule",
+            "200px",
         )
 
     @observe("data")
@@ -48,16 +58,25 @@ class PipelinePicture(EstimateFigure):
         # A schedule in chunks runs its microbatches in groups of Z: show whole groups.
         groups = Z if SCHEDULES[e.schedule].takes_virtual_stages else 1
         shown = min(m, MOST_MICROBATCHES // groups * groups or groups)
+        if not runs(schedule=e.schedule, stages=Z, microbatches=shown):
+            shown = m  # fewer would not run (DualPipe's m ≥ 2Z): all of them
         try:
             t = timeline(schedule=e.schedule, stages=Z, microbatches=shown, virtual_stages=v)
         except ValueError as err:  # e.g. interleaving in groups of Z microbatches: this m has none
             self._passes.x, self._passes.y = [[0, 0]], [[0, 0]]
+            self._pairs.x, self._pairs.y = [[0, 0]], [[0, 0]]
             self.title = f"{e.schedule}, {Z} stages x {m} microbatches: no picture ({err})"
             return
         with self._passes.hold_sync():
             self._passes.x = np.column_stack([t.start, t.end])
             self._passes.y = np.column_stack([t.device, t.device])
             self._passes.colors = [COLORS[k] for k in t.kind]
+        under = t.device[t.paired] + 0.3  # below the bar of its stage
+        with self._pairs.hold_sync():
+            self._pairs.x = (
+                np.column_stack([t.start[t.paired], t.end[t.paired]]) if len(under) else [[0, 0]]
+            )
+            self._pairs.y = np.column_stack([under, under]) if len(under) else [[0, 0]]
         more = f" (the first {shown} of {m} microbatches)" if shown < m else ""
         self.title = (
             f"{e.schedule}, {Z} stages x {m} microbatches{more}: bubble {t.bubble:.0%}"

@@ -79,6 +79,9 @@ class StepBreakdown(EstimateFigure):
         else:
             parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
             title = f"Predicted step {seconds(float(e.step_time))}, MFU {float(e.mfu):.1%}"
+            hidden = sum(float(v) for v in (e.hidden or {}).values())
+            if hidden > 0:  # a schedule's paired passes hid some expert or CP traffic
+                title += f"; pairs hide {seconds(hidden)}"
         with self._bars.hold_sync():
             self._bars.y = parts[:, None]
         self.title = title

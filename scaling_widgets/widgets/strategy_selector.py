@@ -8,7 +8,7 @@ import html
 import ipywidgets as w
 from traitlets import Dict
 
-from ..cost.schedules import SCHEDULES
+from ..cost.schedules import SCHEDULES, runs
 from ..cost.strategies import BEST, STRATEGIES
 from ..fields import FIELDS
 from ..text.explain import layout_name
@@ -116,7 +116,9 @@ class StrategySelector(Bound, w.VBox):
         self._stages.disabled = bool(s.axis_roles)
         self._microbatches.value = int(e.microbatches)
         self._schedule.value = s.schedule
-        self._virtual.disabled = not SCHEDULES[s.schedule].takes_virtual_stages
+        # a V-shaped schedule runs its own two chunks: nothing to choose
+        own = SCHEDULES[s.schedule]
+        self._virtual.disabled = not own.takes_virtual_stages or bool(own.fixed_chunks)
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
         self._ep_over_tp.disabled = s.model.moe is None and s.etp is None
@@ -167,10 +169,17 @@ class StrategySelector(Bound, w.VBox):
             self._apply(z=z)
 
     def _on_schedule_change(self, change) -> None:
-        # A schedule that runs chunks starts at its first count of them; one that does not, at 1.
-        own = SCHEDULES[change["new"]].virtual_stages
-        virtual = max(own[0], self.scenario.virtual_stages) if own != (1,) else 1
-        self._apply(schedule=change["new"], virtual_stages=virtual)
+        # A schedule that runs chunks starts at its first count of them (a V at its two); one
+        # that does not, at 1.
+        own = SCHEDULES[change["new"]]
+        virtual = max(own.virtual_stages[0], self.scenario.virtual_stages)
+        virtual = own.fixed_chunks or (virtual if own.takes_virtual_stages else 1)
+        # microbatches it cannot run (DualPipe's m ≥ 2Z) go back to the fastest it can
+        m, z = self.scenario.microbatches, self.analysis.mesh.z
+        runnable = m is None or bool(runs(schedule=change["new"], stages=z, microbatches=m))
+        self._apply(
+            schedule=change["new"], virtual_stages=virtual, microbatches=m if runnable else None
+        )
 
     def _on_microbatches_change(self, change) -> None:
         self._apply(microbatches=change["new"])

@@ -23,6 +23,8 @@ from scaling_widgets.cost import (
 from scaling_widgets.measured import (
     CONVENTIONS,
     DEV_RUNS,
+    PUBLIC_RUNS,
+    SCHEDULE_RUNS,
     chips,
     flops_per_step,
     load_runs,
@@ -44,8 +46,10 @@ def test_all_41_runs_load_with_a_positive_step_and_unique_ids():
     assert all(member in BY_ID for group in groups for member in group["members"])
 
 
-def test_every_convention_of_the_file_is_implemented():
-    assert set(CONVENTIONS) == set(json.loads(DEV_RUNS.read_text())["conventions"])
+def test_every_convention_of_the_files_is_implemented():
+    files = (DEV_RUNS, PUBLIC_RUNS, SCHEDULE_RUNS)
+    named = set().union(*(json.loads(f.read_text())["conventions"] for f in files))
+    assert set(CONVENTIONS) == named
 
 
 def test_a_run_holds_the_four_values_built_from_its_case():

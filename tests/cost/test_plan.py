@@ -11,9 +11,12 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import InputError, estimate, span_axes, x_opt
-from scaling_widgets.cost.search.layouts import MICROBATCHES_PER_STAGE as PER_STAGE
+from scaling_widgets.cost.schedules import runs
 from scaling_widgets.cost.search.layouts import SCHEDULES_TRIED
+from scaling_widgets.cost.search.microbatches import PER_STAGE
 from scaling_widgets.cost.search.plan import plan
+from scaling_widgets.cost.stacks import REGISTRY
+from scaling_widgets.cost.step.profiles import default_stack
 from scaling_widgets.cost.transformer.counts import FRAMEWORK_REMAT
 from scaling_widgets.presets import HARDWARE, MODELS
 from scaling_widgets.text.step import binds
@@ -48,9 +51,22 @@ def test_the_best_single_pod_split_is_within_a_power_of_two_of_x_opt():
         ] <= 1464 * k["cp"]
 
 
+def _fewest_whole(share, z, schedule):
+    """The fewest microbatches of 2^k whole sequences of a replica's ``share``, at least one a
+    stage, that the schedule runs; None if none."""
+    if share != int(share) or share < 1:
+        return None
+    for size in (2**k for k in range(12, -1, -1)):
+        m = int(share) // size
+        if int(share) % size == 0 and m >= z and runs(schedule=schedule, stages=z, microbatches=m):
+            return m
+    return None
+
+
 def _every_layout(shape, chip, model, sequences, seq_len):
     """The planner's rules written out as plain loops: one dict per layout, every axis order."""
     chips = math.prod(shape)
+    pipelined = REGISTRY[default_stack(chip)].schedules
     orders = [shape] if chip.is_gpu else sorted(set(itertools.permutations(shape)))
     for order, z, y in itertools.product(
         orders, range(1, model.layers + 1), [2**k for k in range(12)]
@@ -61,9 +77,11 @@ def _every_layout(shape, chip, model, sequences, seq_len):
         if not chip.is_gpu and span_axes(slice_shape=order, x=x, y=y, z=z).shared_axes > 1:
             continue
         for zero, remat, (schedule, v), k in itertools.product(
-            range(4), FRAMEWORK_REMAT, SCHEDULES_TRIED, PER_STAGE
+            range(4), FRAMEWORK_REMAT, SCHEDULES_TRIED, (*PER_STAGE, "fewest")
         ):
-            m = k * z
+            m = k * z if k != "fewest" else _fewest_whole(sequences / x, z, schedule)
+            if m is None or (k == "fewest" and m % z == 0 and m // z in PER_STAGE):
+                continue  # no such count, or one of the k·Z already tried
             # Every stage gets a layer; a replica short of a sequence a microbatch shares its
             # sequences with the fewest chips that give it one (CP, a power of two dividing X and
             # T).
@@ -71,6 +89,13 @@ def _every_layout(shape, chip, model, sequences, seq_len):
             while m * x > sequences * cp:
                 cp *= 2
             if (z == 1 and schedule != "1f1b") or z * v > model.layers or x % cp or seq_len % cp:
+                continue
+            # the chip's stack pipelines with its own schedules, each with its own rule
+            if (
+                z > 1
+                and schedule not in pipelined
+                or not runs(schedule=schedule, stages=z, microbatches=m)
+            ):
                 continue
             if zero == 3 and m > 1:  # ZeRO-3's re-gather per microbatch is not priced
                 continue

@@ -35,7 +35,14 @@ def test_a_new_member_is_a_new_file(tmp_path, monkeypatch):
 
 def test_the_families_members_in_their_order():
     assert tuple(SCHEDULES) == (
-        "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev"
+        "gpipe",
+        "1f1b",
+        "interleaved",
+        "zb-h1",
+        "zb-h2",
+        "zbv",
+        "dualpipe",
+        "dualpipev",
     )
     assert tuple(STRATEGIES) == ("dp", "fsdp", "tp", "fsdp+tp")
     assert tuple(STACKS) == (

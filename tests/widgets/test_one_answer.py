@@ -27,6 +27,8 @@ import scaling_widgets as sw
 from scaling_widgets import explore
 from scaling_widgets.cli import main
 from scaling_widgets.cost import REMAT_POLICIES, SCHEDULES
+from scaling_widgets.cost.schedules import SCHEDULES as SCHEDULES_BY_NAME
+from scaling_widgets.cost.schedules import runs
 from scaling_widgets.cost.stacks import COMPILING, STACKS
 from scaling_widgets.cost.strategies import STRATEGIES
 from scaling_widgets.cost.views import BAR_PARTS
@@ -86,7 +88,10 @@ def scenario_fields(draw) -> dict:
     virtual = 1
     if schedule == "interleaved":
         virtual = draw(st.sampled_from([v for v in (1, 2, 4, 5, 8) if model.layers % (z * v) == 0]))
+    virtual = SCHEDULES_BY_NAME[schedule].fixed_chunks or virtual  # a V's two chunks
     microbatches = draw(st.one_of(st.none(), st.integers(1, 8)))
+    if microbatches and not runs(schedule=schedule, stages=z, microbatches=microbatches):
+        microbatches = None  # one the schedule cannot run (DualPipe's m ≥ 2Z): its own
     m = microbatches or (4 * z if z > 1 else 1)
     optimal = not draw(st.booleans())  # the best split is the simplest draw
     x, y = None, 1

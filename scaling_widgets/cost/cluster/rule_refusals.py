@@ -161,12 +161,12 @@ def schedule(
         even = fits[round(share) % fits == 0]
         fits = even if len(even) else fits
     if not len(fits):
-        return refuse("z", f"stages on which {member.label} can run: it needs {member.needs}", Z)
+        return refuse("z", f"a count of stages Z that {member.label} can run: {member.needs}", Z)
     nearest = fits[np.argsort(np.abs(fits - m), kind="stable")[0]]
     return refuse(
         "microbatches",
-        f"a count {member.label} can run on {Z} stages, {member.needs} (e.g. {nearest}), or"
-        " another schedule",
+        f"a count m that {member.label} can run on Z = {Z} stages, {member.needs} (e.g."
+        f" {nearest}), or another schedule",
         m,
     )
 

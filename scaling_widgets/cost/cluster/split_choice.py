@@ -10,6 +10,8 @@ import math
 import numpy as np
 
 from ..refusals import refuse
+from ..schedules import runs as schedule_runs
+from ..search.microbatches import fewest_whole
 from ..search.split import best_split, legal_splits, split_candidates
 from ..strategies import STRATEGIES
 from ..transformer.exactness import Exactness
@@ -35,7 +37,24 @@ def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=
     whole = np.isclose(share, S, rtol=1e-9, atol=0) & (S >= 1)
     # a share of part sequences (the chapter's average): at most a sequence a microbatch
     fewer = np.where(share >= 1, np.minimum(m, np.floor(share)), m).astype(np.int64)
-    return np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), fewer)
+    m = np.where(whole, np.gcd(m, np.maximum(S, 1).astype(np.int64)), fewer)
+    return _schedules_count(m, layout, Z, workload, X, P)
+
+
+def _schedules_count(m, layout: Layout, Z, workload: Workload, X, P) -> np.ndarray:
+    """``m``, or where the schedule cannot run it (DualPipe's m ≥ 2Z), the fewest whole count it
+    can (``fewest_whole``); as it was where there is none (the evaluation then says why)."""
+    ok = schedule_runs(schedule=layout.schedule, stages=Z, microbatches=m)
+    if np.all(ok):
+        return m
+    shape = np.broadcast_shapes(np.shape(m), np.shape(Z), np.shape(X), np.shape(layout.schedule))
+    flat = [np.broadcast_to(a, shape).ravel() for a in (m, Z, X, layout.schedule)]
+    cp = 1 if layout.cp is None else np.broadcast_to(layout.cp, shape).ravel()
+    found = fewest_whole(workload=workload, x=flat[2], z=flat[1], pods=P, cp=cp, schedule=flat[3])
+    # a part share's count, at most a sequence a microbatch: one fewer for an even one
+    fewer = np.maximum(flat[0] - 1, 1)
+    odd = schedule_runs(schedule=flat[3], stages=flat[1], microbatches=fewer)
+    return np.where(found > 0, found, np.where(odd, fewer, flat[0])).reshape(shape)
 
 
 def replica_sequences(workload: Workload, layout: Layout, X, P) -> np.ndarray:
@@ -136,7 +155,11 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         # (default ones do)
         given = layout.microbatches is not None or layout.microbatch_seqs is not None
         whole = ok["whole"] if given else True
-        return ok["sequences"] & ok["experts"] & ok["context"] & whole
+        # the schedule's microbatches are placed before any CP is implied: CP as given, or 1
+        staged = _schedule_runs_on(
+            layout, workload, Z, X, P, 1 if layout.cp is None else along(layout.cp)
+        )
+        return ok["sequences"] & ok["experts"] & ok["context"] & whole & staged
 
     split = dict(
         exact=exact,
@@ -162,6 +185,28 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         x_ok=runs_on,
     )
     return split, per_microbatch
+
+
+def _schedule_runs_on(layout: Layout, workload: Workload, Z, X, P, cp) -> np.ndarray:
+    """Whether the schedule can run on each candidate X: the microbatches given, or some count of
+    whole sequences a replica's share splits into (``fewest_whole``; DualPipe's m ≥ 2Z)."""
+    if Z == 1 or layout.microbatch_seqs is not None:
+        return np.asarray(True)
+    if layout.microbatches is not None or workload.seq_len is None:
+        m = default_microbatches(layout, Z)
+        return schedule_runs(schedule=along(layout.schedule), stages=Z, microbatches=along(m))
+    shape = np.broadcast_shapes(np.shape(X), np.shape(cp), np.shape(along(layout.schedule)))
+    flat = [np.broadcast_to(a, shape).ravel() for a in (X, cp, along(layout.schedule))]
+    found = fewest_whole(workload=workload, x=flat[0], z=np.full(flat[0].shape, Z), pods=P,
+                         cp=flat[1], schedule=flat[2])  # fmt: skip
+    share = workload.batch * flat[1] / (workload.seq_len * flat[0] * P)
+    whole = np.isclose(share, np.round(share), rtol=1e-9, atol=0)
+    # a part share: at most a sequence a microbatch, one fewer for an even count
+    most = np.floor(share).astype(np.int64)
+    part = schedule_runs(schedule=flat[2], stages=Z, microbatches=most) | schedule_runs(
+        schedule=flat[2], stages=Z, microbatches=np.maximum(most - 1, 1)
+    )
+    return np.where(whole, found > 0, part).reshape(shape)
 
 
 def along(value):

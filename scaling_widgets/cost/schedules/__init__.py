@@ -19,6 +19,8 @@ A schedule's module gives everything the rest of the house asks of it:
 
 Optional, with their defaults:
 
+- ``V_SHAPED`` (False): its two chunks a device sit in a V (the first device runs the first
+  layers and the last), whatever count of virtual stages is asked;
 - ``WEIGHT_COPIES`` (1): the stages' weights a device holds, over one stage's (DualPipe: 2);
 - ``ENDS_TOGETHER`` (False): the first device holds both ends of the model, the embeddings, the
   output layer and its logits (a V-shaped or two-way schedule);
@@ -60,10 +62,16 @@ class Schedule:
     runs: Callable | None = None
     needs: str = ""
     paired_share: Callable | None = None
+    v_shaped: bool = False
 
     @property
     def takes_virtual_stages(self) -> bool:
         return self.virtual_stages != (1,)
+
+    @property
+    def fixed_chunks(self) -> int:
+        """The chunks a device runs whatever is asked (a V's two), else 0: the user's choice."""
+        return self.virtual_stages[0] if self.v_shaped else 0
 
 
 def _member(module) -> Schedule:
@@ -81,6 +89,7 @@ def _member(module) -> Schedule:
         runs=getattr(module, "runs", None),
         needs=getattr(module, "NEEDS", ""),
         paired_share=getattr(module, "paired_share", None),
+        v_shaped=getattr(module, "V_SHAPED", False),
     )
 
 
@@ -185,7 +194,7 @@ def runs(*, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLik
             else rule(stages=Z, microbatches=m)
         )
 
-    return (Z == 1) | per_choice(schedule, where)
+    return (Z == 1) | np.asarray(per_choice(schedule, where), dtype=bool)
 
 
 def paired_share(

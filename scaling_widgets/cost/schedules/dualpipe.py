@@ -19,7 +19,7 @@ NAME, LABEL, ORDER = "dualpipe", "DualPipe", 6
 VIRTUAL_STAGES = (1,)
 WEIGHT_COPIES = 2  # a stage of each direction
 ENDS_TOGETHER = True  # the first device starts one direction and ends the other
-NEEDS = "an even count of microbatches, at least 2Z, on an even number of stages"
+NEEDS = "m ≥ 2Z, both even"
 __all__ = ["bubble", "in_flight", "logits_in_flight", "paired_share", "passes", "runs"]
 
 
@@ -51,8 +51,9 @@ def in_flight(
 
 def paired_share(*, stages: np.ndarray, microbatches: np.ndarray) -> np.ndarray:
     """The first device's pairs over its m forwards: 2(m/2 − Z + 1) in its main phase and Z/2 − 1
-    after it, (m − 3Z/2 + 1)/m (``passes``)."""
-    return (microbatches - 1.5 * stages + 1) / microbatches
+    after it, (m − 3Z/2 + 1)/m (``passes``); on two stages it is also the middle device, whose
+    first pass of the main phase is not paired."""
+    return (microbatches - 1.5 * stages + 1 - (stages == 2)) / microbatches
 
 
 def passes(

@@ -19,8 +19,9 @@ from .zb_h1 import bubble
 
 NAME, LABEL, ORDER = "dualpipev", "DualPipeV", 7
 VIRTUAL_STAGES = (2,)  # two chunks a device, in a V
+V_SHAPED = True
 ENDS_TOGETHER = True
-NEEDS = "at least 2Z microbatches"
+NEEDS = "m ≥ 2Z"
 __all__ = ["bubble", "in_flight", "logits_in_flight", "paired_share", "passes", "runs"]
 
 

@@ -18,8 +18,9 @@ from .one_f_one_b import logits_in_flight
 
 NAME, LABEL, ORDER = "zbv", "ZBV", 5
 VIRTUAL_STAGES = (2,)  # two chunks a device, in a V
+V_SHAPED = True
 ENDS_TOGETHER = True
-NEEDS = "at least 2Z − 1 microbatches to fill its warm-up"
+NEEDS = "m ≥ 2Z − 1"
 __all__ = ["bubble", "in_flight", "logits_in_flight", "passes", "runs"]
 
 

@@ -22,6 +22,7 @@ from ..checks import scalar
 from ..cluster.placement import place
 from ..cluster.split_choice import default_microbatches, replica_sequences, split_choices
 from ..refusals import InputError
+from ..schedules import runs
 from ..values import Cluster, Layout, Options, Workload, computed
 
 
@@ -135,13 +136,17 @@ def fastest_microbatches(
         return layout
     if workload.seq_len is None:
         return layout
-    try:
-        one = place(cluster, workload, computed(layout, microbatches=1), options.exact)
+    try:  # the replicas' sequences, whatever count the schedule needs
+        plain = computed(layout, microbatches=1, schedule="1f1b", virtual_stages=1)
+        one = place(cluster, workload, plain, options.exact)
     except InputError:
         return layout  # cannot run at all: the evaluation says why
     per_replica = workload.batch * one.cp / (workload.seq_len * one.x * cluster.pods)
     share = np.maximum(np.floor(per_replica), 1).astype(np.int64)[..., None]
     counts = np.where((SIZES <= share) & (share % SIZES == 0), share // SIZES, 1)
+    counts = _schedules_own(counts, layout.schedule, one.z)
+    if counts is None:
+        return layout  # no count the schedule can run: the evaluation says why
     if np.all(counts == 1):  # at most one sequence a replica: nothing to accumulate
         return computed(layout, microbatches=1)
     if counts.ndim == 1:  # one layout: each count once
@@ -159,6 +164,18 @@ def fastest_microbatches(
     best = np.lexsort(keys, axis=-1)[..., :1]  # fits, then the step, then memory, then fewer
     m = np.take_along_axis(np.broadcast_to(counts, keys[0].shape), best, axis=-1)[..., 0]
     return computed(layout, microbatches=scalar(m[()]))
+
+
+def _schedules_own(counts: np.ndarray, schedule, stages) -> np.ndarray | None:
+    """The counts the schedule can run (e.g. DualPipe's m ≥ 2Z), each other one replaced by one
+    that it can of the same layout; None where a layout has none."""
+    schedule = np.asarray(schedule)[..., None] if np.ndim(schedule) else schedule
+    ok = runs(schedule=schedule, stages=np.asarray(stages)[..., None], microbatches=counts)
+    ok = np.broadcast_to(ok, counts.shape)
+    if not ok.any(axis=-1).all():
+        return None
+    some = np.take_along_axis(counts, np.argmax(ok, axis=-1)[..., None], axis=-1)
+    return np.where(ok, counts, some)
 
 
 def _along_last_axis(value):

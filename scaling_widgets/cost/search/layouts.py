@@ -16,9 +16,12 @@ from ..cluster import feasible
 from ..cluster.mesh import axis_rings, span_axes
 from ..evaluate import evaluate
 from ..schedules import SCHEDULES
+from ..stacks import REGISTRY
+from ..step.profiles import default_stack
 from ..transformer.context import CP_KINDS
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import Cluster, Layout, Options, Workload
+from .microbatches import FEWEST_WHOLE, PER_STAGE, microbatch_counts
 
 if TYPE_CHECKING:
     from ..cluster.chip import Chip
@@ -26,12 +29,10 @@ if TYPE_CHECKING:
 
 ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
-# m = these x Z (x 1 without pipelining: gradient accumulation)
-MICROBATCHES_PER_STAGE = (1, 2, 4, 8, 16, 32)
-# The knobs of a layout the plan chooses; recompute, EP (and whether it folds over TP), CP and
-# the CP kind unless given.
-SEARCHED = ("x", "y", "z", "zero", "schedule", "virtual_stages", "microbatches")
-HELD = ("remat", "ep", "etp", "cp", "cp_kind")
+# The knobs of a layout the plan chooses; recompute, EP (and whether it folds over TP), CP, the
+# CP kind and the schedule unless given.
+SEARCHED = ("x", "y", "z", "zero", "virtual_stages", "microbatches")
+HELD = ("remat", "ep", "etp", "cp", "cp_kind", "schedule")
 KNOBS = SEARCHED + HELD
 
 
@@ -56,9 +57,11 @@ def splits(
     return {"x": chips // (Y * Z), "y": Y, "z": Z}
 
 
-def knob_combinations(remat: tuple = FRAMEWORK_REMAT) -> dict[str, np.ndarray]:
-    """Every combination of ZeRO stage, recompute (``remat``: the policies tried), schedule and
-    microbatches per stage.
+def knob_combinations(
+    remat: tuple = FRAMEWORK_REMAT, schedules: tuple = tuple(SCHEDULES)
+) -> dict[str, np.ndarray]:
+    """Every combination of ZeRO stage, recompute (``remat``: the policies tried), schedule (of
+    ``schedules``, and 1F1B, which stands for one stage) and microbatches per stage.
 
     Returns
     -------
@@ -66,12 +69,15 @@ def knob_combinations(remat: tuple = FRAMEWORK_REMAT) -> dict[str, np.ndarray]:
         "zero", "remat", "schedule", "virtual_stages" and "per_stage" (microbatches per stage),
         one entry per combination.
     """
-    schedules = np.array([s for s, _ in SCHEDULES_TRIED]), np.array([v for _, v in SCHEDULES_TRIED])
+    tried = [(s, v) for s, v in SCHEDULES_TRIED if s in schedules or s == "1f1b"]
     return product(
         {"zero": np.array(ZERO_STAGES)},
         {"remat": np.array(remat)},
-        {"schedule": schedules[0], "virtual_stages": schedules[1]},
-        {"per_stage": np.array(MICROBATCHES_PER_STAGE)},
+        {
+            "schedule": np.array([s for s, _ in tried]),
+            "virtual_stages": np.array([v for _, v in tried]),
+        },
+        {"per_stage": np.array((*PER_STAGE, FEWEST_WHOLE))},
     )
 
 
@@ -146,6 +152,7 @@ def evaluate_order(
     cp: int | None = None,
     cp_kind: str = "ring",
     remat: tuple = FRAMEWORK_REMAT,
+    schedules: tuple | None = None,
 ) -> dict[str, np.ndarray]:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``.
@@ -160,6 +167,7 @@ def evaluate_order(
         both searched
     cp_kind : how CP passes keys and values
     remat : the recompute policies tried (the frameworks' by default)
+    schedules : the pipeline schedules tried; None: the stack's (``stack_schedules``)
 
     Returns
     -------
@@ -168,8 +176,12 @@ def evaluate_order(
         "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
         "crossover" [tokens]; empty when none can run.
     """
-    c = product(placed, knob_combinations(remat), _expert_degrees(workload.model, ep, etp))
-    c["microbatches"] = c.pop("per_stage") * c["z"]
+    pipelined = schedules or stack_schedules(cluster.chip, options)
+    c = product(
+        placed, knob_combinations(remat, pipelined), _expert_degrees(workload.model, ep, etp)
+    )
+    c["microbatches"], new = microbatch_counts(c.pop("per_stage"), c, workload, cluster.pods, cp)
+    c = only(c, new)
     folds = c.pop("folds")
     c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
     # folded over TP of one chip, or EP of one, is the same layout as not folded
@@ -205,7 +217,9 @@ def evaluate_order(
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
     # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
     # offered at m = 1.
-    legal = np.logical_and.reduce([*ok.values(), (c["z"] > 1) | (c["schedule"] == "1f1b")])
+    # a stack pipelines with its own schedules (none for a stack without pipelining)
+    staged = np.where(c["z"] > 1, np.isin(c["schedule"], pipelined), c["schedule"] == "1f1b")
+    legal = np.logical_and.reduce([*ok.values(), staged])
     c = only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
     if not len(c["x"]):
         return {}
@@ -221,6 +235,14 @@ def evaluate_order(
         "worst_ratio": e.layer.worst_ratio,
         "crossover": e.crossover_batch,
     }
+
+
+def stack_schedules(chip: Chip, options: Options) -> tuple:
+    """The schedules the layouts' stack pipelines with: the stack asked for, else the chip's
+    default one; every schedule for a profile of the user's own."""
+    if options.stack is None and options.profile is not None:
+        return tuple(SCHEDULES)
+    return REGISTRY[options.stack or default_stack(chip)].schedules
 
 
 def fixed_degrees(

@@ -41,6 +41,7 @@ from ..cluster.nodes import gpu_slice
 from ..evaluate import evaluate
 from ..refusals import refuse
 from ..result import Estimate
+from ..schedules import NAMES
 from ..strategies import BEST
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import VALUES, Cluster, Layout, Options, Workload, as_asked, split_keywords
@@ -126,6 +127,7 @@ def plan(
     cp: int | None = None,
     cp_kind: str | None = None,
     remat: str | None = None,
+    schedule: str | None = None,
     max_tp: int | None = None,
     max_pp: int | None = None,
     **options: Any,
@@ -137,7 +139,8 @@ def plan(
     ``ep``, ``etp`` and ``cp`` fix those degrees instead of searching them (``etp`` 1 folds EP
     over TP x X; left out, both ways are tried), ``cp_kind`` how CP passes keys
     and values (default "ring"), ``remat`` the recompute policy (default: each the frameworks
-    offer, ``FRAMEWORK_REMAT``). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages.
+    offer, ``FRAMEWORK_REMAT``), ``schedule`` the pipeline schedule (default: each the stack
+    runs). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages.
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
     Returns
@@ -168,6 +171,7 @@ def plan(
     }
     placed = placements(orders, splits(math.prod(shape), workload.model, **limits), chip)
     fixed = {**fixed_degrees(ep, etp, cp, cp_kind), "remat": _policies(remat)}
+    fixed["schedules"] = None if schedule is None else (Choice(NAMES)("schedule", schedule),)
 
     def evaluated_with(degrees: dict) -> list[dict]:
         """Every order's layouts (an order whose placements all repeat an earlier's has none)."""

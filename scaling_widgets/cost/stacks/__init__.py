@@ -10,7 +10,9 @@ its own peak counts; and ``BEHAVIOUR``: its overlaps, kernels and fixed costs
 no runs for left at their priors. A stack runs flash attention (no s x s scores in HBM) unless its
 ``FLASH_ATTENTION`` says not, and can run torch.compile if its ``TORCH_COMPILE`` says so (PyTorch
 stacks that fuse nothing of their own; XLA compiles MaxText whole, Megatron-LM fuses by hand), and
-always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so. Each keeps
+always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so. Its
+``PIPELINE_SCHEDULES`` are the schedules (``schedules/``) it can pipeline with: the planner
+searches those. Each keeps
 mixed-precision Adam's fp32 master copy and moments, whatever the precision (which sets the
 chapter's count). Each module cites the lines of the stack's source it was read from.
 """
@@ -33,6 +35,7 @@ class Stack:
     behaviour: Behaviour
     compiles: bool = False  # torch.compile is a switch of the stack's
     tp_shards_sequence: bool = False  # its TP always runs with sequence parallelism
+    schedules: tuple = ()  # the pipeline schedules it runs
 
 
 def _member(module) -> Stack:
@@ -44,6 +47,7 @@ def _member(module) -> Stack:
         behaviour=Behaviour(**getattr(module, "BEHAVIOUR", {})),
         compiles=getattr(module, "TORCH_COMPILE", False),
         tp_shards_sequence=getattr(module, "TP_SEQUENCE_PARALLEL", False),
+        schedules=tuple(module.PIPELINE_SCHEDULES),
     )
 
 

@@ -3,6 +3,8 @@
 NAME, ORDER = "deepspeed", 2
 # torch.compile of the engine's module: DeepSpeed's ``engine.compile()`` (runtime/engine.py).
 TORCH_COMPILE = True
+# Its pipeline engine trains with 1F1B (runtime/pipe/schedule.py, TrainSchedule).
+PIPELINE_SCHEDULES = ("1f1b",)
 # Gradients accumulate in bf16; reduce and all-gather buckets of 5e8 elements each (its defaults);
 # Megatron-DeepSpeed's loss.
 MEMORY = dict(

@@ -7,6 +7,9 @@ TORCH_COMPILE = True
 # Its TP shards the norms over the sequence (``apply_tp`` in parallelize_llama.py: SequenceParallel
 # on attention_norm, ffn_norm and norm): no TP without sequence parallelism.
 TP_SEQUENCE_PARALLEL = True
+# torchtitan's ``parallelism.pipeline_parallel_schedule`` names PyTorch's schedules
+# (torch.distributed.pipelining.schedules): GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, DualPipeV.
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zbv", "dualpipev")
 # fp32 sharded weights (the master copy), gradients and Adam; bf16 gathered; op-level selective
 # recompute saves every other matmul; the loss casts the logits to fp32, and its backward holds the
 # saved log-softmax, the loss's gradient and the log-softmax's, all fp32 (12 bytes a logit); under

@@ -1,6 +1,9 @@
 """MaxText on XLA."""
 
 NAME, ORDER = "maxtext", 3
+# Its pipeline runs every microbatch's forward through the stages, then the backward by autodiff of
+# that loop (layers/pipeline.py): GPipe's order and memory.
+PIPELINE_SCHEDULES = ("gpipe",)
 # fp32 weights, gradients and Adam (weight_dtype, grad_dtype, mu_dtype); logits cast to fp32; XLA
 # plans its buffers ahead, with no caching allocator on top.
 MEMORY = dict(

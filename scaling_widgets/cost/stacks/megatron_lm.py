@@ -1,6 +1,9 @@
 """Megatron-LM with its distributed optimizer."""
 
 NAME, ORDER = "megatron-lm", 0
+# Its pipeline schedules: 1F1B and interleaved 1F1B (core/pipeline_parallel/schedules.py,
+# forward_backward_pipelining_without_interleaving and with_interleaving).
+PIPELINE_SCHEDULES = ("1f1b", "interleaved")
 # bf16 weights, fp32 main gradients unsharded below ZeRO-2, fp32 master and Adam sharded (its own
 # estimate: 6 + 12/DP bytes a parameter); the loss keeps the fp32 softmax beside the bf16 logits;
 # gradients reduced in place; report_memory: allocated.

@@ -6,6 +6,7 @@ from . import megatron_lm
 
 NAME, ORDER = "megatron-lm-2021", 4
 FLASH_ATTENTION = False
+PIPELINE_SCHEDULES = megatron_lm.PIPELINE_SCHEDULES  # PTD-P's: 1F1B and interleaved
 MEMORY = megatron_lm.MEMORY  # what it keeps in memory is today's Megatron-LM's
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 18 runs on A100 (Narayanan et al. 2021
 # Table 1, Korthikanti et al. 2022 Table 5), drawn towards the typical stack. On a bound:

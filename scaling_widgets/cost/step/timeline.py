@@ -41,8 +41,20 @@ class Timeline:
 
     @property
     def bubble(self) -> float:
-        """Idle time relative to the work, as the step's makespan shows it."""
+        """Idle time relative to the work, as the step's makespan shows it: what a step that ends
+        in a sync of every stage (the optimizer's) idles."""
         return float(self.end.max() / self.busy - 1)
+
+    @property
+    def steady_bubble(self) -> float:
+        """Idle time relative to the work between a device's first pass and its last, on the
+        device that idles most: what steps that overlap, with no sync between them, idle (the
+        zero-bubble papers' count, with their optimizer's post-validation)."""
+        spans = [
+            self.end[self.device == d].max() - self.start[self.device == d].min()
+            for d in range(int(self.device.max()) + 1)
+        ]
+        return float(max(spans) / self.busy - 1)
 
 
 def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: int = 1) -> Timeline:

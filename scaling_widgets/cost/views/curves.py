@@ -116,7 +116,8 @@ def roofline(current: Estimate) -> RooflineData:
     )
     # One microbatch: the per-layer times and crossovers do not depend on it, and a token per data
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
-    base = (int(current.z), int(layout.virtual_stages), str(layout.schedule))
+    # Nor on the schedule, which may need more microbatches than one (DualPipe's 2Z): 1F1B's.
+    base = (int(current.z), 1, "1f1b")
     layouts = {name: (name, None, None, None, None) for name in STRATEGIES if name != BEST}
     layouts["optimal"] = ("optimal", None, None, None, None)
     # the current layout's own split held fixed; whole axes by hand sit where the roles put them
