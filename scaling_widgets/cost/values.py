@@ -175,8 +175,10 @@ class Layout:
     parallelism, CP chips of the data axis that split each sequence, passing keys and values as
     ``cp_kind`` says: "ring", "all-gather" or "ulysses"; None: 1 where each data replica gets
     whole sequences, else the smallest power of two that gives them (``feasible.implied_cp``).
-    Every field but ``strategy``, ``sequence_parallel``, ``axis_roles`` and ``wraparound`` may
-    hold one value per layout.
+    ``ep_overlap`` runs each forward with another microbatch's backward, whose compute hides the
+    expert all-to-alls: Megatron-LM's combined 1F1B, with one stage or interleaved (MODEL.md §B.6).
+    Every field but ``strategy``, ``sequence_parallel``, ``ep_overlap``, ``axis_roles`` and
+    ``wraparound`` may hold one value per layout.
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -193,6 +195,7 @@ class Layout:
     virtual_stages: int | np.ndarray = checked(1, Whole(per_layout=True))
     remat: str | np.ndarray = checked("checkpoints", Choice(REMAT_POLICIES, per_layout=True))
     sequence_parallel: bool = checked(False, Switch())
+    ep_overlap: bool = checked(False, Switch())
     axis_roles: tuple | None = None
     mx: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))
     my: float | np.ndarray | None = checked(None, Maybe(Number(per_layout=True)))

@@ -205,6 +205,10 @@ FIELDS_TABLE = (
     Field("sequence_parallel", "layout.sequence_parallel",
           "shard LayerNorm and dropout activations over TP", flag="--sequence-parallel",
           switch=True, label="sequence parallel"),
+    Field("ep_overlap", "layout.ep_overlap", "pair each forward with another microbatch's"
+          " backward, whose compute hides the expert all-to-alls (megatron-lm; one stage or"
+          " interleaved, no full recompute)", flag="--ep-overlap", switch=True, since=10,
+          label="EP overlap"),
     Field("microbatch_seqs", "layout.microbatch_seqs", "sequences per microbatch",
           flag="--microbatch-seqs", parse=WHOLE, commands=("estimate",), since=4),
     Field("remat", "layout.remat", "recompute policy", flag="--remat", choices=REMAT_POLICIES,
@@ -261,7 +265,8 @@ FIELDS_TABLE = (
 FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
 # The saved scenario's version: each field's ``since`` at most, 5 where CP None came in (older
 # scenarios saved CP 1, then the default, for "none asked") and 9 where the zero-bubble and DualPipe
-# schedules came in (a reader before them cannot run a scenario that names one).
+# schedules came in (a reader before them cannot run a scenario that names one); 10 brought
+# ``ep_overlap``.
 VERSION = max(9, *(f.since for f in FIELDS_TABLE))
 READABLE = tuple(range(1, VERSION + 1))
 # the scenario's keys, in the JSON's order

@@ -83,6 +83,8 @@ def layout_name(e: Estimate) -> str:
         extra.append("no recompute" if e.remat == "none" else f"{e.remat} recompute")
     if e.sequence_parallel and y > 1:
         extra.append("sequence parallel")
+    if e.layout.ep_overlap:
+        extra.append("all-to-alls paired (combined 1F1B)")
     return ", ".join([" x ".join(groups) or "one chip", *extra])
 
 

@@ -222,6 +222,11 @@ def plan_table(ranked, ranks) -> str:
         f" batch {units.tokens(float(workload.batch))} tokens: {len(ranked.step_time):,} layouts "
         "evaluated,"
         f" {len(ranked):,} fit"
+        + (
+            ", each with its expert all-to-alls paired (ep_overlap)"
+            if ranked.base.ep_overlap
+            else ""
+        )
     )
     orders = len(ranked.axis_orders) > 1  # then say which order of the axes each layout takes
     note = (

@@ -64,7 +64,8 @@ def _hidden(e: Estimate) -> str:
         for k, term in (("ep", "ep_exposed"), ("cp", "cp_exposed"))
         if e.hidden and float(e.hidden[k]) > 0
     ]
-    return f"; {e.schedule}'s paired passes hide " + " and ".join(said) if said else ""
+    pairing = "combined 1F1B (ep_overlap)" if e.layout.ep_overlap else e.schedule
+    return f"; {pairing}'s paired passes hide " + " and ".join(said) if said else ""
 
 
 def step(e: Estimate) -> Line:

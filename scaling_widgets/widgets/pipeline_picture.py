@@ -61,7 +61,13 @@ class PipelinePicture(EstimateFigure):
         if not runs(schedule=e.schedule, stages=Z, microbatches=shown):
             shown = m  # fewer would not run (DualPipe's m ≥ 2Z): all of them
         try:
-            t = timeline(schedule=e.schedule, stages=Z, microbatches=shown, virtual_stages=v)
+            t = timeline(
+                schedule=e.schedule,
+                stages=Z,
+                microbatches=shown,
+                virtual_stages=v,
+                combined=e.layout.ep_overlap,
+            )
         except ValueError as err:  # e.g. interleaving in groups of Z microbatches: this m has none
             self._passes.x, self._passes.y = [[0, 0]], [[0, 0]]
             self._pairs.x, self._pairs.y = [[0, 0]], [[0, 0]]
@@ -79,7 +85,8 @@ class PipelinePicture(EstimateFigure):
             self._pairs.y = np.column_stack([under, under]) if len(under) else [[0, 0]]
         more = f" (the first {shown} of {m} microbatches)" if shown < m else ""
         self.title = (
-            f"{e.schedule}, {Z} stages x {m} microbatches{more}: bubble {t.bubble:.0%}"
+            f"{e.schedule}{' combined' * e.layout.ep_overlap}, {Z} stages x {m} microbatches"
+            f"{more}: bubble {t.bubble:.0%}"
             if Z > 1
             else "No pipeline: one stage"
         )

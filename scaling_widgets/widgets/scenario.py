@@ -18,7 +18,7 @@ from traitlets import Any, HasTraits, Int, TraitError
 from .. import catalog, fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
 from ..cost.cluster.slices import slices_near
-from ..cost.stacks import COMPILING
+from ..cost.stacks import COMPILING, PAIRING
 from ..cost.step.profiles import default_stack
 from ..fields import FIELDS, SCENARIO
 from ..fields.keywords import as_given, fields_named
@@ -126,7 +126,7 @@ class Scenario(_Fields):
                 changes["matmul_dtype"] = "bf16"  # the chip has no fp8 matmuls
             if self.profile is not None and self.profile.chip not in ("", chip.name):
                 changes["profile"] = None  # made for the chip left behind
-            changes.update(_compile_kept(self.torch_compile, self.stack, chip))
+            changes.update(_switches_kept(self._state, self.stack, chip))
         chips = math.prod(slice_shape)
         z = self.z if chips % self.z == 0 else 1
         if z != self.z:
@@ -143,9 +143,13 @@ class Scenario(_Fields):
         written = changes
         changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
-        if "stack" in changes and "torch_compile" not in changes:  # a stack that cannot compile
+        if "stack" in changes:  # switches the new stack has not go back to its own
             chip = catalog.hardware(changes.get("hardware", self.hardware))
-            changes.update(_compile_kept(self.torch_compile, changes["stack"], chip))
+            kept = _switches_kept(self._state, changes["stack"], chip)
+            changes.update({k: v for k, v in kept.items() if k not in changes})
+        if "model" in changes:  # expert parallelism the new model can take
+            kept = _experts_kept(changes["model"], self._state)
+            changes.update({k: v for k, v in kept.items() if k not in changes})
         self._replace({**self._state, **changes}, tuple(changes), written=written)
 
     def _replace(
@@ -207,9 +211,29 @@ def _reject_unknown(kwargs) -> None:
         )
 
 
-def _compile_kept(torch_compile, stack, chip) -> dict:
-    """torch.compile switched back to the stack's where the stack (the chip's, unless one is named)
-    has none; nothing to change otherwise."""
-    if torch_compile and (stack or default_stack(chip)) not in COMPILING:
-        return {"torch_compile": None}
-    return {}
+def _switches_kept(state, stack, chip) -> dict:
+    """torch.compile back to the stack's, and ``ep_overlap`` off, where the stack (the chip's,
+    unless one is named) has none; nothing to change otherwise."""
+    stack = stack or default_stack(chip)
+    changes = {}
+    if state["torch_compile"] and stack not in COMPILING:
+        changes["torch_compile"] = None
+    if state["ep_overlap"] and stack not in PAIRING:
+        changes["ep_overlap"] = False
+    return changes
+
+
+def _experts_kept(model, state) -> dict:
+    """A dense model drops expert parallelism; a MoE model takes the largest EP up to the one held
+    that divides its experts. No model (a name or value refused later): nothing."""
+    try:
+        model = catalog.model(model)
+    except (ValueError, TypeError):
+        return {}
+    if model.moe is None:
+        dense = {"ep": 1, "etp": None, "ep_overlap": False}
+        return {k: v for k, v in dense.items() if state[k] != v}
+    ep = state["ep"]
+    while model.moe.experts % ep:
+        ep -= 1
+    return {"ep": ep} if ep != state["ep"] else {}

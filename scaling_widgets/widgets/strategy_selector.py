@@ -45,6 +45,7 @@ class StrategySelector(Bound, w.VBox):
         self._schedule = control("schedule", layout=w.Layout(width=wide))
         self._virtual = control("virtual_stages", **narrow)
         self._sequence_parallel = control("sequence_parallel")
+        self._ep_overlap = control("ep_overlap")
         # Expert and context parallelism: groups out of the data axis X (MODEL.md §D.2, §D.3).
         self._ep = control("ep", **narrow)
         # ticked: expert TP 1, the EP group folded over TP x X (whole experts on each chip)
@@ -61,7 +62,8 @@ class StrategySelector(Bound, w.VBox):
             [
                 w.HBox([self._stages, self._microbatches]),
                 w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
-                w.HBox([self._ep, self._ep_over_tp, self._cp, self._cp_kind]),
+                w.HBox([self._ep, self._ep_over_tp, self._ep_overlap]),
+                w.HBox([self._cp, self._cp_kind]),
             ]
         )
         super().__init__(
@@ -81,6 +83,7 @@ class StrategySelector(Bound, w.VBox):
         self._schedule.observe(self._on_schedule_change, "value")
         self._bind(self._virtual, "virtual_stages")
         self._bind(self._sequence_parallel, "sequence_parallel")
+        self._bind(self._ep_overlap, "ep_overlap")
         self._bind(self._ep, "ep")
         self._bind(
             self._ep_over_tp,
@@ -101,6 +104,10 @@ class StrategySelector(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh
+        if e is None or mesh is None:  # never evaluated: the controls as set, and why
+            super()._show_scenario()
+            self._message.show(self.analysis.error)
+            return
         if list(self._cp.options) != _cp_options(s.cp):  # a CP set elsewhere (API, file)
             self._cp.options = _cp_options(s.cp)
         super()._show_scenario()
@@ -122,6 +129,7 @@ class StrategySelector(Bound, w.VBox):
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
         self._ep_over_tp.disabled = s.model.moe is None and s.etp is None
+        self._ep_overlap.disabled = s.model.moe is None and not s.ep_overlap
         self._cp_kind.disabled = int(e.layout.cp) == 1
         self.set_trait(
             "value",
@@ -146,7 +154,8 @@ class StrategySelector(Bound, w.VBox):
 
     def _on_optimal_change(self, change) -> None:
         mesh = self.analysis.mesh  # switching to a manual split starts from the best one
-        self._apply(optimal_split=change["new"], x=mesh.x, y=mesh.y)
+        split = {} if mesh is None else {"x": mesh.x, "y": mesh.y}
+        self._apply(optimal_split=change["new"], **split)
 
     def _on_split_change(self, change) -> None:
         if change["new"] is not None and not self.scenario.optimal_split:
@@ -175,7 +184,8 @@ class StrategySelector(Bound, w.VBox):
         virtual = max(own.virtual_stages[0], self.scenario.virtual_stages)
         virtual = own.fixed_chunks or (virtual if own.takes_virtual_stages else 1)
         # microbatches it cannot run (DualPipe's m ≥ 2Z) go back to the fastest it can
-        m, z = self.scenario.microbatches, self.analysis.mesh.z
+        mesh = self.analysis.mesh
+        m, z = self.scenario.microbatches, (self.scenario.z if mesh is None else mesh.z)
         runnable = m is None or bool(runs(schedule=change["new"], stages=z, microbatches=m))
         self._apply(
             schedule=change["new"], virtual_stages=virtual, microbatches=m if runnable else None

@@ -101,6 +101,7 @@ PLAUSIBLE = {
 }
 SWITCHES = [
     "--sequence-parallel",
+    "--ep-overlap",
     "--attention-flops",
     "--ring-factor",
     "--halve-without-wraparound",

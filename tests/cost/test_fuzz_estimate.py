@@ -87,6 +87,7 @@ PLAUSIBLE = {
     "virtual_stages": [1, 2],
     "remat": list(REMAT_POLICIES),
     "sequence_parallel": [False, True],
+    "ep_overlap": [False, True],
     "axis_roles": [None, ("x", "x", "y"), ("z", "x", "y"), ("x", "y")],
     "mx": [None, 1, 2, 0.5],
     "my": [None, 1, 2, 0.5],

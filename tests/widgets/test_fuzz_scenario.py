@@ -62,6 +62,7 @@ PLAUSIBLE = {
     "schedule": list(SCHEDULES),
     "virtual_stages": [1, 2],
     "sequence_parallel": [False, True],
+    "ep_overlap": [False, True],
     "profile": [
         None,
         {"name": "mine", "e_max": 0.5},

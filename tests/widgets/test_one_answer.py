@@ -156,7 +156,8 @@ def case(**fields) -> dict:
 # over two pods, pipelined and interleaved, calibrated by a measured step; a v5e slice by hand,
 # counting attention FLOPs (the roofline's token-level curves once refused those: no panel); DP
 # over two stages (their 4·Z microbatches once refused the curves' smallest batches: no panel);
-# a MoE whose EP group folds over TP x X (expert TP 1), on 256 H100s.
+# a MoE whose EP group folds over TP x X (expert TP 1), on 256 H100s; Megatron-LM pairing the
+# expert all-to-alls of an interleaved pipeline (combined 1F1B).
 EXAMPLES = (
     case(model="llama-2-13b", slice_shape=(16, 16, 16), batch=3e6, seq_len=512),
     case(
@@ -212,6 +213,22 @@ EXAMPLES = (
         zero=1,
         ep=32,
         etp=1,
+    ),
+    case(
+        model="mixtral-8x7b",
+        hardware="h100",
+        slice_shape=(8, 8),
+        batch=512 * 4096,
+        seq_len=4096,
+        strategy="dp",
+        zero=1,
+        z=4,
+        schedule="interleaved",
+        virtual_stages=2,
+        remat="selective",
+        ep=8,
+        stack="megatron-lm",
+        ep_overlap=True,
     ),
 )
 
@@ -387,6 +404,7 @@ def assert_panel_shows(panel, data: dict) -> None:
 @example(EXAMPLES[2])
 @example(EXAMPLES[3])
 @example(EXAMPLES[4])
+@example(EXAMPLES[5])
 def test_the_panel_shows_what_estimate_json_prints(fields):
     fields = valid(fields)
     panel = explore(**fields)

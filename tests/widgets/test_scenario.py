@@ -98,7 +98,10 @@ def test_json_round_trip_loses_nothing():
     "change, message",
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
-        ({"version": 10}, r"scenario version must be one of \(1, 2, 3, 4, 5, 6, 7, 8, 9\); got 10"),
+        (
+            {"version": 11},
+            r"scenario version must be one of \(1, 2, 3, 4, 5, 6, 7, 8, 9, 10\); got 11",
+        ),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
         ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e11; got '3M'"),
         ({"model": {"layers": 2}}, "model: model key 'd_ff' is missing"),

@@ -516,3 +516,46 @@ def test_the_pipeline_picture_says_why_when_a_schedule_cannot_be_drawn():
     assert (
         "no picture" in panel.pipeline.title and "multiple of the 2 stages" in panel.pipeline.title
     )
+
+
+def test_the_ep_overlap_box_pairs_the_pipeline_and_says_what_hides():
+    panel = sw.explore(
+        model="mixtral-8x7b",
+        hardware="h100",
+        slice_shape=(8, 8),
+        batch=512 * 4096,
+        strategy="dp",
+        zero=1,
+        z=4,
+        ep=8,
+        microbatches=8,
+        schedule="interleaved",
+        virtual_stages=2,
+        remat="selective",
+        stack="megatron-lm",
+    )
+    selector, picture = panel.strategy_selector, panel.pipeline
+    assert np.asarray(picture._pairs.x).max() == 0  # no pair drawn
+    assert "pairs hide" not in panel.step_breakdown.title
+    selector._ep_overlap.value = True
+    assert panel.scenario.ep_overlap and selector._message.text == ""
+    e = panel.scenario.estimate()
+    assert float(e.hidden["ep"]) > 0 and "pairs hide" in panel.step_breakdown.title
+    assert np.asarray(picture._pairs.x).max() > 0 and "interleaved combined" in picture.title
+    # a stack without it: the box goes back off, the scenario still runs
+    panel.scenario.update(stack="fsdp2")
+    assert not selector._ep_overlap.value and panel.analysis.error == ""
+    # a dense model: nothing to pair, the box greyed
+    panel.scenario.update(model="llama-3-8b")
+    assert selector._ep_overlap.disabled
+
+
+def test_a_selector_on_a_scenario_never_evaluated_shows_why():
+    s = Scenario(model="llama-2-13b", slice_shape=(16, 16, 16), batch=3e6)
+    analysis = Analysis.of(s)
+    with analysis.hold_trait_notifications():  # as when the first evaluation failed
+        analysis.estimate, analysis.mesh, analysis.error = None, None, "Could not evaluate: x"
+    selector = StrategySelector(s)
+    assert selector._message.text == "Could not evaluate: x"
+    selector._schedule.value = "interleaved"  # the controls still write to the scenario
+    assert s.schedule == "interleaved"

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from .. import schedules
 from ..checks import first, per_layout
 from ..refusals import refuse
-from ..stacks import COMPILING
+from ..stacks import COMPILING, PAIRING
 from ..step.profiles import default_stack
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -40,7 +40,8 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     InputError
         Naming the first field that contradicts the others: ``seq_len`` absent where attention
         FLOPs, microbatch sizes, a recompute policy or context parallelism need it; fp8 matmuls
-        on a chip without them; a profile made for another chip; as many ``axis_roles`` as
+        on a chip without them; torch.compile or ``ep_overlap`` with a stack that has not it, or
+        ``ep_overlap`` on a dense model; a profile made for another chip; as many ``axis_roles`` as
         slice axes; arrays of layouts that do not broadcast together.
     """
     if workload.seq_len is None:
@@ -72,6 +73,14 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             f" {', '.join(COMPILING)})",
             True,
         )
+    if layout.ep_overlap and stack not in (None, *PAIRING):
+        raise refuse(
+            "ep_overlap",
+            f"off with {stack}, which does not pair passes (it runs with {', '.join(PAIRING)})",
+            True,
+        )
+    if layout.ep_overlap and workload.model.moe is None:
+        raise refuse("ep_overlap", "off for a dense model: it has no expert all-to-alls", True)
     made_for = options.profile.chip if options.profile is not None else ""
     if made_for and made_for != chip.name:
         raise refuse(
@@ -133,6 +142,8 @@ def runs(
     cp: ArrayLike = 1,
     cp_kind: str | np.ndarray = "ring",
     schedule: str | np.ndarray = "1f1b",
+    remat: str | np.ndarray = "checkpoints",
+    ep_overlap: bool = False,
 ) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
@@ -152,12 +163,15 @@ def runs(
       taken from; folded over TP (``etp`` 1), the group takes TP's chips first: EP divides Y, or
       Y divides EP and EP/Y divides X; ``etp`` is 1 or Y (MODEL.md §D.2);
     - "context": CP divides the data axis and the sequence, and under Ulysses the KV heads of
-      each TP shard (MODEL.md §D.3).
+      each TP shard (MODEL.md §D.3);
+    - "pairs": with ``ep_overlap``, experts split over EP > 1 chips, no full recompute, and one
+      stage or an interleaved schedule of v ≥ 2 (Megatron-LM's combined 1F1B, MODEL.md §B.6).
 
     Returns
     -------
     ok : dict of str to np.bool_ or np.ndarray
-        Per rule ("sequences", "whole", "heads", "stages", "schedule", "experts", "context"):
+        Per rule ("sequences", "whole", "heads", "stages", "schedule", "experts", "context",
+        "pairs"):
         True where the layout keeps it, one boolean per layout.
     """
     T = 1 if seq_len is None else seq_len
@@ -175,7 +189,14 @@ def runs(
         "context": (np.asarray(x) % CP == 0)
         & (T % CP == 0)
         & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
+        "pairs": ~np.asarray(ep_overlap) | _pairs(EP, z, virtual_stages, schedule, remat),
     }
+
+
+def _pairs(EP, z, virtual_stages, schedule, remat) -> np.ndarray:
+    """The "pairs" rule of ``runs``: where combined 1F1B can run."""
+    staged = (np.asarray(schedule) == "interleaved") & (np.asarray(virtual_stages) > 1)
+    return (EP > 1) & (np.asarray(remat) != "full") & ((np.asarray(z) == 1) | staged)
 
 
 def _experts_fit(E, EP, X, Y, etp) -> np.ndarray:
@@ -241,7 +262,7 @@ def possible(*, given: Layout, **layout) -> None:
     names += ("etp",) * (layout.get("etp") is not None)
     arrays = np.broadcast_arrays(*(np.asarray(layout.get(name, 1)) for name in names))
     placed = {**layout, **dict(zip(names, arrays))}
-    ok = runs(**placed)
+    ok = runs(**placed, remat=given.remat, ep_overlap=given.ep_overlap)
     if given.cp is None:  # sequences split for the user count tokens, as the chapter does
         ok["whole"] = ok["whole"] | (placed["cp"] > 1)
     for rule, refusal in rule_refusals.REFUSALS.items():  # in the order a user would mend them

@@ -171,6 +171,28 @@ def schedule(
     )
 
 
+def pairs(i, *, z, virtual_stages, ep, given, schedule="1f1b", **_) -> InputError:
+    """Combined 1F1B where it cannot run: the first of EP, the recompute, the schedule or its
+    virtual stages that Megatron-LM's config refuses with it."""
+    pick = lambda value: np.broadcast_to(np.asarray(value), np.shape(z))[i]  # noqa: E731
+    EP, Z, v = int(pick(ep)), int(pick(z)), int(pick(virtual_stages))
+    if EP == 1:
+        return refuse("ep", "above 1 with ep_overlap, which hides the expert all-to-alls", EP)
+    if str(pick(given.remat)) == "full":
+        return refuse(
+            "remat",
+            "'selective' or 'none' with ep_overlap (full recompute breaks its pairs)",
+            "full",
+        )
+    if str(pick(schedule)) != "interleaved":
+        return refuse(
+            "schedule",
+            f"'interleaved' with ep_overlap on Z = {Z} stages (or one stage)",
+            str(pick(schedule)),
+        )
+    return refuse("virtual_stages", "2 or more with ep_overlap on an interleaved schedule", v)
+
+
 REFUSALS = {
     "sequences": sequences,
     "heads": heads,
@@ -178,5 +200,6 @@ REFUSALS = {
     "schedule": schedule,
     "experts": experts,
     "context": context,
+    "pairs": pairs,
     "whole": whole,  # last: the layout's other rules decide the share it splits
 }

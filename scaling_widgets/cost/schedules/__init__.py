@@ -29,6 +29,9 @@ Optional, with their defaults:
 - ``paired_share(stages, microbatches)`` (0): the share of a device's passes it runs in pairs,
   whose expert and context-parallel traffic hides under the other pass's compute.
 
+``combined_share`` is Megatron-LM's pairing of one microbatch's forward with another's backward
+under 1F1B, with one stage or interleaved (a layout's ``ep_overlap``).
+
 Every function takes keyword arguments that may be arrays, except ``passes`` (one layout's picture).
 The functions below dispatch over a name or an array of names, one per layout.
 """
@@ -219,3 +222,28 @@ def weight_copies(schedule: str | ArrayLike) -> np.ndarray:
 def ends_together(schedule: str | ArrayLike) -> np.ndarray:
     """Whether each layout's schedule puts both ends of the model on its first device."""
     return per_choice(schedule, lambda name: np.asarray(SCHEDULES[name].ends_together))
+
+
+# Megatron-LM's combined 1F1B (its --overlap-moe-expert-parallel-comm; Megatron Core's
+# pipeline_parallel/combined_1f1b.py and get_pp_rank_microbatches in schedules.py): after one more
+# warm-up forward than its schedule's, every forward runs with an earlier microbatch's backward.
+# The memory stays its schedule's: the pair runs forward layer i with backward layer n − 1 − i,
+# freeing one layer's activations as it keeps another's (model_chunk_schedule_plan.py, ``run``),
+# and the extra warm-up forward is the one the schedule's steady state would have run first.
+
+
+def combined_share(
+    *, stages: ArrayLike, microbatches: ArrayLike, virtual_stages: ArrayLike = 1
+) -> np.ndarray:
+    """The share of the first device's forward passes that combined 1F1B pairs with another
+    microbatch's backward: with one stage all but the first, (m − 1)/m; interleaved, all but its
+    warm-up of 2(Z − 1) + (v − 1)·Z + 1 chunk-forwards, 1 − w/(m·v) (MODEL.md §B.6).
+
+    Examples
+    --------
+    >>> combined_share(stages=[1, 4], microbatches=8, virtual_stages=[1, 2]).tolist()
+    [0.875, 0.3125]
+    """
+    Z, m, v = (np.asarray(a, dtype=float) for a in (stages, microbatches, virtual_stages))
+    warmup = np.where(Z > 1, 2 * (Z - 1) + (v - 1) * Z + 1, 1.0)
+    return np.clip(1 - warmup / (m * np.where(Z > 1, v, 1.0)), 0.0, 1.0)

@@ -137,7 +137,9 @@ def fastest_microbatches(
     if workload.seq_len is None:
         return layout
     try:  # the replicas' sequences, whatever count the schedule needs
-        plain = computed(layout, microbatches=1, schedule="1f1b", virtual_stages=1)
+        plain = computed(
+            layout, microbatches=1, schedule="1f1b", virtual_stages=1, ep_overlap=False
+        )
         one = place(cluster, workload, plain, options.exact)
     except InputError:
         return layout  # cannot run at all: the evaluation says why

@@ -213,6 +213,8 @@ def evaluate_order(
         cp=c["cp"],
         cp_kind=c["cp_kind"],
         schedule=c["schedule"],
+        remat=c["remat"],
+        ep_overlap=base.ep_overlap,
     )
     # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
     # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is

@@ -12,7 +12,8 @@ no runs for left at their priors. A stack runs flash attention (no s x s scores 
 stacks that fuse nothing of their own; XLA compiles MaxText whole, Megatron-LM fuses by hand), and
 always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so. Its
 ``PIPELINE_SCHEDULES`` are the schedules (``schedules/``) it can pipeline with: the planner
-searches those. Each keeps
+searches those; its ``EP_OVERLAP`` says it can pair one microbatch's forward with another's backward
+to hide the expert all-to-alls (a layout's ``ep_overlap``). Each keeps
 mixed-precision Adam's fp32 master copy and moments, whatever the precision (which sets the
 chapter's count). Each module cites the lines of the stack's source it was read from.
 """
@@ -36,6 +37,7 @@ class Stack:
     compiles: bool = False  # torch.compile is a switch of the stack's
     tp_shards_sequence: bool = False  # its TP always runs with sequence parallelism
     schedules: tuple = ()  # the pipeline schedules it runs
+    pairs_passes: bool = False  # a forward and another microbatch's backward, as one
 
 
 def _member(module) -> Stack:
@@ -48,6 +50,7 @@ def _member(module) -> Stack:
         compiles=getattr(module, "TORCH_COMPILE", False),
         tp_shards_sequence=getattr(module, "TP_SEQUENCE_PARALLEL", False),
         schedules=tuple(module.PIPELINE_SCHEDULES),
+        pairs_passes=getattr(module, "EP_OVERLAP", False),
     )
 
 
@@ -55,3 +58,4 @@ REGISTRY: dict[str, Stack] = members(__name__, __path__, _member)
 STACKS: dict[str, dict] = {name: stack.memory for name, stack in REGISTRY.items()}
 NAMES = tuple(STACKS)
 COMPILING = tuple(name for name, stack in REGISTRY.items() if stack.compiles)
+PAIRING = tuple(name for name, stack in REGISTRY.items() if stack.pairs_passes)

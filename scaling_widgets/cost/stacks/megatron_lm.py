@@ -4,6 +4,11 @@ NAME, ORDER = "megatron-lm", 0
 # Its pipeline schedules: 1F1B and interleaved 1F1B (core/pipeline_parallel/schedules.py,
 # forward_backward_pipelining_without_interleaving and with_interleaving).
 PIPELINE_SCHEDULES = ("1f1b", "interleaved")
+# Combined 1F1B, --overlap-moe-expert-parallel-comm (Megatron Core 0.14+; core/pipeline_parallel/
+# combined_1f1b.py): a forward paired with another microbatch's backward, opt-in (a layout's
+# ``ep_overlap``). Its config refuses full recompute and, with PP, a schedule without virtual
+# stages (transformer_config.py, __post_init__).
+EP_OVERLAP = True
 # bf16 weights, fp32 main gradients unsharded below ZeRO-2, fp32 master and Adam sharded (its own
 # estimate: 6 + 12/DP bytes a parameter); the loss keeps the fp32 softmax beside the bf16 logits;
 # gradients reduced in place; report_memory: allocated.

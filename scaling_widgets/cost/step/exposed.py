@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schedules import paired_share
+from ..schedules import combined_share, paired_share
 from ..transformer.experts import folds_over_tp, in_node, mlp_tp_share
 from .collectives import (
     collective_time,
@@ -74,21 +74,32 @@ def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_f
     """What of one microbatch's expert all-to-alls and CP exchange hides under a paired pass
     (MODEL.md §B.6), each [s]: in a pair of one microbatch's forward and another's backward, the
     forward's traffic hides under the backward's compute and the backward's under the forward's,
-    up to that compute, on the share of the passes the schedule pairs (DualPipe's; none for
-    the others). The forward's share is 2 of an MoE layer's 4 + 2r all-to-alls (r the recompute)
-    and 1 of the 3 + r CP exchanges.
+    up to that compute, on the share of the passes that are paired: DualPipe's pairs hide both,
+    Megatron-LM's combined 1F1B (``ep_overlap``) the all-to-alls alone. The forward's share is 2
+    of an MoE layer's 4 + 2r all-to-alls (r the recompute) and 1 of the 3 + r CP exchanges.
 
     Returns
     -------
     hidden : tuple of two np.ndarray
         The all-to-alls' and the exchange's seconds that hide [s].
     """
-    share = paired_share(schedule=e.layout.schedule, stages=e.z, microbatches=e.microbatches)
-    ahead = all_to_all * 2 / (4 + 2 * remat_forward) + context / (3 + remat_forward + rest_forward)
-    behind = all_to_all + context - ahead
-    hidden = share * (np.minimum(ahead, backward) + np.minimum(behind, forward))
-    traffic = np.maximum(all_to_all + context, 1e-300)  # no traffic, nothing to hide
-    return hidden * all_to_all / traffic, hidden * context / traffic
+    Z, m, v = e.z, e.microbatches, e.layout.virtual_stages
+    both = paired_share(schedule=e.layout.schedule, stages=Z, microbatches=m)
+    combined = combined_share(stages=Z, microbatches=m, virtual_stages=v) * e.layout.ep_overlap
+    a_share, c_share = np.maximum(both, combined), both
+    a_ahead = all_to_all * 2 / (4 + 2 * remat_forward)
+    c_ahead = context / (3 + remat_forward + rest_forward)
+    a_behind, c_behind = all_to_all - a_ahead, context - c_ahead
+    # each side's traffic that pairs share the other pass's compute
+    ahead = a_ahead * (a_share > 0) + c_ahead * (c_share > 0)
+    behind = a_behind * (a_share > 0) + c_behind * (c_share > 0)
+    # the share of each side's traffic the other pass's compute covers (none to cover: 0)
+    under_backward = np.minimum(ahead, backward) / np.where(ahead > 0, ahead, 1.0)
+    under_forward = np.minimum(behind, forward) / np.where(behind > 0, behind, 1.0)
+    return (
+        a_share * (a_ahead * under_backward + a_behind * under_forward),
+        c_share * (c_ahead * under_backward + c_behind * under_forward),
+    )
 
 
 def data_parallel(

@@ -57,13 +57,17 @@ class Timeline:
         return float(max(spans) / self.busy - 1)
 
 
-def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: int = 1) -> Timeline:
+def timeline(
+    *, schedule: str, stages: int, microbatches: int, virtual_stages: int = 1, combined=False
+) -> Timeline:
     """The passes of one step of ``schedule`` on Z stages with m microbatches.
 
     Parameters
     ----------
     schedule : a name of ``SCHEDULES``
     stages, microbatches, virtual_stages : Z, m and v, whole numbers with Z·m·v up to 20,000
+    combined : each forward after one more warm-up forward runs paired with the backward the
+        schedule runs next (Megatron-LM's combined 1F1B, a layout's ``ep_overlap``)
 
     Returns
     -------
@@ -83,10 +87,8 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
     if Z == 1:  # one stage has no schedule to choose: 1F1B stands for it
         schedule, v = "1f1b", 1
     passes = SCHEDULES[schedule].passes
-    orders = [
-        [_parts(p) for p in passes(device=d, stages=Z, microbatches=m, virtual_stages=v)]
-        for d in range(Z)
-    ]
+    orders = [passes(device=d, stages=Z, microbatches=m, virtual_stages=v) for d in range(Z)]
+    orders = [[_parts(p) for p in (_combined(o) if combined else o)] for o in orders]
     # a backward whose weights' part runs on its own is as long as a forward
     split = [{(j, c) for pair in order for kind, j, c in pair if kind == "W"} for order in orders]
     done: dict = {}
@@ -112,6 +114,16 @@ def timeline(*, schedule: str, stages: int, microbatches: int, virtual_stages: i
         if not progressed:  # an order that waits on itself: not a schedule
             raise refuse("schedule", "one whose passes can all run", schedule)
     return Timeline(*(np.array(column) for column in zip(*rows)))
+
+
+def _combined(order: list) -> list:
+    """A 1F1B order (warm-up forwards, then a forward and a backward in turn) as combined 1F1B
+    runs it: one more warm-up forward, then each forward paired with the next backward."""
+    forwards = [p for p in order if p[0] == "F"]
+    backwards = [p for p in order if p[0] == "B"]
+    warmup = order.index(backwards[0])  # its own warm-up and the first forward after it
+    pairs = list(zip(forwards[warmup:], backwards))
+    return forwards[:warmup] + pairs + backwards[len(pairs) :]
 
 
 def _parts(item) -> tuple:
