@@ -79,7 +79,7 @@ class Panel(w.VBox):
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
         export = w.Accordion([self.export])
-        export.set_title(0, "Export: this scenario as JSON and as a command")
+        export.set_title(0, "Export: this scenario as JSON, as a command and as launch files")
         export.selected_index = None
         super().__init__(
             [Style(), title, controls, self._message, self.summary, plots, planner, export]

@@ -26,12 +26,14 @@ from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
 from ..fields import FIELDS
+from ..launch import read_config, write_config
 from ..text import report
 from ..text.step import binds
 from .options import ACTIONS, build_parser
 
 # What is refused without a field of its own, as the flag that set it.
-OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips", "dp": "--dp"}
+OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips", "dp": "--dp",
+               "rank": "--rank"}  # fmt: skip
 
 
 def _negatives_joined(argv: list[str]) -> list[str]:
@@ -64,13 +66,17 @@ def main(argv=None) -> int:
         start = (
             fields.from_json(catalog.read_text(args.scenario)) if from_file else fields.defaults()
         )
+        if getattr(args, "config", None) is not None:
+            start = {**start, **_from_config(args, typed)}
+            from_file = True
         given = fields.from_flags(typed, start)
         state = fields.given_by_hand(start, given)
         if state["model"] is None:
             raise ValueError("one of --model, --model-file (or --scenario) is required")
         if state["batch"] is None:
             raise ValueError("--batch is required, such as --batch 3M")
-        return (_plan if args.command == "plan" else _estimate)(args, state, given)
+        run = {"plan": _plan, "export": _export}.get(args.command, _estimate)
+        return run(args, state, given)
     except InputError as err:
         flag = _flag(err.field, given=err.field in typed or not from_file)
         parser.exit(2, f"scaling-widgets {args.command}: error: {err.named(flag)}\n")
@@ -79,6 +85,41 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # the reader went away (| head): say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _from_config(args, typed: dict) -> dict:
+    """The fields a launch file sets (``--config``), on the chip and GPUs the flags give; what it
+    approximates said on stderr, what it ignores too with ``--verbose``."""
+    if "hardware" not in typed and "hardware:--hardware-file" not in typed:
+        raise refuse("hardware", "given with --config: a launch file does not name its chips", None)
+    chip = fields.coerced({"hardware": typed.get("hardware") or typed["hardware:--hardware-file"]})
+    given = fields.from_flags({k: v for k, v in typed.items() if k.startswith("model")}, {})
+    chips = typed.get("slice_shape:--chips")
+    if chips is None and typed.get("slice_shape") is not None:  # a TPU slice: --mesh, each pod
+        chips = math.prod(typed["slice_shape"]) * typed.get("pods", 1)
+    config, read = read_config(
+        args.config,
+        chip=chip["hardware"],
+        chips=chips,
+        pods=typed.get("pods"),
+        model=given.get("model"),
+    )
+    for note in read.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.verbose and read.ignored:
+        print(f"ignored (no cost): {', '.join(read.ignored)}", file=sys.stderr)
+    return config
+
+
+def _export(args, state: dict, given: dict) -> int:
+    """The layout as ``--to``'s launch file: printed, or written to ``--output``."""
+    state = fields.checked(state, tuple(given))
+    text = write_config(args.to, evaluate(*fields.values(state)))
+    if getattr(args, "output", None) is None:
+        print(text, end="")
+    else:
+        Path(args.output).write_text(text)
+    return 0
 
 
 def _flag(field: str, given: bool) -> str:
@@ -179,6 +220,11 @@ def _plan(args, state: dict, given: dict) -> int:
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     ranked = plan(**keywords, **limits)
+    if getattr(args, "export_to", None) is not None:
+        if args.rank > len(ranked):
+            raise refuse("rank", f"at most the {len(ranked):,} layouts that fit", args.rank)
+        print(write_config(args.export_to, ranked.estimate(args.rank - 1)), end="")
+        return 0
     top = range(min(args.top, len(ranked)))
     if args.json:
         best = [ranked.estimate(r) for r in top]

@@ -17,7 +17,9 @@ from ..fields import FIELDS_TABLE, Field
 from ..text import units
 
 # options that are no field
-ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp")
+ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
+           "config", "verbose", "to", "output", "export_to", "rank")  # fmt: skip
+FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,6 +91,38 @@ def _fields(parser, command: str) -> None:
             _add_field(parser, field, command)
 
 
+def _launch_file(parser) -> None:
+    """``--config``: start from a framework's launch file, and ``--verbose`` to list what of it
+    was ignored."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="start from a launch file: torchtitan's job TOML, a Megatron-LM script or flags"
+        " file, or a MaxText YAML or script (with --hardware, and --chips where the file does not"
+        " say); a flag given beside it overrides that field",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="with --config, list the keys that were ignored"
+    )
+
+
+def _export(commands) -> None:
+    export = commands.add_parser(
+        "export", help="write a layout as a framework's launch file (the same flags as estimate)"
+    )
+    export.add_argument(
+        "--to", required=True, choices=FRAMEWORKS, help="the framework whose file to write"
+    )
+    export.add_argument(
+        "--output", metavar="FILE", default=argparse.SUPPRESS, help="write there (default: print)"
+    )
+    export.add_argument("--scenario", metavar="FILE.json", default=argparse.SUPPRESS,
+                        help="export a scenario saved from the panel")  # fmt: skip
+    _launch_file(export)
+    _fields(export, "estimate")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="scaling-widgets", description="How to parallelize a transformer for training."
@@ -102,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate a scenario saved from the panel; a flag given beside it overrides"
         " that field",
     )
+    _launch_file(est)
     _fields(est, "estimate")
     est.add_argument(
         "--measured-peak-gb",
@@ -121,7 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object instead of the report"
     )
     planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
+    _launch_file(planner)
     _fields(planner, "plan")
+    planner.add_argument(
+        "--export-to",
+        choices=FRAMEWORKS,
+        default=argparse.SUPPRESS,
+        help="print the launch file of the layout at --rank instead of the table",
+    )
+    planner.add_argument(
+        "--rank",
+        type=_typed(units.parse_whole, "--rank"),
+        default=1,
+        help="the row to export, 1 the best (default 1)",
+    )
     for flag, what in (("--max-tp", "TP"), ("--max-pp", "pipeline stages")):
         planner.add_argument(
             flag,
@@ -140,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON object whose layouts list is ranked best first",
     )
+    _export(commands)
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
     demo.add_argument(
         "--port",

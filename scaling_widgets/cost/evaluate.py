@@ -27,10 +27,11 @@ from .memory.peak import peak_memory
 from .result import Estimate
 from .schedules import bubble
 from .search.fastest import fastest_microbatches, fastest_split
+from .stacks import REGISTRY
 from .step.chapter import chapter_step, time_to_train
 from .step.pipeline import stage_traffic_time
 from .step.predict import predict
-from .step.profiles import profile_of
+from .step.profiles import default_stack, profile_of
 from .strategies import STRATEGIES
 from .transformer.context import cp_seconds_per_token
 from .transformer.counts import param_count, token_flops
@@ -73,7 +74,8 @@ def evaluate(
     >>> e.x.tolist(), e.y.tolist(), e.compute_bound.tolist(), e.step_time.round(2).tolist()
     ([512, 1024], [8, 4], [False, True], [0.05, 0.31])
     """
-    layout, options = _resolved(layout or Layout()), options or Options()
+    options = options or Options()
+    layout = _resolved(layout or Layout(), cluster, options)
     shape = blocks.layouts_shape(cluster, workload, layout, options)
     if math.prod(shape) > blocks.BLOCK:  # a large grid runs faster in cache-sized blocks
         joined = blocks.in_blocks(evaluate, shape, cluster, workload, layout, options)
@@ -98,7 +100,7 @@ def per_layer(
     crossover : np.ndarray
         The smallest global batch at which the layout is compute-bound [tokens].
     """
-    layout = _resolved(layout)
+    layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
     placed = place(cluster, workload, layout, options.exact)
     on_mesh = _on_mesh(cluster, workload, _with_placed_cp(layout, placed), options, placed)
@@ -127,7 +129,7 @@ def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     None
         When the four values can run together; otherwise it raises ``InputError``.
     """
-    layout = _resolved(layout)
+    layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
     placed = place(cluster, workload, layout, options.exact)
     if options.measured_step_time is not None:
@@ -165,11 +167,15 @@ def _whole(e: Estimate, cluster, workload, asked: Layout, options) -> Estimate:
     )
 
 
-def _resolved(layout: Layout) -> Layout:
-    """The layout with its strategy's own ZeRO stage where none is given."""
-    if layout.zero is not None:
-        return layout
-    return computed(layout, zero=STRATEGIES[layout.strategy].zero)
+def _resolved(layout: Layout, cluster: Cluster, options: Options) -> Layout:
+    """The layout with its strategy's own ZeRO stage where none is given, and sequence parallelism
+    where the stack's TP always shards the sequence (torchtitan's; MODEL.md §F.2)."""
+    if layout.zero is None:
+        layout = computed(layout, zero=STRATEGIES[layout.strategy].zero)
+    stack = options.stack or (default_stack(cluster.chip) if options.profile is None else None)
+    if stack is not None and REGISTRY[stack].tp_shards_sequence and not layout.sequence_parallel:
+        layout = computed(layout, sequence_parallel=True)
+    return layout
 
 
 def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate:

@@ -1,8 +1,11 @@
-"""Export: the scenario as JSON and as the CLI command that gives the same numbers.
+"""Export: the scenario as JSON, as the CLI command that gives the same numbers, and as each
+framework's launch file.
 
 ``scaling-widgets estimate --scenario scenario.json --json`` prints what the panel shows; so
 does the command with flags, when every value has a flag (your own model or chip, or axis roles
-by hand, have none: then the file is the way). The JSON can be copied or downloaded.
+by hand, have none: then the file is the way). The JSON can be copied or downloaded, and so can
+the layout as torchtitan's job TOML, Megatron-LM's launch script and MaxText's YAML
+(``launch/``), each saying what was chosen for it and what it cannot express.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ import html
 
 import ipywidgets as w
 
+from ..launch import FRAMEWORKS, write_config
 from ..text.command import command
 from ._base import check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario
+
+LABELS = {"torchtitan": "torchtitan", "megatron": "Megatron-LM", "maxtext": "MaxText"}
+FILES = {"torchtitan": "train.toml", "megatron": "pretrain.sh", "maxtext": "train.yml"}
 
 
 class Export(w.VBox):
@@ -28,7 +35,15 @@ class Export(w.VBox):
         self._json.add_class("sw-export-json")
         self._commands = w.HTML()
         self._commands.add_class("sw-export-command")
-        super().__init__([self._json, self._commands], **kwargs)
+        self._files = {name: w.Textarea(layout=w.Layout(width="100%", height="160px"))
+                       for name in FRAMEWORKS}  # fmt: skip
+        self._links = {name: w.HTML() for name in FRAMEWORKS}
+        self._launch = w.Tab([w.VBox([self._files[n], self._links[n]]) for n in FRAMEWORKS])
+        for i, name in enumerate(FRAMEWORKS):
+            self._launch.set_title(i, LABELS[name])
+            self._files[name].add_class(f"sw-export-{name}")
+        self._launch.add_class("sw-export-launch")
+        super().__init__([self._json, self._commands, self._launch], **kwargs)
         self.add_class("sw-export")
         # After the analysis, so that a change the panel could not evaluate is never exported.
         Analysis.of(self.scenario).observe(self._redraw, "estimate")
@@ -51,3 +66,22 @@ class Export(w.VBox):
         if flags is not None:
             lines.append(f"The same with flags: <code>{html.escape(flags)}</code>")
         self._commands.value = "<br>".join(lines)
+        self._show_launch_files()
+
+    def _show_launch_files(self) -> None:
+        """Each framework's file for the layout, or why it has none (a batch that frameworks
+        cannot split evenly, say)."""
+        e = Analysis.of(self.scenario).estimate
+        for name in FRAMEWORKS:
+            try:
+                text = write_config(name, e) if e is not None else ""
+            except ValueError as err:
+                self._files[name].value = f"# No {LABELS[name]} file for this layout: {err}"
+                self._links[name].value = ""
+                continue
+            self._files[name].value = text
+            link = base64.b64encode(text.encode()).decode()
+            self._links[name].value = (
+                f'<a download="{FILES[name]}" href="data:text/plain;base64,{link}">Download'
+                f" {FILES[name]}</a>"
+            )

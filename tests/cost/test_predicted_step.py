@@ -239,7 +239,7 @@ def test_tp_across_nodes_is_slower_than_tp_inside_a_node():
     assert across > inside
 
 
-def test_on_a_small_model_more_tp_is_slower():
+def test_on_a_small_model_more_tp_never_pays():
     steps = [
         _step(
             MODELS["llama-3-8b"],
@@ -254,7 +254,10 @@ def test_on_a_small_model_more_tp_is_slower():
         )  # fmt: skip
         for y in (1, 2, 4, 8)
     ]
-    assert all(b > a for a, b in zip(steps, steps[1:]))
+    # With sequence parallelism, which torchtitan always runs, TP 2's collectives hide under the
+    # matmuls and its halved weights shorten the optimizer's pass: about even. Beyond, TP costs.
+    assert steps[1] > 0.995 * steps[0]
+    assert steps[0] < steps[2] < steps[3] and steps[3] > 1.05 * steps[0]
 
 
 def test_a_chip_keeps_its_own_physics_whatever_the_stack_and_a_stack_its_behaviour_on_any_chip():

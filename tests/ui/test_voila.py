@@ -292,3 +292,30 @@ def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_d
     )
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
     assert page.errors == [] and page.external == []
+
+
+def test_the_export_downloads_a_launch_file_that_reads_back(page, voila_demo, tmp_path):
+    """The Export section shows the layout as each framework's file; its download link gives the
+    file, and that file read back is the layout on screen."""
+    from scaling_widgets.cli import main
+
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    text = summary(page)
+    batch = page.locator(".sw-training-controls input[type=text]").first
+    batch.fill("16777216")  # 4,096 sequences of 4,096: whole on every data rank of the pod
+    batch.press("Enter")
+    wait_for_change(page, summary, text)
+    page.get_by_text("Export: this scenario as JSON, as a command and as launch files").click()
+    page.get_by_text("MaxText", exact=True).click()
+    shown = page.locator(".sw-export-maxtext textarea").input_value()
+    assert "ici_fsdp_parallelism" in shown and "# Written by scaling-widgets" in shown
+    with page.expect_download() as download:
+        page.get_by_text("Download train.yml").click()
+    path = tmp_path / "train.yml"
+    download.value.save_as(path)
+    assert path.read_text() == shown
+    # the demo: LLaMA-2 13B on a v5p slice of 4,096 chips
+    argv = ["estimate", "--config", str(path), "--hardware", "tpu-v5p", "--mesh", "16x16x16"]
+    assert main(argv) == 0
+    assert page.errors == [] and page.external == []

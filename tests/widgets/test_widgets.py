@@ -314,7 +314,8 @@ def test_the_selector_offers_pipeline_schedules_and_the_panel_shows_the_bubble()
         mfu=0.4,  # the chapter's step: the bubble stretches it
     )
     selector = panel.strategy_selector
-    assert "1f1b, 16 microbatches, bubble 19%" in selector._implied.value
+    # torchtitan (the H100's stack) always runs TP with sequence parallelism
+    assert "1f1b, 16 microbatches, sequence parallel, bubble 19%" in selector._implied.value
     selector._schedule.value = "interleaved"
     selector._virtual.value = 4
     assert panel.scenario.virtual_stages == 4 and "bubble 5%" in selector._implied.value

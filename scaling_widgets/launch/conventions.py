@@ -1,0 +1,205 @@
+"""Our layout in the frameworks' terms and back (docs/MODEL.md §G): one place for every counting
+convention a launch file has.
+
+- **Degrees.** A framework counts data parallelism without context parallelism, over every pod:
+  world = DP x CP x TP x PP, and our data axis X (per pod) holds DP's and CP's chips: X = DP x CP /
+  pods. Expert parallelism is carved out of DP x CP (and out of TP too when the experts' own TP is
+  1), as in Megatron Core and torchtitan.
+- **Batch.** Frameworks count sequences: the global batch B/T, and a micro-batch of B/(T·DP·m)
+  sequences per data-parallel rank, m microbatches a step (accumulated, or pipelined).
+- **ZeRO.** Stage 1 is Megatron-LM's distributed optimizer; torchtitan's FSDP2 shards all three
+  (ZeRO-3), or keeps the weights gathered after the forward pass (ZeRO-2); MaxText's fsdp axis is
+  ZeRO-3, its data axis ZeRO-0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..cost import Estimate
+from ..cost.cluster.nodes import gpu_slice
+from ..cost.cluster.slices import slices_near
+from ..cost.refusals import refuse
+
+
+@dataclasses.dataclass(frozen=True)
+class Degrees:
+    """A layout as the frameworks count it (docs/MODEL.md §G)."""
+
+    world: int  # chips in all, every pod
+    pods: int  # the pods, data-parallel replicas across the data-center network
+    dp: int  # data parallelism, context parallelism left out: world = dp·cp·tp·pp
+    cp: int
+    tp: int
+    pp: int
+    vp: int  # virtual stages a device (chunks)
+    ep: int
+    etp: int  # the routed experts' tensor parallelism: 1 (whole experts) or tp
+    zero: int
+    seq_len: int
+    global_batch: int  # sequences a step
+    micro_batch: int  # sequences a microbatch, on each data-parallel rank
+    schedule: str  # one of ours
+    remat: str
+    sequence_parallel: bool = False
+    ep_overlap: bool = False
+    fp8: bool = False
+    compile: bool | None = None
+    cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
+    steps: int | None = None  # to train on the workload's tokens
+
+    @property
+    def tokens(self) -> float | None:
+        return None if self.steps is None else float(self.steps * self.global_batch * self.seq_len)
+
+    @property
+    def microbatches(self) -> int:
+        """Microbatches a step on each data-parallel rank (accumulated or pipelined)."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+
+def degrees_of(e: Estimate) -> Degrees:
+    """The frameworks' degrees of one evaluated layout.
+
+    Raises
+    ------
+    InputError
+        For a batch that is not whole sequences, or microbatches that are not whole sequences on
+        each data-parallel rank: no framework can run those.
+    """
+    if e.workload.seq_len is None:
+        raise refuse("seq_len", "given, for a launch file counts sequences", None)
+    x, y, z, pods = int(e.x), int(e.y), int(e.z), int(e.pods)
+    cp, m, T = int(e.layout.cp), int(e.microbatches), int(e.workload.seq_len)
+    sequences = float(e.batch) / T
+    if abs(sequences - round(sequences)) > 1e-9 * sequences:
+        raise refuse("batch", f"whole sequences of {T} for a launch file", float(e.batch))
+    dp = x * pods // cp
+    whole_sequences = round(sequences)
+    if whole_sequences % dp:
+        low, high = whole_sequences // dp * dp, (whole_sequences // dp + 1) * dp
+        raise refuse(
+            "batch",
+            f"the same whole sequences for each of the {dp:,} data-parallel ranks, as frameworks"
+            f" run them: e.g. {low * T:,} or {high * T:,} tokens ({low:,} or {high:,} sequences)",
+            f"{whole_sequences:,} sequences",
+        )
+    per_rank = whole_sequences // dp
+    if per_rank % m:
+        counts = [c for c in range(1, per_rank + 1) if per_rank % c == 0]
+        near = sorted(sorted(counts, key=lambda c: abs(c - m))[:2])
+        raise refuse(
+            "microbatches",
+            f"a count splitting each data-parallel rank's {per_rank:,} sequences into whole"
+            f" microbatches (e.g. {' or '.join(map(str, near))})",
+            m,
+        )
+    options = e.options
+    return Degrees(
+        world=x * y * z * pods,
+        pods=pods,
+        dp=dp,
+        cp=cp,
+        tp=y,
+        pp=z,
+        vp=int(e.virtual_stages) if z > 1 else 1,
+        ep=int(e.layout.ep),
+        etp=y if e.layout.etp is None or int(e.layout.ep) == 1 else int(e.layout.etp),
+        zero=int(e.zero) if dp // pods > 1 else 0,  # one data rank a pod: nothing to shard
+        seq_len=T,
+        global_batch=whole_sequences,
+        micro_batch=per_rank // m,
+        schedule=_schedule(str(e.schedule), z, int(e.virtual_stages)),
+        remat=str(e.remat),
+        sequence_parallel=bool(e.layout.sequence_parallel) and y > 1,
+        ep_overlap=bool(e.layout.ep_overlap),
+        fp8=options.matmul_dtype == "fp8",
+        compile=options.torch_compile,
+        cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
+        steps=_steps(e.workload.tokens, round(sequences) * T),
+    )
+
+
+def _schedule(name: str, stages: int, chunks: int) -> str:
+    """One stage has no schedule; interleaving one chunk a device is 1F1B."""
+    return "1f1b" if stages == 1 or (name == "interleaved" and chunks == 1) else name
+
+
+def _steps(tokens, per_step: int) -> int | None:
+    """The steps that train on ``tokens``: whole, the last one full."""
+    return None if tokens is None else max(1, math.ceil(float(tokens) / per_step))
+
+
+def fields_of(d: Degrees, chip) -> dict:
+    """The scenario's fields for the degrees on ``chip``: a split by hand, every degree given.
+
+    Raises
+    ------
+    InputError
+        For degrees whose product is not the world, naming the first that does not divide it.
+    """
+    for name, degree in (("tp", d.tp), ("pp", d.pp), ("cp", d.cp)):
+        if degree < 1 or d.world % degree:
+            raise refuse(name, f"a degree dividing the {d.world:,} chips", degree)
+    if d.dp * d.cp * d.tp * d.pp != d.world:
+        raise refuse(
+            "dp",
+            f"{d.world:,} chips / (CP {d.cp} x TP {d.tp} x PP {d.pp}) ="
+            f" {d.world / (d.cp * d.tp * d.pp):g} ranks, the world the degrees leave",
+            d.dp,
+        )
+    if d.micro_batch < 1 or d.global_batch % (d.micro_batch * d.dp):
+        raise refuse(
+            "micro_batch",
+            f"sequences a microbatch whose count on each of the {d.dp:,} data-parallel ranks"
+            f" splits the global batch of {d.global_batch:,} sequences",
+            d.micro_batch,
+        )
+    if d.pods < 1 or d.world % d.pods or (d.dp * d.cp) % d.pods:
+        raise refuse(
+            "pods", f"a count dividing the {d.dp * d.cp:,} data ranks (CP's included)", d.pods
+        )
+    x = d.dp * d.cp // d.pods
+    fields = dict(
+        strategy="fsdp+tp",
+        optimal_split=False,
+        x=x,
+        y=d.tp,
+        z=d.pp,
+        zero=d.zero,
+        pods=d.pods,
+        batch=float(d.global_batch * d.seq_len),
+        seq_len=d.seq_len,
+        microbatches=d.microbatches,
+        schedule=d.schedule,
+        virtual_stages=d.vp,
+        remat=d.remat,
+        sequence_parallel=d.sequence_parallel,
+        ep=d.ep,
+        etp=None if d.etp == d.tp else d.etp,
+        cp=d.cp,
+        cp_kind=d.cp_kind,
+        ep_overlap=d.ep_overlap,
+        matmul_dtype="fp8" if d.fp8 else "bf16",
+        torch_compile=d.compile,
+    )
+    if d.tokens is not None:
+        fields["tokens"] = d.tokens
+    per_pod = d.world // d.pods
+    if chip.is_gpu:
+        fields["slice_shape"] = gpu_slice(chips=per_pod, node_size=chip.node_size)
+    else:  # a torus slice of that many chips
+        near = slices_near(chip, per_pod)[0]
+        if math.prod(near) != per_pod:
+            raise refuse("chips", f"a count a {chip.name} slice has, such as {math.prod(near):,}",
+                         per_pod)  # fmt: skip
+        fields["slice_shape"] = near
+    return fields
+
+
+def whole(value: float, name: str) -> int:
+    """A count a file gives as a float (``12.0``), whole."""
+    if value != math.floor(value) or value < 1:
+        raise refuse(name, "a whole number of at least 1", value)
+    return int(value)

@@ -1,0 +1,226 @@
+"""MaxText's configuration, read into degrees and written from them (docs/MODEL.md §G): a YAML that
+overrides ``base.yml``, or a script whose ``python3 -m maxtext.trainers.pre_train.train`` line
+gives ``key=value`` overrides. The keys are ``base.yml``'s (``data/config_keys.json``), and so are
+the defaults of the keys read here (``BASE``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from ..cost.refusals import refuse
+from ..cost.transformer.shapes import Model, MoE
+from ..presets import MODELS
+from .conventions import Degrees
+from .keys import LaunchFile, checked_keys
+from .shell import launch_args
+
+FRAMEWORK = "maxtext"
+PROGRAM = r"(pre_train\.\w+|train(_compile)?\.py)$"
+# base.yml's own values of the keys read here (AI-Hypercomputer/maxtext@e591f30, base.yml)
+BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
+            base_num_query_heads=16, base_num_kv_heads=16, base_mlp_dim=7168,
+            base_num_decoder_layers=16, head_dim=128, vocab_size=32000,
+            mlp_activations=["silu", "linear"], logits_via_embedding=False, num_experts=1,
+            num_experts_per_tok=1, base_moe_mlp_dim=-1, per_device_batch_size=12.0,
+            max_target_length=2048, gradient_accumulation_steps=1, remat_policy="full",
+            quantization="", steps=150_001, num_pipeline_microbatches=-1,
+            context_parallel_strategy="all_gather", attention="autoselected")  # fmt: skip
+AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
+# our presets as MaxText's model_name (configs/models/*.yml)
+NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": "llama2-70b",
+         "llama-3-8b": "llama3-8b", "llama-3-70b": "llama3-70b", "llama-3-405b": "llama3-405b",
+         "gemma-7b": "gemma-7b", "gpt-3-175b": "gpt3-175b", "mixtral-8x7b": "mixtral-8x7b",
+         "mixtral-8x22b": "mixtral-8x22b", "qwen3-30b-a3b": "qwen3-30b-a3b",
+         "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek3-671b"}  # fmt: skip
+# MaxText's remat policies as ours: what each keeps is nearest to
+REMAT = {"full": "full", "minimal": "selective", "minimal_with_context": "selective",
+         "save_dot_except_mlpwi": "selective", "save_dot_except_mlp": "selective",
+         "save_dot_with_context_except_mlp": "selective", "save_qkv_proj": "selective",
+         "save_out_proj": "selective"}  # fmt: skip
+# offloading to host memory: its HBM is nearest full recompute's, which the step then pays for
+OFFLOADED = {"qkv_proj_offloaded": "full", "minimal_offloaded": "full"}
+CP_KINDS = {"ring": "ring", "all_gather": "all-gather", "ulysses": "ulysses"}
+READ = (*BASE, "num_slices",
+        *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
+# other axes and offloading: not priced, so refused unless at base.yml's value
+UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
+            for axis in ("fsdp_transpose", "sequence", "tensor_sequence", "autoregressive",
+                         "context_usp_ulysses", "context_autoregressive", "diloco")}  # fmt: skip
+APPROXIMATED: dict = {}
+
+
+def overrides(text: str) -> dict:
+    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them."""
+    if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
+        try:
+            table = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise refuse("config", f"a YAML file MaxText reads ({err})", "a file") from None
+        if isinstance(table, dict):
+            return {k: v for k, v in table.items() if k != "base_config"}
+    _, after = launch_args(text, PROGRAM)
+    pairs = [word.split("=", 1) for word in after if "=" in word]
+    return {key: yaml.safe_load(value) if value else "" for key, value in pairs}
+
+
+def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
+    """The layout of a MaxText run: the slices (``pods``, else ``num_slices``, else one) its DCN
+    axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest)."""
+    got, ignored, notes = checked_keys(FRAMEWORK, overrides(text), READ, UNPRICED, APPROXIMATED)
+    value = {**BASE, **got}
+    ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
+    dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
+    for name, axes in (("dcn_fsdp_parallelism", "fsdp"), ("dcn_pipeline_parallelism", "pipeline"),
+                       ("dcn_tensor_parallelism", "tensor"), ("dcn_context_parallelism", "context"),
+                       ("dcn_expert_parallelism", "expert")):  # fmt: skip
+        if dcn[axes] != 1:
+            raise refuse(name, "1: across slices the model runs data parallelism alone", dcn[axes])
+    if chips is None:
+        raise refuse("chips", "given: a MaxText config does not say how many chips", None)
+    slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else 1)
+    pods = _filled(dcn, "data", slices, "dcn")
+    per_slice = chips // pods
+    _filled(ici, "fsdp", per_slice, "ici")
+    devices, pdbs = chips, float(value["per_device_batch_size"])
+    accumulate = int(value["gradient_accumulation_steps"])
+    global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
+    pp, dp = ici["pipeline"], ici["data"] * ici["fsdp"] * ici["expert"] * pods
+    if ici["data"] > 1 and ici["fsdp"] > 1:
+        notes.append("ici_data x ici_fsdp: charged as ZeRO-3 over both")
+    micro = int(value["num_pipeline_microbatches"])
+    m = (micro if micro > 0 else pp) if pp > 1 else accumulate
+    remat = REMAT.get(value["remat_policy"]) or OFFLOADED.get(value["remat_policy"])
+    if value["remat_policy"] in OFFLOADED:
+        notes.append(f"remat_policy {value['remat_policy']}: offloaded, charged as full recompute")
+    if remat is None:
+        raise refuse("remat_policy", f"one of {', '.join(REMAT)} (offloading is not priced)",
+                     value["remat_policy"])  # fmt: skip
+    degrees = Degrees(
+        world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
+        pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
+        zero=3 if ici["fsdp"] > 1 else 0, seq_len=int(value["max_target_length"]),
+        global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
+        schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=False,
+        fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
+        cp_kind=CP_KINDS.get(value["context_parallel_strategy"], "all-gather"),
+    )  # fmt: skip
+    model = model or _model(value)
+    extra = {"stack": "maxtext"}
+    if value["attention"] == "dot_product":  # the s x s scores kept
+        extra["flash_attention"] = False
+    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), extra)
+
+
+def _filled(axes: dict, name: str, total: int, tier: str) -> int:
+    """The axis given as -1 filled with what the others leave of ``total``; every axis checked."""
+    known = math.prod(v for v in axes.values() if v != -1)
+    blank = [a for a, v in axes.items() if v == -1]
+    if len(blank) > 1 or total % known:
+        axis = blank[-1] if len(blank) > 1 else name
+        raise refuse(f"{tier}_{axis}_parallelism", f"degrees multiplying to {total:,}", known)
+    if blank:
+        axes[blank[0]] = total // known
+    if math.prod(axes.values()) != total:
+        raise refuse(f"{tier}_{name}_parallelism", f"degrees multiplying to {total:,}",
+                     math.prod(axes.values()))  # fmt: skip
+    return axes[name]
+
+
+def _fp8(quantization: str) -> bool:
+    if quantization in ("", None):
+        return False
+    if "fp8" in str(quantization):
+        return True
+    raise refuse("quantization", "'' or an fp8 recipe (int8 and int4 are not priced)", quantization)
+
+
+def _model(value: dict) -> str | Model:
+    """MaxText's model_name as our preset, or base.yml's model at its global_parameter_scale."""
+    name = value["model_name"]
+    for ours, theirs in NAMES.items():
+        if theirs == name:
+            return ours
+    if name != "default":
+        raise refuse("model_name", "one with a preset of ours ("
+                     + ", ".join(NAMES.values()) + "), or give --model", name)  # fmt: skip
+    emb, heads, mlp, layers = _scales(int(value["global_parameter_scale"]))
+    experts = int(value["num_experts"])
+    moe = None
+    if experts > 1:
+        moe_mlp = int(value["base_moe_mlp_dim"])
+        moe = MoE(experts=experts, top_k=int(value["num_experts_per_tok"]),
+                  d_ff=(moe_mlp if moe_mlp > 0 else int(value["base_mlp_dim"])) * mlp)  # fmt: skip
+    return Model(
+        f"MaxText default x{value['global_parameter_scale']}",
+        layers=int(value["base_num_decoder_layers"]) * layers,
+        d_model=int(value["base_emb_dim"]) * emb,
+        d_ff=int(value["base_mlp_dim"]) * mlp,
+        heads=int(value["base_num_query_heads"]) * heads,
+        kv_heads=int(value["base_num_kv_heads"]) * heads,
+        head_dim=int(value["head_dim"]),
+        vocab=int(value["vocab_size"]),
+        gated=len(value["mlp_activations"]) > 1,
+        tied_embeddings=bool(value["logits_via_embedding"]),
+        moe=moe,
+    )
+
+
+def _scales(scale: int) -> tuple[int, int, int, int]:
+    """MaxText's get_individual_scales: doubling heads and MLP, then width, then layers, in turn;
+    the factors of the embedding, heads, MLP and layers."""
+    if scale < 1 or scale & (scale - 1):
+        raise refuse("global_parameter_scale", "a power of two", scale)
+    base, rem = divmod(int(math.log2(scale)), 3)
+    heads = base + int(rem > 0)
+    return 2 ** (base + int(rem > 1)), 2**heads, 2**heads, 2**base
+
+
+def write(d: Degrees, *, model: str | Model) -> tuple[str, list[str], list[str]]:
+    """The degrees as a YAML over base.yml: its text, the knobs chosen, what it cannot say."""
+    chosen, cannot = [], []
+    lines = ['base_config: "base.yml"']
+    if isinstance(model, str) and model in NAMES:
+        lines.append(f'model_name: "{NAMES[model]}"')
+    else:
+        m = MODELS[model] if isinstance(model, str) else model
+        cannot.append(f"the model {m.name}: MaxText has no config of it; written by its dims")
+        lines += [f"base_emb_dim: {m.d_model}", f"base_num_query_heads: {m.heads}",
+                  f"base_num_kv_heads: {m.kv_heads}", f"base_mlp_dim: {m.d_ff}",
+                  f"base_num_decoder_layers: {m.layers}", f"head_dim: {m.head_dim}",
+                  f"vocab_size: {m.vocab}"]  # fmt: skip
+    per_step = d.microbatches if d.pp == 1 else 1
+    pdbs = d.global_batch / (d.world * per_step)
+    lines += [f"per_device_batch_size: {pdbs!r}", f"max_target_length: {d.seq_len}"]
+    if d.pp > 1:
+        lines.append(f"num_pipeline_microbatches: {d.microbatches}")
+        if d.schedule != "gpipe":
+            cannot.append(f"the schedule {d.schedule}: MaxText pipelines as GPipe does")
+    else:
+        lines.append(f"gradient_accumulation_steps: {d.microbatches}")
+    policy = {"full": "full", "selective": "minimal"}.get(d.remat)
+    if policy is None:
+        cannot.append(f"recompute {d.remat}: written as MaxText's minimal")
+    lines.append(f'remat_policy: "{policy or "minimal"}"')
+    if d.zero in (1, 2):
+        cannot.append(f"ZeRO-{d.zero}: MaxText's fsdp axis shards all three; written as ZeRO-3")
+    per_slice_dp = d.dp // d.pods // d.ep
+    fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
+    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=d.ep, pipeline=d.pp)
+    lines += [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
+    lines.append(f"dcn_data_parallelism: {d.pods}")
+    if d.cp > 1:
+        theirs = next(k for k, v in CP_KINDS.items() if v == d.cp_kind)
+        lines.append(f'context_parallel_strategy: "{theirs}"')
+    lines.append(f'quantization: "{"fp8" if d.fp8 else ""}"')
+    if d.steps:
+        lines.append(f"steps: {d.steps}")
+    if d.ep_overlap:
+        cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
+    if d.sequence_parallel:
+        cannot.append("sequence parallelism: MaxText shards activations by its own axis rules")
+    if pdbs != int(pdbs):
+        chosen.append(f"{pdbs:g} sequences a chip: fewer than one, the rest of its batch on TP")
+    return "\n".join(lines) + "\n", chosen, cannot

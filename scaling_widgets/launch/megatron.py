@@ -1,0 +1,263 @@
+"""Megatron-LM's command line, read into degrees and written from them (docs/MODEL.md §G): a file
+of flags, or a shell script whose ``torchrun … pretrain_gpt.py`` line carries them. The flags are
+those ``megatron/training/arguments.py`` adds (``data/config_keys.json``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..cost.refusals import refuse
+from ..cost.transformer.shapes import Model
+from .conventions import Degrees
+from .keys import LaunchFile, checked_keys, layers_of
+from .megatron_shape import model_of, shape_flags
+from .shell import launch_args
+
+FRAMEWORK = "megatron"
+PROGRAM = r"pretrain_\w+\.py$"
+SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
+         "--num-query-groups", "--group-query-attention", "--kv-channels", "--swiglu",
+         "--untie-embeddings-and-output-weights", "--vocab-size", "--tokenizer-type",
+         "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+         "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--multi-latent-attention",
+         "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
+         "--v-head-dim")  # fmt: skip
+LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+          "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+          "--context-parallel-size", "--cp-comm-type", "--expert-model-parallel-size",
+          "--expert-tensor-parallel-size", "--sequence-parallel", "--use-distributed-optimizer",
+          "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--micro-batch-size",
+          "--global-batch-size", "--seq-length", "--recompute-granularity",
+          "--recompute-activations", "--recompute-method", "--recompute-num-layers",
+          "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
+          "--train-samples")  # fmt: skip
+# flags the model cannot price: refused when given
+UNPRICED = {
+    flag: True
+    for flag in (
+        "--cpu-offloading",
+        "--fp4-format",
+        "--decoder-first-pipeline-num-layers",
+        "--decoder-last-pipeline-num-layers",
+        "--hierarchical-context-parallel-sizes",
+        "--recompute-modules",
+    )
+}
+APPROXIMATED = {
+    "--step-batch-size-schedule": "the final global batch charged",
+    "--rampup-batch-size": "the final global batch charged",
+    "--tp-comm-overlap": "TP charged as the stack overlaps it",
+    "--delay-wgrad-compute": "weight gradients charged in their pass",
+}
+CP_KINDS = {"p2p": "ring", "all_gather": "all-gather", "a2a": "ulysses"}
+SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+
+
+def flags(words: list[str]) -> dict:
+    """``--flag value…`` words as flag -> value (one word), values (several) or True (none)."""
+    out, name = {}, None
+    for word in words:
+        if word.startswith("--"):
+            name, _, value = word.partition("=")
+            out[name] = value or True
+        elif name is not None:
+            held = out[name]
+            out[name] = (
+                word if held is True else [*([held] if isinstance(held, str) else held), word]
+            )
+    return out
+
+
+def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
+    """The layout of a Megatron-LM launch: the world from torchrun's ``--nproc_per_node`` x
+    ``--nnodes`` unless ``chips`` is given; the model a preset of the same shape, the user's
+    ``model``, or one built from the flags.
+
+    Raises
+    ------
+    InputError
+        Naming the flag: one Megatron-LM has not, one the model cannot price, or degrees that do
+        not divide the world.
+    """
+    before, after = launch_args(text, PROGRAM)
+    got, ignored, notes = checked_keys(
+        FRAMEWORK, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED
+    )
+    launcher = flags(before)
+    world = chips or _int(launcher, "--nproc_per_node", 1) * _int(launcher, "--nnodes", 1)
+    tp, pp = (
+        _int(got, "--tensor-model-parallel-size", 1),
+        _int(got, "--pipeline-model-parallel-size", 1),
+    )
+    cp = _int(got, "--context-parallel-size", 1)
+    if world % (tp * pp * cp):
+        raise refuse(
+            "--nnodes",
+            f"a world of GPUs divisible by TP x PP x CP = {tp * pp * cp}"
+            " (or give the GPUs with --chips)",
+            world,
+        )
+    dp = world // (tp * pp * cp)
+    micro = _int(got, "--micro-batch-size", 1)
+    global_batch = _int(got, "--global-batch-size", micro * dp)
+    ep = _int(got, "--expert-model-parallel-size", 1)
+    model = model or model_of(got)
+    layers = layers_of(model)
+    degrees = Degrees(
+        world=world,
+        pods=1,
+        dp=dp,
+        cp=cp,
+        tp=tp,
+        pp=pp,
+        vp=_chunks(got, pp, layers),
+        ep=ep,
+        etp=_int(got, "--expert-tensor-parallel-size", tp),
+        zero=_zero(got),
+        seq_len=_int(got, "--seq-length", 2048),
+        global_batch=global_batch,
+        micro_batch=micro,
+        schedule="interleaved" if _chunks(got, pp, layers) > 1 else "1f1b",
+        remat=_remat(got),
+        sequence_parallel="--sequence-parallel" in got and tp > 1,
+        ep_overlap="--overlap-moe-expert-parallel-comm" in got,
+        fp8="--fp8-format" in got,
+        cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
+        steps=_steps(got, global_batch),
+    )
+    extra = {"stack": "megatron-lm"}
+    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), extra)
+
+
+def _steps(got: dict, global_batch: int) -> int | None:
+    """The steps to train: ``--train-iters``, or ``--train-samples`` in global batches."""
+    samples = _int(got, "--train-samples", 0)
+    return _int(got, "--train-iters", 0) or -(-samples // global_batch) or None
+
+
+def _int(got: dict, flag: str, default: int) -> int:
+    value = got.get(flag, default)
+    if isinstance(value, list) or not re.fullmatch(r"[0-9]+", str(value)):
+        raise refuse(flag, "a whole number", value)
+    return int(value)
+
+
+def _chunks(got: dict, pp: int, layers: int) -> int:
+    """Virtual stages a device: given, or from the layers a virtual stage."""
+    if pp == 1:
+        return 1
+    if "--num-virtual-stages-per-pipeline-rank" in got:
+        return _int(got, "--num-virtual-stages-per-pipeline-rank", 1)
+    per_chunk = _int(got, "--num-layers-per-virtual-pipeline-stage", 0)
+    if not per_chunk:
+        return 1
+    if layers % (pp * per_chunk):
+        allowed = f"a count dividing the {layers} layers over {pp} stages"
+        raise refuse("--num-layers-per-virtual-pipeline-stage", allowed, per_chunk)
+    return layers // (pp * per_chunk)
+
+
+def _zero(got: dict) -> int:
+    """The distributed optimizer is ZeRO-1; Megatron FSDP's sharding strategy says its stage."""
+    if "--use-megatron-fsdp" in got:
+        strategy = got.get("--data-parallel-sharding-strategy", "optim_grads_params")
+        if strategy not in SHARDING:
+            raise refuse(
+                "--data-parallel-sharding-strategy", f"one of {', '.join(SHARDING)}", strategy
+            )
+        return SHARDING[strategy]
+    return 1 if "--use-distributed-optimizer" in got else 0
+
+
+def _remat(got: dict) -> str:
+    """Full recompute of every layer, selective (the attention core), or none."""
+    granularity = got.get(
+        "--recompute-granularity", "selective" if "--recompute-activations" in got else None
+    )
+    if granularity is None:
+        return "none"
+    if granularity == "full":
+        method, count = (
+            got.get("--recompute-method", "uniform"),
+            _int(got, "--recompute-num-layers", 1),
+        )
+        if method != "uniform" or count != 1:
+            raise refuse(
+                "--recompute-num-layers",
+                "1 with --recompute-method uniform (recomputing some layers alone is not priced)",
+                f"{count} ({method})",
+            )
+        return "full"
+    if granularity != "selective":
+        raise refuse("--recompute-granularity", "'full' or 'selective'", granularity)
+    return "selective"
+
+
+def _cp_kind(name: str) -> str:
+    if name not in CP_KINDS:
+        raise refuse("--cp-comm-type", f"one of {', '.join(CP_KINDS)}", name)
+    return CP_KINDS[name]
+
+
+def write(d: Degrees, *, model: Model, node_size: int) -> tuple[str, list[str], list[str]]:
+    """The degrees as a script of one ``torchrun … pretrain_gpt.py`` line: its text, the knobs
+    chosen for it, and what it cannot say."""
+    chosen, cannot = [], []
+    per_node = math.gcd(node_size or d.world, d.world)  # whole nodes (a TPU: one host)
+    layout = [
+        f"--seq-length {d.seq_len}",
+        f"--max-position-embeddings {d.seq_len}",
+        f"--micro-batch-size {d.micro_batch}",
+        f"--global-batch-size {d.global_batch}",
+        f"--tensor-model-parallel-size {d.tp}",
+        f"--pipeline-model-parallel-size {d.pp}",
+        f"--context-parallel-size {d.cp}",
+        f"--expert-model-parallel-size {d.ep}",
+        f"--expert-tensor-parallel-size {d.etp}",
+        "--bf16",
+    ]
+    if d.cp > 1:
+        layout.append(f"--cp-comm-type {_their(CP_KINDS, d.cp_kind)}")
+    if d.schedule not in ("1f1b", "interleaved"):
+        cannot.append(f"the schedule {d.schedule}: Megatron-LM runs 1F1B or interleaved")
+    if d.vp > 1 and d.schedule == "interleaved":
+        layout.append(f"--num-virtual-stages-per-pipeline-rank {d.vp}")
+    layout += ["--sequence-parallel"] * d.sequence_parallel
+    if d.zero == 1:
+        layout.append("--use-distributed-optimizer")
+    elif d.zero > 1:
+        sharding = _their(SHARDING, d.zero)
+        layout += ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {sharding}"]
+    if d.remat == "checkpoints":
+        cannot.append("the chapter's checkpoints: written as selective recompute")
+    remat = {
+        "full": [
+            "--recompute-granularity full",
+            "--recompute-method uniform",
+            "--recompute-num-layers 1",
+        ],
+        "none": [],
+    }
+    layout += remat.get(d.remat, ["--recompute-granularity selective"])
+    layout += ["--fp8-format hybrid"] * d.fp8
+    layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
+    layout += [f"--train-iters {d.steps}"] * bool(d.steps)
+    if d.compile:
+        cannot.append("torch.compile: Megatron-LM fuses its own kernels")
+    lines = [
+        f"GPUS_PER_NODE={per_node}",
+        f"NUM_NODES={d.world // per_node}",
+        "torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES pretrain_gpt.py \\",
+    ]
+    body = [*shape_flags(model), *layout]
+    lines += [f"    {flag} \\" for flag in body[:-1]] + [f"    {body[-1]}"]
+    if d.microbatches > 1:
+        chosen.append(f"{d.microbatches} microbatches of {d.micro_batch} (global / micro / DP)")
+    return "\n".join(lines) + "\n", chosen, cannot
+
+
+def _their(names: dict, ours):
+    """The framework's name of one of ours."""
+    return next(theirs for theirs, mine in names.items() if mine == ours)

@@ -1,0 +1,145 @@
+"""A model's shape as Megatron-LM's flags, and back: a preset of the same shape when one has it
+(its vocabulary too), else a model built from the flags (``--num-layers``, ``--hidden-size``…)."""
+
+from __future__ import annotations
+
+import re
+
+from ..cost.refusals import refuse
+from ..cost.transformer.shapes import MLA, Model, MoE
+from ..presets import MODELS
+
+TOKENIZER_VOCAB = {"GPT2BPETokenizer": 50257}  # the tokenizer's own vocabulary
+
+
+def _shape(model: Model) -> tuple:
+    moe = model.moe
+    return (
+        model.layers,
+        model.d_model,
+        model.heads,
+        model.kv_heads,
+        moe.d_ff if moe else model.d_ff,
+        moe.experts if moe else 0,
+    )
+
+
+def model_of(got: dict) -> str | Model:
+    """The preset of the flags' shape, else a ``Model`` built from them.
+
+    Raises
+    ------
+    InputError
+        For a shape without a preset and without its vocabulary (``--vocab-size``, or a
+        tokenizer whose vocabulary is known).
+    """
+    number = lambda flag, default=None: int(got.get(flag, default))  # noqa: E731
+    if "--num-layers" not in got or "--hidden-size" not in got:
+        raise refuse("--num-layers", "given with --hidden-size (or give --model)", None)
+    L, D, H = number("--num-layers"), number("--hidden-size"), number("--num-attention-heads")
+    K = number("--num-query-groups", H) if "--group-query-attention" in got else H
+    gated = "--swiglu" in got
+    F = number("--ffn-hidden-size", _default_ffn(D, gated))
+    experts = number("--num-experts", 0)
+    moe = None
+    if experts:
+        F_e = number("--moe-ffn-hidden-size", F)
+        shared = number("--moe-shared-expert-intermediate-size", 0) // F_e
+        moe = MoE(
+            experts=experts,
+            top_k=number("--moe-router-topk", 2),
+            d_ff=F_e,
+            shared=shared,
+            dense_layers=_dense_layers(got.get("--moe-layer-freq", "1")),
+        )
+    vocab = got.get("--vocab-size") or TOKENIZER_VOCAB.get(got.get("--tokenizer-type"))
+    for name, preset in MODELS.items():
+        same = _shape(preset) == (L, D, H, K, moe.d_ff if moe else F, experts)
+        if same and (vocab is None or int(vocab) == preset.vocab):
+            return name
+    if vocab is None:
+        raise refuse(
+            "--vocab-size",
+            "given for a model without a preset of its shape (or give"
+            " --model-file with its config.json)",
+            None,
+        )
+    return Model(
+        "from the launch file",
+        layers=L,
+        d_model=D,
+        d_ff=F,
+        heads=H,
+        kv_heads=K,
+        head_dim=number("--kv-channels", D // H),
+        vocab=int(vocab),
+        gated=gated,
+        tied_embeddings="--untie-embeddings-and-output-weights" not in got,
+        moe=moe,
+        mla=_mla(got),
+    )
+
+
+def shape_flags(model: Model) -> list[str]:
+    """The flags that give Megatron-LM the model's shape."""
+    out = [
+        f"--num-layers {model.layers}",
+        f"--hidden-size {model.d_model}",
+        f"--ffn-hidden-size {model.d_ff}",
+        f"--num-attention-heads {model.heads}",
+        f"--kv-channels {model.head_dim}",
+        f"--vocab-size {model.vocab}",
+    ]
+    if model.kv_heads != model.heads:
+        out += ["--group-query-attention", f"--num-query-groups {model.kv_heads}"]
+    out += ["--swiglu"] * model.gated + ["--untie-embeddings-and-output-weights"] * (
+        not model.tied_embeddings
+    )
+    moe = model.moe
+    if moe is not None:
+        out += [
+            f"--num-experts {moe.experts}",
+            f"--moe-router-topk {moe.top_k}",
+            f"--moe-ffn-hidden-size {moe.d_ff}",
+        ]
+        out += [f"--moe-shared-expert-intermediate-size {moe.shared * moe.d_ff}"] * (moe.shared > 0)
+        dense, sparse = moe.dense_layers, model.layers - moe.dense_layers
+        out += [f"--moe-layer-freq '([0]*{dense}+[1]*{sparse})'"] * (dense > 0)
+    if model.mla is not None:
+        a = model.mla
+        out += [
+            "--multi-latent-attention",
+            f"--kv-lora-rank {a.kv_lora_rank}",
+            f"--qk-head-dim {a.qk_nope_head_dim}",
+            f"--qk-pos-emb-head-dim {a.qk_rope_head_dim}",
+            f"--v-head-dim {a.v_head_dim}",
+        ]
+        out += [f"--q-lora-rank {a.q_lora_rank}"] * (a.q_lora_rank > 0)
+    return out
+
+
+def _default_ffn(D: int, gated: bool) -> int:
+    """Megatron-LM's default width: 4D, or with SwiGLU 2/3 of it in multiples of 64."""
+    return int(4 * D * 2 / 3 / 64) * 64 if gated else 4 * D
+
+
+def _dense_layers(freq: str) -> int:
+    """``([0]*3+[1]*58)``: the first three dense; ``1``: every layer MoE."""
+    match = re.fullmatch(r"\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?", str(freq).replace(" ", ""))
+    if match:
+        return int(match.group(1))
+    if str(freq) == "1":
+        return 0
+    raise refuse("--moe-layer-freq", "1, or ([0]*N+[1]*M): N dense layers first", freq)
+
+
+def _mla(got: dict) -> MLA | None:
+    if "--multi-latent-attention" not in got:
+        return None
+    return MLA(
+        kv_lora_rank=int(got.get("--kv-lora-rank", 512)),
+        qk_rope_head_dim=int(got.get("--qk-pos-emb-head-dim", 64)),
+        qk_nope_head_dim=int(got.get("--qk-head-dim", 128)),
+        v_head_dim=int(got.get("--v-head-dim", 128)),
+        q_lora_rank=int(got.get("--q-lora-rank", 0) or 0),
+    )

@@ -1,0 +1,145 @@
+"""The arguments of a launch line in a shell script: what Megatron-LM's and MaxText's example
+scripts hold. Enough of the shell to read them, and nothing runs: variables and arrays set (and
+appended to) once, ``${VAR}``, ``${VAR:-default}``, ``${ARR[@]}``, ``$((a*b))``, ``if`` on string
+comparisons, comments and line continuations.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$")
+_VAR = re.compile(
+    r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(\[@\])?(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+)
+_ARITHMETIC = re.compile(r"\$\(\(([^()]*)\)\)")
+_NOT_LAUNCH = ("if", "elif", "echo", "printf", "[", "[[", "test", "mkdir", "cd", "ls")
+
+
+def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
+    """The arguments before and after ``program`` (a pattern such as ``pretrain_gpt\\.py``) on the
+    script's launch line; a file of bare arguments (no such line) is all after.
+
+    Returns
+    -------
+    before, after : list of str
+        The launcher's arguments (``torchrun --nproc_per_node 8``) and the program's.
+    """
+    variables: dict[str, list[str]] = {}
+    taken = [True]  # whether each open ``if`` branch runs
+    lines = _logical_lines(text)
+    for line in lines:
+        first = line.split()[0]
+        if first in ("if", "elif", "else", "fi"):
+            _branch(first, line, taken, variables)
+            continue
+        if not all(taken):
+            continue
+        match = _ASSIGN.match(line)
+        if match:
+            name, append, value = match.groups()
+            words = _value(value, variables)
+            variables[name] = variables.get(name, []) + words if append else words
+            continue
+        words = shlex.split(_expanded(line, variables))
+        at = [i for i, w in enumerate(words) if re.search(program, w)]
+        if at and words[0] not in _NOT_LAUNCH:
+            return words[: at[0]], words[at[0] + 1 :]
+    bare = " ".join(line for line in lines if not _ASSIGN.match(line))
+    return [], shlex.split(_expanded(bare, variables))
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Lines with their continuations joined, an array's ``( ... )`` on one line, comments out,
+    ``; then`` and ``; do`` split off."""
+    out: list[str] = []
+    open_array = False
+    for raw in re.sub(r"\\\n", " ", text).splitlines():
+        line = _uncommented(raw).strip()
+        if not line:
+            continue
+        if open_array:
+            out[-1] += " " + line
+        else:
+            out.append(re.sub(r";\s*(then|do)\s*$", "", line))
+        if re.match(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(", out[-1]):
+            open_array = ")" not in out[-1].split("=(", 1)[1]
+    return out
+
+
+def _uncommented(line: str) -> str:
+    """The line without its comment: a # that starts a word, outside quotes."""
+    out, quote = [], None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def _branch(word: str, line: str, taken: list, variables: dict) -> None:
+    """An ``if``'s branches: the first whose condition holds runs (an unknown test holds)."""
+    if word == "if":
+        taken.append(_holds(line[2:], variables))
+    elif word == "fi":
+        taken.pop()
+    elif word == "else":
+        taken[-1] = not taken[-1] and not getattr(taken, "done", False)
+    elif word == "elif":
+        taken[-1] = not taken[-1] and _holds(line[4:], variables)
+
+
+def _holds(test: str, variables: dict) -> bool:
+    """``[[ "$A" == "b" ]] || [ -z "$C" ]``: string tests; anything else is taken to hold."""
+    results = []
+    for part in re.split(r"\|\|", test):
+        words = shlex.split(_expanded(part.replace("[[", "").replace("]]", ""), variables))
+        words = [w for w in words if w not in ("[", "]")]
+        if len(words) == 3 and words[1] in ("==", "=", "!="):
+            results.append((words[0] == words[2]) == (words[1] != "!="))
+        elif len(words) == 2 and words[0] in ("-z", "-n"):
+            results.append((words[1] == "") == (words[0] == "-z"))
+        elif len(words) == 1 and words[0] in ("-z", "-n"):  # an empty operand
+            results.append(words[0] == "-z")
+        else:
+            results.append(True)
+    return any(results)
+
+
+def _value(text: str, variables: dict) -> list[str]:
+    text = text.strip()
+    if text.startswith("("):
+        return shlex.split(_expanded(text[1 : text.rindex(")")], variables))
+    words = shlex.split(_expanded(text, variables))
+    return words[:1] if words else [""]
+
+
+def _expanded(text: str, variables: dict) -> str:
+    """``text`` with its variables and arithmetic replaced; an unknown variable is empty, or its
+    ``:-`` default; an array's elements are split again, as the shell splits them unquoted."""
+
+    def variable(match) -> str:
+        name = match.group(1) or match.group(4)
+        if name not in variables:
+            return match.group(3) or ""
+        words = variables[name]
+        return " ".join(words) if match.group(2) else shlex.quote(words[0]) if words else ""
+
+    def number(name: str) -> str:
+        return (variables.get(name) or ["0"])[0]
+
+    def arithmetic(match) -> str:
+        expression = _VAR.sub(lambda m: number(m.group(1) or m.group(4)), match.group(1))
+        expression = re.sub(
+            r"\b([A-Za-z_][A-Za-z0-9_]*)\b", lambda m: number(m.group(1)), expression
+        )
+        if not re.fullmatch(r"[0-9+\-*/() ]*", expression):
+            return "0"
+        return str(int(eval(expression, {"__builtins__": {}})))  # digits and + - * / only
+
+    return _VAR.sub(variable, _ARITHMETIC.sub(arithmetic, text))

@@ -1,0 +1,256 @@
+"""torchtitan's job TOML, read into degrees and written from them (docs/MODEL.md §G).
+
+The keys are those of ``torchtitan/config/job_config.py`` (``data/config_keys.json``), the TOML
+schema torchtitan had until it moved to Python config registries (pytorch/torchtitan#2386). A job
+file gives no world size (``data_parallel_shard_degree = -1`` fills it), so reading takes the
+chips; it names a model by ``[model] name`` and ``flavor``.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+
+from ..cost.refusals import refuse
+from ..presets import MODELS
+from .conventions import Degrees
+from .keys import LaunchFile, checked_keys, flat, layers_of
+
+FRAMEWORK = "torchtitan"
+# our presets as torchtitan's model name and flavor (torchtitan/models/*/__init__.py)
+FLAVORS = {
+    "llama-3-8b": ("llama3", "8B"),
+    "llama-3-70b": ("llama3", "70B"),
+    "llama-3-405b": ("llama3", "405B"),
+    "qwen3-30b-a3b": ("qwen3", "30B-A3B"),
+    "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
+    "deepseek-v3": ("deepseek_v3", "671B"),
+}
+CUSTOM = "custom"  # the flavor we write for a model torchtitan has none of
+# torch.distributed.pipelining's schedule names (get_schedule_class) and ours
+SCHEDULES = {
+    "gpipe": "GPipe",
+    "1f1b": "1F1B",
+    "interleaved": "Interleaved1F1B",
+    "zbv": "ZBVZeroBubble",
+    "dualpipev": "DualPipeV",
+}
+MULTI_STAGE = ("interleaved", "zbv", "dualpipev")  # two chunks a device unless told otherwise
+# what torchtitan's FSDP2 keeps after the forward pass, as a ZeRO stage ("default": gathered
+# under pipelining, resharded otherwise; torchtitan/distributed/parallel_dims, fsdp.py)
+RESHARD = {"always": 3, "never": 2}
+# keys that change the cost, read into the layout
+READ = (
+    "model.name", "model.flavor", "model.converters", "training.local_batch_size",
+    "training.global_batch_size", "training.seq_len", "training.steps",
+    "parallelism.data_parallel_replicate_degree", "parallelism.data_parallel_shard_degree",
+    "parallelism.fsdp_reshard_after_forward", "parallelism.tensor_parallel_degree",
+    "parallelism.pipeline_parallel_degree", "parallelism.pipeline_parallel_schedule",
+    "parallelism.pipeline_parallel_microbatch_size",
+    "parallelism.pipeline_parallel_layers_per_stage",
+    "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
+    "parallelism.expert_tensor_parallel_degree", "activation_checkpoint.mode",
+    "activation_checkpoint.selective_ac_option", "compile.enable",
+)  # fmt: skip
+# keys that would change the cost in ways the model does not price: refused unless at torchtitan's
+# default
+UNPRICED = {
+    "training.enable_cpu_offload": False,
+    "training.mixed_precision_param": "bfloat16",
+    "parallelism.pipeline_parallel_schedule_csv": "",
+    "parallelism.module_fqns_per_model_part": None,
+    "parallelism.context_parallel_load_balancer": "headtail",
+    "parallelism.expert_parallel_comm_backend": "standard",
+}
+# keys that change the cost a little, read as their nearest: said in the notes
+APPROXIMATED = {
+    "parallelism.enable_async_tensor_parallel": "TP charged as the stack overlaps it",
+    "quantize.linear.float8.enable_fsdp_float8_all_gather": "FSDP gathers charged in bf16",
+    "parallelism.context_parallel_rotate_method": "charged as a ring",
+    "parallelism.pipeline_parallel_first_stage_less_layers": "stages charged by their layers",
+    "parallelism.pipeline_parallel_last_stage_less_layers": "stages charged by their layers",
+}
+
+
+def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
+    """A job TOML's layout on ``chips`` chips, its model the flavor's preset unless ``model``
+    (a preset's name or a ``Model``) is given.
+
+    Raises
+    ------
+    InputError
+        Naming the key: one torchtitan has not, one whose setting the model cannot price, or
+        degrees that do not divide the chips; ``chips`` when none are given.
+    """
+    try:
+        table = flat(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as err:
+        raise refuse("config", f"a TOML file torchtitan reads ({err})", "a file") from None
+    got, ignored, notes = checked_keys(FRAMEWORK, table, READ, UNPRICED, APPROXIMATED)
+    if chips is None:
+        raise refuse("chips", "given: a torchtitan job file does not say how many GPUs", None)
+    model = model or _preset(got.get("model.name", "llama3"), got.get("model.flavor", "8B"))
+    converters = got.get("model.converters", [])
+    if any(c != "float8" for c in converters):
+        raise refuse(
+            "model.converters", "['float8'] or none (mx formats are not priced)", converters
+        )
+    one = {
+        k.removeprefix("parallelism."): v for k, v in got.items() if k.startswith("parallelism.")
+    }
+    tp, pp, cp = (one.get(f"{k}_parallel_degree", 1) for k in ("tensor", "pipeline", "context"))
+    replicate, shard = (
+        one.get("data_parallel_replicate_degree", 1),
+        one.get("data_parallel_shard_degree", -1),
+    )
+    shard = chips // (replicate * cp * tp * pp) if shard == -1 else shard
+    dp, ep = replicate * shard, one.get("expert_parallel_degree", 1)
+    schedule = _schedule(one.get("pipeline_parallel_schedule", "1F1B")) if pp > 1 else "1f1b"
+    local = got.get("training.local_batch_size", 8)
+    global_batch = got.get("training.global_batch_size", -1)
+    global_batch = local * dp if global_batch == -1 else global_batch
+    if pp > 1 and global_batch != local * dp:
+        notes.append("gradient accumulation over pipeline flushes: charged as one pipeline")
+    reshard = one.get("fsdp_reshard_after_forward", "default")
+    degrees = Degrees(
+        world=chips,
+        pods=1,
+        dp=dp,
+        cp=cp,
+        tp=tp,
+        pp=pp,
+        vp=_chunks(one, schedule, pp, layers_of(model)),
+        ep=ep,
+        etp=one.get("expert_tensor_parallel_degree", 1) if ep > 1 else tp,
+        zero=0 if shard == 1 else RESHARD.get(reshard, 2 if pp > 1 else 3),
+        seq_len=got.get("training.seq_len", 2048),
+        global_batch=global_batch,
+        micro_batch=one.get("pipeline_parallel_microbatch_size", 1) if pp > 1 else local,
+        schedule=schedule,
+        remat=_remat(got),
+        sequence_parallel=tp > 1,  # torchtitan's TP always shards the sequence
+        fp8="float8" in converters,
+        compile=got.get("compile.enable", False),
+        steps=got.get("training.steps"),
+    )
+    if replicate > 1 and shard > 1:
+        notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
+    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), {"stack": "fsdp2"})
+
+
+def write(d: Degrees, *, model: str, layers: int) -> tuple[str, list[str], list[str]]:
+    """The degrees as a job TOML: its text, the knobs chosen for it, and what it cannot say."""
+    chosen, cannot = [], []
+    name, flavor = FLAVORS.get(model, (model, CUSTOM))
+    if flavor == CUSTOM:
+        cannot.append(f"the model {model}: torchtitan has no flavor of it; register one")
+    if d.zero == 1:
+        cannot.append("ZeRO-1: FSDP2 shards the gradients too; written as ZeRO-2")
+    shard = d.dp // d.pods if d.zero else 1
+    replicate = d.pods if d.zero else d.dp
+    if d.schedule not in SCHEDULES:
+        cannot.append(f"the schedule {d.schedule}; written as 1F1B")
+    schedule = SCHEDULES.get(d.schedule, "1F1B")
+    per_rank = d.global_batch // d.dp
+    lines = [
+        "[model]",
+        f'name = "{name}"',
+        f'flavor = "{flavor}"',
+        f"converters = {['float8'] if d.fp8 else []}".replace("'", '"'),
+        "",
+        "[training]",
+        f"local_batch_size = {per_rank if d.pp > 1 else d.micro_batch}",
+        f"global_batch_size = {d.global_batch}",
+        f"seq_len = {d.seq_len}",
+        "",
+        "[parallelism]",
+        f"data_parallel_replicate_degree = {replicate}",
+        f"data_parallel_shard_degree = {shard}",
+        f'fsdp_reshard_after_forward = "{"always" if d.zero == 3 else "never"}"',
+        f"tensor_parallel_degree = {d.tp}",
+        f"pipeline_parallel_degree = {d.pp}",
+        f'pipeline_parallel_schedule = "{schedule}"',
+        f"pipeline_parallel_microbatch_size = {d.micro_batch}",
+        f"context_parallel_degree = {d.cp}",
+        f"expert_parallel_degree = {d.ep}",
+        f"expert_tensor_parallel_degree = {1 if d.etp == 1 and d.ep > 1 else d.tp}",
+    ]
+    if d.pp > 1 and d.vp > 2:
+        per_stage = math.ceil((layers + 2) / (d.pp * d.vp))
+        if math.ceil((layers + 2) / per_stage) == d.pp * d.vp:
+            lines.append(f"pipeline_parallel_layers_per_stage = {per_stage}")
+            chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
+        else:
+            cannot.append(f"{d.vp} chunks a device over {layers} layers")
+    if d.remat == "checkpoints":
+        cannot.append("the chapter's checkpoints; written as selective recompute")
+    if d.tp > 1 and not d.sequence_parallel:
+        cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
+    if d.cp > 1 and d.cp_kind != "ring":
+        cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
+    if d.ep_overlap:
+        cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
+    mode = {"checkpoints": "selective"}.get(d.remat, d.remat)
+    lines += ["", "[activation_checkpoint]", f'mode = "{mode}"']
+    lines += ['selective_ac_option = "op"'] if mode == "selective" else []
+    lines += ["", "[compile]", f"enable = {'true' if d.compile else 'false'}"]
+    if d.steps:
+        lines.insert(lines.index("[parallelism]") - 1, f"steps = {d.steps}")
+    if d.pp == 1 and d.microbatches > 1:
+        chosen.append(f"{d.microbatches} microbatches accumulated (global / local / DP)")
+    return "\n".join(lines) + "\n", chosen, cannot
+
+
+def _preset(name: str, flavor: str) -> str:
+    for preset, known in FLAVORS.items():
+        if known == (name, flavor):
+            return preset
+    if flavor == CUSTOM and name in MODELS:  # written by us for a model torchtitan has not
+        return name
+    raise refuse(
+        "model.flavor",
+        "a flavor with a preset of ours ("
+        + ", ".join(f"{n} {f}" for n, f in FLAVORS.values())
+        + "), or give the model with --model or --model-file",
+        f"{name} {flavor}",
+    )
+
+
+def _schedule(name: str) -> str:
+    for ours, theirs in SCHEDULES.items():
+        if theirs.lower() == name.lower():
+            return ours
+    raise refuse(
+        "parallelism.pipeline_parallel_schedule", f"one of {', '.join(SCHEDULES.values())}", name
+    )
+
+
+def _chunks(one: dict, schedule: str, pp: int, layers: int) -> int:
+    """Virtual stages a device: from the layers a stage, else two for a multi-stage schedule."""
+    if pp == 1:
+        return 1
+    per_stage = one.get("pipeline_parallel_layers_per_stage")
+    if per_stage is None:
+        return 2 if schedule in MULTI_STAGE else 1
+    stages = math.ceil((layers + 2) / per_stage)
+    if stages % pp:
+        raise refuse(
+            "parallelism.pipeline_parallel_layers_per_stage",
+            f"a count giving a multiple of the {pp} stages",
+            per_stage,
+        )
+    return stages // pp
+
+
+def _remat(got: dict) -> str:
+    mode = got.get("activation_checkpoint.mode", "selective")
+    option = got.get("activation_checkpoint.selective_ac_option", "2")
+    if mode not in ("none", "selective", "full"):
+        raise refuse("activation_checkpoint.mode", "'none', 'selective' or 'full'", mode)
+    if mode == "selective" and option != "op":
+        raise refuse(
+            "activation_checkpoint.selective_ac_option",
+            "'op' (per-layer selective recompute is not priced)",
+            option,
+        )
+    return mode

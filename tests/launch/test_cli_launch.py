@@ -1,0 +1,98 @@
+"""plan → export → launch from the command line, a config read with --config, and bad files
+refused in one line that names the key."""
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from scaling_widgets.cli import main
+
+CONFIGS = Path(__file__).parent.parent / "data" / "configs"
+LLAMA_70B = str(CONFIGS / "torchtitan_llama3_70b.toml")
+
+
+def run(argv, capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_plan_exports_a_row_that_estimate_reads_back_to_the_same_numbers(capsys, tmp_path):
+    flags = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "256", "--batch", "4194304",
+             "--seq-len", "8192"]  # fmt: skip
+    code, table, _ = run(["plan", *flags, "--json"], capsys)
+    second = json.loads(table)["layouts"][1]
+    code, text, _ = run(["plan", *flags, "--export-to", "torchtitan", "--rank", "2"], capsys)
+    layout = second["layout"]
+    assert code == 0 and tomllib.loads(text)["parallelism"]["tensor_parallel_degree"] == layout["Y"]
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    code, out, _ = run(["estimate", "--config", str(path), "--hardware", "h100", "--chips", "256",
+                        "--json"], capsys)  # fmt: skip
+    back = json.loads(out)
+    assert back["layout"] == layout
+    assert back["step_time_s"] == pytest.approx(second["step_time_s"], rel=1e-9)
+    for key in ("schedule", "virtual_stages", "remat", "zero_stage"):
+        assert back[key] == second[key], key
+
+
+def test_export_writes_each_framework_from_estimates_flags(capsys, tmp_path):
+    flags = ["--model", "mixtral-8x7b", "--hardware", "h100", "--chips", "64", "--batch", "2097152",
+             "--seq-len", "4096", "--ep", "8", "--stack", "megatron-lm"]  # fmt: skip
+    code, text, _ = run(["export", "--to", "megatron", *flags], capsys)
+    assert code == 0 and "pretrain_gpt.py" in text and "--expert-model-parallel-size 8" in text
+    out = tmp_path / "run.sh"
+    code, _, _ = run(["export", "--to", "torchtitan", "--output", str(out), *flags], capsys)
+    assert "# Cannot express: the model mixtral-8x7b" in out.read_text()
+
+
+def test_a_config_with_flags_on_top_answers_what_if(capsys):
+    code, out, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100", "--chips", "64",
+                          "--batch", "1M", "--json"], capsys)  # fmt: skip
+    assert code == 0 and json.loads(out)["batch_tokens"] == 122 * 8192  # 1M tokens: 122 sequences
+    code, out, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100", "--chips", "64",
+                          "--verbose"], capsys)  # fmt: skip
+    assert "ignored (no cost): " in err and "optimizer.lr" in err
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (("[parallelism]", "[parallelism]\ntensor_paralel_degree = 2"),
+         "parallelism.tensor_paralel_degree must be a key of torchtitan's configuration (did you"
+         " mean parallelism.tensor_parallel_degree?); got unknown"),
+        (("tensor_parallel_degree = 8", "tensor_parallel_degree = 3"),
+         "tp must be a degree dividing the 64 chips; got 3"),
+        (("[training]", "[training]\nenable_cpu_offload = true"),
+         "training.enable_cpu_offload must be False: another setting is not priced; got True"),
+        (('mode = "full"', 'mode = "memory_budget"'),
+         "activation_checkpoint.mode must be 'none', 'selective' or 'full'; got memory_budget"),
+    ],
+)  # fmt: skip
+def test_a_bad_file_is_refused_in_one_line_naming_the_key(change, named, capsys, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(Path(LLAMA_70B).read_text().replace(*change, 1))
+    code, out, err = run(["estimate", "--config", str(path), "--hardware", "a100", "--chips",
+                          "64"], capsys)  # fmt: skip
+    assert code == 2 and err.strip() == f"scaling-widgets estimate: error: {named}"
+
+
+def test_a_config_needs_the_chips_it_runs_on(capsys):
+    code, _, err = run(["estimate", "--config", LLAMA_70B, "--chips", "64"], capsys)
+    assert code == 2 and "hardware must be given with --config" in err
+    code, _, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100"], capsys)
+    assert code == 2 and "chips must be given: a torchtitan job file does not say" in err
+
+
+def test_a_row_no_framework_can_run_names_the_nearest_batch_that_would(capsys):
+    # 4M tokens are 488 sequences of 8,192: not the same whole count on each of 16 data ranks
+    flags = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "256", "--batch", "4M",
+             "--seq-len", "8192", "--tp", "8", "--pp", "2"]  # fmt: skip
+    code, _, err = run(["export", "--to", "megatron", *flags], capsys)
+    assert code == 2 and "batch must be the same whole sequences for each of the 16" in err
+    assert "e.g. 3,932,160 or 4,063,232 tokens (480 or 496 sequences); got 488 sequences" in err

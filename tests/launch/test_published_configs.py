@@ -1,0 +1,119 @@
+"""The frameworks' own published launch files (tests/data/configs, cited there) read into the
+layouts they describe, and those layouts evaluated."""
+
+from pathlib import Path
+
+import pytest
+
+from scaling_widgets import fields
+from scaling_widgets.cost import Model, evaluate
+from scaling_widgets.cost.refusals import InputError
+from scaling_widgets.launch import read_config
+from scaling_widgets.presets import HARDWARE
+
+CONFIGS = Path(__file__).parent.parent / "data" / "configs"
+# base.yml's model at global_parameter_scale 128: heads and MLP x8, width and layers x4
+MAXTEXT_128B = Model("MaxText default x128", layers=64, d_model=8192, d_ff=57344, heads=128,
+                     kv_heads=128, head_dim=128, vocab=32000)  # fmt: skip
+LAYOUT = ("model", "x", "y", "z", "zero", "microbatches", "batch", "seq_len", "remat", "ep", "cp")
+
+
+def read(name: str, hardware: str, chips: int | None = None):
+    got, file = read_config(str(CONFIGS / name), chip=HARDWARE[hardware], chips=chips)
+    state = fields.checked({**fields.defaults(), **got}, tuple(got))
+    return got, file, evaluate(*fields.values(state))
+
+
+@pytest.mark.parametrize(
+    "name, hardware, chips, layout",
+    [
+        # 64 A100s, as its note says: FSDP over all of them, one sequence of 8,192 each
+        ("torchtitan_llama3_8b.toml", "a100", 64,
+         ("llama-3-8b", 64, 1, 1, 3, 1, 64 * 8192, 8192, "selective", 1, 1)),
+        # TP 8 inside a node, FSDP over the 8 nodes, 8 sequences each: 64
+        ("torchtitan_llama3_70b.toml", "a100", 64,
+         ("llama-3-70b", 8, 8, 1, 3, 1, 64 * 8192, 8192, "full", 1, 1)),
+        # 128 H100s: TP 8 x FSDP 16, 2 sequences each
+        ("torchtitan_llama3_405b.toml", "h100", 128,
+         ("llama-3-405b", 16, 8, 1, 3, 1, 32 * 8192, 8192, "full", 1, 1)),
+        # TP 8 x PP 16 on 1,024 A100s: DP 8, 1,536 sequences in microbatches of 1, 192 a replica
+        ("megatron_gpt3_175b.sh", "a100", 1024,
+         ("gpt-3-175b", 8, 8, 16, 0, 192, 1536 * 2048, 2048, "none", 1, 1)),
+        # one node of 8 H100s, the world its torchrun line says: DP 8, 128 sequences, 16 each
+        ("megatron_llama3_8b_h100_fp8.sh", "h100", None,
+         ("llama-3-8b", 8, 1, 1, 1, 16, 128 * 8192, 8192, "none", 1, 1)),
+        # PP 4 x EP 8 on 4 nodes: DP 8, EP out of it, 256 sequences of 4,096
+        ("megatron_mixtral_8x7b.sh", "h100", 32,
+         ("mixtral-8x7b", 8, 1, 4, 1, 32, 256 * 4096, 4096, "none", 8, 1)),
+        # FSDP over a 512-chip v5p slice, 4 sequences a chip; save_dot_except_mlpwi ~ selective
+        ("maxtext_v5p_llama2_70b.sh", "tpu-v5p", 512,
+         ("llama-2-70b", 512, 1, 1, 3, 1, 2048 * 4096, 4096, "selective", 1, 1)),
+        # TP 8 x FSDP 16 (fsdp -1 fills the slice), one sequence of 2,048 a chip
+        ("maxtext_v5p_128b.sh", "tpu-v5p", 128,
+         (MAXTEXT_128B, 16, 8, 1, 3, 1, 128 * 2048, 2048, "selective", 1, 1)),
+        # v5e-256: 2 sequences a chip; its qkv_proj_offloaded keeps HBM as full recompute does
+        ("maxtext_v5e_llama2_70b.sh", "tpu-v5e", 256,
+         ("llama-2-70b", 256, 1, 1, 3, 1, 512 * 2048, 2048, "full", 1, 1)),
+    ],
+)  # fmt: skip
+def test_a_published_file_reads_into_the_layout_it_describes(name, hardware, chips, layout):
+    got, file, e = read(name, hardware, chips)
+    assert tuple(got[k] for k in LAYOUT) == layout
+    assert int(e.x) * int(e.y) * int(e.z) == e.chips and float(e.step_time) > 0
+
+
+def test_what_each_file_sets_beside_the_layout():
+    got, file, e = read("torchtitan_llama3_405b.toml", "h100", 128)
+    assert got["matmul_dtype"] == "fp8" and got["torch_compile"] and got["stack"] == "fsdp2"
+    assert got["tokens"] == 3000 * 32 * 8192  # training.steps x the global batch
+    # async TP and fp8 all-gathers are read as their nearest, and said so
+    assert any("enable_async_tensor_parallel" in note for note in file.notes)
+    assert "job.description" in file.ignored and "optimizer.lr" in file.ignored
+    got, file, e = read("megatron_llama3_8b_h100_fp8.sh", "h100")
+    assert got["matmul_dtype"] == "fp8" and got["stack"] == "megatron-lm"
+    assert got["tokens"] == pytest.approx(1_953_125_000 * 8192, rel=1e-3)  # --train-samples
+    got, file, e = read("megatron_gpt3_175b.sh", "a100", 1024)
+    assert any("step-batch-size-schedule" in note for note in file.notes)  # the batch ramp
+
+
+def test_a_script_whose_world_cannot_hold_its_degrees_names_the_launchers_flag():
+    # its torchrun line runs one node of 8 ("change for multinode"): TP 8 x PP 16 needs more
+    with pytest.raises(InputError, match=r"^--nnodes must .* divisible by TP x PP x CP = 128"):
+        read("megatron_gpt3_175b.sh", "a100")
+
+
+def test_maxtexts_scaled_model_is_its_own_rule():
+    # v5e 16b.sh: global_parameter_scale 16 doubles heads and MLP twice, width and layers once
+    got, file, e = read("maxtext_v5e_16b.sh", "tpu-v5e", 256)
+    m = got["model"]
+    assert (m.layers, m.d_model, m.d_ff, m.heads) == (32, 4096, 28672, 64)
+    assert got["batch"] == 6 * 256 * 2048 and got["stack"] == "maxtext"
+
+
+def test_a_hugging_face_config_beside_the_file_gives_the_model(tmp_path):
+    # Mistral 7B has no preset and no torchtitan flavor: the team's config.json names it
+    (tmp_path / "config.json").write_text((CONFIGS.parent / "hf" / "mistral-7b.json").read_text())
+    job = tmp_path / "train.toml"
+    job.write_text((CONFIGS / "torchtitan_llama3_8b.toml").read_text())
+    got, file = read_config(str(job), chip=HARDWARE["h100"], chips=64)
+    assert got["model"].d_model == 4096 and got["model"].vocab == 32000
+    assert got["x"] == 64 and got["remat"] == "selective"
+
+
+@pytest.mark.parametrize(
+    "name, change, hardware, chips, named",
+    [
+        ("megatron_mixtral_8x7b.sh", ("--moe-grouped-gemm", "--moe-grouped-gem"), "h100", 32,
+         r"^--moe-grouped-gem must be a key of megatron's configuration \(did you mean"),
+        ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --recompute-modules core_attn"), "h100",
+         32, r"^--recompute-modules must be True: another setting is not priced"),
+        ("maxtext_v5p_128b.sh", ("ici_tensor_parallelism=8", "ici_tensor_parallelism=3"),
+         "tpu-v5p", 128, r"^ici_fsdp_parallelism must be degrees multiplying to 128; got 3"),
+        ("maxtext_v5p_128b.sh", ("remat_policy=minimal", "remat_policy=minimal_offloaded_x"),
+         "tpu-v5p", 128, r"^remat_policy must be one of full, minimal"),
+    ],
+)  # fmt: skip
+def test_a_bad_script_is_refused_naming_the_key(name, change, hardware, chips, named):
+    text = (CONFIGS / name).read_text().replace(*change, 1)
+    with pytest.raises(InputError, match=named):
+        read_config(text, chip=HARDWARE[hardware], chips=chips)
