@@ -215,12 +215,19 @@ def _calibrated(values, args):
     return cluster, workload, layout, options
 
 
+# the stack that runs each framework's file: what a plan for it ranks by
+FRAMEWORK_STACKS = {"torchtitan": "fsdp2", "megatron": "megatron-lm", "maxtext": "maxtext"}
+
+
 def _plan(args, state: dict, given: dict) -> int:
+    export_to = getattr(args, "export_to", None)
+    if export_to is not None and "stack" not in given:  # rank what that framework runs
+        state = {**state, "stack": FRAMEWORK_STACKS[export_to]}
     keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     ranked = plan(**keywords, **limits)
-    if getattr(args, "export_to", None) is not None:
+    if export_to is not None:
         if args.rank > len(ranked):
             raise refuse("rank", f"at most the {len(ranked):,} layouts that fit", args.rank)
         print(write_config(args.export_to, ranked.estimate(args.rank - 1)), end="")

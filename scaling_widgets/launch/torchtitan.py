@@ -103,7 +103,21 @@ def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
         one.get("data_parallel_replicate_degree", 1),
         one.get("data_parallel_shard_degree", -1),
     )
-    shard = chips // (replicate * cp * tp * pp) if shard == -1 else shard
+    for axis, degree in (("tensor", tp), ("pipeline", pp), ("context", cp)):
+        if degree < 1 or chips % degree:
+            key = f"parallelism.{axis}_parallel_degree"
+            raise refuse(key, f"a degree dividing the {chips:,} GPUs", degree)
+    others = replicate * cp * tp * pp
+    if shard == -1 and chips % others == 0:
+        shard = chips // others
+    if shard * others != chips:
+        raise refuse(
+            "parallelism.data_parallel_shard_degree",
+            f"{chips / others:g} to fill the {chips:,} GPUs with the other degrees (or -1)"
+            if chips % others == 0
+            else f"a degree that fills {chips:,} GPUs, which the other degrees' {others} cannot",
+            shard,
+        )
     dp, ep = replicate * shard, one.get("expert_parallel_degree", 1)
     schedule = _schedule(one.get("pipeline_parallel_schedule", "1F1B")) if pp > 1 else "1f1b"
     local = got.get("training.local_batch_size", 8)

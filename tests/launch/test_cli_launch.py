@@ -67,7 +67,7 @@ def test_a_config_with_flags_on_top_answers_what_if(capsys):
          "parallelism.tensor_paralel_degree must be a key of torchtitan's configuration (did you"
          " mean parallelism.tensor_parallel_degree?); got unknown"),
         (("tensor_parallel_degree = 8", "tensor_parallel_degree = 3"),
-         "tp must be a degree dividing the 64 chips; got 3"),
+         "parallelism.tensor_parallel_degree must be a degree dividing the 64 GPUs; got 3"),
         (("[training]", "[training]\nenable_cpu_offload = true"),
          "training.enable_cpu_offload must be False: another setting is not priced; got True"),
         (('mode = "full"', 'mode = "memory_budget"'),
@@ -96,3 +96,25 @@ def test_a_row_no_framework_can_run_names_the_nearest_batch_that_would(capsys):
     code, _, err = run(["export", "--to", "megatron", *flags], capsys)
     assert code == 2 and "batch must be the same whole sequences for each of the 16" in err
     assert "e.g. 3,932,160 or 4,063,232 tokens (480 or 496 sequences); got 488 sequences" in err
+
+
+def test_a_plan_for_a_framework_ranks_what_it_runs(capsys):
+    # Megatron-LM pipelines with 1F1B or interleaved 1F1B: the row it gets is one of those
+    flags = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch",
+             "8388608", "--seq-len", "8192", "--max-tp", "4",
+             "--export-to", "megatron"]  # fmt: skip
+    for rank in ("1", "2", "3"):
+        code, text, err = run(["plan", *flags, "--rank", rank], capsys)
+        assert code == 0 and "# Cannot express: the schedule" not in text
+
+
+def test_a_torchtitan_file_whose_degrees_do_not_fill_the_gpus_names_the_key(capsys, tmp_path):
+    path = tmp_path / "job.toml"
+    shard = ("data_parallel_shard_degree = -1", "data_parallel_shard_degree = 4")
+    path.write_text(Path(LLAMA_70B).read_text().replace(*shard))
+    code, _, err = run(["estimate", "--config", str(path), "--hardware", "a100", "--chips", "64"],
+                       capsys)  # fmt: skip
+    assert code == 2 and err.strip() == (
+        "scaling-widgets estimate: error: parallelism.data_parallel_shard_degree must be 8 to fill"
+        " the 64 GPUs with the other degrees (or -1); got 4"
+    )
