@@ -14,6 +14,7 @@ from .widgets import (
     Recommendations,
     RooflineControls,
     RooflinePlot,
+    RunControls,
     StepBreakdown,
     StrategySelector,
     Summary,
@@ -44,6 +45,7 @@ class Panel(w.VBox):
         self.model_picker = ModelPicker(scenario)
         self.training = TrainingControls(scenario)
         self.exactness = ExactnessControls(scenario)
+        self.run = RunControls(scenario)
         self.mesh_picker = MeshPicker(scenario)
         self.strategy_selector = StrategySelector(scenario)
         self.roofline = RooflinePlot(scenario)
@@ -57,8 +59,9 @@ class Panel(w.VBox):
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
-        beyond = w.Accordion([self.exactness])  # closed: the chapter's model comes first
+        beyond = w.Accordion([self.exactness, self.run])  # closed: the chapter's model first
         beyond.set_title(0, "Beyond the chapter: exactness and memory headroom")
+        beyond.set_title(1, "The whole run: failures, checkpoints, energy and cost")
         beyond.selected_index = None
         controls = w.HBox(
             [

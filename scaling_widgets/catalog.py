@@ -95,6 +95,7 @@ def chip_from_json(source: str | Path | dict) -> Chip:
         "node_size": 0,
         "scaleout_bw": 0.0,
         "flops_fp8": 0.0,
+        "power": 0.0,  # watts; none published: no energy unless the run is given one
     }
     return _from_json(Chip, source, optional=optional)
 

@@ -72,6 +72,7 @@ HARDWARE.update(
             scaleout_bw=2.5e10,
             dcn_bw=2.5e10,  # DGX A100: one 200 Gb/s HDR NIC per GPU
             **_DGX,
+            power=400.0,  # A100 SXM datasheet: 400 W TDP
         ),
         "h100": Chip(
             "H100",
@@ -83,6 +84,7 @@ HARDWARE.update(
             scaleout_bw=5e10,
             dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
             **_DGX,
+            power=700.0,  # H100 SXM datasheet: up to 700 W
         ),
         "h200": Chip(
             "H200",
@@ -94,6 +96,7 @@ HARDWARE.update(
             scaleout_bw=5e10,
             dcn_bw=5e10,
             **_DGX,
+            power=700.0,  # H200 SXM datasheet: up to 700 W
         ),
         "b200": Chip(
             "B200",
@@ -105,6 +108,7 @@ HARDWARE.update(
             scaleout_bw=5e10,
             dcn_bw=5e10,  # MODEL.md §A.7: the same 400 GB/s per node
             **_DGX,
+            power=1000.0,  # HGX B200 datasheet: 1,000 W a GPU
         ),
         "gb200-nvl72": Chip(
             "GB200 NVL72",
@@ -118,6 +122,7 @@ HARDWARE.update(
             pod_shape=(256, 72),
             node_size=72,
             wraparound="switched",
+            power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
         ),
     }
 )

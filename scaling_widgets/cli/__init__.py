@@ -226,7 +226,7 @@ def _plan(args, state: dict, given: dict) -> int:
     keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
-    ranked = plan(**keywords, **limits)
+    ranked = plan(**keywords, **limits, rank_by=args.rank_by)
     if export_to is not None:
         if args.rank > len(ranked):
             raise refuse("rank", f"at most the {len(ranked):,} layouts that fit", args.rank)

@@ -18,7 +18,7 @@ from ..text import units
 
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
-           "config", "verbose", "to", "output", "export_to", "rank")  # fmt: skip
+           "config", "verbose", "to", "output", "export_to", "rank", "rank_by")  # fmt: skip
 FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
@@ -163,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=FRAMEWORKS,
         default=argparse.SUPPRESS,
         help="print the launch file of the layout at --rank instead of the table",
+    )
+    planner.add_argument(
+        "--rank-by",
+        choices=("step", "wall"),
+        default="step",
+        help="rank by the step time, or by the whole run's wall clock with --tokens (failures and"
+        " checkpoints counted; chip-hours, energy and cost rank alike on one cluster)",
     )
     planner.add_argument(
         "--rank",

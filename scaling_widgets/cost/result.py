@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from .memory.chapter import MemoryPerChip
 from .memory.peak import PeakMemory
+from .run import Run
 from .transformer.counts import ParamCount
 from .transformer.layer import LayerTimes
 from .values import Cluster, Layout, Options, Workload
@@ -75,6 +76,7 @@ class Estimate:
     # what the schedule's paired passes hide of the expert ("ep") and context-parallel ("cp")
     # traffic, not in the step [s] (MODEL.md §B.6); None with an MFU given
     hidden: dict | None = None
+    run: Run | None = None  # the whole run with failures and checkpoints (MODEL.md §H)
 
     def __repr__(self) -> str:
         shape = np.shape(self.step_time)

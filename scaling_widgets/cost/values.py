@@ -37,6 +37,7 @@ from .cluster.chip import Chip
 from .cluster.mesh import ROLES, check_fits_pod
 from .cluster.nodes import check_gpu_slice
 from .refusals import refuse
+from .run import CHECKPOINT_BW, FAILURES_PER_CHIP_HOUR, PUE, RESTART_S
 from .schedules import SCHEDULES
 from .stacks import STACKS
 from .step.profiles import Profile
@@ -274,7 +275,10 @@ class Options:
     the stack's. ``matmul_dtype`` "fp8" runs the layers' linear matmuls at the chip's fp8 rate
     (attention and the output layer stay in bf16, MODEL.md §F.4). ``torch_compile`` runs a
     PyTorch stack's layers compiled: fused memory-bound kernels, fewer activations kept (MODEL.md
-    §F.5); None: the stack's (eager).
+    §F.5); None: the stack's (eager). The whole run, with the workload's tokens (MODEL.md §H):
+    ``failure_rate`` interruptions per chip-hour, ``checkpoint_bw`` each chip's write bandwidth
+    [bytes/s], ``restart_time`` [s], ``checkpoint_interval`` [s] (None: Young/Daly's), ``pue``,
+    ``chip_power`` [W] (None: the chip's rated power) and ``price_per_chip_hour`` (None: no cost).
     """
 
     mfu: float | np.ndarray | None = checked(
@@ -296,6 +300,15 @@ class Options:
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
+    failure_rate: float = checked(
+        FAILURES_PER_CHIP_HOUR, Number(low=0, high=1, what="interruptions per chip-hour")
+    )
+    checkpoint_bw: float = checked(CHECKPOINT_BW, Number(high=1e13, unit="bytes/s"))
+    restart_time: float = checked(RESTART_S, Number(low=0, high=1e7, unit="seconds"))
+    checkpoint_interval: float | None = checked(None, Maybe(Number(high=1e9, unit="seconds")))
+    pue: float = checked(PUE, Number(low=1, high=10, closed=True, what="a PUE"))
+    chip_power: float | None = checked(None, Maybe(Number(high=1e6, unit="watts")))
+    price_per_chip_hour: float | None = checked(None, Maybe(Number(low=0, high=1e6)))
 
     def __post_init__(self) -> None:
         check_fields(self)

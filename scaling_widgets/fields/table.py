@@ -95,6 +95,17 @@ def _gigabytes(text: str, field: str) -> float:
     return value
 
 
+def _or_zero(text: str, field: str) -> float:
+    """A count as ``COUNT`` reads it, or 0 (no failures, an instant restart)."""
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return units.parse_count(text, field)
+
+
+def _gb_per_s(text: str, field: str) -> float:
+    return units.parse_count(text, field) * 1e9
+
+
 def _on(text: str, flag: str) -> bool:
     """A flag's word for a switch: ``--flash-attention on`` is True."""
     return {"on": True, "off": False}[text]
@@ -261,12 +272,35 @@ FIELDS_TABLE = (
           " memory-bound kernels, fewer activations kept (fsdp2, deepspeed, llm-foundry;"
           " default: the stack's, off)", flag="--torch-compile",
           choices=("on", "off"), parse=_on, words=_on_off, since=8, label="Compile"),
+    # The whole run, with the tokens (MODEL.md §H).
+    Field("failure_rate", "options.failure_rate", "interruptions per chip-hour, for the run's"
+          " goodput (default 1.97e-5: Llama 3's 419 in 54 days on 16,384 H100s)",
+          flag="--failure-rate", parse=_or_zero, since=11, label="Failures/chip-h"),
+    Field("checkpoint_bw", "options.checkpoint_bw", "each chip's checkpoint write bandwidth, GB/s"
+          " (default 0.122: Llama 3's storage, 2 TB/s for 16K GPUs)", flag="--checkpoint-gbps",
+          metavar="GB/s", parse=_gb_per_s, words=lambda v: repr(v / 1e9), since=11,
+          label="Checkpoint GB/s"),
+    Field("restart_time", "options.restart_time", "seconds a restart takes after a failure"
+          " (default 600)", flag="--restart-time", metavar="SECONDS", parse=_or_zero, since=11,
+          label="Restart (s)"),
+    Field("checkpoint_interval", "options.checkpoint_interval", "seconds between checkpoints"
+          " (default: Young/Daly's, the square root of 2 x a write x the time between failures)",
+          flag="--checkpoint-interval", metavar="SECONDS", parse=COUNT, since=11,
+          label="Checkpoint every (s)"),
+    Field("pue", "options.pue", "the data center's power usage effectiveness, for the energy"
+          " (default 1.1)", flag="--pue", parse=COUNT, since=11, label="PUE"),
+    Field("chip_power", "options.chip_power", "watts a chip draws (default: its rated power;"
+          " TPUs publish none)", flag="--chip-power", metavar="WATTS", parse=COUNT, since=11,
+          label="Chip power (W)"),
+    Field("price_per_chip_hour", "options.price_per_chip_hour", "the price of a chip-hour, for"
+          " the run's cost (no default)", flag="--price-per-chip-hour", metavar="PRICE",
+          parse=_or_zero, since=11, label="Price/chip-h"),
 )  # fmt: skip
 FIELDS: dict[str, Field] = {f.name: f for f in FIELDS_TABLE}
 # The saved scenario's version: each field's ``since`` at most, 5 where CP None came in (older
 # scenarios saved CP 1, then the default, for "none asked") and 9 where the zero-bubble and DualPipe
 # schedules came in (a reader before them cannot run a scenario that names one); 10 brought
-# ``ep_overlap``.
+# ``ep_overlap``, 11 the whole run's inputs.
 VERSION = max(9, *(f.since for f in FIELDS_TABLE))
 READABLE = tuple(range(1, VERSION + 1))
 # the scenario's keys, in the JSON's order

@@ -22,6 +22,22 @@ def _num(value):
     return v
 
 
+def _run(r) -> dict:
+    """The whole run (MODEL.md §H): never-finishing times as null."""
+    return {
+        "goodput": _num(r.goodput),
+        "wall_s": _num(r.wall),
+        "ideal_s": _num(r.ideal),
+        "checkpoint_bytes": _num(r.checkpoint_bytes),
+        "checkpoint_write_s": _num(r.checkpoint_write),
+        "checkpoint_interval_s": _num(r.interval),
+        "between_failures_s": _num(r.between_failures),
+        "chip_hours": _num(r.chip_hours),
+        "energy_j": None if r.energy is None else _num(r.energy),
+        "cost": None if r.cost is None else _num(r.cost),
+    }
+
+
 def record(e: Estimate, others=None) -> dict:
     """The estimate as plain JSON types (MODEL.md §A.10). ``others`` maps strategy -> Estimate, or
     the error that says why that strategy cannot run here."""
@@ -87,6 +103,7 @@ def record(e: Estimate, others=None) -> dict:
         "step_time_s": _num(e.step_time),
         "training_tokens": None if e.tokens is None else _num(e.tokens),
         "training_time_s": None if e.training_time is None else _num(e.training_time),
+        "run": None if e.run is None else _run(e.run),
     }
     if others:
         out["strategies"] = {name: _summary(o) for name, o in others.items()}
@@ -215,7 +232,8 @@ def _named_in_full(e: Estimate) -> str:
 
 def plan_table(ranked, ranks) -> str:
     """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the
-    HBM it leaves, the time to train (with the tokens given), what binds."""
+    HBM it leaves, the wall-clock time to train with failures and checkpoints, and its goodput
+    (with the tokens given), what binds."""
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
@@ -242,7 +260,7 @@ def plan_table(ranked, ranks) -> str:
         + (f"{'axes':<10} " if orders else "")
         + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} "
         f"{'HBM left':>8}"
-        + (f" {'to train':>10}" if workload.tokens is not None else "")
+        + (f" {'to train':>10} {'goodput':>7}" if workload.tokens is not None else "")
         + "  binds",
     ]
     for r in ranks:
@@ -255,8 +273,11 @@ def plan_table(ranked, ranks) -> str:
         layout += f" CP{k['cp']}" * (k["cp"] > 1)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         e = ranked.estimate(r)
+        run = e.run
         train = (
-            f" {units.seconds(float(e.training_time)):>10}" if e.training_time is not None else ""
+            f" {units.seconds(float(run.wall)):>10} {float(run.goodput):>7.1%}"
+            if run is not None
+            else ""
         )
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "

@@ -3,6 +3,8 @@ train, and what binds a layout (MODEL.md §A.10, §C.4, §C.5)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..cost import Estimate
@@ -118,11 +120,45 @@ def step(e: Estimate) -> Line:
 
 def time_to_train(e: Estimate) -> Line:
     days = units.seconds(float(e.training_time))
-    if not e.fits:
-        return Line.of(
-            "time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}, if it fit."
+    head = f"Time to train on {units.count(float(e.tokens))} tokens: {days} of steps"
+    return Line.of("time", head + _the_run(e) + (", if it fit." if not e.fits else "."))
+
+
+def _the_run(e: Estimate) -> str:
+    """What failures and checkpoints make of the run (MODEL.md §H), and what it costs."""
+    r, o = e.run, e.options
+    if r is None:
+        return ""
+    M, tau = float(r.between_failures), float(r.interval)
+    failing = (
+        f"the job failing every {units.seconds(M)} ({units.sci(o.failure_rate)} a chip-hour)"
+        if math.isfinite(M)
+        else "no failures"
+    )
+    every = "never" if not math.isfinite(tau) else f"every {units.seconds(tau)}"
+    chosen = " (Young/Daly)" if o.checkpoint_interval is None and math.isfinite(tau) else ""
+    said = (
+        f"; with {failing}, {units.nbytes(float(r.checkpoint_bytes))} of checkpoint a chip written"
+        f" in {units.seconds(float(r.checkpoint_write))} {every}{chosen} and"
+        f" {units.seconds(o.restart_time)} to restart"
+    )
+    if float(r.goodput) == 0:
+        why = (
+            "a checkpoint's write fills its interval"
+            if float(r.checkpoint_write) >= tau
+            else "failures outpace its checkpoints"
         )
-    return Line.of("time", f"Time to train on {units.count(float(e.tokens))} tokens: {days}.")
+        return said + f": the run never finishes, {why}"
+    said += (
+        f", goodput {float(r.goodput):.1%}: {units.seconds(float(r.wall))} on the wall clock,"
+        f" {units.count(float(r.chip_hours))} chip-hours"
+    )
+    if r.energy is not None:
+        watts = e.chip.power if o.chip_power is None else o.chip_power
+        said += f", {units.energy(float(r.energy))} at PUE {o.pue:g} ({watts:g} W a chip)"
+    if r.cost is not None:
+        said += f", {units.count(float(r.cost))} at {o.price_per_chip_hour:g} a chip-hour"
+    return said
 
 
 def binds(e: Estimate) -> str:

@@ -98,6 +98,12 @@ def nbytes(n: float) -> str:
     return _scaled(n, ((1e12, " TB"), (1e9, " GB"), (1e6, " MB"), (1e3, " kB")), unit=" B")
 
 
+def energy(joules: float) -> str:
+    """Energy in watt-hours, SI-scaled: 49.8 GWh, 310 MWh."""
+    return _scaled(joules / 3600, ((1e12, " TWh"), (1e9, " GWh"), (1e6, " MWh"), (1e3, " kWh")),
+                   unit=" Wh")  # fmt: skip
+
+
 def seconds(t: float) -> str:
     """A duration in the unit that reads best: 4.2 µs, 311 ms, 2.5 h, 17.0 days."""
     if not math.isfinite(t):

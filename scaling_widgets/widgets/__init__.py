@@ -1,9 +1,9 @@
 """The reusable widgets. Each takes an optional ``scenario`` and binds itself to it.
 
-Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls) write to the scenario;
-views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the scenario's shared
-``Analysis``. ``scenario.py`` holds the shared state, ``analysis.py`` the one observer that
-evaluates it.
+Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls, RunControls) write to
+the scenario; views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the
+scenario's shared ``Analysis``. ``scenario.py`` holds the shared state, ``analysis.py`` the one
+observer that evaluates it.
 """
 
 from .exactness_controls import ExactnessControls
@@ -14,6 +14,7 @@ from .model_picker import ModelPicker
 from .pipeline_picture import PipelinePicture
 from .recommendations import Recommendations
 from .roofline import RooflineControls, RooflinePlot
+from .run_controls import RunControls
 from .step_breakdown import StepBreakdown
 from .strategy_selector import StrategySelector
 from .summary import Summary
@@ -29,6 +30,7 @@ __all__ = [
     "Recommendations",
     "RooflineControls",
     "RooflinePlot",
+    "RunControls",
     "StepBreakdown",
     "StrategySelector",
     "Summary",

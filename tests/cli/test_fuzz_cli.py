@@ -97,6 +97,13 @@ PLAUSIBLE = {
     "--precision": list(PRECISIONS),
     "--matmul-dtype": ["bf16", "fp8"],
     "--torch-compile": ["on", "off"],
+    "--failure-rate": ["0", "2e-5", "0.01"],
+    "--checkpoint-gbps": ["0.122", "10"],
+    "--restart-time": ["0", "600"],
+    "--checkpoint-interval": ["3600"],
+    "--pue": ["1.1"],
+    "--chip-power": ["500"],
+    "--price-per-chip-hour": ["2.5"],
     "--top": ["1", "3", "100", str(2**53)],
 }
 SWITCHES = [

@@ -106,6 +106,13 @@ PLAUSIBLE = {
     "overhead_bytes": [0.0, 1e9, 1e11],
     "fits_below": [1.0, 0.9],
     "stack": [None, "megatron-lm", "fsdp2", "deepspeed", "maxtext"],
+    "failure_rate": [0.0, 2e-5, 1e-2],
+    "checkpoint_bw": [1.2e8, 1e10],
+    "restart_time": [0.0, 600.0],
+    "checkpoint_interval": [None, 3600.0],
+    "pue": [1.0, 1.1, 2.0],
+    "chip_power": [None, 500.0],
+    "price_per_chip_hour": [None, 0.0, 2.5],
 }
 NEEDED = ("chip", "model", "batch")
 SMALL = {"TPU v5e": (4, 4), "H100": (2, 8), "GB200 NVL72": (2, 72)}  # else (4, 4, 4)

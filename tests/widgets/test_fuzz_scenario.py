@@ -74,6 +74,13 @@ PLAUSIBLE = {
     "stack": [None, "megatron-lm", "fsdp2"],
     "flash_attention": [None, True, False],
     "torch_compile": [None, True, False],
+    "failure_rate": [0.0, 2e-5, 1e-2],
+    "checkpoint_bw": [1.2e8, 1e10],
+    "restart_time": [0.0, 600.0],
+    "checkpoint_interval": [None, 3600.0],
+    "pue": [1.0, 1.1],
+    "chip_power": [None, 500.0],
+    "price_per_chip_hour": [None, 2.5],
     "matmul_dtype": ["bf16", "fp8", "fp8"],
     "microbatch_seqs": [
         None,

@@ -560,3 +560,21 @@ def test_a_selector_on_a_scenario_never_evaluated_shows_why():
     assert selector._message.text == "Could not evaluate: x"
     selector._schedule.value = "interleaved"  # the controls still write to the scenario
     assert s.schedule == "interleaved"
+
+
+def test_the_run_controls_set_what_the_summarys_time_to_train_says():
+    panel = sw.explore(
+        model="llama-3-70b", hardware="h100", batch=2**24, seq_len=8192, tokens=15e12
+    )
+    boxes = panel.run._boxes
+    assert boxes["failure_rate"].value == "1.97328e-05" and boxes["price_per_chip_hour"].value == ""
+    assert "goodput" in panel.summary.value and "a chip-hour," not in panel.summary.value
+    boxes["price_per_chip_hour"].value = "2"
+    assert panel.scenario.price_per_chip_hour == 2 and "at 2 a chip-hour" in panel.summary.value
+    boxes["checkpoint_bw"].value = "1"  # GB/s
+    assert panel.scenario.checkpoint_bw == 1e9
+    boxes["failure_rate"].value = "often"  # refused inline, the last valid state kept
+    assert "Failures/chip-h must be a number" in panel.run._message.text
+    assert panel.scenario.failure_rate == pytest.approx(1.97328e-05, rel=1e-5)
+    boxes["price_per_chip_hour"].value = ""  # empty: no price again
+    assert panel.scenario.price_per_chip_hour is None

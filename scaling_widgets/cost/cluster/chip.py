@@ -35,11 +35,15 @@ class Chip:
     node_size: int = 0  # GPUs per NVLink domain; 0 for a TPU torus
     scaleout_bw: float = 0.0  # a GPU's NIC [bytes/s]
     flops_fp8: float = 0.0  # peak dense fp8 matmul FLOP/s; 0: no fp8 matmuls
+    power: float = 0.0  # rated board power [W], for a run's energy; 0: none published
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
             require(self, field, is_positive(getattr(self, field)), "a number > 0 and < 1e30")
+        power = self.power
+        ok = isinstance(power, (int, float)) and not isinstance(power, bool) and 0 <= power < 1e6
+        require(self, "power", ok, "watts from 0 (none published) to 1e6")
         shape = self.pod_shape
         ok = (
             isinstance(shape, (tuple, list))

@@ -236,6 +236,8 @@ def evaluate_order(
         "memory": e.peak.reserved,
         "worst_ratio": e.layer.worst_ratio,
         "crossover": e.crossover_batch,
+        # the whole run's wall clock (MODEL.md §H), with the tokens; the step without them
+        "wall": e.step_time if e.run is None else e.run.wall,
     }
 
 
@@ -273,8 +275,9 @@ def _expert_degrees(model, ep: int | None, etp: int | None) -> dict:
     return product({"ep": np.array(degrees)}, {"folds": np.array(folds)})
 
 
-def ranking(merged: dict) -> np.ndarray:
-    """The layouts that fit, best first: the shortest step; then whole sequences on each chip
+def ranking(merged: dict, by: str = "step") -> np.ndarray:
+    """The layouts that fit, best first: the shortest step (``by`` "wall": the shortest run on
+    the wall clock, failures and checkpoints counted); then whole sequences on each chip
     (context parallelism only where it is faster); then compute-bound down to the smallest batch
     (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
     stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
@@ -289,6 +292,7 @@ def ranking(merged: dict) -> np.ndarray:
         merged["crossover"],
         merged["cp"] > 1,  # whole sequences first; among split ones, no count preferred
         merged["step_time"],
+        *([merged["wall"]] if by == "wall" else []),
     )
     fit = np.flatnonzero(merged["fits"])  # only those that fit are ranked
     return fit[np.lexsort([np.asarray(k)[fit] for k in keys])]

@@ -130,6 +130,7 @@ def plan(
     schedule: str | None = None,
     max_tp: int | None = None,
     max_pp: int | None = None,
+    rank_by: str = "step",
     **options: Any,
 ) -> Plan:
     """Enumerate, evaluate and rank every legal layout (see the module's docstring).
@@ -140,7 +141,8 @@ def plan(
     over TP x X; left out, both ways are tried), ``cp_kind`` how CP passes keys
     and values (default "ring"), ``remat`` the recompute policy (default: each the frameworks
     offer, ``FRAMEWORK_REMAT``), ``schedule`` the pipeline schedule (default: each the stack
-    runs). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages.
+    runs). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages. ``rank_by`` "wall" ranks by the
+    whole run's wall clock (with ``tokens``; on one cluster chip-hours, energy and cost rank alike).
     Raises ``ValueError`` saying what would be needed when no layout fits.
 
     Returns
@@ -201,7 +203,7 @@ def plan(
         merged["step_time"],
         merged["fits"],
         merged["memory"],
-        ranking(merged),
+        ranking(merged, Choice(("step", "wall"))("rank_by", rank_by)),
         cluster,
         workload,
         opts,
