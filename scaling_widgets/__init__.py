@@ -13,6 +13,7 @@ The layers, each a folder or file that says its role, imports pointing down only
 """
 
 from .cost import evaluate, plan
+from .cost.views.trace import step_trace
 from .fields.keywords import as_given, cost_keywords
 
 
@@ -40,7 +41,7 @@ def estimate(**keywords):
 # what the command line and the panel take for these when they are not given
 _CLI_DEFAULTS = {"hardware": "tpu-v5p", "seq_len": 4096}
 __version__ = "0.1.0"
-__all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "__version__"]
+__all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "step_trace", "__version__"]
 
 
 def __getattr__(name):

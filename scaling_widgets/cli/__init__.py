@@ -25,6 +25,7 @@ from ..cost.search.plan import plan_keywords
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
+from ..cost.views.trace import step_trace
 from ..fields import FIELDS
 from ..launch import read_config, write_config
 from ..text import report
@@ -148,6 +149,8 @@ def _estimate(args, state: dict, given: dict) -> int:
         if err.field == "slice_shape" and getattr(args, "slice_shape:--chips", None) is not None:
             raise _in_chips(state, getattr(args, "slice_shape:--chips")) from None
         raise
+    if getattr(args, "trace", None) is not None:
+        Path(args.trace).write_text(json.dumps(step_trace(chosen)))
     defaults = compare_strategies(*values)  # each strategy's own layout
     best = defaults[BEST] if not isinstance(defaults[BEST], Exception) else None
     # the table's row of the layout's own strategy is the layout itself, as the panel's bars

@@ -18,7 +18,8 @@ from ..text import units
 
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
-           "config", "verbose", "to", "output", "export_to", "rank", "rank_by")  # fmt: skip
+           "config", "verbose", "to", "output", "export_to", "rank", "rank_by",
+           "trace")  # fmt: skip
 FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
@@ -154,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     est.add_argument(
         "--json", action="store_true", help="print one JSON object instead of the report"
+    )
+    est.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        default=argparse.SUPPRESS,
+        help="write the predicted step as a trace for Perfetto or chrome://tracing: a stage a"
+        " process, compute and communication apart, the bubble as idle",
     )
     planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
     _launch_file(planner)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 
 import ipywidgets as w
 
+from ..cost.views.trace import step_trace
 from ..launch import FRAMEWORKS, write_config
 from ..text.command import command
 from ._base import check_kwargs
@@ -43,7 +45,15 @@ class Export(w.VBox):
             self._launch.set_title(i, LABELS[name])
             self._files[name].add_class(f"sw-export-{name}")
         self._launch.add_class("sw-export-launch")
-        super().__init__([self._json, self._commands, self._launch], **kwargs)
+        # a trace walks every pass: made when asked, not on every change
+        self._make_trace = w.Button(
+            description="Make the step's trace", layout=w.Layout(width="auto")
+        )
+        self._trace = w.HTML()
+        self._trace.add_class("sw-export-trace")
+        self._make_trace.on_click(self._on_make_trace_click)
+        trace = w.HBox([self._make_trace, self._trace])
+        super().__init__([self._json, self._commands, self._launch, trace], **kwargs)
         self.add_class("sw-export")
         # After the analysis, so that a change the panel could not evaluate is never exported.
         Analysis.of(self.scenario).observe(self._redraw, "estimate")
@@ -66,7 +76,22 @@ class Export(w.VBox):
         if flags is not None:
             lines.append(f"The same with flags: <code>{html.escape(flags)}</code>")
         self._commands.value = "<br>".join(lines)
+        self._trace.value = ""  # a trace made before is of another step
         self._show_launch_files()
+
+    def _on_make_trace_click(self, button) -> None:
+        """The current step as trace.json, for Perfetto (ui.perfetto.dev) or chrome://tracing."""
+        e = Analysis.of(self.scenario).estimate
+        try:
+            text = json.dumps(step_trace(e))
+        except ValueError as err:
+            self._trace.value = html.escape(f"No trace: {err}")
+            return
+        link = base64.b64encode(text.encode()).decode()
+        self._trace.value = (
+            f'<a download="trace.json" href="data:application/json;base64,{link}">Download'
+            " trace.json</a> (open it in Perfetto or chrome://tracing)"
+        )
 
     def _show_launch_files(self) -> None:
         """Each framework's file for the layout, or why it has none (a batch that frameworks

@@ -578,3 +578,21 @@ def test_the_run_controls_set_what_the_summarys_time_to_train_says():
     assert panel.scenario.failure_rate == pytest.approx(1.97328e-05, rel=1e-5)
     boxes["price_per_chip_hour"].value = ""  # empty: no price again
     assert panel.scenario.price_per_chip_hour is None
+
+
+def test_the_export_makes_the_steps_trace_when_asked_and_forgets_it_on_a_change():
+    import base64
+    import json
+
+    panel = sw.explore(model="llama-3-70b", hardware="h100", slice_shape=(32, 8), batch=2**22,
+                       seq_len=8192, optimal_split=False, x=8, y=8, z=4, zero=1)  # fmt: skip
+    export = panel.export
+    assert export._trace.value == ""
+    export._make_trace.click()
+    link = export._trace.value
+    assert 'download="trace.json"' in link
+    data = json.loads(base64.b64decode(link.split("base64,")[1].split('"')[0]))
+    stages = {e["pid"] for e in data["traceEvents"] if e["ph"] == "X"}
+    assert stages == {0, 1, 2, 3}
+    panel.scenario.update(batch=2**23)
+    assert export._trace.value == ""
