@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from .widgets import (
+    Compare,
     ExactnessControls,
     Export,
     MemoryBar,
@@ -56,6 +57,7 @@ class Panel(w.VBox):
         self.summary = Summary(scenario)
         self.recommendations = Recommendations(scenario)
         self.export = Export(scenario)
+        self.compare = Compare(scenario)
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
@@ -81,11 +83,14 @@ class Panel(w.VBox):
         )
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
+        compare = w.Accordion([self.compare])
+        compare.set_title(0, "Compare: pinned scenarios side by side")
+        compare.selected_index = None
         export = w.Accordion([self.export])
         export.set_title(0, "Export: this scenario as JSON, as a command and as launch files")
         export.selected_index = None
         super().__init__(
-            [Style(), title, controls, self._message, self.summary, plots, planner, export]
+            [Style(), title, controls, self._message, self.summary, plots, planner, compare, export]
         )
         self.add_class("sw-panel")
 

@@ -29,6 +29,7 @@ from ..cost.views.trace import step_trace
 from ..fields import FIELDS
 from ..launch import read_config, write_config
 from ..text import report
+from ..text.compare import as_csv, as_text, comparison
 from ..text.step import binds
 from .options import ACTIONS, build_parser
 
@@ -64,6 +65,8 @@ def main(argv=None) -> int:
                 cull_after=args.cull_after,
                 theme=args.theme,
             )
+        if args.command == "compare":
+            return _compare(args)
         start = (
             fields.from_json(catalog.read_text(args.scenario)) if from_file else fields.defaults()
         )
@@ -86,6 +89,23 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # the reader went away (| head): say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _compare(args) -> int:
+    """Two to four saved scenarios side by side (``text/compare.py``)."""
+    if not 2 <= len(args.scenarios) <= 4:
+        raise ValueError(f"compare takes 2 to 4 scenarios; got {len(args.scenarios)}")
+    estimates = []
+    for path in args.scenarios:
+        try:
+            state = fields.checked(fields.from_json(catalog.read_text(path)))
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+        estimates.append(evaluate(*fields.values(state)))
+    table = comparison(estimates, [Path(p).stem for p in args.scenarios])
+    text = json.dumps(table, indent=2) if args.json else as_csv(table) if args.csv else None
+    print(text if text is not None else as_text(table), end="" if args.csv else "\n")
+    return 0
 
 
 def _from_config(args, typed: dict) -> dict:

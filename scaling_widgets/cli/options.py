@@ -19,7 +19,7 @@ from ..text import units
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
            "config", "verbose", "to", "output", "export_to", "rank", "rank_by",
-           "trace")  # fmt: skip
+           "trace", "scenarios", "csv")  # fmt: skip
 FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
@@ -204,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="one JSON object whose layouts list is ranked best first",
     )
     _export(commands)
+    compare = commands.add_parser(
+        "compare", help="scenarios saved from the panel side by side, differences marked"
+    )
+    compare.add_argument("scenarios", nargs="+", metavar="FILE.json", help="two to four scenarios")
+    how = compare.add_mutually_exclusive_group()
+    how.add_argument("--json", action="store_true", help="one JSON object: the rows and numbers")
+    how.add_argument("--csv", action="store_true", help="CSV: a row a number, a column a scenario")
     demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
     demo.add_argument(
         "--port",

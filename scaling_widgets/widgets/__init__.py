@@ -6,6 +6,7 @@ scenario's shared ``Analysis``. ``scenario.py`` holds the shared state, ``analys
 observer that evaluates it.
 """
 
+from .compare import Compare
 from .exactness_controls import ExactnessControls
 from .export import Export
 from .memory_bar import MemoryBar
@@ -21,6 +22,7 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
+    "Compare",
     "ExactnessControls",
     "Export",
     "MemoryBar",

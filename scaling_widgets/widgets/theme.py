@@ -76,6 +76,12 @@ body[data-jp-theme-light="false"] {{ {_variables(1)} }}
 .sw-panel .sw-axis-length input {{ width: 70px; flex: 0 0 70px; }}
 .sw-panel .sw-plan-table .widget-html-content {{ line-height: 1.35; }}
 .sw-panel .sw-plan-table .widget-html {{ margin: 1px 0; }}
+/* Pinned scenarios side by side: the rows whose numbers differ stand out. */
+.sw-panel .sw-compare-table th, .sw-panel .sw-compare-table td {{ padding: 1px 10px 1px 4px;
+  text-align: left; vertical-align: top; }}
+.sw-panel .sw-compare-table tr.sw-differs th {{ font-weight: bold;
+  border-left: 3px solid var(--sw-orange, {PALETTE["orange"][0]}); }}
+.sw-panel .sw-compare-table tr.sw-differs td {{ font-weight: bold; }}
 /* Section titles in the page's own text colour (ipywidgets greys them below 4.5:1). */
 .sw-panel .jupyter-widget-Collapse-header, .sw-panel .p-Collapse-header {{
   color: var(--jp-ui-font-color1, {PALETTE["ink"][0]}); }}

@@ -319,3 +319,24 @@ def test_the_export_downloads_a_launch_file_that_reads_back(page, voila_demo, tm
     argv = ["estimate", "--config", str(path), "--hardware", "tpu-v5p", "--mesh", "16x16x16"]
     assert main(argv) == 0
     assert page.errors == [] and page.external == []
+
+
+def test_pinning_two_scenarios_sets_them_side_by_side(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    page.get_by_text("Compare: pinned scenarios side by side").click()
+    page.get_by_text("Pin this scenario").click()
+    page.wait_for_function("document.querySelector('.sw-compare-table').innerText.includes('step')")
+    text = summary(page)
+    batch = page.locator(".sw-training-controls input[type=text]").first
+    batch.fill("8M")
+    batch.press("Enter")
+    wait_for_change(page, summary, text)
+    page.get_by_text("Pin this scenario").click()
+    page.wait_for_function(  # a header row of three: the labels' column, A and B
+        "document.querySelectorAll('.sw-compare-table tr:first-child th').length === 3"
+    )
+    table = page.inner_text(".sw-compare-table")
+    assert "A\tB" in table and "\t8M" in table  # the batch that differs
+    assert page.locator(".sw-compare-table tr.sw-differs").count() > 0
+    assert page.errors == [] and page.external == []
