@@ -124,12 +124,14 @@ class Recommendations(Bound, w.VBox):
     scenario's own layout is marked ●. A layout that gives TP another axis of the slice lists the
     axes in the order it uses ("on 20x28x16": TP takes the last). Once the batch, the model or
     anything else the plan was for changes, the rows are marked stale and cannot be used until
-    planned again.
+    planned again. With ``on_pin`` (the panel's ``Compare.pin``), "pin" sets a row's scenario
+    beside the others.
     """
 
-    def __init__(self, scenario: Scenario | None = None, **kwargs):
+    def __init__(self, scenario: Scenario | None = None, on_pin=None, **kwargs):
         check_kwargs("Recommendations", kwargs)
         self.scenario = scenario or Scenario()
+        self._on_pin = on_pin
         self.plan, self.rows, self.sorted_by = None, [], ("rank", False)
         self._cells, self._marked = {}, None  # rank -> the row's widgets; the rank marked current
         self._planned_for = None
@@ -217,6 +219,16 @@ class Recommendations(Bound, w.VBox):
             strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs
         )
 
+    def row_scenario(self, rank: int) -> Scenario:
+        """A copy of the scenario with the layout of the plan's ``rank``: what "use" would make it,
+        the panel's own scenario left as it is."""
+        copy = Scenario.from_json(self.scenario.to_json())
+        knobs = self.plan.layout(rank)
+        copy.update(
+            strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs
+        )
+        return copy
+
     def current(self) -> int | None:
         """The rank of the row that is the scenario's layout now, if one is."""
         s = self.scenario
@@ -275,7 +287,8 @@ class Recommendations(Bound, w.VBox):
             self._marked = now
         stale = self.stale
         for cells in self._cells.values():
-            cells[-1].disabled = stale
+            for button in getattr(cells[-1], "children", (cells[-1],)):
+                button.disabled = stale
         header = [*self._headers.values(), w.HTML("")] if rows else []
         children = tuple(header + [cell for row in rows for cell in self._cells[row.rank]])
         if children != self._table.children:  # a slider move keeps the order: nothing to send
@@ -286,8 +299,21 @@ class Recommendations(Bound, w.VBox):
                 (" ▼" if reverse else " ▲") if name == column else ""
             )
 
-    def _use(self, rank: int) -> w.Button:
+    def _use(self, rank: int) -> w.Widget:
         button = w.Button(description="use", layout=w.Layout(width="auto"))
         button.add_class("sw-plan-use")
         button.on_click(lambda _: self.pick(rank))
-        return button
+        if self._on_pin is None:
+            return button
+        pin = w.Button(description="pin", layout=w.Layout(width="auto"))
+        pin.add_class("sw-plan-pin")
+        pin.on_click(lambda _: self._pin(rank))
+        return w.HBox([button, pin])
+
+    def _pin(self, rank: int) -> None:
+        if self.plan is None or self.stale:
+            return
+        try:
+            self._on_pin(self.row_scenario(rank))
+        except ValueError as err:  # a row the scenario cannot take: say why
+            self._message.show(str(err))

@@ -51,3 +51,18 @@ def test_a_fifth_pin_drops_the_oldest_and_unpinning_clears():
     assert json.loads(panel.compare.value[0])["batch"] == 4e6
     panel.compare._clear.click()
     assert panel.compare.value == [] and "Pin scenarios" in panel.compare._table.value
+
+
+def test_a_plan_row_pins_with_its_own_numbers_and_leaves_the_scenario_as_it_was():
+    panel = sw.explore(model="llama-3-70b", hardware="h100", chips=256, batch=2**22, seq_len=8192)
+    before = panel.scenario.to_json()
+    recommendations = panel.recommendations
+    recommendations._run.click()
+    rank = recommendations.rows[1].rank
+    pin = recommendations._cells[rank][-1].children[1]
+    assert pin.description == "pin"
+    pin.click()
+    assert panel.scenario.to_json() == before  # pinned, not used
+    (pinned,) = panel.compare.value
+    step = sw.Scenario.from_json(pinned).estimate().step_time
+    assert float(step) == float(recommendations.plan.estimate(rank).step_time)

@@ -443,7 +443,7 @@ def test_a_picked_recommendation_shows_its_own_step_and_memory(fields, row):
     rank = rec.rows[
         min(row, len(rec.rows) - 1)
     ].rank  # the rows listed: the best ten groups, or all that fit
-    rec._cells[rank][-1].click()
+    rec._cells[rank][-1].children[0].click()  # "use"
     # the planner's row is a layout the scenario takes
     assert rec._message.text == "", rec._message.text
     plan, s = rec.plan, panel.scenario

@@ -17,7 +17,7 @@ def test_recommendations_plan_and_apply_a_row():
     assert len(table.rows) == 10 and "layouts evaluated" in table._summary.value
     memory = panel.memory_bar.data
     third = table.rows[2].rank
-    table._cells[third][-1].click()  # its "use" button
+    table._cells[third][-1].children[0].click()  # its "use" button (then "pin")
     chosen = table.plan.layout(third)
     s = panel.scenario
     assert (s.x, s.y, s.z, s.zero, s.optimal_split) == (
@@ -78,12 +78,13 @@ def test_a_plan_for_other_inputs_is_marked_stale_and_cannot_be_picked():
     assert not table.stale  # picking a row changes the layout, not what was planned for
     before = panel.scenario.to_json()
     panel.scenario.update(batch=panel.scenario.batch * 2)
-    assert table.stale and table._cells[0][-1].disabled and "plan again" in table._summary.value
+    use, pin = table._cells[0][-1].children
+    assert table.stale and use.disabled and pin.disabled and "plan again" in table._summary.value
     changed = panel.scenario.to_json()
     table.pick(0)  # a stale row applies nothing
     assert panel.scenario.to_json() == changed != before
     table._run.click()
-    assert not table.stale and not table._cells[0][-1].disabled
+    assert not table.stale and not table._cells[0][-1].children[0].disabled
 
 
 def test_the_table_sorts_by_any_column_and_marks_the_scenarios_own_row():
