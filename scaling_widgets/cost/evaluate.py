@@ -25,7 +25,7 @@ from .cluster.placement import Placement, place
 from .memory.chapter import layout_memory
 from .memory.peak import peak_memory
 from .result import Estimate
-from .run import whole_run
+from .run import with_run
 from .schedules import bubble
 from .search.fastest import fastest_microbatches, fastest_split
 from .stacks import REGISTRY
@@ -231,28 +231,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         **times,
     )
     predicting = options.mfu is None and options.measured_step_time is None
-    return _with_run(_predicted(e, profile) if predicting else e)
-
-
-def _with_run(e: Estimate) -> Estimate:
-    """The estimate with its whole run (MODEL.md §H) where the workload gives its tokens: every
-    chip writes the weights and optimizer state it holds."""
-    if e.training_time is None:
-        return e
-    o = e.options
-    run = whole_run(
-        chips=e.chips,
-        ideal=e.training_time,
-        checkpoint_bytes=e.peak.weights + e.peak.optimizer,
-        write_bw=o.checkpoint_bw,
-        failure_rate=o.failure_rate,
-        restart=o.restart_time,
-        interval=o.checkpoint_interval,
-        power=e.chip.power if o.chip_power is None else o.chip_power,
-        pue=o.pue,
-        price=o.price_per_chip_hour,
-    )
-    return dataclasses.replace(e, run=run)
+    return with_run(_predicted(e, profile) if predicting else e)
 
 
 def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:

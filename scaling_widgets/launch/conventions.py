@@ -196,10 +196,3 @@ def fields_of(d: Degrees, chip) -> dict:
                          per_pod)  # fmt: skip
         fields["slice_shape"] = near
     return fields
-
-
-def whole(value: float, name: str) -> int:
-    """A count a file gives as a float (``12.0``), whole."""
-    if value != math.floor(value) or value < 1:
-        raise refuse(name, "a whole number of at least 1", value)
-    return int(value)

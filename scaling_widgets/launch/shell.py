@@ -6,6 +6,7 @@ comparisons, comments and line continuations.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 
@@ -119,6 +120,23 @@ def _value(text: str, variables: dict) -> list[str]:
     return words[:1] if words else [""]
 
 
+_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+              ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a // b,
+              ast.FloorDiv: lambda a, b: a // b}  # fmt: skip
+
+
+def _arithmetic(node) -> int:
+    """The shell's integer arithmetic, parsed and walked: whole numbers, + - * / and brackets;
+    anything else is refused (nothing is executed)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_arithmetic(node.operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_arithmetic(node.left), _arithmetic(node.right))
+    raise ValueError("not shell arithmetic")
+
+
 def _expanded(text: str, variables: dict) -> str:
     """``text`` with its variables and arithmetic replaced; an unknown variable is empty, or its
     ``:-`` default; an array's elements are split again, as the shell splits them unquoted."""
@@ -138,8 +156,9 @@ def _expanded(text: str, variables: dict) -> str:
         expression = re.sub(
             r"\b([A-Za-z_][A-Za-z0-9_]*)\b", lambda m: number(m.group(1)), expression
         )
-        if not re.fullmatch(r"[0-9+\-*/() ]*", expression):
+        try:
+            return str(int(_arithmetic(ast.parse(expression, mode="eval").body)))
+        except (SyntaxError, ValueError, ZeroDivisionError):
             return "0"
-        return str(int(eval(expression, {"__builtins__": {}})))  # digits and + - * / only
 
     return _VAR.sub(variable, _ARITHMETIC.sub(arithmetic, text))
