@@ -17,6 +17,7 @@ from .widgets import (
     RooflinePlot,
     RunControls,
     StepBreakdown,
+    StrategyMapView,
     StrategySelector,
     Summary,
     TrainingControls,
@@ -58,6 +59,7 @@ class Panel(w.VBox):
         self.export = Export(scenario)
         self.compare = Compare(scenario)
         self.recommendations = Recommendations(scenario, on_pin=self.compare.pin)
+        self.strategy_map = StrategyMapView(scenario)
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
@@ -83,6 +85,9 @@ class Panel(w.VBox):
         )
         planner = w.Accordion([self.recommendations])
         planner.set_title(0, "Recommendations: the best layouts of this cluster")
+        landscape = w.Accordion([self.strategy_map])
+        landscape.set_title(0, "Strategy map: which layout wins at each batch and count of chips")
+        landscape.selected_index = None
         compare = w.Accordion([self.compare])
         compare.set_title(0, "Compare: pinned scenarios side by side")
         compare.selected_index = None
@@ -90,7 +95,18 @@ class Panel(w.VBox):
         export.set_title(0, "Export: this scenario as JSON, as a command and as launch files")
         export.selected_index = None
         super().__init__(
-            [Style(), title, controls, self._message, self.summary, plots, planner, compare, export]
+            [
+                Style(),
+                title,
+                controls,
+                self._message,
+                self.summary,
+                plots,
+                planner,
+                landscape,
+                compare,
+                export,
+            ]
         )
         self.add_class("sw-panel")
 

@@ -1,4 +1,5 @@
-"""The command line: ``scaling-widgets estimate``, ``plan`` and ``demo``.
+"""The command line: ``scaling-widgets estimate``, ``plan``, ``map``, ``export``, ``compare`` and
+``demo``.
 
 ``estimate`` reads a state of the fields (``fields/``): the command line's defaults, or a saved
 scenario (``--scenario FILE.json``), with every flag given on top, and evaluates the four values
@@ -21,7 +22,9 @@ from .. import catalog, fields
 from ..cost import InputError, compare_strategies, evaluate, plan
 from ..cost.refusals import refuse
 from ..cost.search.layouts import HELD
+from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.plan import plan_keywords
+from ..cost.search.strategy_map import strategy_map
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
@@ -31,6 +34,8 @@ from ..launch import read_config, write_config
 from ..text import report
 from ..text.compare import as_csv, as_text, comparison
 from ..text.step import binds
+from ..text.strategy_map import as_record
+from ..text.strategy_map import as_text as map_text
 from .options import ACTIONS, build_parser
 
 # What is refused without a field of its own, as the flag that set it.
@@ -77,9 +82,9 @@ def main(argv=None) -> int:
         state = fields.given_by_hand(start, given)
         if state["model"] is None:
             raise ValueError("one of --model, --model-file (or --scenario) is required")
-        if state["batch"] is None:
+        if state["batch"] is None and args.command != "map":
             raise ValueError("--batch is required, such as --batch 3M")
-        run = {"plan": _plan, "export": _export}.get(args.command, _estimate)
+        run = {"plan": _plan, "export": _export, "map": _map}.get(args.command, _estimate)
         return run(args, state, given)
     except InputError as err:
         flag = _flag(err.field, given=err.field in typed or not from_file)
@@ -267,6 +272,30 @@ def _plan(args, state: dict, given: dict) -> int:
         )
     else:
         print(report.plan_table(ranked, top))
+    return 0
+
+
+def _map(args, state: dict, given: dict) -> int:
+    """The strategy map of the scenario's model, chip and options (``text/strategy_map.py``)."""
+    state = {**state, "batch": state["batch"] or 2**20}  # a column's; the map sets each
+    keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
+    keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
+    for axis in ("batch", "slice_shape", "pods"):
+        del keywords[axis]
+    chip, rows, columns = keywords["chip"], *args.cells
+    if keywords["seq_len"] is None:
+        raise refuse("seq_len", "one number: the map's batches are whole sequences", None)
+    batches = batch_axis(keywords["seq_len"], *getattr(args, "batches", BATCHES), columns)
+    chips = chip_axis(chip, *getattr(args, "chip_range", chip_range(chip)), rows)
+    limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
+    m = strategy_map(**keywords, **limits, batches=batches, chips=chips)
+    if args.json:
+        print(json.dumps(as_record(m), indent=2))
+    else:
+        title = (
+            f"{keywords['model'].name} on the {chip.name}: the best layout at each batch and count"
+        )
+        print(map_text(m, f"{title} ({m.evaluated:,} layouts evaluated)"))
     return 0
 
 

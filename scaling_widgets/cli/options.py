@@ -19,7 +19,7 @@ from ..text import units
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
            "config", "verbose", "to", "output", "export_to", "rank", "rank_by",
-           "trace", "scenarios", "csv")  # fmt: skip
+           "trace", "scenarios", "csv", "batches", "chip_range", "cells")  # fmt: skip
 FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
@@ -41,15 +41,77 @@ def _typed(parse, flag: str):
     return convert
 
 
+# what the strategy map's rows and columns set, which ``map`` does not take
+MAP_AXES = ("batch", "slice_shape", "pods")
+
+
 def offered(field: Field, command: str) -> bool:
-    """Whether ``command`` offers this field's flag: the planner does not take what it chooses."""
-    if field.flag is None or command not in field.commands:
+    """Whether ``command`` offers this field's flag: the planner does not take what it chooses,
+    nor the map its axes (it takes the planner's flags else)."""
+    searches = command in ("plan", "map")
+    if field.flag is None or ("plan" if searches else command) not in field.commands:
         return False
-    return command != "plan" or field.name not in SEARCHED
+    if command == "map" and field.name in MAP_AXES:
+        return False
+    return not searches or field.name not in SEARCHED
+
+
+def _range(text: str, flag: str) -> tuple[float, float]:
+    """ "64K..128M" as (65536.0, 134217728.0)."""
+    lo, sep, hi = text.partition("..")
+    if not sep:
+        raise ValueError(f"{flag} must be a range LO..HI such as 64K..128M; got {text!r}")
+    return units.parse_count(lo, flag), units.parse_count(hi, flag)
+
+
+def _cells(text: str, flag: str = "--cells") -> tuple[int, int]:
+    """ "24x24" as (24, 24): rows (chip counts) by columns (batches)."""
+    rows, sep, columns = text.lower().partition("x")
+    if not sep:
+        raise ValueError(f"{flag} must be ROWSxCOLUMNS such as 24x24; got {text!r}")
+    return units.parse_whole(rows, flag), units.parse_whole(columns, flag)
+
+
+def _map(commands) -> None:
+    mapper = commands.add_parser(
+        "map", help="which layout wins where: the best at each global batch and count of chips"
+    )
+    _fields(mapper, "map")
+    mapper.add_argument(
+        "--batches",
+        type=_typed(_range, "--batches"),
+        metavar="LO..HI",
+        default=argparse.SUPPRESS,
+        help="the global batches of the columns [tokens] (default 64K..128M)",
+    )
+    mapper.add_argument(
+        "--chip-range",
+        type=_typed(_range, "--chip-range"),
+        metavar="LO..HI",
+        default=argparse.SUPPRESS,
+        help="the chips of the rows (default 8..16K; a TPU's up to four pods)",
+    )
+    mapper.add_argument(
+        "--cells",
+        type=_typed(_cells, "--cells"),
+        metavar="ROWSxCOLUMNS",
+        default=(24, 24),
+        help="rows and columns at most (default 24x24)",
+    )
+    for flag, what in (("--max-tp", "TP"), ("--max-pp", "pipeline stages")):
+        mapper.add_argument(
+            flag,
+            type=_typed(units.parse_whole, flag),
+            default=argparse.SUPPRESS,
+            help=f"the most {what} a layout may take",
+        )
+    mapper.add_argument(
+        "--json", action="store_true", help="one JSON object: every cell's layout, step and MFU"
+    )
 
 
 def _help(field: Field, command: str) -> str:
-    if command == "plan" and field.name in HELD:
+    if command in ("plan", "map") and field.name in HELD:
         return f"{field.help} (default: searched)"
     default = field.fallback()
     if default is None or default is False or "default" in field.help:
@@ -204,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one JSON object whose layouts list is ranked best first",
     )
     _export(commands)
+    _map(commands)
     compare = commands.add_parser(
         "compare", help="scenarios saved from the panel side by side, differences marked"
     )

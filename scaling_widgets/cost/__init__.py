@@ -24,6 +24,7 @@ from .schedules import SCHEDULES as _SCHEDULES
 from .schedules import in_flight_microbatches
 from .search.plan import Plan, plan
 from .search.split import best_split, split_candidates
+from .search.strategy_map import StrategyMap, strategy_map
 from .step.chapter import step_time, time_to_train, utilisation
 from .step.pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
 from .strategies import STRATEGIES as _STRATEGIES
@@ -71,6 +72,7 @@ __all__ = [
     "ParamCount",
     "Plan",
     "Precision",
+    "StrategyMap",
     "Workload",
     "activation_bytes_per_layer",
     "axis_rings",
@@ -98,6 +100,7 @@ __all__ = [
     "split_keywords",
     "stage_traffic_time",
     "step_time",
+    "strategy_map",
     "time_to_train",
     "tp_limit",
     "training_flops",

@@ -57,6 +57,28 @@ def folded_name(ep: int, y: int) -> str:
     return f"EP {ep} over TP {y} x {ep // y} of X"
 
 
+def layout_text(knobs: dict, shape_given) -> str:
+    """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
+    schedule = (
+        f", {knobs['schedule']} v={knobs['virtual_stages']}"
+        if knobs["virtual_stages"] > 1
+        else f", {knobs['schedule']}"
+        if knobs["z"] > 1
+        else ""
+    )
+    axes = f" on {units.mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
+    folded = knobs["ep"] > 1 and bool(folds_over_tp(knobs["etp"], knobs["y"]))
+    experts = folded_name(knobs["ep"], knobs["y"]) if folded else f"EP {knobs['ep']}"
+    groups = f", {experts}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (
+        knobs["cp"] > 1
+    )
+    return (
+        f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
+        f"{knobs['remat']}"
+        f"{schedule}, m={knobs['microbatches']}"
+    )
+
+
 def layout_name(e: Estimate) -> str:
     """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP."""
     x, y, z = int(e.x), int(e.y), int(e.z)

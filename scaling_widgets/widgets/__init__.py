@@ -2,8 +2,8 @@
 
 Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls, RunControls) write to
 the scenario; views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the
-scenario's shared ``Analysis``. ``scenario.py`` holds the shared state, ``analysis.py`` the one
-observer that evaluates it.
+scenario's shared ``Analysis``; Recommendations and StrategyMapView plan when asked.
+``scenario.py`` holds the shared state, ``analysis.py`` the one observer that evaluates it.
 """
 
 from .compare import Compare
@@ -17,6 +17,7 @@ from .recommendations import Recommendations
 from .roofline import RooflineControls, RooflinePlot
 from .run_controls import RunControls
 from .step_breakdown import StepBreakdown
+from .strategy_map import MapPlot, StrategyMapView
 from .strategy_selector import StrategySelector
 from .summary import Summary
 from .training_controls import TrainingControls
@@ -34,6 +35,8 @@ __all__ = [
     "RooflinePlot",
     "RunControls",
     "StepBreakdown",
+    "MapPlot",
+    "StrategyMapView",
     "StrategySelector",
     "Summary",
     "TrainingControls",

@@ -18,10 +18,9 @@ import ipywidgets as w
 from ..cost import Estimate, plan
 from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
-from ..cost.transformer.experts import folds_over_tp
-from ..text.explain import folded_name
+from ..text.explain import layout_text
 from ..text.step import binds
-from ..text.units import mesh, nbytes, seconds
+from ..text.units import nbytes, seconds
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
@@ -76,28 +75,6 @@ class Row:
             all(other.knobs[k] == self.knobs[k] for k in split)
             and abs(other.step - self.step) <= SAME * self.step
         )
-
-
-def layout_text(knobs: dict, shape_given) -> str:
-    """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
-    schedule = (
-        f", {knobs['schedule']} v={knobs['virtual_stages']}"
-        if knobs["virtual_stages"] > 1
-        else f", {knobs['schedule']}"
-        if knobs["z"] > 1
-        else ""
-    )
-    axes = f" on {mesh(knobs['slice_shape'])}" if knobs["slice_shape"] != shape_given else ""
-    folded = knobs["ep"] > 1 and bool(folds_over_tp(knobs["etp"], knobs["y"]))
-    experts = folded_name(knobs["ep"], knobs["y"]) if folded else f"EP {knobs['ep']}"
-    groups = f", {experts}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (
-        knobs["cp"] > 1
-    )
-    return (
-        f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
-        f"{knobs['remat']}"
-        f"{schedule}, m={knobs['microbatches']}"
-    )
 
 
 def grouped(p) -> list[Row]:

@@ -340,3 +340,35 @@ def test_pinning_two_scenarios_sets_them_side_by_side(page, voila_demo):
     assert "A\tB" in table and "\t8M" in table  # the batch that differs
     assert page.locator(".sw-compare-table tr.sw-differs").count() > 0
     assert page.errors == [] and page.external == []
+
+
+def test_the_strategy_map_names_its_cells_and_loads_one(page, voila_demo):
+    page.goto(voila_demo.url + "/")
+    wait_for_panel(page)
+    text = summary(page)
+    page.get_by_text("Strategy map: which layout wins").click()
+    page.click(".sw-map-view button:has-text('Draw the map')")
+    page.wait_for_function(
+        "document.querySelectorAll('.sw-strategy-map rect.heatmapcell').length >= 100"
+    )
+    cells = page.locator(".sw-strategy-map rect.heatmapcell")
+    fills = set(cells.evaluate_all("els => els.map(e => getComputedStyle(e).fill)"))
+    assert len(fills) > 5  # families and shades, not one colour
+    assert "layouts evaluated" in page.inner_text(".sw-map-view")
+    # a square over each cell, drawn last (before them, the dot of the scenario's own cell)
+    squares = page.locator(".sw-strategy-map .dot")
+    assert squares.count() == cells.count() + 1
+    assert squares.nth(-1).evaluate("e => getComputedStyle(e).opacity") == "0"  # unseen
+    # hovering names the layout; clicking loads it, and the panel shows its step
+    square = squares.nth(1 + cells.count() // 2)
+    square.hover()
+    page.wait_for_function(
+        "[...document.querySelectorAll('.bqplot_mark_tooltip')]"
+        ".some(t => t.style.opacity > 0 && t.innerText.includes(' chips ('))"
+    )
+    square.click()
+    loaded = wait_until(page, lambda p: p.inner_text(".sw-map-view"), lambda t: "Loaded:" in t)
+    step = re.search(r"step ([0-9.]+ \w+)", loaded).group(1)
+    shown = wait_for_change(page, summary, text)
+    assert step in shown, (loaded, shown)
+    assert page.errors == [] and page.external == []

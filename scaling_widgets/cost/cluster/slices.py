@@ -39,13 +39,13 @@ def slices_near(chip: Chip, chips: int) -> list[tuple[int, ...]]:
         step *= 2
     out = []
     for count in counts:
-        shape = _slice(chip, count)
+        shape = slice_of(chip, count)
         if shape is not None and shape not in out:
             out.append(shape)
     return out + [chip.default_slice] * (chip.default_slice not in out)
 
 
-def _slice(chip: Chip, chips: int) -> tuple[int, ...] | None:
+def slice_of(chip: Chip, chips: int) -> tuple[int, ...] | None:
     """The slice of ``chips`` chips, or None when the chip has none of that size."""
     if chips < 1 or chips > chip.pod_chips:
         return None

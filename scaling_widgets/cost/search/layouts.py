@@ -20,7 +20,7 @@ from ..stacks import REGISTRY
 from ..step.profiles import default_stack
 from ..transformer.context import CP_KINDS
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
-from ..values import Cluster, Layout, Options, Workload
+from ..values import Cluster, Layout, Options, Workload, computed
 from .microbatches import FEWEST_WHOLE, PER_STAGE, microbatch_counts
 
 if TYPE_CHECKING:
@@ -81,8 +81,10 @@ def knob_combinations(
     )
 
 
-def product(*tables: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every combination of one row of each table (a dict of equal-length columns), as columns.
+def product(*tables: dict[str, np.ndarray], keep=None) -> dict[str, np.ndarray]:
+    """Every combination of one row of each table (a dict of equal-length columns), as columns;
+    with ``keep``, only those where ``keep(rows)`` holds, ``rows`` each combination's row of each
+    table (an array a table), before any column is built.
 
     Returns
     -------
@@ -91,6 +93,8 @@ def product(*tables: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """
     sizes = [len(next(iter(t.values()))) for t in tables]
     rows = np.indices(sizes).reshape(len(sizes), -1)
+    if keep is not None:
+        rows = rows[:, keep(rows)]
     return {name: column[r] for t, r in zip(tables, rows) for name, column in t.items()}
 
 
@@ -161,7 +165,8 @@ def evaluate_order(
     ----------
     cluster, workload, base, options : the checked values; ``base`` holds what every layout
         shares
-    placed : this order's placements (``placements``)
+    placed : this order's placements (``placements``); with a "batch" column, each placement
+        at its own global batch [tokens] (the strategy map's columns), else at ``workload.batch``
     ep, cp : the expert- and context-parallel degrees; None: searched
     etp : the routed experts' tensor parallelism: 1 folds EP over TP x X, Y does not; None:
         both searched
@@ -174,21 +179,34 @@ def evaluate_order(
     layouts : dict of str to np.ndarray
         The ``KNOBS`` and "axis_order" of every layout that can run, one entry each, and its
         "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
-        "crossover" [tokens]; empty when none can run.
+        "crossover" [tokens], "mfu" and "wall" [s]; empty when none can run.
     """
     pipelined = schedules or stack_schedules(cluster.chip, options)
-    c = product(
-        placed, knob_combinations(remat, pipelined), _expert_degrees(workload.model, ep, etp)
-    )
+    knobs, experts = knob_combinations(remat, pipelined), _expert_degrees(workload.model, ep, etp)
+    one_stage, pipelines = knobs["schedule"] == "1f1b", np.isin(knobs["schedule"], pipelined)
+
+    def may_run(rows):  # what each layout's placement, knobs and experts alone rule out
+        z, y, k, f = placed["z"][rows[0]], placed["y"][rows[0]], rows[1], rows[2]
+        # One stage has no schedule to choose (1F1B stands for it); a stack pipelines with its
+        # own schedules (none for a stack without pipelining).
+        staged = np.where(z > 1, pipelines[k], one_stage[k])
+        # ZeRO-3 would gather its weights again for every microbatch, which the cost model does
+        # not charge (MODEL.md §A.6): it is offered at one microbatch, one stage.
+        once = (knobs["zero"][k] < 3) | ((z == 1) & (knobs["per_stage"][k] == 1))
+        # folded over TP of one chip, or EP of one, is the same layout as not folded
+        folded = ~experts["folds"][f] | ((y > 1) & (experts["ep"][f] > 1))
+        return staged & once & folded
+
+    c = product(placed, knobs, experts, keep=may_run)
+    if not len(c["x"]):
+        return {}
     c["microbatches"], new = microbatch_counts(c.pop("per_stage"), c, workload, cluster.pods, cp)
     c = only(c, new)
     folds = c.pop("folds")
     c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
-    # folded over TP of one chip, or EP of one, is the same layout as not folded
-    keep = ~folds | ((c["y"] > 1) & (c["ep"] > 1))
-    c = only(c, keep)
+    workload = at_batches(workload, c)
     # no layout folds (a dense model): the default, which the evaluation takes faster
-    experts_tp = c["etp"] if etp is not None or folds[keep].any() else None
+    experts_tp = c["etp"] if etp is not None or folds.any() else None
     minimal = feasible.implied_cp(
         batch=workload.batch,
         seq_len=workload.seq_len,
@@ -216,15 +234,10 @@ def evaluate_order(
         remat=c["remat"],
         ep_overlap=base.ep_overlap,
     )
-    # One stage has no schedule to choose (1F1B stands for it). ZeRO-3 would gather its weights
-    # again for every microbatch, which the cost model does not charge (MODEL.md §A.6): it is
-    # offered at m = 1.
-    # a stack pipelines with its own schedules (none for a stack without pipelining)
-    staged = np.where(c["z"] > 1, np.isin(c["schedule"], pipelined), c["schedule"] == "1f1b")
-    legal = np.logical_and.reduce([*ok.values(), staged])
-    c = only(c, legal & ((c["zero"] < 3) | (c["microbatches"] == 1)))
+    c = only(c, np.logical_and.reduce(list(ok.values())))
     if not len(c["x"]):
         return {}
+    workload = at_batches(workload, c)
     knobs = {k: c[k] for k in KNOBS}
     if experts_tp is None:
         knobs["etp"] = None
@@ -236,9 +249,15 @@ def evaluate_order(
         "memory": e.peak.reserved,
         "worst_ratio": e.layer.worst_ratio,
         "crossover": e.crossover_batch,
+        "mfu": e.mfu,
         # the whole run's wall clock (MODEL.md §H), with the tokens; the step without them
         "wall": e.step_time if e.run is None else e.run.wall,
     }
+
+
+def at_batches(workload: Workload, layouts: dict[str, np.ndarray]) -> Workload:
+    """The workload at each layout's own batch, where the layouts carry a "batch" column."""
+    return computed(workload, batch=layouts["batch"]) if "batch" in layouts else workload
 
 
 def stack_schedules(chip: Chip, options: Options) -> tuple:
@@ -275,9 +294,10 @@ def _expert_degrees(model, ep: int | None, etp: int | None) -> dict:
     return product({"ep": np.array(degrees)}, {"folds": np.array(folds)})
 
 
-def ranking(merged: dict, by: str = "step") -> np.ndarray:
-    """The layouts that fit, best first: the shortest step (``by`` "wall": the shortest run on
-    the wall clock, failures and checkpoints counted); then whole sequences on each chip
+def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> np.ndarray:
+    """The layouts that fit, best first (with ``cells``, an integer per layout: cell by cell, each
+    cell's best first, as the strategy map ranks): the shortest step (``by`` "wall": the shortest
+    run on the wall clock, failures and checkpoints counted); then whole sequences on each chip
     (context parallelism only where it is faster); then compute-bound down to the smallest batch
     (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
     stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
@@ -293,6 +313,7 @@ def ranking(merged: dict, by: str = "step") -> np.ndarray:
         merged["cp"] > 1,  # whole sequences first; among split ones, no count preferred
         merged["step_time"],
         *([merged["wall"]] if by == "wall" else []),
+        *([cells] if cells is not None else []),
     )
     fit = np.flatnonzero(merged["fits"])  # only those that fit are ranked
     return fit[np.lexsort([np.asarray(k)[fit] for k in keys])]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedules import runs
+from ..values import computed
 
 PER_STAGE = (1, 2, 4, 8, 16, 32)  # m = these x Z (x 1 without pipelining: gradient accumulation)
 FEWEST_WHOLE = 0  # stands, among the counts a stage, for ``fewest_whole``'s
@@ -49,6 +50,8 @@ def microbatch_counts(per_stage, layouts: dict, workload, pods, cp) -> tuple:
     z = layouts["z"]
     counts = per_stage * z
     fewest = per_stage == FEWEST_WHOLE
+    if "batch" in layouts:  # each layout at its own batch (the strategy map)
+        workload = computed(workload, batch=layouts["batch"][fewest])
     found = fewest_whole(
         workload=workload,
         x=layouts["x"][fewest],

@@ -45,7 +45,16 @@ from ..schedules import NAMES
 from ..strategies import BEST
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import VALUES, Cluster, Layout, Options, Workload, as_asked, split_keywords
-from .layouts import KNOBS, evaluate_order, fixed_degrees, only, placements, ranking, splits
+from .layouts import (
+    KNOBS,
+    evaluate_order,
+    fixed_degrees,
+    only,
+    placements,
+    product,
+    ranking,
+    splits,
+)
 
 if TYPE_CHECKING:
     from ..cluster.chip import Chip
@@ -160,39 +169,18 @@ def plan(
     >>> best["x"], best["y"], best["z"], p.estimate(0).compute_bound.item()
     (1024, 4, 1, True)
     """
-    cluster, workload, base, opts = _values(
+    cluster, workload, base, opts = plan_values(
         model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options
     )
-    shape = cluster.slice_shape
-    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
-    orders = (shape,) if chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
     limits = {
         name: Whole()(name, v)
         for name, v in (("max_tp", max_tp), ("max_pp", max_pp))
         if v is not None
     }
-    placed = placements(orders, splits(math.prod(shape), workload.model, **limits), chip)
-    fixed = {**fixed_degrees(ep, etp, cp, cp_kind), "remat": _policies(remat)}
-    fixed["schedules"] = None if schedule is None else (Choice(NAMES)("schedule", schedule),)
-
-    def evaluated_with(degrees: dict) -> list[dict]:
-        """Every order's layouts (an order whose placements all repeat an earlier's has none)."""
-        every = [
-            evaluate_order(
-                dataclasses.replace(cluster, slice_shape=order),
-                workload,
-                base,
-                opts,
-                only(placed, placed["axis_order"] == i),
-                **degrees,
-            )
-            for i, order in enumerate(orders)
-        ]
-        return [e for e in every if e]
-
-    evaluated = evaluated_with(fixed)
+    held = held_knobs(ep, etp, cp, cp_kind, remat, schedule)
+    orders, evaluated = evaluated_layouts(cluster, workload, base, opts, held, limits)
     if not evaluated:
-        raise _what_would_run(fixed, evaluated_with, batch)
+        raise _what_would_run(held, (cluster, workload, base, opts), limits, batch)
     merged = {k: np.concatenate([e[k] for e in evaluated]) for k in evaluated[0]}
     if not merged["fits"].any():
         raise _what_would_fit(merged, cluster, workload, opts)
@@ -209,6 +197,56 @@ def plan(
         opts,
         base,
     )
+
+
+def held_knobs(ep, etp, cp, cp_kind, remat, schedule) -> dict[str, Any]:
+    """What a plan holds as given rather than searches, checked: EP, expert TP, CP and its kind
+    (``fixed_degrees``), the recompute policies and the pipeline schedules it tries."""
+    held = {**fixed_degrees(ep, etp, cp, cp_kind), "remat": _policies(remat)}
+    held["schedules"] = None if schedule is None else (Choice(NAMES)("schedule", schedule),)
+    return held
+
+
+def evaluated_layouts(
+    cluster: Cluster,
+    workload: Workload,
+    base: Layout,
+    options: Options,
+    held: dict,
+    limits: dict,
+    batches: np.ndarray | None = None,
+) -> tuple[tuple, list[dict]]:
+    """Every layout of the cluster that can run, evaluated: one ``evaluate_order`` call per order
+    of the slice's axes (an order whose placements all repeat an earlier's has none). With
+    ``batches``, every layout at each of them (a "batch" column, the strategy map's).
+
+    Returns
+    -------
+    orders : tuple
+        The slice's shape with its axes in each order tried, the user's first.
+    evaluated : list of dict
+        Each order's layouts (``evaluate_order``), the orders with none left out.
+    """
+    shape = cluster.slice_shape
+    # The user's order first, so that among equal layouts theirs wins (the sort below is stable).
+    orders = (
+        (shape,) if cluster.chip.is_gpu else tuple(dict.fromkeys(itertools.permutations(shape)))
+    )
+    placed = placements(orders, splits(math.prod(shape), workload.model, **limits), cluster.chip)
+    if batches is not None:  # each placement at every batch, the batches varying fastest
+        placed = product(placed, {"batch": batches})
+    every = [
+        evaluate_order(
+            dataclasses.replace(cluster, slice_shape=order),
+            workload,
+            base,
+            options,
+            only(placed, placed["axis_order"] == i),
+            **held,
+        )
+        for i, order in enumerate(orders)
+    ]
+    return orders, [e for e in every if e]
 
 
 def _policies(remat: str | None) -> tuple:
@@ -231,7 +269,7 @@ def plan_keywords(
     return {name: held[name] for name in (*WHERE, *OPTIONS)}
 
 
-def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
+def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
     """The four values a plan is for, checked: one batch, sequence length, count of pods and MFU."""
     for name in options:
         if name not in OPTIONS:
@@ -272,17 +310,17 @@ def _values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precisio
     return cluster, workload, dataclasses.replace(base, strategy=BEST), opts
 
 
-def _what_would_run(fixed: dict, evaluated_with, batch) -> ValueError:
+def _what_would_run(held: dict, values: tuple, limits: dict, batch) -> ValueError:
     """The refusal when no layout the planner tries can run: the EP, expert TP or CP degree it
     was held to, if the layouts run without it; else the batch."""
     for name in ("cp", "ep", "etp"):
-        if fixed[name] is not None and evaluated_with({**fixed, name: None}):
+        if held[name] is not None and evaluated_layouts(*values, {**held, name: None}, limits)[1]:
             return refuse(
                 name,
                 "a degree some layout the planner tries can run with (dividing its data axis, and"
                 " for CP the sequence and, under Ulysses, each TP shard's KV heads), or left out to"
                 " be searched",
-                fixed[name],
+                held[name],
             )
     return refuse(
         "batch",

@@ -1,0 +1,97 @@
+"""The strategy map's axes: global batches of whole sequences and counts of chips the chip has
+slices of, spread evenly on a log scale (MODEL.md §C.7).
+
+Both axes step through 2^k and 3·2^k (sequences, chips; whole pods beyond one pod), which keep a
+replica's share of the batch whole on many splits; where a range holds more of them than the map
+has cells, an even spread of them is kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..checks import Number, Whole
+from ..cluster.slices import slice_of
+from ..refusals import refuse
+
+if TYPE_CHECKING:
+    from ..cluster.chip import Chip
+
+CELLS = 24  # rows and columns at most, by default
+BATCHES = (2.0**16, 2.0**27)  # tokens: 64K to 128M, from a few sequences to past any critical batch
+
+
+def chip_range(chip: Chip) -> tuple[int, int]:
+    """The default range of chips: 8 up to 16,384, or four of a TPU's pods beyond that."""
+    return 8, 16_384 if chip.is_gpu else max(16_384, 4 * chip.pod_chips)
+
+
+MAX_CELLS = 64  # rows or columns at most: a map of 4,096 cells already takes seconds
+
+
+def doubling(largest: float) -> np.ndarray:
+    """1, 2, 3, 4, 6, 8, 12, ...: every 2^k and 3·2^k up to ``largest``.
+
+    Examples
+    --------
+    >>> doubling(20).tolist()
+    [1, 2, 3, 4, 6, 8, 12, 16]
+    """
+    powers = 2 ** np.arange(int(np.log2(max(largest, 1))) + 1)
+    both = np.union1d(powers, 3 * powers[:-1] if len(powers) > 1 else [])
+    return both[both <= largest].astype(np.int64)
+
+
+def spread(candidates: np.ndarray, count: int) -> np.ndarray:
+    """At most ``count`` of the sorted ``candidates``, evenly spread over them, both ends kept."""
+    if len(candidates) <= count:
+        return candidates
+    return candidates[np.unique(np.linspace(0, len(candidates) - 1, count).round().astype(int))]
+
+
+def batch_axis(seq_len: int, lo: float, hi: float, count: int = CELLS) -> np.ndarray:
+    """Global batches [tokens] from ``lo`` to ``hi``: whole sequences, 2^k or 3·2^k of them.
+
+    Raises
+    ------
+    ValueError
+        Naming ``batches`` when the range holds no such batch.
+    """
+    lo, hi = (Number(unit="tokens")("batches", v) for v in (lo, hi))
+    count = Whole(1, MAX_CELLS)("columns", count)
+    sequences = doubling(hi / seq_len)
+    found = sequences[sequences * seq_len >= lo] * float(seq_len)
+    if not len(found):
+        raise refuse(
+            "batches", f"a range that holds a whole sequence of {seq_len:,} tokens", (lo, hi)
+        )
+    return spread(found, count)
+
+
+def chip_axis(chip: Chip, lo: int, hi: int, count: int = CELLS) -> np.ndarray:
+    """Counts of chips from ``lo`` to ``hi`` the chip has slices of (2^k or 3·2^k of them; on GPUs
+    whole nodes or a power of two), or whole pods (2^k or 3·2^k pods).
+
+    Raises
+    ------
+    ValueError
+        Naming ``chips`` when the range holds no such count.
+    """
+    lo, hi = (Whole(high=2**22)("chips", v) for v in (lo, hi))
+    count = Whole(1, MAX_CELLS)("rows", count)
+    counts = np.union1d(doubling(min(hi, chip.pod_chips)), [chip.pod_chips])
+    if chip.is_gpu:  # whole nodes, or a power of two (a part of one, or GB200's racks of 64)
+        nodes = chip.node_size * doubling(min(hi, chip.pod_chips) // chip.node_size)
+        powers = counts[(counts & (counts - 1)) == 0]
+        counts = np.union1d(nodes, powers)
+    inside = [n for n in counts if slice_of(chip, int(n))]
+    pods = doubling(hi // chip.pod_chips)
+    found = np.union1d(inside, chip.pod_chips * pods[pods > 1]).astype(np.int64)
+    found = found[(found >= lo) & (found <= hi)]
+    if not len(found):
+        raise refuse(
+            "chips", f"a range that holds a slice of the {chip.name} (e.g. 8 to 16384)", (lo, hi)
+        )
+    return spread(found, count)

@@ -1,0 +1,268 @@
+"""The strategy map: which layout wins where, over the global batch and the count of chips
+(MODEL.md §C.7).
+
+Each cell is the planner's best layout for its batch on its chips, ranked as ``plan`` ranks them:
+cell (i, j) is ``plan(**m.plan_keywords(i, j))``'s first row. A row is one cluster. Its layouts
+are evaluated at every batch at once (the batch a column of the flat arrays, one vectorized
+evaluation per order of the slice's axes, as in a plan) and its cells ranked in one sort. Counts
+beyond one pod join whole pods over the data-center network.
+
+A cell's family is the most elaborate parallelism its best layout uses: expert or context
+parallelism, else pipeline stages, else tensor parallelism, else FSDP (ZeRO-3), else data
+parallelism (ZeRO 0 to 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..checks import Whole
+from ..cluster.slices import slice_of, slices_near
+from ..refusals import refuse
+from ..values import Workload
+from .layouts import KNOBS, ranking
+from .plan import evaluated_layouts, held_knobs, plan_values
+
+if TYPE_CHECKING:
+    from ..cluster.chip import Chip
+    from ..transformer.shapes import Model
+
+FAMILIES = ("dp", "fsdp", "tp", "pp", "ep_cp")
+THRESHOLDS = ("fsdp", "fsdp+tp")
+NONE_FITS = -1  # the family of a cell where no layout fits (or none runs)
+
+
+def families(*, y, z, zero, ep, cp) -> np.ndarray:
+    """Each layout's family, an index into ``FAMILIES`` (see the module's docstring).
+
+    Returns
+    -------
+    family : np.ndarray
+        One index per layout.
+
+    Examples
+    --------
+    >>> families(y=[1, 1, 4, 4, 1], z=[1, 1, 1, 8, 1], zero=[1, 3, 3, 2, 0], ep=1,
+    ...          cp=[1, 1, 1, 1, 2])
+    array([0, 1, 2, 3, 4])
+    """
+    y, z, zero, ep, cp = np.broadcast_arrays(*(np.asarray(v) for v in (y, z, zero, ep, cp)))
+    return np.select([(ep > 1) | (cp > 1), z > 1, y > 1, zero == 3], [4, 3, 2, 1], 0)
+
+
+@dataclass(frozen=True, eq=False)
+class StrategyMap:
+    """Each cell's best layout, rows the chip counts and columns the batches.
+
+    Arrays are (rows, columns). Where nothing fits a cell's step and MFU are NaN, its memory the
+    leanest layout's; where no layout runs at all (too small a batch for whole sequences) its
+    memory is NaN too.
+    """
+
+    batches: np.ndarray  # the columns: global batches in whole sequences [tokens], ascending
+    chips: np.ndarray  # the rows: chips in all [chips], ascending
+    clusters: tuple  # each row's (slice_shape, pods)
+    knobs: dict  # each of KNOBS and "slice_shape" (the axis order the best uses) -> (rows, columns)
+    step_time: np.ndarray  # [s]
+    mfu: np.ndarray
+    memory: np.ndarray  # the busiest chip's peak, reserved [bytes]
+    runs: np.ndarray  # some layout of the cell can run
+    thresholds: dict  # "fsdp", "fsdp+tp" -> each row's batch where it turns compute-bound [tokens]
+    evaluated: int  # layouts evaluated in all
+    keywords: dict  # what every cell's plan shares (``plan``'s keywords but batch and the slice)
+
+    def __repr__(self) -> str:
+        rows, columns = self.step_time.shape
+        return f"StrategyMap({rows} x {columns} cells, {self.evaluated} layouts)"
+
+    @property
+    def fits(self) -> np.ndarray:
+        """Some layout of the cell fits."""
+        return np.isfinite(self.step_time)
+
+    @property
+    def family(self) -> np.ndarray:
+        """Each cell's family (``FAMILIES``), ``NONE_FITS`` where nothing fits."""
+        k = self.knobs
+        found = families(y=k["y"], z=k["z"], zero=k["zero"], ep=k["ep"], cp=k["cp"])
+        return np.where(self.fits, found, NONE_FITS)
+
+    def layout(self, row: int, column: int) -> dict[str, Any] | None:
+        """The best layout's knobs at a cell, slice_shape in the order it uses (as
+        ``Plan.layout``), with the cell's pods; None where nothing fits."""
+        if not self.fits[row, column]:
+            return None
+        knobs = {k: _item(self.knobs[k][row, column]) for k in ("slice_shape", *KNOBS)}
+        if knobs["etp"] == knobs["y"]:  # the experts split over TP as the rest: the default
+            knobs["etp"] = None
+        return {**knobs, "pods": self.clusters[row][1]}
+
+    def plan_keywords(self, row: int, column: int) -> dict[str, Any]:
+        """The keywords of the ``plan`` whose first row is the cell's best layout."""
+        shape, pods = self.clusters[row]
+        batch = float(self.batches[column])
+        return {**self.keywords, "batch": batch, "slice_shape": shape, "pods": pods}
+
+
+def strategy_map(
+    *,
+    model: Model,
+    chip: Chip,
+    batches,
+    chips,
+    seq_len: int,
+    mfu: float | None = None,
+    precision=None,
+    ep: int | None = None,
+    etp: int | None = None,
+    cp: int | None = None,
+    cp_kind: str | None = None,
+    remat: str | None = None,
+    schedule: str | None = None,
+    max_tp: int | None = None,
+    max_pp: int | None = None,
+    **options: Any,
+) -> StrategyMap:
+    """The best layout at every global batch of ``batches`` [tokens] on every count of ``chips``.
+
+    The other keywords are ``plan``'s, and hold for every cell. ``batches`` are rounded to whole
+    sequences, sorted, and each kept once; ``chips`` are counts the chip has slices of (a TPU's
+    powers of two, whole GPU nodes), or whole pods.
+
+    Returns
+    -------
+    strategy_map : StrategyMap
+        Each cell's best layout, its step, MFU and memory.
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> m = strategy_map(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], seq_len=8192,
+    ...                  batches=[2**20, 2**22], chips=[64, 512])
+    >>> m.step_time.shape, [FAMILIES[f] for f in m.family[1]]
+    ((2, 2), ['tp', 'tp'])
+    """
+    columns = np.unique(
+        Workload(model=model, batch=_listed("batches", batches), seq_len=seq_len).batch
+    )
+    rows = clusters(chip, _listed("chips", chips))
+    held = held_knobs(ep, etp, cp, cp_kind, remat, schedule)
+    limits = {n: Whole()(n, v) for n, v in (("max_tp", max_tp), ("max_pp", max_pp)) if v}
+    shape = (len(rows), len(columns))
+    knobs = {k: np.zeros(shape, dtype=object) for k in ("slice_shape", *KNOBS)}
+    step, mfu_of, memory = (np.full(shape, np.nan) for _ in range(3))
+    thresholds = {name: np.full(len(rows), np.nan) for name in THRESHOLDS}
+    evaluated = 0
+    for i, (slice_shape, pods) in enumerate(rows):  # a cluster a row; every cell of it at once
+        values = plan_values(
+            model, chip, columns[0], seq_len, slice_shape, None, pods, mfu, precision, options
+        )
+        orders, every = evaluated_layouts(*values, held, limits, batches=columns)
+        if not every:
+            continue
+        merged = {k: np.concatenate([e[k] for e in every]) for k in every[0]}
+        evaluated += len(merged["x"])
+        column = np.searchsorted(columns, merged["batch"])
+        np.fmin.at(memory[i], column, merged["memory"])  # the leanest, where nothing fits
+        ranked = ranking(merged, cells=column)
+        cells, first = np.unique(column[ranked], return_index=True)
+        best = ranked[first]
+        for k in KNOBS:
+            knobs[k][i, cells] = merged[k][best]
+        knobs["slice_shape"][i, cells] = [orders[a] for a in merged["axis_order"][best]]
+        step[i, cells], mfu_of[i, cells] = merged["step_time"][best], merged["mfu"][best]
+        memory[i, cells] = merged["memory"][best]
+        for name, crossover in crossovers(merged).items():
+            thresholds[name][i] = crossover
+    keywords = dict(
+        model=model,
+        chip=chip,
+        seq_len=seq_len,
+        mfu=mfu,
+        ep=ep,
+        etp=etp,
+        cp=cp,
+        cp_kind=cp_kind,
+        remat=remat,
+        schedule=schedule,
+        max_tp=max_tp,
+        max_pp=max_pp,
+        **options,
+    )
+    if precision is not None:
+        keywords["precision"] = precision
+    return StrategyMap(
+        columns,
+        np.array([math.prod(s) * p for s, p in rows]),
+        tuple(rows),
+        knobs,
+        step,
+        mfu_of,
+        memory,
+        np.isfinite(memory),
+        thresholds,
+        evaluated,
+        keywords,
+    )
+
+
+def crossovers(layouts: dict) -> dict[str, float]:
+    """The chapter's thresholds on one cluster (MODEL.md §A.3): the smallest batch at which a
+    layout of one stage, without EP or CP, is compute-bound per layer, FSDP or DP alone (Y = 1)
+    and with TP (any Y; the best split's); NaN where none is.
+
+    Returns
+    -------
+    thresholds : dict of str to float
+        "fsdp" and "fsdp+tp" [tokens].
+    """
+    plain = (layouts["z"] == 1) & (layouts["ep"] == 1) & (layouts["cp"] == 1)
+    found = {"fsdp": plain & (layouts["y"] == 1), "fsdp+tp": plain}
+    crossover = np.where(np.isfinite(layouts["crossover"]), layouts["crossover"], np.inf)
+    return {
+        name: float(np.min(crossover[where], initial=np.inf)) if where.any() else np.nan
+        for name, where in found.items()
+    }
+
+
+def clusters(chip: Chip, chips) -> list[tuple[tuple[int, ...], int]]:
+    """Each count's (slice_shape, pods), ascending and each once: the chip's slice of that many
+    chips, else whole pods.
+
+    Raises
+    ------
+    ValueError
+        Naming ``chips`` for a count the chip has no slice of, with the nearest that it has.
+    """
+    out = {}
+    for n in sorted({Whole(high=2**22)("chips", n) for n in chips}):
+        shape = slice_of(chip, n)
+        pods = 1
+        if shape is None and n % chip.pod_chips == 0:
+            shape, pods = chip.pod_shape, n // chip.pod_chips
+        if shape is None:
+            nearest = math.prod(slices_near(chip, n)[0])
+            raise refuse(
+                "chips",
+                f"counts the {chip.name} has slices of (the nearest: {nearest:,}), or whole pods of"
+                f" {chip.pod_chips:,}",
+                n,
+            )
+        out[n] = (shape, pods)
+    return list(out.values())
+
+
+def _listed(name: str, values) -> list:
+    """A non-empty list of numbers."""
+    listed = np.atleast_1d(np.asarray(values, dtype=object)).ravel().tolist()
+    if not listed:
+        raise refuse(name, "at least one value", values)
+    return listed
+
+
+def _item(value):
+    return value.item() if isinstance(value, np.generic) else value
