@@ -45,6 +45,8 @@ def main() -> None:
     strategy = timed(
         lambda i: setattr(panel.strategy_selector._strategy, "value", ("fsdp", "fsdp+tp")[i % 2])
     )
+    panel.strategy_map.draw()  # the map on show follows each move: its dot, whether it is stale
+    mapped = timed(lambda i: setattr(panel.training._batch, "value", batches[-1 - i]))
     print(f"points per curve: {GRID_POINTS}; {MOVES} moves each")
     print(f"{'what':<44} {'p50 ms':>8} {'p95 ms':>8} {'x evaluation':>13}")
     base = statistics.median(evaluation)
@@ -52,6 +54,7 @@ def main() -> None:
         ("one cost evaluation (evaluate)", evaluation),
         ("panel: batch slider move", slider),
         ("panel: strategy toggle", strategy),
+        ("panel: batch slider move, the map drawn", mapped),
     ):
         p50, p95 = statistics.median(times), sorted(times)[int(0.95 * len(times)) - 1]
         print(f"{name:<44} {p50:>8.1f} {p95:>8.1f} {p50 / base:>13.2f}")

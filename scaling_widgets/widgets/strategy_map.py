@@ -16,13 +16,16 @@ import ipywidgets as w
 import numpy as np
 from traitlets import Instance, observe
 
+from ..catalog import name_of
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.plan import plan_keywords
 from ..cost.search.strategy_map import FAMILIES, NONE_FITS, StrategyMap, strategy_map
 from ..cost.strategies import BEST
+from ..presets import MODELS
 from ..text.strategy_map import FAMILY_NAMES, THRESHOLD_NAMES, cell_text
 from ._base import Bound, Message, check_kwargs, vertical_axis
 from .scenario import Scenario
+from .theme import color
 
 # Each family's ramp, from its lowest MFU on the map to its highest (light to dark); the last two
 # are the cells where nothing fits and where no layout runs. Hex colours: the scale interpolates
@@ -104,7 +107,7 @@ class MapPlot(bq.Figure):
                 x=[],
                 y=[],
                 scales={"x": sx, "y": sy},
-                colors=["black"],  # on the cells' colours, not the page's
+                colors=[color("ink")],
                 line_style=LINE_STYLES[name],
                 stroke_width=3,
             )
@@ -115,8 +118,8 @@ class MapPlot(bq.Figure):
             y=[],
             scales={"x": sx, "y": sy},
             marker="circle",
-            colors=["white"],
-            stroke="black",
+            colors=[color("ink")],
+            stroke="white",
             stroke_width=2,
             default_size=70,
         )
@@ -172,8 +175,9 @@ def staircase(m: StrategyMap, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 class StrategyMapView(Bound, w.VBox):
-    """The map of the scenario's model, chip and options, drawn when asked; a cell clicked loads
-    its batch, chips and layout into the scenario. The recompute policy and schedule are the
+    """The map of the scenario's model, chip and options, drawn when asked (or when a model is
+    chosen in its own list, which sets the scenario's); a cell clicked loads its batch, chips and
+    layout into the scenario. The recompute policy and schedule are the
     scenario's unless "search every recompute policy and schedule" is ticked (several times
     slower). Once the model, the chip or another option changes, the map is marked stale and its
     cells cannot be loaded until drawn again."""
@@ -184,6 +188,12 @@ class StrategyMapView(Bound, w.VBox):
         self.plot = MapPlot()
         self._drawn_for = None
         self._draw = w.Button(description="Draw the map", icon="th", layout=w.Layout(width="auto"))
+        # the model of the map (the scenario's): a preset chosen here draws its map at once
+        self._model = w.Dropdown(
+            description="Model",
+            options=[(m.name, k) for k, m in MODELS.items()] + [("custom", "custom")],
+            layout=w.Layout(width="auto"),
+        )
         self._search_all = w.Checkbox(
             description="search every recompute policy and schedule (slower)",
             indent=False,
@@ -195,7 +205,7 @@ class StrategyMapView(Bound, w.VBox):
         self._message = Message()
         super().__init__(
             [
-                w.HBox([self._draw, self._search_all]),
+                w.HBox([self._model, self._draw, self._search_all]),
                 self._status,
                 self._message,
                 self._legend,
@@ -207,7 +217,19 @@ class StrategyMapView(Bound, w.VBox):
         self._draw.on_click(self._on_draw_click)
         self.plot._hover.on_element_click(self._on_cell_click)
         self.plot._cells.on_element_click(self._on_cell_click)
+        self._model.observe(self._on_model_change, "value")
         self.scenario.observe(self._on_scenario_change, "revision")
+        self.scenario.observe(self._sync, "model")
+        self._sync()
+
+    def _show_scenario(self) -> None:
+        self._model.value = name_of(self.scenario.model, MODELS) or "custom"
+
+    def _on_model_change(self, change) -> None:
+        if self._syncing or change["new"] == "custom":
+            return
+        if self._apply(model=MODELS[change["new"]]):
+            self.draw()
 
     @property
     def data(self) -> StrategyMap | None:

@@ -74,6 +74,13 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
         page.locator(".sw-panel .sw-roofline").scroll_into_view_if_needed()
         assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
         page.screenshot(path=str(ARTIFACTS / f"{front_end.replace(' ', '-').lower()}.png"))
+        # the strategy map reads on the theme too
+        page.get_by_text("Strategy map: which layout wins").click()
+        page.click(".sw-map-view button:has-text('Draw the map')")
+        page.wait_for_function(
+            "document.querySelectorAll('.sw-strategy-map rect.heatmapcell').length >= 100"
+        )
+        assert reading_problems(page, ".sw-map-view") == {"contrast": [], "cut": [], "labels": []}
 
     paths = curve_paths(page)
     page.select_option(".sw-panel .sw-mesh-picker select >> nth=0", label="TPU v6e")

@@ -355,6 +355,7 @@ def test_the_strategy_map_names_its_cells_and_loads_one(page, voila_demo):
     fills = set(cells.evaluate_all("els => els.map(e => getComputedStyle(e).fill)"))
     assert len(fills) > 5  # families and shades, not one colour
     assert "layouts evaluated" in page.inner_text(".sw-map-view")
+    assert reading_problems(page, ".sw-map-view") == {"contrast": [], "cut": [], "labels": []}
     # a square over each cell, drawn last (before them, the dot of the scenario's own cell)
     squares = page.locator(".sw-strategy-map .dot")
     assert squares.count() == cells.count() + 1

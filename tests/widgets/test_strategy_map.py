@@ -150,3 +150,14 @@ def test_the_cli_map_prints_the_same_cells(capsys):
     )  # fmt: skip
     assert len(record["chips"]) == 4 and len(record["batches"]) == 6
     assert all(len(row) == 6 for row in record["cells"])
+
+
+def test_a_model_chosen_in_the_map_sets_the_scenarios_and_draws_its_map():
+    panel = explore(**CHAPTER)
+    view = panel.strategy_map
+    assert view._model.value == "llama-2-13b"
+    view._model.value = "llama-3-8b"
+    assert panel.scenario.model.name == "LLaMA-3 8B" and view.data is not None
+    assert view.data.keywords["model"].name == "LLaMA-3 8B" and not view.stale
+    panel.model_picker._preset.value = "llama-2-7b"  # the panel's picker: the map follows, stale
+    assert view._model.value == "llama-2-7b" and view.stale
