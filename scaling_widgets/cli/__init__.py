@@ -285,8 +285,12 @@ def _map(args, state: dict, given: dict) -> int:
     chip, rows, columns = keywords["chip"], *args.cells
     if keywords["seq_len"] is None:
         raise refuse("seq_len", "one number: the map's batches are whole sequences", None)
-    batches = batch_axis(keywords["seq_len"], *getattr(args, "batches", BATCHES), columns)
-    chips = chip_axis(chip, *getattr(args, "chip_range", chip_range(chip)), rows)
+    try:
+        batches = batch_axis(keywords["seq_len"], *getattr(args, "batches", BATCHES), columns)
+        chips = chip_axis(chip, *getattr(args, "chip_range", chip_range(chip)), rows)
+    except InputError as err:  # named by the flag that set it
+        flag = {"batches": "--batches", "chips": "--chip-range"}.get(err.field, "--cells")
+        raise ValueError(err.named(flag)) from None
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     m = strategy_map(**keywords, **limits, batches=batches, chips=chips)
     if args.json:

@@ -56,20 +56,22 @@ def offered(field: Field, command: str) -> bool:
     return not searches or field.name not in SEARCHED
 
 
+def _pair(text: str, flag: str, sep: str, parse, example: str) -> tuple:
+    """Two values written with ``sep`` between them ("64K..128M", "24x24"), each parsed."""
+    first, found, second = text.partition(sep)
+    if not found:
+        raise ValueError(f"{flag} must be two values such as {example}; got {text!r}")
+    return parse(first, flag), parse(second, flag)
+
+
 def _range(text: str, flag: str) -> tuple[float, float]:
     """ "64K..128M" as (65536.0, 134217728.0)."""
-    lo, sep, hi = text.partition("..")
-    if not sep:
-        raise ValueError(f"{flag} must be a range LO..HI such as 64K..128M; got {text!r}")
-    return units.parse_count(lo, flag), units.parse_count(hi, flag)
+    return _pair(text, flag, "..", units.parse_count, "64K..128M")
 
 
 def _cells(text: str, flag: str = "--cells") -> tuple[int, int]:
     """ "24x24" as (24, 24): rows (chip counts) by columns (batches)."""
-    rows, sep, columns = text.lower().partition("x")
-    if not sep:
-        raise ValueError(f"{flag} must be ROWSxCOLUMNS such as 24x24; got {text!r}")
-    return units.parse_whole(rows, flag), units.parse_whole(columns, flag)
+    return _pair(text.lower(), flag, "x", units.parse_whole, "24x24")
 
 
 def _map(commands) -> None:

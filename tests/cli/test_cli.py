@@ -661,3 +661,23 @@ def test_fp8_on_a_chip_without_it_is_one_line_naming_the_flag_and_what_runs(caps
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--matmul-dtype must be 'bf16' on the A100" in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batches", "8M..1M"], "--batches must be a range LO..HI with LO at most HI"),
+        (["--batches", "1M"], "--batches must be two values such as 64K..128M; got '1M'"),
+        (["--batches", "1..100"], "--batches must be a range that holds a whole sequence"),
+        (["--chip-range", "8192..8192"], "--chip-range must be a range that holds a count of"),
+        (["--cells", "100x3"], "--cells must be a whole number from 1 to 64; got 100"),
+        (["--cells", "3by3"], "--cells must be two values such as 24x24; got '3by3'"),
+        # the map's batches are a range: one batch is read as --batches and refused
+        (["--batch", "4M"], "--batches must be two values such as 64K..128M; got '4M'"),
+    ],
+)
+def test_a_map_refusal_names_its_flag(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["map", "--model", "llama-3-8b", "--hardware", "tpu-v5p", *args])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -422,3 +422,52 @@ def test_a_scenario_file_is_refused_clearly_or_reported(text, json_out, extra, f
     path = folder / "scenario.json"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     run(["estimate", "--scenario", str(path), *(["--json"] if json_out else []), *extra], capsys)
+
+
+MAP_VALUES = {
+    "--model": list(MODELS),
+    "--hardware": list(HARDWARE),
+    "--seq-len": ["512", "4096", "0", "-1", "1e9"],
+    "--mfu": ["0.4", "1.5", "0"],
+    "--remat": ["none", "full", "checkpoints", "x"],
+    "--schedule": ["1f1b", "interleaved", "dualpipe", "x"],
+    "--batches": ["64K..1M", "1M..64M", "8M..1M", "1..2", "-1..4M", "1M", "x..y", "0..0"],
+    "--chip-range": ["8..64", "8..16K", "4096..40000", "3..5", "64..8", "0..1", "1e9..2e9"],
+    "--cells": ["1x1", "2x3", "3x2", "0x2", "65x1", "2by2", "-1x2"],
+}
+
+
+@settings(BUDGET, max_examples=60)
+@given(
+    picked=st.dictionaries(
+        st.sampled_from(sorted(MAP_VALUES)), st.sampled_from(range(8)), max_size=6
+    ),
+    json_out=st.booleans(),
+)
+def test_map_refuses_clearly_or_reports_sound_cells(picked, json_out, capsys):
+    """``map`` with small grids (at most 3 x 3 unless refused): one line and exit 2, or every
+    number in its output finite and non-negative."""
+    args = ["map", "--cells", "2x2"]
+    for flag, i in picked.items():
+        values = MAP_VALUES[flag]
+        args += [flag, values[i % len(values)]]
+    args += ["--model", "llama-3-8b"] if "--model" not in picked else []
+    capsys.readouterr()
+    try:
+        code = main([*args, *(["--json"] if json_out else [])])
+    except SystemExit as exit_info:
+        out, err = capsys.readouterr()
+        assert exit_info.code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert out == ""
+        event("refused")
+        return
+    event("ran")
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    if not json_out:
+        assert not NOT_FINITE.search(out) and not NEGATIVE.search(out), out
+        return
+    data = json.loads(out)
+    for where, number in _numbers(data):
+        assert math.isfinite(number) and number >= 0, (where, number)
+    assert len(data["cells"]) == len(data["chips"]) <= 3

@@ -8,12 +8,13 @@ has cells, an even spread of them is kept.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..checks import Number, Whole
-from ..cluster.slices import slice_of
+from ..cluster.slices import slice_of, slices_near
 from ..refusals import refuse
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ def batch_axis(seq_len: int, lo: float, hi: float, count: int = CELLS) -> np.nda
     """
     lo, hi = (Number(unit="tokens")("batches", v) for v in (lo, hi))
     count = Whole(1, MAX_CELLS)("columns", count)
+    if lo > hi:
+        raise refuse("batches", "a range LO..HI with LO at most HI", (lo, hi))
     sequences = doubling(hi / seq_len)
     found = sequences[sequences * seq_len >= lo] * float(seq_len)
     if not len(found):
@@ -81,6 +84,8 @@ def chip_axis(chip: Chip, lo: int, hi: int, count: int = CELLS) -> np.ndarray:
     """
     lo, hi = (Whole(high=2**22)("chips", v) for v in (lo, hi))
     count = Whole(1, MAX_CELLS)("rows", count)
+    if lo > hi:
+        raise refuse("chips", "a range LO..HI with LO at most HI", (lo, hi))
     counts = np.union1d(doubling(min(hi, chip.pod_chips)), [chip.pod_chips])
     if chip.is_gpu:  # whole nodes, or a power of two (a part of one, or GB200's racks of 64)
         nodes = chip.node_size * doubling(min(hi, chip.pod_chips) // chip.node_size)
@@ -91,7 +96,11 @@ def chip_axis(chip: Chip, lo: int, hi: int, count: int = CELLS) -> np.ndarray:
     found = np.union1d(inside, chip.pod_chips * pods[pods > 1]).astype(np.int64)
     found = found[(found >= lo) & (found <= hi)]
     if not len(found):
+        nearest = math.prod(slices_near(chip, lo)[0])
         raise refuse(
-            "chips", f"a range that holds a slice of the {chip.name} (e.g. 8 to 16384)", (lo, hi)
+            "chips",
+            f"a range that holds a count of chips the {chip.name} has a slice of (the nearest:"
+            f" {nearest:,}) or whole pods of {chip.pod_chips:,}",
+            (lo, hi),
         )
     return spread(found, count)

@@ -24,7 +24,7 @@ from ..checks import Whole
 from ..cluster.slices import slice_of, slices_near
 from ..refusals import refuse
 from ..values import Workload
-from .layouts import KNOBS, ranking
+from .layouts import HELD, KNOBS, ranking
 from .plan import evaluated_layouts, held_knobs, plan_values
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 FAMILIES = ("dp", "fsdp", "tp", "pp", "ep_cp")
 THRESHOLDS = ("fsdp", "fsdp+tp")
+LIMITS = ("max_tp", "max_pp")
 NONE_FITS = -1  # the family of a cell where no layout fits (or none runs)
 
 
@@ -109,29 +110,14 @@ class StrategyMap:
 
 
 def strategy_map(
-    *,
-    model: Model,
-    chip: Chip,
-    batches,
-    chips,
-    seq_len: int,
-    mfu: float | None = None,
-    precision=None,
-    ep: int | None = None,
-    etp: int | None = None,
-    cp: int | None = None,
-    cp_kind: str | None = None,
-    remat: str | None = None,
-    schedule: str | None = None,
-    max_tp: int | None = None,
-    max_pp: int | None = None,
-    **options: Any,
+    *, model: Model, chip: Chip, batches, chips, seq_len: int, **keywords: Any
 ) -> StrategyMap:
     """The best layout at every global batch of ``batches`` [tokens] on every count of ``chips``.
 
-    The other keywords are ``plan``'s, and hold for every cell. ``batches`` are rounded to whole
-    sequences, sorted, and each kept once; ``chips`` are counts the chip has slices of (a TPU's
-    powers of two, whole GPU nodes), or whole pods.
+    The other keywords are ``plan``'s but the batch and the cluster, which the axes set, and hold
+    for every cell. ``batches`` are rounded to whole sequences, sorted, and each kept once;
+    ``chips`` are counts the chip has slices of (a TPU's powers of two, whole GPU nodes), or whole
+    pods.
 
     Returns
     -------
@@ -150,11 +136,13 @@ def strategy_map(
         Workload(model=model, batch=_listed("batches", batches), seq_len=seq_len).batch
     )
     rows = clusters(chip, _listed("chips", chips))
-    held = held_knobs(ep, etp, cp, cp_kind, remat, schedule)
-    limits = {n: Whole()(n, v) for n, v in (("max_tp", max_tp), ("max_pp", max_pp)) if v}
+    held = held_knobs(**{k: keywords.get(k) for k in HELD})
+    limits = {n: Whole()(n, keywords[n]) for n in LIMITS if keywords.get(n)}
+    mfu, precision = keywords.get("mfu"), keywords.get("precision")
+    options = {k: v for k, v in keywords.items() if k not in (*HELD, *LIMITS, "mfu", "precision")}
     shape = (len(rows), len(columns))
     knobs = {k: np.zeros(shape, dtype=object) for k in ("slice_shape", *KNOBS)}
-    step, mfu_of, memory = (np.full(shape, np.nan) for _ in range(3))
+    cells = {k: np.full(shape, np.nan) for k in ("step_time", "mfu", "memory")}
     thresholds = {name: np.full(len(rows), np.nan) for name in THRESHOLDS}
     evaluated = 0
     for i, (slice_shape, pods) in enumerate(rows):  # a cluster a row; every cell of it at once
@@ -162,52 +150,40 @@ def strategy_map(
             model, chip, columns[0], seq_len, slice_shape, None, pods, mfu, precision, options
         )
         orders, every = evaluated_layouts(*values, held, limits, batches=columns)
-        if not every:
-            continue
-        merged = {k: np.concatenate([e[k] for e in every]) for k in every[0]}
-        evaluated += len(merged["x"])
-        column = np.searchsorted(columns, merged["batch"])
-        np.fmin.at(memory[i], column, merged["memory"])  # the leanest, where nothing fits
-        ranked = ranking(merged, cells=column)
-        cells, first = np.unique(column[ranked], return_index=True)
-        best = ranked[first]
-        for k in KNOBS:
-            knobs[k][i, cells] = merged[k][best]
-        knobs["slice_shape"][i, cells] = [orders[a] for a in merged["axis_order"][best]]
-        step[i, cells], mfu_of[i, cells] = merged["step_time"][best], merged["mfu"][best]
-        memory[i, cells] = merged["memory"][best]
-        for name, crossover in crossovers(merged).items():
-            thresholds[name][i] = crossover
-    keywords = dict(
-        model=model,
-        chip=chip,
-        seq_len=seq_len,
-        mfu=mfu,
-        ep=ep,
-        etp=etp,
-        cp=cp,
-        cp_kind=cp_kind,
-        remat=remat,
-        schedule=schedule,
-        max_tp=max_tp,
-        max_pp=max_pp,
-        **options,
-    )
-    if precision is not None:
-        keywords["precision"] = precision
+        if every:
+            merged = {k: np.concatenate([e[k] for e in every]) for k in every[0]}
+            evaluated += len(merged["x"])
+            _fill_row(i, merged, orders, columns, knobs, cells)
+            for name, crossover in crossovers(merged).items():
+                thresholds[name][i] = crossover
     return StrategyMap(
         columns,
         np.array([math.prod(s) * p for s, p in rows]),
         tuple(rows),
         knobs,
-        step,
-        mfu_of,
-        memory,
-        np.isfinite(memory),
+        cells["step_time"],
+        cells["mfu"],
+        cells["memory"],
+        np.isfinite(cells["memory"]),
         thresholds,
         evaluated,
-        keywords,
+        {"model": model, "chip": chip, "seq_len": seq_len, **keywords},
     )
+
+
+def _fill_row(i, merged, orders, columns, knobs, cells) -> None:
+    """Row ``i`` of the map from its evaluated layouts: each cell's best, ranked as ``plan``
+    ranks; where nothing fits, the leanest layout's memory."""
+    column = np.searchsorted(columns, merged["batch"])
+    np.fmin.at(cells["memory"][i], column, merged["memory"])
+    ranked = ranking(merged, cells=column)
+    found, first = np.unique(column[ranked], return_index=True)
+    best = ranked[first]
+    for k in KNOBS:
+        knobs[k][i, found] = merged[k][best]
+    knobs["slice_shape"][i, found] = [orders[a] for a in merged["axis_order"][best]]
+    for k in ("step_time", "mfu", "memory"):
+        cells[k][i, found] = merged[k][best]
 
 
 def crossovers(layouts: dict) -> dict[str, float]:
