@@ -1,6 +1,7 @@
 """Every demo notebook runs top to bottom in a real kernel and ends with its own asserts."""
 
 import ast
+import sys
 from pathlib import Path
 
 import nbformat
@@ -8,7 +9,12 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-NOTEBOOKS = sorted((Path(__file__).parents[1] / "demo_notebooks").glob("*.ipynb"))
+FOLDER = Path(__file__).parents[1] / "demo_notebooks"
+NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
+sys.path.insert(0, str(FOLDER))
+from refresh_outputs import cleaned, numbers  # noqa: E402
+
+REFRESH = "python demo_notebooks/refresh_outputs.py"
 
 
 def top_level_asserts(source: str) -> list[ast.Assert]:
@@ -19,7 +25,11 @@ def top_level_asserts(source: str) -> list[ast.Assert]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom(path):
+    """It runs, ends with its asserts, and prints the very numbers saved with it."""
     nb = nbformat.read(path, as_version=4)
+    saved = numbers(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), f"saved without outputs: {REFRESH}"
     last = nb.cells[-1]
     assert last.cell_type == "code" and top_level_asserts(last.source), (
         "the last cell must assert what it shows"
@@ -35,6 +45,8 @@ def test_notebook_runs_top_to_bottom(path):
     ):  # not an error of an earlier cell
         client.execute()
     assert last.execution_count is not None  # the last cell ran to its end, asserts and all
+    nb.cells.pop()  # the check's own cell
+    assert numbers(cleaned(nb)) == saved, f"the saved outputs are stale: {REFRESH}"
 
 
 @pytest.mark.parametrize(

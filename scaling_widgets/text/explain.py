@@ -157,7 +157,15 @@ def step_verdict(e: Estimate) -> Line:
     """The step's view beside the layer's: what, besides the matmuls, takes most of the step
     (predicted) or whether the communication shows at the MFU given. The two never contradict:
     one is a layer at peak, the other the whole step."""
-    how = "predicted" if e.step_breakdown is not None else f"at {float(e.mfu):.0%} MFU given"
+    # the MFU given, not the one the step achieves (lower where communication shows)
+    given, measured = e.options.mfu, e.options.measured_step_time
+    how = (
+        f"at {float(given):.0%} MFU given"
+        if given is not None
+        else "as measured"
+        if measured is not None
+        else "predicted"
+    )
     return Line.of("verdict", f"The step ({how}): {binds(e)}.")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost import Estimate
-from ..cost.transformer.context import ring_hides
+from ..cost.transformer.context import cp_bandwidth, ring_hides
 from ..cost.transformer.counts import param_count
 from ..cost.transformer.experts import ep_of_data, folds_over_tp, held_width, in_node
 from . import units
@@ -141,11 +141,14 @@ def context(e: Estimate) -> Line:
             "threshold",
             f"{head}; its keys and values are not overlapped: {ratio:.2f}x the layer's compute",
         )
+    placed = dict(x=e.x, y=e.y, mx=e.mx)  # the links the group passes at: a GPU's NIC off its node
     need, have = (
-        float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp)
+        float(v)
+        for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp, **placed)
     )
     causal, tex_causal = ("2·", r"2\cdot ") if e.model.causal else ("", "")
-    K, N_h, alpha = e.model.kv_heads, e.model.heads, e.chip.flops / e.chip.ici_bw
+    W = float(cp_bandwidth(chip=e.chip, cp=cp, **placed))
+    K, N_h, alpha = e.model.kv_heads, e.model.heads, e.chip.flops / W
     rule = Math(
         f"s/CP ≥ {causal}(K/N_h)·C/W = {causal}({K}/{N_h})·{alpha:,.0f} = {need:,.0f}",
         rf"s/CP \ge {tex_causal}(K/N_h)\,C/W = {tex_causal}({K}/{N_h})\cdot {alpha:,.0f} = "

@@ -108,11 +108,7 @@ def cp_seconds_per_token(
     """
     CP = np.asarray(cp, dtype=float)
     Y = np.asarray(y, dtype=float)
-    if chip.is_gpu:  # NVLink while the group fits in a node with its TP, else each GPU's NIC
-        in_node = CP * Y <= chip.node_size
-        bandwidth = np.where(in_node, chip.ici_bw, chip.scaleout_bw)
-    else:
-        bandwidth = chip.ici_bw * np.maximum(subgroup_span(size=CP, x=x, mx=mx), 1.0)
+    bandwidth = cp_bandwidth(chip=chip, cp=CP, x=x, y=Y, mx=mx)
     kv = kv_bytes_per_token(model, Y)
     if kind == "ulysses":
         per_token = (
@@ -126,20 +122,56 @@ def cp_seconds_per_token(
     return np.maximum(0.0, passed - attention_seconds_per_token(chip, model, seq_len, Y))
 
 
+def cp_bandwidth(
+    *, chip: Chip, cp: ArrayLike, x: ArrayLike = 1, y: ArrayLike = 1, mx: ArrayLike = 1
+) -> float | np.ndarray:
+    """The bandwidth a chip of the CP group passes keys and values at (MODEL.md §D.3): on GPUs
+    NVLink while the group fits in a node with its TP, else each GPU's NIC; on a TPU the links of
+    the torus axes the group spans [bytes/s].
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE
+    >>> cp_bandwidth(chip=HARDWARE["h100"], cp=[1, 16], y=8) / 1e9
+    array([450.,  50.])
+    """
+    CP, Y = np.asarray(cp, dtype=float), np.asarray(y, dtype=float)
+    if chip.is_gpu:
+        return np.where(CP * Y <= chip.node_size, chip.ici_bw, chip.scaleout_bw)
+    return chip.ici_bw * np.maximum(subgroup_span(size=CP, x=x, mx=mx), 1.0)
+
+
 def ring_hides(
-    *, chip: Chip, model: Model, seq_len: ArrayLike, cp: ArrayLike
-) -> tuple[float, float | np.ndarray]:
-    """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking.
-    Returns (what s/CP must reach, what it is).
+    *,
+    chip: Chip,
+    model: Model,
+    seq_len: ArrayLike,
+    cp: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    mx: ArrayLike = 1,
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking,
+    W the bandwidth the CP group passes at (``cp_bandwidth``: a GPU's NIC once the group leaves
+    its node). Returns (what s/CP must reach, what it is).
 
     Returns
     -------
-    need : float
+    need : float or np.ndarray
         The tokens of each chip's block above which the ring hides under the attention,
-        (K/N_h)·C/W_ici, doubled under causal masking [tokens].
+        (K/N_h)·C/W, doubled under causal masking [tokens].
     block : float or np.ndarray
         s/CP, the tokens of each chip's block [tokens].
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE, MODELS
+    >>> need, block = ring_hides(chip=HARDWARE["h100"], model=MODELS["llama-3-405b"],
+    ...                          seq_len=131_072, cp=16, y=8)
+    >>> round(float(need)), float(block)
+    (2475, 8192.0)
     """
     causal = 2.0 if model.causal else 1.0
-    need = causal * model.kv_heads / model.heads * chip.flops / chip.ici_bw
+    W = cp_bandwidth(chip=chip, cp=cp, x=x, y=y, mx=mx)
+    need = causal * model.kv_heads / model.heads * chip.flops / W
     return need, seq_len / np.asarray(cp, dtype=float)

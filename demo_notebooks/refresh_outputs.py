@@ -1,0 +1,83 @@
+"""Run the demo notebooks and save them with their outputs, so that a reader on GitHub, where no
+kernel runs, sees every number. ``tests/test_notebooks.py`` runs each notebook again and checks
+that the numbers it prints are the ones saved here, so the saved outputs never go stale.
+
+Run ``python demo_notebooks/refresh_outputs.py`` after changing a notebook or the model (or name
+some notebooks: ``python demo_notebooks/refresh_outputs.py 02_reproduce_the_chapter``).
+
+A live widget (the panel) cannot be saved for a reader without a kernel: its output keeps a one
+line note, and each notebook prints the numbers the widget shows beside it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+WIDGET = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = (
+    "(a live widget: run the notebook to use it; the numbers it shows are printed beside it)"
+)
+# a number as a notebook prints it: 1,234.5 or 3.2e+06 or 45%
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # an object's address, new in every kernel
+TEXT_KINDS = ("text/plain", "text/markdown", "text/html")
+
+
+def execute(path: Path, timeout: int = 300) -> nbformat.NotebookNode:
+    """The notebook at ``path``, run top to bottom in a fresh kernel, its outputs cleaned."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}
+    )
+    client.execute()
+    return cleaned(nb)
+
+
+def cleaned(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Outputs a reader can read anywhere: a widget's saved state and its long repr replaced by a
+    note; no run times."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET in data:
+                output["data"] = {"text/plain": WIDGET_NOTE}
+    return nb
+
+
+def numbers(nb: nbformat.NotebookNode) -> list[tuple[int, list[str]]]:
+    """Every number each code cell prints (its text outputs, in order), cell by cell."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        found = []
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", "")] if output.get("output_type") == "stream" else []
+            data = output.get("data", {})
+            texts += ["".join(data[k]) for k in TEXT_KINDS if k in data and WIDGET not in data]
+            for text in texts:
+                found += NUMBER.findall(ADDRESS.sub("", "".join(text)))
+        out.append((i, found))
+    return out
+
+
+def main(names: list[str]) -> None:
+    paths = sorted(HERE.glob("*.ipynb"))
+    if names:
+        paths = [p for p in paths if any(p.stem.startswith(n) for n in names)]
+    for path in paths:
+        nb = execute(path)
+        nbformat.write(nb, path)
+        print(f"{path.name}: {sum(len(n) for _, n in numbers(nb))} numbers saved")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
