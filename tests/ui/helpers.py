@@ -53,6 +53,8 @@ def wait_for_panel(page) -> None:
     page.wait_for_selector(
         ".sw-panel .sw-step-breakdown rect.bar", state="attached", timeout=PANEL_TIMEOUT
     )
+    # JupyterLab renders only the cells in view: the summary has its text once scrolled to
+    page.locator(".sw-panel .sw-summary").first.scroll_into_view_if_needed()
     page.wait_for_function(
         "(document.querySelector('.sw-panel .sw-summary')?.innerText || '').length > 20"
     )
