@@ -143,8 +143,7 @@ def context(e: Estimate) -> Line:
         )
     placed = dict(x=e.x, y=e.y, mx=e.mx)  # the links the group passes at: a GPU's NIC off its node
     need, have = (
-        float(v)
-        for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp, **placed)
+        float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp, **placed)
     )
     causal, tex_causal = ("2·", r"2\cdot ") if e.model.causal else ("", "")
     W = float(cp_bandwidth(chip=e.chip, cp=cp, **placed))
