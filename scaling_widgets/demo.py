@@ -73,5 +73,8 @@ def serve(
     ]
     config = Config()
     config.VoilaConfiguration.prelaunch_hook = _issue_xsrf_cookie
+    # Only this machine's names: a page on another site whose name rebinds to 127.0.0.1 sends its
+    # own Host header and is refused (Voila allows any Host; Jupyter Server, by default, not).
+    config.Voila.tornado_settings = {"allow_remote_access": False}
     Voila.launch_instance(argv=argv, config=config)
     return 0
