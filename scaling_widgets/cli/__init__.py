@@ -24,7 +24,7 @@ from ..cost.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.plan import plan_keywords
-from ..cost.search.strategy_map import strategy_map
+from ..cost.search.strategy_map import map_keywords, strategy_map
 from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
@@ -275,22 +275,27 @@ def _plan(args, state: dict, given: dict) -> int:
     return 0
 
 
+# the map's axes, as the flags that set them
+AXIS_FLAGS = {
+    "batches": "--batches",
+    "chips": "--chip-range",
+    "rows": "--cells",
+    "columns": "--cells",
+}
+
+
 def _map(args, state: dict, given: dict) -> int:
     """The strategy map of the scenario's model, chip and options (``text/strategy_map.py``)."""
     state = {**state, "batch": state["batch"] or 2**20}  # a column's; the map sets each
-    keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
+    keywords = map_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
-    for axis in ("batch", "slice_shape", "pods"):
-        del keywords[axis]
     chip, rows, columns = keywords["chip"], *args.cells
-    if keywords["seq_len"] is None:
-        raise refuse("seq_len", "one number: the map's batches are whole sequences", None)
     try:
         batches = batch_axis(keywords["seq_len"], *getattr(args, "batches", BATCHES), columns)
         chips = chip_axis(chip, *getattr(args, "chip_range", chip_range(chip)), rows)
     except InputError as err:  # named by the flag that set it
-        flag = {"batches": "--batches", "chips": "--chip-range"}.get(err.field, "--cells")
-        raise ValueError(err.named(flag)) from None
+        flag = AXIS_FLAGS.get(err.field)
+        raise err if flag is None else ValueError(err.named(flag)) from None
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     m = strategy_map(**keywords, **limits, batches=batches, chips=chips)
     if args.json:

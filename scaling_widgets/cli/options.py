@@ -13,6 +13,7 @@ import argparse
 
 from .. import catalog
 from ..cost.search.layouts import HELD, SEARCHED
+from ..cost.search.strategy_map import AXES as MAP_AXES
 from ..fields import FIELDS_TABLE, Field
 from ..text import units
 
@@ -41,17 +42,13 @@ def _typed(parse, flag: str):
     return convert
 
 
-# what the strategy map's rows and columns set, which ``map`` does not take
-MAP_AXES = ("batch", "slice_shape", "pods")
-
-
 def offered(field: Field, command: str) -> bool:
     """Whether ``command`` offers this field's flag: the planner does not take what it chooses,
     nor the map its axes (it takes the planner's flags else)."""
     searches = command in ("plan", "map")
     if field.flag is None or ("plan" if searches else command) not in field.commands:
         return False
-    if command == "map" and field.name in MAP_AXES:
+    if command == "map" and field.name in MAP_AXES:  # the map's rows and columns set these
         return False
     return not searches or field.name not in SEARCHED
 

@@ -18,8 +18,13 @@ from traitlets import Instance, observe
 
 from ..catalog import name_of
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
-from ..cost.search.plan import plan_keywords
-from ..cost.search.strategy_map import FAMILIES, NONE_FITS, StrategyMap, strategy_map
+from ..cost.search.strategy_map import (
+    FAMILIES,
+    NONE_FITS,
+    StrategyMap,
+    map_keywords,
+    strategy_map,
+)
 from ..cost.strategies import BEST
 from ..presets import MODELS
 from ..text.strategy_map import FAMILY_NAMES, THRESHOLD_NAMES, cell_text
@@ -41,8 +46,6 @@ LINE_STYLES = {"fsdp": "dashed", "fsdp+tp": "dotted"}
 NONE_FITS_COLOR, NONE_RUNS_COLOR = "#969696", "#e0e0e0"
 STOPS = [c for f in FAMILIES for c in RAMPS[f]] + [NONE_FITS_COLOR, NONE_RUNS_COLOR]
 LIGHTEST = 0.15  # the lowest MFU's place on its family's ramp: light, not white
-# the map's keywords the axes replace
-AXES = ("batch", "slice_shape", "pods")
 
 
 def shades(m: StrategyMap) -> np.ndarray:
@@ -243,9 +246,7 @@ class StrategyMapView(Bound, w.VBox):
     def _inputs(self) -> dict:
         """What the map is for: the plan's keywords but its axes, the recompute policy and the
         schedule held unless every one is searched."""
-        keywords = plan_keywords(*self.scenario.values())
-        for axis in AXES:
-            del keywords[axis]
+        keywords = map_keywords(*self.scenario.values())
         if not self._search_all.value:
             keywords.update(remat=self.scenario.remat, schedule=self.scenario.schedule)
         return keywords
@@ -255,8 +256,6 @@ class StrategyMapView(Bound, w.VBox):
         try:
             keywords = self._inputs()
             chip = keywords["chip"]
-            if keywords["seq_len"] is None:
-                raise ValueError("the map needs a sequence length: its batches are whole ones")
             m = strategy_map(
                 **keywords,
                 batches=batch_axis(keywords["seq_len"], *BATCHES),

@@ -58,8 +58,11 @@ def batch_axis(seq_len: int, lo: float, hi: float, count: int = CELLS) -> np.nda
     Raises
     ------
     ValueError
-        Naming ``batches`` when the range holds no such batch.
+        Naming ``seq_len`` when there are no sequences, ``batches`` when the range holds no such
+        batch.
     """
+    if seq_len is None:
+        raise refuse("seq_len", "a sequence length: the map's batches are whole sequences", None)
     lo, hi = (Number(unit="tokens")("batches", v) for v in (lo, hi))
     count = Whole(1, MAX_CELLS)("columns", count)
     if lo > hi:

@@ -25,13 +25,14 @@ from ..cluster.slices import slice_of, slices_near
 from ..refusals import refuse
 from ..values import Workload
 from .layouts import HELD, KNOBS, ranking
-from .plan import evaluated_layouts, held_knobs, plan_values
+from .plan import evaluated_layouts, held_knobs, plan_keywords, plan_values
 
 if TYPE_CHECKING:
     from ..cluster.chip import Chip
     from ..transformer.shapes import Model
 
 FAMILIES = ("dp", "fsdp", "tp", "pp", "ep_cp")
+AXES = ("batch", "slice_shape", "pods")  # plan's keywords that the map's rows and columns set
 THRESHOLDS = ("fsdp", "fsdp+tp")
 LIMITS = ("max_tp", "max_pp")
 NONE_FITS = -1  # the family of a cell where no layout fits (or none runs)
@@ -71,7 +72,6 @@ class StrategyMap:
     step_time: np.ndarray  # [s]
     mfu: np.ndarray
     memory: np.ndarray  # the busiest chip's peak, reserved [bytes]
-    runs: np.ndarray  # some layout of the cell can run
     thresholds: dict  # "fsdp", "fsdp+tp" -> each row's batch where it turns compute-bound [tokens]
     evaluated: int  # layouts evaluated in all
     keywords: dict  # what every cell's plan shares (``plan``'s keywords but batch and the slice)
@@ -79,6 +79,11 @@ class StrategyMap:
     def __repr__(self) -> str:
         rows, columns = self.step_time.shape
         return f"StrategyMap({rows} x {columns} cells, {self.evaluated} layouts)"
+
+    @property
+    def runs(self) -> np.ndarray:
+        """Some layout of the cell can run (its memory, the best's or the leanest's, is known)."""
+        return np.isfinite(self.memory)
 
     @property
     def fits(self) -> np.ndarray:
@@ -164,7 +169,6 @@ def strategy_map(
         cells["step_time"],
         cells["mfu"],
         cells["memory"],
-        np.isfinite(cells["memory"]),
         thresholds,
         evaluated,
         {"model": model, "chip": chip, "seq_len": seq_len, **keywords},
@@ -184,6 +188,14 @@ def _fill_row(i, merged, orders, columns, knobs, cells) -> None:
     knobs["slice_shape"][i, found] = [orders[a] for a in merged["axis_order"][best]]
     for k in ("step_time", "mfu", "memory"):
         cells[k][i, found] = merged[k][best]
+
+
+def map_keywords(cluster, workload, layout, options) -> dict[str, Any]:
+    """``strategy_map``'s keywords for these values: the plan's (``plan_keywords``) but its axes."""
+    keywords = plan_keywords(cluster, workload, layout, options)
+    for axis in AXES:
+        del keywords[axis]
+    return keywords
 
 
 def crossovers(layouts: dict) -> dict[str, float]:
