@@ -69,6 +69,8 @@ def main(argv=None) -> int:
                 open_browser=not args.no_browser,
                 cull_after=args.cull_after,
                 theme=args.theme,
+                max_kernels=args.max_kernels,
+                token=not args.no_token,
             )
         if args.command == "compare":
             return _compare(args)

@@ -290,6 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="shut down a closed page's kernel after this many idle seconds (default 60)",
     )
     demo.add_argument(
+        "--max-kernels",
+        type=_typed(units.parse_whole, "--max-kernels"),
+        metavar="N",
+        help="the most pages open at once, one kernel each; a page over it is asked to retry"
+        " (default: what half of the free memory holds)",
+    )
+    demo.add_argument(
+        "--no-token",
+        action="store_true",
+        help="open the panel to every user and program on this machine (no token in the URL)",
+    )
+    demo.add_argument(
         "--theme",
         choices=("light", "dark"),
         default="light",

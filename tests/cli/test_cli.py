@@ -681,3 +681,18 @@ def test_a_map_refusal_names_its_flag(args, message, capsys):
         main(["map", "--model", "llama-3-8b", "--hardware", "tpu-v5p", *args])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-kernels", "0"], "--max-kernels must be a whole number from 1"),
+        (["--max-kernels", "two"], "--max-kernels"),
+        (["--port", "0"], "--port must be a whole number from 1"),
+    ],
+)
+def test_a_demo_refusal_is_one_line_and_exit_2_before_any_server_starts(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--no-browser", *args])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -3,6 +3,8 @@ benchmarks."""
 
 from __future__ import annotations
 
+import http.client
+import re
 import signal
 import socket
 import subprocess
@@ -10,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +56,13 @@ class Server:
         self.stop()
         raise RuntimeError(f"server not ready after 90 s; see {self.log.name}")
 
+    @property
+    def home(self) -> str:
+        """The page a user opens: the URL the demo prints, its token in it; else the root."""
+        self.log.flush()
+        printed = re.search(r"the panel is at (\S+)", Path(self.log.name).read_text())
+        return printed.group(1) if printed else self.url + "/"
+
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         try:
@@ -62,6 +72,45 @@ class Server:
             code = self.process.wait()
         self.log.close()
         return code
+
+
+class Browser:
+    """A browser of the demo over plain HTTP: it opens the URL the demo printed, keeps the
+    cookies that gave it, and makes the page's own calls."""
+
+    def __init__(self, server: Server):
+        self.server, self.cookies = server, {}
+        self.token = parse_qs(urlsplit(server.home).query)["token"][0]
+
+    def request(self, method: str, path: str, logged_in: bool = True, **headers):
+        """``(status, headers, body)``; ``logged_in``: with the cookies the token gave."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=120)
+        headers.setdefault("Host", f"127.0.0.1:{self.server.port}")
+        if logged_in:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.headers, response.read().decode(errors="replace")
+
+    def open_page(self) -> str:
+        """The page loaded to its end, from the URL with the token; its kernel's id."""
+        status, headers, page = self.request("GET", f"/?token={self.token}", logged_in=False)
+        assert status == 200, status
+        for cookie in headers.get_all("Set-Cookie"):
+            name, value = cookie.split(";")[0].split("=", 1)
+            self.cookies[name] = value
+        return kernel_of(page)
+
+    def close_page(self, kernel: str) -> None:
+        """The call the page makes as its tab closes."""
+        xsrf = {"X-XSRFToken": self.cookies["_xsrf"]}
+        status = self.request("POST", f"/voila/api/shutdown/{kernel}", **xsrf)[0]
+        assert status == 204, status
+
+
+def kernel_of(page: str) -> str:
+    """The id of the kernel a served page runs on."""
+    return re.search(r'"kernelId": "([0-9a-f-]+)"', page).group(1)
 
 
 def voila_demo_argv(port: int, *options: str) -> list[str]:

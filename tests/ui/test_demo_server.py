@@ -1,13 +1,15 @@
-"""`scaling-widgets demo` over plain HTTP: it answers this machine's names only, and a request
-under another site's name, or a websocket from another site's page, is refused and starts no
-kernel (DNS rebinding, cross-origin pages)."""
+"""`scaling-widgets demo` over plain HTTP, as another program or another site's page would reach
+it: it answers this machine's names only, the page asks for the token it printed, another site's
+page cannot pull the panel in, a request over the kernel cap is asked to retry, and a load cut
+short gives its kernel back. None of the refused requests starts a kernel."""
 
-import http.client
 import re
+import socket
+import time
 
 import pytest
 
-from .servers import Server, free_port, voila_demo_argv
+from .servers import Browser, Server, free_port, kernel_of, voila_demo_argv
 
 UPGRADE = {
     "Connection": "Upgrade",
@@ -15,45 +17,111 @@ UPGRADE = {
     "Sec-WebSocket-Version": "13",
     "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
 }
+MOST = 2
 
 
 @pytest.fixture(scope="module")
 def demo():
-    server = Server(voila_demo_argv(port := free_port()), port, "/voila/static/voila.js")
+    port = free_port()
+    server = Server(
+        voila_demo_argv(port, "--max-kernels", str(MOST), "--cull-after", "600"),
+        port,
+        "/voila/static/voila.js",
+    )
     yield server
     assert server.stop() == 0
+    log = open(server.log.name).read()
+    assert not re.search(r"(^|\s)5\d\d (GET|POST) /", log, re.M), log[-3000:]
 
 
-def request(server, method: str, path: str, **headers) -> tuple[int, str]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-    connection.request(method, path, headers=headers)
-    response = connection.getresponse()
-    return response.status, response.read().decode(errors="replace")
+@pytest.fixture
+def client(demo):
+    return Browser(demo)
 
 
-def kernels_started(server) -> int:
+def count(server, event: str) -> int:
     server.log.flush()
     with open(server.log.name) as log:
-        return log.read().count("Kernel started:")
+        return len(set(re.findall(rf"Kernel {event}: (\S+)", log.read())))
 
 
-def test_another_sites_name_or_origin_is_refused_and_starts_no_kernel(demo):
+def test_another_sites_name_or_origin_is_refused_and_starts_no_kernel(demo, client):
     port = demo.port
-    status, page = request(demo, "GET", "/", Host=f"127.0.0.1:{port}")
-    assert status == 200
-    kernel = re.search(r'"kernelId": "([0-9a-f-]+)"', page).group(1)
-    started = kernels_started(demo)
+    kernel = client.open_page()
+    started = count(demo, "started")
     rebound = {"Host": f"evil.example:{port}"}
     # the page, the kernel's websocket and the page's shutdown call, under a rebinding name
-    assert request(demo, "GET", "/", **rebound)[0] == 403
+    assert client.request("GET", "/", **rebound)[0] == 403
     channels = f"/api/kernels/{kernel}/channels"
     websocket = {**UPGRADE, **rebound, "Origin": f"http://evil.example:{port}"}
-    assert request(demo, "GET", channels, **websocket)[0] == 403
-    assert request(demo, "POST", f"/voila/api/shutdown/{kernel}", **rebound)[0] == 403
+    assert client.request("GET", channels, **websocket)[0] == 403
+    assert client.request("POST", f"/voila/api/shutdown/{kernel}", **rebound)[0] == 403
     # this machine's name, but another site's page opening the websocket
-    foreign = {**UPGRADE, "Host": f"127.0.0.1:{port}", "Origin": "http://evil.example"}
-    assert request(demo, "GET", channels, **foreign)[0] == 403
-    assert kernels_started(demo) == started  # none of them started a kernel
+    foreign = {**UPGRADE, "Origin": "http://evil.example"}
+    assert client.request("GET", channels, **foreign)[0] == 403
+    assert count(demo, "started") == started  # none of them started a kernel
+    client.close_page(kernel)
     # this machine's other names are its own
-    assert request(demo, "GET", "/", Host=f"localhost:{port}")[0] == 200
-    assert kernels_started(demo) == started + 1
+    at_localhost = {"Host": f"localhost:{port}"}
+    status, _, page = client.request("GET", f"/?token={client.token}", False, **at_localhost)
+    assert status == 200 and count(demo, "started") == started + 1
+    client.close_page(kernel_of(page))
+
+
+def test_without_the_token_the_page_asks_for_it_and_starts_no_kernel(demo, client):
+    started = count(demo, "started")
+    status, headers, _ = client.request("GET", "/", logged_in=False)
+    assert status == 302 and headers["Location"].startswith("/login")
+    assert client.request("GET", "/?token=wrong", logged_in=False)[0] == 302
+    kernel = client.open_page()
+    channels = f"/api/kernels/{kernel}/channels"
+    assert client.request("GET", channels, logged_in=False, **UPGRADE)[0] == 403
+    assert client.request("GET", "/api/kernels", logged_in=False)[0] == 302  # to the login
+    assert count(demo, "started") == started + 1  # the one page that had the token
+    client.close_page(kernel)
+
+
+def test_another_sites_page_cannot_pull_the_panel_in_as_an_image_or_a_frame(demo, client):
+    """Another site's page (another port of this machine is another site's origin) asks with
+    the browser's cookies, token and all, but the browser says what it asks for."""
+    client.close_page(client.open_page())  # the browser has the token's cookies
+    started = count(demo, "started")
+    for dest, mode in (("image", "no-cors"), ("iframe", "navigate"), ("empty", "cors")):
+        fetch = {"Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": dest, "Sec-Fetch-Mode": mode}
+        status, _, body = client.request("GET", "/", **fetch)
+        assert status == 403 and "page of its own" in body, (dest, status)
+    assert count(demo, "started") == started
+    # the user following a link to the panel, from any page, opens it
+    link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "document"}
+    status, _, page = client.request("GET", "/", **link, **{"Sec-Fetch-Mode": "navigate"})
+    assert status == 200
+    client.close_page(kernel_of(page))
+
+
+def test_a_page_over_the_cap_is_asked_to_retry_and_starts_no_kernel(demo, client):
+    kernels = [client.open_page() for _ in range(MOST)]
+    started = count(demo, "started")
+    status, headers, body = client.request("GET", "/")
+    assert status == 429 and headers["Retry-After"] == "10"
+    assert f"All {MOST} panels are open" in body and f"--max-kernels\n{MOST}" in body
+    assert 'http-equiv="refresh"' in body  # the page retries by itself
+    assert count(demo, "started") == started
+    client.close_page(kernels.pop())  # a tab closes: a page opens again
+    kernels.append(client.open_page())
+    for kernel in kernels:
+        client.close_page(kernel)
+
+
+def test_a_load_cut_short_shuts_its_kernel_down_at_once_and_frees_its_place(demo, client):
+    shut = count(demo, "shutdown")
+    for _ in range(MOST + 1):  # more cut loads than the cap: each gave its place back
+        asking = f"GET /?token={client.token} HTTP/1.1\r\nHost: 127.0.0.1:{demo.port}\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", demo.port)) as tab:
+            tab.sendall(asking.encode())
+            assert tab.recv(64).startswith(b"HTTP/1.1 200")
+        deadline = time.monotonic() + 30
+        while count(demo, "shutdown") == shut and time.monotonic() < deadline:
+            time.sleep(0.2)
+        shut += 1
+        assert count(demo, "shutdown") == shut
+    client.close_page(client.open_page())

@@ -52,7 +52,7 @@ CONTROLS = (
 
 
 def test_the_panel_renders_every_part_without_errors(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     for selector in CONTROLS:
         assert page.locator(selector).first.is_visible(), selector
@@ -84,7 +84,7 @@ def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme,
     server = request.getfixturevalue("voila_demo" if theme == "light" else "voila_dark")
     # the whole panel in view: figures draw
     page.set_viewport_size({"width": width, "height": 2600})
-    page.goto(server.url + "/")
+    page.goto(server.home)
     wait_for_panel(page)
     assert reading_problems(page) == {"contrast": [], "cut": [], "labels": []}
     roofline = page.locator(".sw-panel .sw-roofline").bounding_box()
@@ -102,7 +102,7 @@ def test_the_panel_reads_at_every_width_and_in_both_themes(page, request, theme,
 
 
 def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     paths, bars, text = curve_paths(page), bar_heights(page), summary(page)
 
@@ -137,7 +137,7 @@ def test_changing_the_hardware_mesh_strategy_and_batch_changes_what_is_shown(pag
 def test_a_change_of_chip_lands_on_a_slice_that_runs_each_time(page, voila_demo):
     # v5e -> v5p -> H100 -> v5e at the default batch: each switch is taken (the page shows the
     # chip), nothing is refused, and the panel says what it changed besides the chip.
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     text, chip = summary(page), ".sw-mesh-picker select >> nth=0"
     for label in ("TPU v5e", "TPU v5p", "H100", "TPU v5e"):
@@ -152,7 +152,7 @@ def test_a_change_of_chip_lands_on_a_slice_that_runs_each_time(page, voila_demo)
 
 
 def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     paths, bars, text = curve_paths(page), bar_heights(page), summary(page)
     axis = page.locator(".sw-mesh-picker input[type=number]").first
@@ -174,7 +174,7 @@ def test_a_bad_value_shows_the_message_and_keeps_the_last_valid_state(page, voil
 
 
 def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     text = summary(page)
     # open the collapsed section
@@ -204,7 +204,7 @@ def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voi
 
 
 def test_predicting_the_step_draws_its_breakdown(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     widths = lambda p: p.eval_on_selector_all(  # noqa: E731 - the step bar's pieces
         ".sw-step-breakdown rect.bar", "els => els.map(e => +e.getAttribute('width'))"
@@ -231,7 +231,7 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
                 "**/*",
                 lambda route, request: route.continue_() if local(request.url) else route.abort(),
             )
-            page.goto(server.url + "/")
+            page.goto(server.home)
             wait_for_panel(page)
             pages.append(page)
         for page in pages[:2]:
@@ -261,7 +261,7 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
 def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_demo):
     """DeepSeek-V3 on H100s: the model picker gives total and active parameters, and EP 8 (one
     node) is taken from the data axis and named in the layout, the mesh and the summary."""
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     text = summary(page)
     page.select_option(".sw-mesh-picker select >> nth=0", label="H100")
@@ -299,7 +299,7 @@ def test_the_export_downloads_a_launch_file_that_reads_back(page, voila_demo, tm
     file, and that file read back is the layout on screen."""
     from scaling_widgets.cli import main
 
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     text = summary(page)
     batch = page.locator(".sw-training-controls input[type=text]").first
@@ -322,7 +322,7 @@ def test_the_export_downloads_a_launch_file_that_reads_back(page, voila_demo, tm
 
 
 def test_pinning_two_scenarios_sets_them_side_by_side(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     page.get_by_text("Compare: pinned scenarios side by side").click()
     page.get_by_text("Pin this scenario").click()
@@ -343,7 +343,7 @@ def test_pinning_two_scenarios_sets_them_side_by_side(page, voila_demo):
 
 
 def test_the_strategy_map_names_its_cells_and_loads_one(page, voila_demo):
-    page.goto(voila_demo.url + "/")
+    page.goto(voila_demo.home)
     wait_for_panel(page)
     text = summary(page)
     page.get_by_text("Strategy map: which layout wins").click()

@@ -1,13 +1,16 @@
-"""``scaling-widgets demo``: the panel served by Voila on 127.0.0.1.
+"""``scaling-widgets demo``: the panel served by Voila on 127.0.0.1, for this machine's user.
 
 The dashboard notebook ships inside the package, so this works from an installed wheel.
 Voila runs in this process: Ctrl-C or SIGTERM stop the server and shut its kernels down.
+What it guards against, and why, is in ``server.py`` and the README's demo section.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
+import sys
 from pathlib import Path
 
 DASHBOARD = Path(__file__).with_name("dashboard.ipynb")
@@ -17,6 +20,14 @@ DEFAULT_PORT = 8866
 # Front-end extensions Voila should not load: Notebook 7's, installed alongside by many, fails
 # outside its own page ("The getter for the shared module is not a function") and logs an error.
 NOT_FOR_VOILA = ("@jupyter-notebook/lab-extension",)
+# A page's kernel with the panel drawn, resident (measured: benchmarks/bench_demo_server.py),
+# with room for the panel's own growth as it is used.
+KERNEL_BYTES = 200 * 2**20
+# nbclient waits this long after a cell's reply for the kernel's last outputs. Its default, 4 s,
+# is shorter than a busy server takes to read them when many pages start at once, and a page
+# whose display message came late was served without its panel. A kernel always sends them; the
+# wait ends as soon as they are read.
+OUTPUTS_WAIT = 300
 
 
 def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
@@ -28,18 +39,20 @@ def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
     raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
 
 
-def _issue_xsrf_cookie(handler, notebook, cwd) -> None:
-    """Voila's prelaunch hook: give the page its ``_xsrf`` cookie.
+def kernels_that_fit() -> int:
+    """Pages at once that half of the memory available now holds, at one kernel each."""
+    import psutil
 
-    The page sends the cookie's value with its shutdown call when it closes. Voila's page never
-    asks for the token, so no cookie is set, and the call fails with 403 "'_xsrf' argument missing".
-    Reading ``xsrf_token`` sets the cookie.
-    """
-    handler.xsrf_token  # noqa: B018 - read for its effect: tornado sets the cookie
+    return max(1, psutil.virtual_memory().available // 2 // KERNEL_BYTES)
 
 
 def serve(
-    port: int | None = None, open_browser: bool = True, cull_after: int = 60, theme: str = "light"
+    port: int | None = None,
+    open_browser: bool = True,
+    cull_after: int = 60,
+    theme: str = "light",
+    max_kernels: int | None = None,
+    token: bool = True,
 ) -> int:
     """Serve the dashboard until stopped; returns the exit status.
 
@@ -49,32 +62,49 @@ def serve(
     """
     try:
         from traitlets.config import Config
-        from voila.app import Voila
+
+        from .server import DemoServer
     except ImportError:
         raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
+    if max_kernels is not None and max_kernels < 1:
+        raise ValueError(f"--max-kernels must be at least 1, got {max_kernels}")
     port = free_port() if port is None else port
+    max_kernels = kernels_that_fit() if max_kernels is None else max_kernels
     # Voila finds templates in the Jupyter data directories; ours joins them for this process.
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         filter(None, [str(TEMPLATES), os.environ.get("JUPYTER_PATH")])
     )
-    print(f"scaling-widgets: the panel is at http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
+    secret = secrets.token_hex(24) if token else ""
+    url = f"http://127.0.0.1:{port}/" + (f"?token={secret}" if token else "")
+    if not token:
+        print(
+            "scaling-widgets: warning: --no-token: every user and every program on this machine"
+            " can open the panel and start its kernels",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(f"scaling-widgets: the panel is at {url} (Ctrl-C to stop)", flush=True)
+    print(f"scaling-widgets: at most {max_kernels} pages at once", flush=True)
     argv = [
         str(DASHBOARD),
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
         "--Voila.port_retries=0",
-        "--no-browser" if not open_browser else "--Voila.open_browser=True",
+        f"--Voila.open_browser={open_browser}",
         *(f"--VoilaConfiguration.extension_denylist={name}" for name in NOT_FOR_VOILA),
         "--VoilaConfiguration.template=offline",
         f"--VoilaConfiguration.theme={theme}",
+        f"--VoilaExecutor.iopub_timeout={OUTPUTS_WAIT}",
         f"--MappingKernelManager.cull_idle_timeout={cull_after}",
         "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",
     ]
     config = Config()
-    config.VoilaConfiguration.prelaunch_hook = _issue_xsrf_cookie
+    config.Voila.token = secret
+    config.DemoServer.open_url = url
+    config.DemoServer.max_kernels = max_kernels
     # Only this machine's names: a page on another site whose name rebinds to 127.0.0.1 sends its
     # own Host header and is refused (Voila allows any Host; Jupyter Server, by default, not).
     config.Voila.tornado_settings = {"allow_remote_access": False}
-    Voila.launch_instance(argv=argv, config=config)
+    DemoServer.launch_instance(argv=argv, config=config)
     return 0

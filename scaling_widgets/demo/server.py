@@ -1,0 +1,180 @@
+"""Voila as the demo runs it: the panel's page admitted only from this machine's own pages, a
+kernel cap, and an interrupted load's kernel shut down at once.
+
+``DemoServer`` is Voila with its page handler swapped for ``PanelPage``; every other route
+(static files, the kernel's websocket, the page's shutdown call, the token's login) is Voila's.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import threading
+import webbrowser
+from html import escape
+
+from jupyter_server.utils import ensure_async
+from tornado import web
+from traitlets import Int, Unicode
+from voila.app import Voila
+from voila.tornado.handler import TornadoVoilaHandler
+
+RETRY_SECONDS = 10
+NOT_EMBEDDED = "403: the panel opens as a page of its own, not inside another site's page\n"
+
+
+class Pages:
+    """The kernels the panel's pages hold, counted against the cap.
+
+    A page is counted from the moment it is admitted, before its kernel starts, so that a burst
+    of requests cannot all pass the check at once; and until its kernel is gone, however it went
+    (the page's shutdown call, the culler, an interrupted load).
+    """
+
+    def __init__(self, kernels, most: int):
+        self.kernels, self.most = kernels, most
+        self.loading = 0
+        self.held: set[str] = set()
+
+    def open(self) -> int:
+        self.held &= set(self.kernels.list_kernel_ids())
+        return self.loading + len(self.held)
+
+    def admit(self) -> bool:
+        if self.open() >= self.most:
+            return False
+        self.loading += 1
+        return True
+
+    def started(self, kernel_id: str) -> None:
+        self.held.add(kernel_id)
+
+    def loaded(self) -> None:
+        self.loading -= 1
+
+
+class _NotingKernels:
+    """The kernel manager as one page's request sees it: notes the kernel the page gets, whether
+    started for it or taken warm from Voila's pool."""
+
+    def __init__(self, kernels, page: PanelPage):
+        self._kernels, self._page = kernels, page
+
+    def __getattr__(self, name):
+        return getattr(self._kernels, name)
+
+    async def start_kernel(self, **kwargs) -> str:
+        kernel_id = await ensure_async(self._kernels.start_kernel(**kwargs))
+        self._page.took(kernel_id)
+        return kernel_id
+
+    async def get_rendered_notebook(self, **kwargs):
+        task, rendered, kernel_id = await self._kernels.get_rendered_notebook(**kwargs)
+        self._page.took(kernel_id)
+        return task, rendered, kernel_id
+
+
+class PanelPage(TornadoVoilaHandler):
+    """The panel's page: one kernel per page, within the cap, for this machine's own pages."""
+
+    def initialize(self, pages: Pages, **kwargs):
+        super().initialize(**kwargs)
+        self.pages, self.kernel_id, self.gone = pages, None, False
+
+    @property
+    def kernel_manager(self):
+        return _NotingKernels(self.settings["kernel_manager"], self)
+
+    def took(self, kernel_id: str) -> None:
+        self.kernel_id = kernel_id
+        self.pages.started(kernel_id)
+
+    @web.authenticated
+    async def get(self, path=None):
+        if embedded_by_another_site(self.request.headers):
+            self.set_status(403)
+            self.finish(NOT_EMBEDDED)
+            return
+        if not self.pages.admit():
+            self.busy()
+            return
+        # Voila's page sends this cookie's value with its shutdown call as it closes; its page
+        # never asks for it, so without this read no cookie is set and the call gets 403.
+        self.xsrf_token  # noqa: B018 - read for its effect: tornado sets the cookie
+        try:
+            async for html in self.get_generator(path=path):
+                if not self.gone:
+                    self.write(html)
+                    self.flush()
+        finally:
+            self.pages.loaded()
+        if self.gone and self.kernel_id is not None:
+            self.log.info("A page left while loading: its kernel %s shuts down", self.kernel_id)
+            await ensure_async(self.settings["kernel_manager"].shutdown_kernel(self.kernel_id))
+
+    def on_connection_close(self) -> None:
+        """The browser left before the page arrived (a reload, a closed tab). Its kernel goes as
+        soon as the dashboard has run, rather than idle until the culler's turn: shut down while
+        it runs, Voila's renderer would log the kernel's death as an error."""
+        self.gone = True
+        super().on_connection_close()
+
+    def busy(self) -> None:
+        """429 with a page that says why and when to retry; it retries by itself."""
+        self.set_status(429)
+        self.set_header("Retry-After", str(RETRY_SECONDS))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(busy_page(self.pages.most))
+
+
+def embedded_by_another_site(headers) -> bool:
+    """True for a request another site's page makes of ours, as an image, a frame or a fetch
+    (the browser's Sec-Fetch-* headers say so). A user's own navigation, from a link or the
+    address bar, passes, as does a client that sends no such header."""
+    site = headers.get("Sec-Fetch-Site")
+    if site in (None, "same-origin", "none"):
+        return False
+    return not (
+        headers.get("Sec-Fetch-Mode") == "navigate" and headers.get("Sec-Fetch-Dest") == "document"
+    )
+
+
+def busy_page(most: int) -> str:
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{RETRY_SECONDS}">
+<title>scaling-widgets: busy</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
+<h1>All {most} panels are open</h1>
+<p>This server runs at most {most} panels at once (<code>scaling-widgets demo --max-kernels
+{most}</code>), one kernel each, so that they fit in this machine's memory.</p>
+<p>Close a panel's tab, and this page loads within {RETRY_SECONDS} seconds: it tries again by
+itself. A tab that closed without a word frees its panel once its kernel has been idle for the
+server's <code>--cull-after</code> seconds.</p>
+</body></html>"""
+
+
+class DemoServer(Voila):
+    """Voila serving the panel through ``PanelPage``, and opening the URL that carries the
+    token."""
+
+    max_kernels = Int(8, config=True, help="the most pages with a kernel at once")
+    open_url = Unicode("", config=True, help="the URL the browser opens: the token is in it")
+
+    def init_handlers(self) -> list:
+        handlers = super().init_handlers()
+        pages = Pages(self.kernel_manager, self.max_kernels)
+        for i, (route, handler, *kwargs) in enumerate(handlers):
+            if handler is TornadoVoilaHandler:
+                handlers[i] = (route, PanelPage, {**kwargs[0], "pages": pages})
+        return handlers
+
+    def launch_browser(self) -> None:
+        """Open a file of our own that forwards to ``open_url``, as Jupyter does: the token then
+        never appears in the browser's command line, which any user of the machine can read."""
+        fd, path = tempfile.mkstemp(suffix=".html")
+        os.fchmod(fd, stat.S_IRUSR | stat.S_IWUSR)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            url = escape(self.open_url)
+            file.write(f'<meta http-equiv="refresh" content="0;url={url}"><a href="{url}">open</a>')
+        threading.Thread(target=webbrowser.open, args=("file://" + path,), daemon=True).start()
