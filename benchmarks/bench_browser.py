@@ -79,10 +79,10 @@ async def click_times(pages: list) -> list[float]:
                 break
             await page.wait_for_timeout(100)
         await page.evaluate(WATCH)
-    times, shown = [], {id(page): "FSDP + TP" for page in pages}
+    times, shown = [], {id(page): "FSDP+TP" for page in pages}
     for i in range(CLICKS):
         page = pages[i % len(pages)]
-        target = "FSDP" if shown[id(page)] == "FSDP + TP" else "FSDP + TP"
+        target = "FSDP" if shown[id(page)] == "FSDP+TP" else "FSDP+TP"
         start = await page.evaluate("performance.now()")
         await page.click(f".sw-strategy-selector button:text-is('{target}')")
         await page.wait_for_function(f"window.__changed > {start}", timeout=30_000)
@@ -105,24 +105,23 @@ async def main(runs: int = 5) -> None:
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
             await first_renders(browser, server.home, 1, 1)  # a warm server: imports, caches
-            renders = {n: await first_renders(browser, server.home, n, runs) for n in CONCURRENT}
-            clicks = {}
+            print(f"first figure, pages asked for at once, {runs} runs each (s)")
+            print(f"{'pages at once':<34} {'p50':>8} {'p95':>8} {'max':>8}   never rendered")
+            for n in CONCURRENT:
+                times = await first_renders(browser, server.home, n, runs)
+                drawn = [t for t in times if t is not None]
+                never = f"{len(times) - len(drawn)} of {len(times)}"
+                print(f"{row(f'{n} at once', drawn, '1f')}   {never}", flush=True)
+            print(f"{CLICKS} clicks of the strategy toggle -> changed roofline path (ms)")
             for n in (1, 8):
                 opened = await asyncio.gather(*(open_page(browser, server.home) for _ in range(n)))
-                clicks[n] = await click_times([page for seconds, page in opened if seconds])
+                times = await click_times([page for seconds, page in opened if seconds])
+                print(row(f"{n} pages open", times, "0f"), flush=True)
                 for _, page in opened:
                     await page.context.close()
             await browser.close()
     finally:
         server.stop()
-    print(f"first figure, pages asked for at once, {runs} runs each (s)")
-    print(f"{'pages at once':<34} {'p50':>8} {'p95':>8} {'max':>8}   never rendered")
-    for n, times in renders.items():
-        drawn = [t for t in times if t is not None]
-        print(f"{row(f'{n} at once', drawn, '1f')}   {len(times) - len(drawn)} of {len(times)}")
-    print(f"{CLICKS} clicks of the strategy toggle -> changed roofline path (ms)")
-    for n, times in clicks.items():
-        print(row(f"{n} pages open", times, "0f"))
 
 
 if __name__ == "__main__":

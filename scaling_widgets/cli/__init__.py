@@ -71,6 +71,7 @@ def main(argv=None) -> int:
                 theme=args.theme,
                 max_kernels=args.max_kernels,
                 token=not args.no_token,
+                warm=args.warm,
             )
         if args.command == "compare":
             return _compare(args)

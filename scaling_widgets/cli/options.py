@@ -297,6 +297,15 @@ def build_parser() -> argparse.ArgumentParser:
         " (default: what half of the free memory holds)",
     )
     demo.add_argument(
+        "--warm",
+        type=int,
+        choices=range(9),
+        default=1,
+        metavar="N",
+        help="pages kept ready, their kernels started and the dashboard run, so that a page"
+        " opens at once (default 1; 0 for none)",
+    )
+    demo.add_argument(
         "--no-token",
         action="store_true",
         help="open the panel to every user and program on this machine (no token in the URL)",

@@ -53,6 +53,7 @@ def serve(
     theme: str = "light",
     max_kernels: int | None = None,
     token: bool = True,
+    warm: int = 1,
 ) -> int:
     """Serve the dashboard until stopped; returns the exit status.
 
@@ -95,6 +96,9 @@ def serve(
         "--VoilaConfiguration.template=offline",
         f"--VoilaConfiguration.theme={theme}",
         f"--VoilaExecutor.iopub_timeout={OUTPUTS_WAIT}",
+        f"--VoilaConfiguration.preheat_kernel={warm > 0}",
+        f"--VoilaConfiguration.default_pool_size={warm}",
+        "--VoilaConfiguration.multi_kernel_manager_class=scaling_widgets.demo.server.DemoKernels",
         f"--MappingKernelManager.cull_idle_timeout={cull_after}",
         "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",

@@ -14,6 +14,7 @@ import threading
 import webbrowser
 from html import escape
 
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from jupyter_server.utils import ensure_async
 from tornado import web
 from traitlets import Int, Unicode
@@ -22,6 +23,16 @@ from voila.tornado.handler import TornadoVoilaHandler
 
 RETRY_SECONDS = 10
 NOT_EMBEDDED = "403: the panel opens as a page of its own, not inside another site's page\n"
+
+
+class DemoKernels(AsyncMappingKernelManager):
+    """Jupyter Server's kernel manager less a race: the culler goes round a list of the kernels
+    taken before it waits on each, and a kernel its page shut down meanwhile was logged as a
+    KeyError with its traceback."""
+
+    async def cull_kernel_if_idle(self, kernel_id: str) -> None:
+        if kernel_id in self:
+            await super().cull_kernel_if_idle(kernel_id)
 
 
 class Pages:

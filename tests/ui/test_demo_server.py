@@ -24,7 +24,8 @@ MOST = 2
 def demo():
     port = free_port()
     server = Server(
-        voila_demo_argv(port, "--max-kernels", str(MOST), "--cull-after", "600"),
+        # no warm page: a kernel started to refill it would blur the counts of kernels started
+        voila_demo_argv(port, "--max-kernels", str(MOST), "--cull-after", "600", "--warm", "0"),
         port,
         "/voila/static/voila.js",
     )
@@ -40,7 +41,6 @@ def client(demo):
 
 
 def count(server, event: str) -> int:
-    server.log.flush()
     with open(server.log.name) as log:
         return len(set(re.findall(rf"Kernel {event}: (\S+)", log.read())))
 
@@ -125,3 +125,26 @@ def test_a_load_cut_short_shuts_its_kernel_down_at_once_and_frees_its_place(demo
         shut += 1
         assert count(demo, "shutdown") == shut
     client.close_page(client.open_page())
+
+
+def test_a_warm_page_opens_on_a_kernel_started_before_it_and_is_replaced():
+    port = free_port()
+    server = Server(voila_demo_argv(port, "--max-kernels", "1"), port, "/voila/static/voila.js")
+    try:
+        client = Browser(server)
+        deadline = time.monotonic() + 60
+        while "is filled with 1 kernel" not in open(server.log.name).read():
+            assert time.monotonic() < deadline, "no warm page after 60 s"
+            time.sleep(0.2)
+        warm = re.search(r"Kernel started: (\S+)", open(server.log.name).read()).group(1)
+        assert client.open_page() == warm
+        assert client.request("GET", "/")[0] == 429  # the warm page is not a page over the cap
+        client.close_page(warm)
+        deadline = time.monotonic() + 60
+        while count(server, "started") < 2:  # its replacement
+            assert time.monotonic() < deadline, "the warm page was not replaced"
+            time.sleep(0.2)
+        assert client.open_page() != warm
+    finally:
+        assert server.stop() == 0
+    assert count(server, "started") == count(server, "shutdown")

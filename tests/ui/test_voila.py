@@ -15,7 +15,7 @@ from .helpers import (
     wait_for_panel,
     wait_until,
 )
-from .servers import ARTIFACTS, Server, free_port, local, voila_demo_argv
+from .servers import ARTIFACTS, Server, free_port, kernel_of, local, voila_demo_argv
 
 # The plan table's rows as text: its cells in order, eight to a row, the header row left out.
 ROWS = """() => {
@@ -219,39 +219,55 @@ def test_predicting_the_step_draws_its_breakdown(page, voila_demo):
 
 def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(browser):
     """Eight pages at once. Two reload, three close as a browser closes a tab (the page's shutdown
-    call runs), one vanishes without a word (the server culls its kernel once idle)."""
+    call runs), one vanishes without a word (the server culls its kernel once idle), and a ninth
+    is left while it loads. What stays is the open pages' kernels. No warm page: a warm page
+    arrives whole at once, so the ninth would leave a loaded page rather than a load."""
     port = free_port()
-    server = Server(voila_demo_argv(port, "--cull-after", "2"), port, "/voila/static/voila.js")
+    argv = voila_demo_argv(port, "--cull-after", "2", "--warm", "0")
+    server = Server(argv, port, "/voila/static/voila.js")
     log = ARTIFACTS / f"server-{port}.log"
+    kernels = lambda event: set(re.findall(rf"Kernel {event}: (\S+)", log.read_text()))  # noqa: E731
+    kernel_of_page = lambda page: kernel_of(page.content())  # noqa: E731
+
+    def new_page():
+        page = browser.new_context().new_page()
+        page.route(
+            "**/*",
+            lambda route, request: route.continue_() if local(request.url) else route.abort(),
+        )
+        return page
+
     try:
         pages = []
         for _ in range(8):
-            page = browser.new_context().new_page()
-            page.route(
-                "**/*",
-                lambda route, request: route.continue_() if local(request.url) else route.abort(),
-            )
+            pages.append(page := new_page())
             page.goto(server.home)
             wait_for_panel(page)
-            pages.append(page)
+        gone = {kernel_of_page(page) for page in pages[:6]}
         for page in pages[:2]:
             page.reload()
             wait_for_panel(page)
         for page in pages[2:5]:
             page.close(run_before_unload=True)
         pages[5].context.close()
+        left = new_page()
+        left.goto(server.home, wait_until="commit")
+        left.goto("about:blank")
+        left.context.close()
         deadline = time.monotonic() + 60
-        kernels = lambda event: set(re.findall(rf"Kernel {event}: (\S+)", log.read_text()))  # noqa: E731
-        while time.monotonic() < deadline and len(kernels("shutdown")) < 6:
+        while time.monotonic() < deadline and len(kernels("shutdown")) < 7:
             time.sleep(0.5)
         text = log.read_text()
+        cut_short = re.findall(r"A page left while loading: its kernel (\S+)", text)
         # A kernel the culler and the page's own call both shut down is logged twice: count kernels.
-        # 4 open, 4 running
-        assert len(kernels("started")) == 10 and len(kernels("shutdown")) == 6, text[-3000:]
-        # no 4xx/5xx
+        assert len(cut_short) == 1 and kernels("shutdown") == gone | set(cut_short), text[-3000:]
+        open_pages = {kernel_of_page(page) for page in pages[:2] + pages[6:]}
+        assert kernels("started") - kernels("shutdown") == open_pages, text[-3000:]
+        # no 4xx/5xx, no error
         assert not re.search(r"(^|\s)[45]\d\d (GET|POST|PUT|DELETE|PATCH) /", text, re.M), text[
             -3000:
         ]
+        assert "ERROR" not in text and "Traceback" not in text, text[-3000:]
         for page in pages[:2] + pages[6:]:
             page.context.close()
     finally:
@@ -373,3 +389,31 @@ def test_the_strategy_map_names_its_cells_and_loads_one(page, voila_demo):
     shown = wait_for_change(page, summary, text)
     assert step in shown, (loaded, shown)
     assert page.errors == [] and page.external == []
+
+
+def test_another_local_sites_page_cannot_start_panels_with_images_or_a_frame(page, voila_demo):
+    """A page of another site on this machine (another port), open in the same browser as the
+    panel: its images and frame of the panel carry the browser's cookies, token and all, yet
+    start no kernel. A link from it still opens the panel, as the user asked."""
+    page.goto(voila_demo.home)
+    wait_for_panel(page)  # the browser now holds the token's cookies
+    log = ARTIFACTS / f"server-{voila_demo.port}.log"
+    started = lambda: log.read_text().count("Kernel started:")  # noqa: E731
+    before = started()
+    panel = voila_demo.url + "/"
+    elsewhere = page.context.new_page()
+    elsewhere.route(
+        "http://127.0.0.1:9/",
+        lambda route: route.fulfill(
+            content_type="text/html",
+            body="".join(f'<img src="{panel}?{i}">' for i in range(4))
+            + f'<iframe src="{panel}"></iframe><a id="link" href="{panel}">the panel</a>',
+        ),
+    )
+    elsewhere.goto("http://127.0.0.1:9/")  # waits for its images and frame
+    elsewhere.wait_for_timeout(2000)
+    assert started() == before
+    elsewhere.click("#link")
+    wait_for_panel(elsewhere)
+    assert started() == before + 1
+    elsewhere.close(run_before_unload=True)
