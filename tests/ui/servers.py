@@ -80,7 +80,7 @@ class Browser:
 
     def __init__(self, server: Server):
         self.server, self.cookies = server, {}
-        self.token = parse_qs(urlsplit(server.home).query)["token"][0]
+        self.token = parse_qs(urlsplit(server.home).query).get("token", [""])[0]
 
     def request(self, method: str, path: str, logged_in: bool = True, **headers):
         """``(status, headers, body)``; ``logged_in``: with the cookies the token gave."""
@@ -94,7 +94,8 @@ class Browser:
 
     def open_page(self) -> str:
         """The page loaded to its end, from the URL with the token; its kernel's id."""
-        status, headers, page = self.request("GET", f"/?token={self.token}", logged_in=False)
+        path = f"/?token={self.token}" if self.token else "/"
+        status, headers, page = self.request("GET", path, logged_in=False)
         assert status == 200, status
         for cookie in headers.get_all("Set-Cookie"):
             name, value = cookie.split(";")[0].split("=", 1)

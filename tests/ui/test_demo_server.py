@@ -148,3 +148,39 @@ def test_a_warm_page_opens_on_a_kernel_started_before_it_and_is_replaced():
     finally:
         assert server.stop() == 0
     assert count(server, "started") == count(server, "shutdown")
+
+
+def test_the_browser_opens_a_file_of_ours_that_forwards_to_the_url_with_the_token(monkeypatch):
+    """The token stays out of the browser's command line, which every user of the machine can
+    read: the browser is handed a file only this user can read, which forwards to the URL."""
+    import os
+    import stat
+    import threading
+    import webbrowser
+
+    from scaling_widgets.demo.server import DemoServer
+
+    opened = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    monkeypatch.setattr(threading.Thread, "start", lambda thread: thread.run())
+    DemoServer(open_url="http://127.0.0.1:8866/?token=abc").launch_browser()
+    path = opened[0].removeprefix("file://")
+    assert "abc" not in opened[0] and 'url=http://127.0.0.1:8866/?token=abc"' in open(path).read()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    os.remove(path)
+
+
+def test_without_a_token_the_page_opens_for_anyone_with_a_warning():
+    port = free_port()
+    argv = voila_demo_argv(port, "--no-token", "--warm", "0")
+    server = Server(argv, port, "/voila/static/voila.js")
+    try:
+        assert server.home == f"http://127.0.0.1:{port}/"
+        client = Browser(server)
+        client.close_page(client.open_page())
+    finally:
+        assert server.stop() == 0
+    assert (
+        "warning: --no-token: every user and every program on this machine"
+        in open(server.log.name).read()
+    )
