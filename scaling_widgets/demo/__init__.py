@@ -57,6 +57,10 @@ def serve(
 ) -> int:
     """Serve the dashboard until stopped; returns the exit status.
 
+    The URL carries a token made now, unless ``token`` is False. At most ``max_kernels`` pages
+    are open at once (default: what half of the free memory holds), and ``warm`` more have their
+    kernel started and the dashboard run before anyone asks.
+
     A page's kernel lives while the page is open. Once it has closed (its websocket gone) and the
     kernel has idled ``cull_after`` seconds, the server shuts the kernel down: a closed page leaves
     no kernel behind, whatever the browser managed to send as it closed.
@@ -69,6 +73,8 @@ def serve(
         raise ValueError('the demo needs Voila: pip install "scaling-widgets[demo]"') from None
     if max_kernels is not None and max_kernels < 1:
         raise ValueError(f"--max-kernels must be at least 1, got {max_kernels}")
+    if warm < 0:
+        raise ValueError(f"--warm must be 0 or more, got {warm}")
     port = free_port() if port is None else port
     max_kernels = kernels_that_fit() if max_kernels is None else max_kernels
     # Voila finds templates in the Jupyter data directories; ours joins them for this process.

@@ -1,5 +1,6 @@
-"""Voila as the demo runs it: the panel's page admitted only from this machine's own pages, a
-kernel cap, and an interrupted load's kernel shut down at once.
+"""Voila as the demo runs it: the panel's page refused to other sites' pages, a cap on the
+pages open at once, and the kernel of a page left while it loads shut down as soon as the
+dashboard has run (rather than at the culler's turn).
 
 ``DemoServer`` is Voila with its page handler swapped for ``PanelPage``; every other route
 (static files, the kernel's websocket, the page's shutdown call, the token's login) is Voila's.
@@ -7,6 +8,7 @@ kernel cap, and an interrupted load's kernel shut down at once.
 
 from __future__ import annotations
 
+import atexit
 import os
 import stat
 import tempfile
@@ -188,4 +190,5 @@ class DemoServer(Voila):
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             url = escape(self.open_url)
             file.write(f'<meta http-equiv="refresh" content="0;url={url}"><a href="{url}">open</a>')
+        atexit.register(os.remove, path)
         threading.Thread(target=webbrowser.open, args=("file://" + path,), daemon=True).start()

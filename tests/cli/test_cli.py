@@ -689,6 +689,7 @@ def test_a_map_refusal_names_its_flag(args, message, capsys):
         (["--max-kernels", "0"], "--max-kernels must be a whole number from 1"),
         (["--max-kernels", "two"], "--max-kernels"),
         (["--port", "0"], "--port must be a whole number from 1"),
+        (["--warm", "9"], "argument --warm: invalid choice: 9 (choose from 0, 1,"),
     ],
 )
 def test_a_demo_refusal_is_one_line_and_exit_2_before_any_server_starts(args, message, capsys):

@@ -167,7 +167,6 @@ def test_the_browser_opens_a_file_of_ours_that_forwards_to_the_url_with_the_toke
     path = opened[0].removeprefix("file://")
     assert "abc" not in opened[0] and 'url=http://127.0.0.1:8866/?token=abc"' in open(path).read()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    os.remove(path)
 
 
 def test_without_a_token_the_page_opens_for_anyone_with_a_warning():
