@@ -11,6 +11,7 @@ import os
 import secrets
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 DASHBOARD = Path(__file__).with_name("dashboard.ipynb")
@@ -37,6 +38,15 @@ def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
             if s.connect_ex(("127.0.0.1", port)) != 0:
                 return port
     raise ValueError(f"no free port in {start}..{start + tries - 1}; pass --port")
+
+
+def kernel_transport() -> str:
+    """ "ipc" where it fits, else "tcp": the kernels' sockets as files beside their connection
+    files, in Voila's own temporary folder (mode 0700), which other users of the machine cannot
+    reach, as they can a port of 127.0.0.1. A socket's path must fit in about 100 bytes
+    (the folder, then "voila_xxxxxxxx/kernel-<36-character id>-ipc-5"), and Windows has none."""
+    fits = len(tempfile.gettempdir()) <= 100 - 70
+    return "ipc" if os.name == "posix" and fits else "tcp"
 
 
 def kernels_that_fit() -> int:
@@ -105,6 +115,7 @@ def serve(
         f"--VoilaConfiguration.preheat_kernel={warm > 0}",
         f"--VoilaConfiguration.default_pool_size={warm}",
         "--VoilaConfiguration.multi_kernel_manager_class=scaling_widgets.demo.server.DemoKernels",
+        f"--KernelManager.transport={kernel_transport()}",
         f"--MappingKernelManager.cull_idle_timeout={cull_after}",
         "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",

@@ -33,6 +33,8 @@ def demo():
     assert server.stop() == 0
     log = open(server.log.name).read()
     assert not re.search(r"(^|\s)5\d\d (GET|POST) /", log, re.M), log[-3000:]
+    # the kernels' sockets are files in the server's private folder, no port another user reaches
+    assert "Kernel is running over TCP" not in log
 
 
 @pytest.fixture
@@ -183,3 +185,15 @@ def test_without_a_token_the_page_opens_for_anyone_with_a_warning():
         "warning: --no-token: every user and every program on this machine"
         in open(server.log.name).read()
     )
+
+
+def test_the_kernels_sockets_are_files_where_their_path_fits_and_ports_elsewhere(monkeypatch):
+    import tempfile
+
+    from scaling_widgets.demo import kernel_transport
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: "/tmp")
+    assert kernel_transport() == "ipc"
+    # macOS's per-user folder: a socket's path there would pass the system's limit
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: "/var/folders/7k/" + "x" * 32 + "/T")
+    assert kernel_transport() == "tcp"
