@@ -93,6 +93,21 @@ def serve(
     )
     secret = secrets.token_hex(24) if token else ""
     url = f"http://127.0.0.1:{port}/" + (f"?token={secret}" if token else "")
+    announce(url, max_kernels, token)
+    argv = voila_argv(port, open_browser, cull_after, theme, warm)
+    config = Config()
+    config.Voila.token = secret
+    config.DemoServer.open_url = url
+    config.DemoServer.max_kernels = max_kernels
+    # Only this machine's names: a page on another site whose name rebinds to 127.0.0.1 sends its
+    # own Host header and is refused (Voila allows any Host; Jupyter Server, by default, not).
+    config.Voila.tornado_settings = {"allow_remote_access": False}
+    DemoServer.launch_instance(argv=argv, config=config)
+    return 0
+
+
+def announce(url: str, max_kernels: int, token: bool) -> None:
+    """What the user reads at the start: where the panel is, how many pages, and any warning."""
     if not token:
         print(
             "scaling-widgets: warning: --no-token: every user and every program on this machine"
@@ -102,7 +117,12 @@ def serve(
         )
     print(f"scaling-widgets: the panel is at {url} (Ctrl-C to stop)", flush=True)
     print(f"scaling-widgets: at most {max_kernels} pages at once", flush=True)
-    argv = [
+
+
+def voila_argv(port: int, open_browser: bool, cull_after: int, theme: str, warm: int) -> list:
+    """Voila's command line for the dashboard: this machine only, our template, the warm pages,
+    the culler, and the kernels' transport."""
+    return [
         str(DASHBOARD),
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
@@ -120,12 +140,3 @@ def serve(
         "--MappingKernelManager.cull_connected=False",
         f"--MappingKernelManager.cull_interval={max(1, cull_after // 4)}",
     ]
-    config = Config()
-    config.Voila.token = secret
-    config.DemoServer.open_url = url
-    config.DemoServer.max_kernels = max_kernels
-    # Only this machine's names: a page on another site whose name rebinds to 127.0.0.1 sends its
-    # own Host header and is refused (Voila allows any Host; Jupyter Server, by default, not).
-    config.Voila.tornado_settings = {"allow_remote_access": False}
-    DemoServer.launch_instance(argv=argv, config=config)
-    return 0

@@ -51,12 +51,8 @@ def voila_demo():
     server = Server(voila_demo_argv(port), port, "/voila/static/voila.js")
     yield server
     assert server.stop() == 0  # SIGTERM: a clean exit...
-    log = (ARTIFACTS / f"server-{port}.log").read_text()
-    # ...that leaves no kernel behind (a kernel shut down twice, by its page and at the end, is
-    # logged twice: count kernels)
-    started, shut = (
-        set(re.findall(rf"Kernel {event}: (\S+)", log)) for event in ("started", "shutdown")
-    )
+    # ...that leaves no kernel behind
+    started, shut = server.kernels("started"), server.kernels("shutdown")
     assert started == shut and started
 
 

@@ -63,6 +63,11 @@ class Server:
         printed = re.search(r"the panel is at (\S+)", Path(self.log.name).read_text())
         return printed.group(1) if printed else self.url + "/"
 
+    def kernels(self, event: str) -> set[str]:
+        """The ids of the kernels the log says were ``event`` ("started", "shutdown"); a kernel
+        shut down twice (by its page, then at the end) counts once."""
+        return set(re.findall(rf"Kernel {event}: (\S+)", Path(self.log.name).read_text()))
+
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         try:

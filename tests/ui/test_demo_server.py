@@ -43,8 +43,7 @@ def client(demo):
 
 
 def count(server, event: str) -> int:
-    with open(server.log.name) as log:
-        return len(set(re.findall(rf"Kernel {event}: (\S+)", log.read())))
+    return len(server.kernels(event))
 
 
 def test_another_sites_name_or_origin_is_refused_and_starts_no_kernel(demo, client):
