@@ -3,7 +3,8 @@
 Both run in this process, one after the other, so the ratio holds on a noisy machine even when
 the absolute rates do not. A million layouts in one call are bound by memory bandwidth (each
 numpy operation streams 8 MB arrays); the same calls on blocks of 65,536 stay in cache, which is
-what ``estimate()`` does itself with a grid that large (``scaling_widgets/cost/blocks.py``).
+what ``estimate()`` does itself with a grid that large
+(``scaling_widgets/cost/evaluation/blocks.py``).
 
 Run: ``python benchmarks/bench_cost.py [--layouts N]``. It prints a report and asserts nothing
 (STYLE: speed is measured, not tested).

@@ -26,7 +26,7 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.step.behaviour import BOUNDS, PRIOR, Behaviour  # noqa: E402
+from scaling_widgets.cost.stacks import BOUNDS, PRIOR, Behaviour  # noqa: E402
 from scaling_widgets.cost.step.profiles import profile_for  # noqa: E402
 from scaling_widgets.measured import load_runs  # noqa: E402
 

@@ -16,7 +16,7 @@ import reprlib
 import stat
 from pathlib import Path
 
-from .cost.cluster.chip import Chip
+from .cost.hardware.chip import Chip
 from .cost.transformer.shapes import MLA, Model, MoE, Precision
 from .hf_config import looks_like_hf, model_from_hf
 from .presets import HARDWARE, MODELS, PRECISIONS

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from . import catalog
 from .cost import Cluster, Layout, Model, Options, Workload, param_count
-from .cost.cluster.chip import Chip
-from .cost.cluster.nodes import gpu_slice
+from .cost.hardware.chip import Chip
+from .cost.hardware.nodes import gpu_slice
 from .cost.stacks import REGISTRY
 from .presets import PRECISIONS
 

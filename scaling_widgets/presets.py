@@ -6,7 +6,7 @@ passed where a preset would go, or a JSON file (see ``scaling_widgets.catalog``)
 
 from __future__ import annotations
 
-from .cost.cluster.chip import Chip
+from .cost.hardware.chip import Chip
 from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 
 # TPU numbers: MODEL.md §A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.

@@ -14,7 +14,7 @@ from scaling_widgets.cost.search.layouts import HELD, SEARCHED
 from scaling_widgets.cost.search.plan import BY_HAND, OPTIONS, WHERE
 from scaling_widgets.cost.transformer.exactness import Exactness
 from scaling_widgets.fields import FIELDS, FIELDS_TABLE, SCENARIO
-from scaling_widgets.text.command import command
+from scaling_widgets.fields.command import command
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
 VALUES = {"cluster": Cluster, "workload": Workload, "layout": Layout, "options": Options}

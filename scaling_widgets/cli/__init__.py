@@ -6,6 +6,9 @@ scenario (``--scenario FILE.json``), with every flag given on top, and evaluates
 it stands for by the same path as the panel. A flag given beside ``--scenario`` overrides that
 field of the file. Bad input prints one line naming the option, the value and what is allowed, and
 exits 2. A closed pipe (``| head``) ends quietly.
+
+Tier 11 of the package (``tests/test_tiers.py`` declares the order), the top but for the package's
+face: it may import any other part.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from pathlib import Path
 
 from .. import catalog, fields
 from ..cost import InputError, compare_strategies, evaluate, plan
-from ..cost.refusals import refuse
+from ..cost.calibrate import calibrate, calibrate_memory, profile_to_json
+from ..cost.ground.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.plan import plan_keywords
 from ..cost.search.strategy_map import map_keywords, strategy_map
-from ..cost.step.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
 from ..cost.views.trace import step_trace

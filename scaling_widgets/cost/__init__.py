@@ -5,25 +5,35 @@ and ``Options``, each checked when it is built. ``evaluate`` checks them togethe
 layout and composes the formulas into what MODEL.md §A.10 reports (``Estimate``). Every formula
 takes keyword arguments that may be arrays and broadcasts them, and trusts its inputs.
 
-The folders, by concept: ``transformer/`` (the model's shape, counts, one layer, experts,
-context, activations), ``cluster/`` (the chip, where groups sit, what can run), ``step/`` (the
-step's time, the pipeline, profiles, calibration), ``memory/`` (the chapter's count and the
-peak), ``search/`` (the best split, the planner). The families with members are registries, one
-module a member: ``schedules/``, ``strategies/``, ``stacks/``. ``views.py`` holds what the
-panel's plots draw, computed here so the CLI and the API reach it too.
+Its folders are tiers, each importing only from itself and the tiers below (lowest first;
+``tests/test_tiers.py`` declares the order and holds the code to it):
+
+1. ``ground/``: how a refusal reads, what a field may hold, choice among formulas, registries;
+2. ``hardware/`` (chips, slices, nodes) and the registries, one module a member: ``schedules/``,
+   ``strategies/``, ``stacks/``;
+3. ``transformer/``: the model's shape, counts, one layer, experts, context, activations;
+4. ``step/``: the step's physics, collectives, pipeline, profiles and the whole run;
+5. ``values.py``: the four values;
+6. ``layout/``: whether a layout can run, its split, microbatches and placement;
+7. ``memory/``: the chapter's count and the peak of a placed layout;
+8. ``evaluation/``: ``evaluate`` and the ``Estimate``;
+9. ``search/`` (the planner, the strategy map), ``views/`` (what the panel's plots draw),
+   ``calibrate.py`` and ``compare.py``;
+
+and this module, the face, above them all.
 """
 
-from .cluster.chip import Chip
-from .cluster.mesh import MeshSpan, axis_rings, span_axes
 from .compare import compare_strategies
-from .evaluate import estimate, evaluate, split_keywords, validate
+from .evaluation.evaluate import estimate, evaluate, split_keywords, validate
+from .evaluation.result import Estimate, pick
+from .ground.refusals import InputError
+from .hardware.chip import Chip
+from .hardware.mesh import MeshSpan, axis_rings, span_axes
+from .layout.split import best_split, split_candidates
 from .memory.chapter import MemoryPerChip, largest_replicated_model, memory_per_chip
-from .refusals import InputError
-from .result import Estimate, pick
 from .schedules import SCHEDULES as _SCHEDULES
 from .schedules import in_flight_microbatches
 from .search.plan import Plan, plan
-from .search.split import best_split, split_candidates
 from .search.strategy_map import StrategyMap, strategy_map
 from .step.chapter import step_time, time_to_train, utilisation
 from .step.pipeline import bubble_fraction, bubble_overhead, stage_traffic_time

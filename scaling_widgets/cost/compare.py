@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .evaluate import evaluate
-from .refusals import InputError
-from .result import Estimate
+from .evaluation.evaluate import evaluate
+from .evaluation.result import Estimate
+from .ground.refusals import InputError
 from .strategies import STRATEGIES
 from .values import Cluster, Layout, Options, Workload
 

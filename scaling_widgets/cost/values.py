@@ -4,11 +4,11 @@
 hand them over, so one layout is evaluated by one path wherever it comes from.
 
 Each value checks its fields when it is built (each field declares its default and its check,
-``checks.py``) and keeps them in the form the formulas take: a list becomes an array, a
+``ground/checks.py``) and keeps them in the form the formulas take: a list becomes an array, a
 one-element array its Python value. A field that may be an array holds one value per layout (the
 planner evaluates thousands at once). Whether the four describe a layout that can run together
 (a recompute policy needs sequences, a layout needs a whole sequence per data replica) is the
-check ``evaluate`` makes (``cluster/feasible.py``).
+check ``evaluate`` makes (``layout/feasible.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import (
+from .ground.checks import (
     Choice,
     Instance,
     Maybe,
@@ -32,15 +32,15 @@ from .checks import (
     required,
     scalar,
 )
-from .choices import per_choice
-from .cluster.chip import Chip
-from .cluster.mesh import ROLES, check_fits_pod
-from .cluster.nodes import check_gpu_slice
-from .refusals import refuse
-from .run import CHECKPOINT_BW, FAILURES_PER_CHIP_HOUR, PUE, RESTART_S
+from .ground.choices import per_choice
+from .ground.refusals import refuse
+from .hardware.chip import Chip
+from .hardware.mesh import ROLES, check_fits_pod
+from .hardware.nodes import check_gpu_slice
 from .schedules import SCHEDULES
 from .stacks import STACKS
 from .step.profiles import Profile
+from .step.run import CHECKPOINT_BW, FAILURES_PER_CHIP_HOUR, PUE, RESTART_S
 from .strategies import STRATEGIES
 from .transformer.context import CP_KINDS
 from .transformer.counts import REMAT_POLICIES
@@ -167,7 +167,7 @@ class Layout:
     fastest legal one for "fsdp+tp"); ``axis_roles`` (one of "x", "y", "z" per slice axis) gives
     whole axes to the groups instead. ``zero`` None is the strategy's own stage (DP and TP 0,
     FSDP 3). ``microbatches`` None: each replica's whole sequences in equal parts, the fastest
-    count that fits (``search.fastest``; 4·Z under pipelining and 1 without when there are no
+    count that fits (``layout.fastest``; 4·Z under pipelining and 1 without when there are no
     sequences), or follows from ``microbatch_seqs``. ``mx``, ``my`` and ``wraparound`` override
     how the groups sit on the slice (axes spanned, rings). ``ep``: expert parallelism, EP chips
     of the data axis X that split each MoE layer's experts; 1 without. ``etp``: the routed

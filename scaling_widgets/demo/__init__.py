@@ -3,6 +3,9 @@
 The dashboard notebook ships inside the package, so this works from an installed wheel.
 Voila runs in this process: Ctrl-C or SIGTERM stop the server and shut its kernels down.
 What it guards against, and why, is in ``server.py`` and the README's demo section.
+
+Tier 10 of the package (``tests/test_tiers.py`` declares the order), above app.py, which its
+dashboard shows: it may import anything but cli/.
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ that value's declaration (``cost/values.py``); a field of the scenario alone dec
 
 From the table (``table.py``; a new option is a row there) come the CLI's options
 (``cli/options.py``), the ``Scenario``'s traits and JSON keys (``widgets/scenario.py``), the
-equivalent command (``text/command.py``) and the planner's options (``cost.search.plan``). Where
+equivalent command (``command.py``) and the planner's options (``cost.search.plan``). Where
 a new option is new physics, it is also a field of its value and the formula that reads it.
 
 A scenario's state (``state.py``) is a flat dict, field name -> value. ``checked`` turns what a
 user gave into a checked state, and ``values`` turns a state into the four values ``evaluate``
 takes: the one path from a panel, a saved file or the command line to a number.
+
+Tier 6 of the package (``tests/test_tiers.py`` declares the order): it imports from text/ (units),
+catalog.py, presets.py and cost/; launch/, widgets/ and cli/ above it read the table.
 """
 
 from .field import Field, Flag

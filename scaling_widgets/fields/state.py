@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from ..cost import Cluster, Layout, Options, Workload
-from ..cost.evaluate import validate
-from ..cost.refusals import InputError, refuse
+from ..cost.evaluation.evaluate import validate
+from ..cost.ground.refusals import InputError, refuse
 from ..cost.strategies import BEST, STRATEGIES
 from ..cost.transformer.exactness import Exactness
 from .field import VALUES, Field

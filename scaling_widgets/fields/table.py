@@ -8,14 +8,14 @@ import math
 
 from .. import catalog
 from ..catalog import name_of
-from ..cost.checks import Switch
-from ..cost.cluster.mesh import ROLES, parse_slice
-from ..cost.cluster.nodes import gpu_slice
-from ..cost.cluster.slices import slices_near
-from ..cost.refusals import refuse
+from ..cost.calibrate import profile_from_json
+from ..cost.ground.checks import Switch
+from ..cost.ground.refusals import refuse
+from ..cost.hardware.mesh import ROLES, parse_slice
+from ..cost.hardware.nodes import gpu_slice
+from ..cost.hardware.slices import slices_near
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
-from ..cost.step.calibrate import profile_from_json
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.counts import REMAT_POLICIES

@@ -2,6 +2,9 @@
 ``torchrun … pretrain_gpt.py`` script or MaxText's overrides, and those files read back into a
 scenario's fields. One module a framework; ``conventions`` maps our degrees to theirs, ``keys``
 holds each framework's schema, ``shell`` reads a script's launch line.
+
+Tier 7 of the package (``tests/test_tiers.py`` declares the order): it imports from fields/, text/,
+catalog.py, presets.py and cost/; widgets/ and cli/ above it write and read the files.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import pathlib
 
 from .. import catalog
 from ..cost import Estimate
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from ..presets import MODELS
 from ..text.explain import layout_name
 from ..text.units import seconds

@@ -18,9 +18,9 @@ import dataclasses
 import math
 
 from ..cost import Estimate
-from ..cost.cluster.nodes import gpu_slice
-from ..cost.cluster.slices import slices_near
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
+from ..cost.hardware.nodes import gpu_slice
+from ..cost.hardware.slices import slices_near
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .. import catalog
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from .conventions import Degrees
 
 KEYS = Path(__file__).resolve().parent.parent / "data" / "config_keys.json"

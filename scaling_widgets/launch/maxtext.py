@@ -10,7 +10,7 @@ import math
 
 import yaml
 
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from ..cost.transformer.shapes import Model, MoE
 from ..presets import MODELS
 from .conventions import Degrees

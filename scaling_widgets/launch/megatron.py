@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from ..cost.transformer.shapes import Model
 from .conventions import Degrees
 from .keys import LaunchFile, checked_keys, layers_of

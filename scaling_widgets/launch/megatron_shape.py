@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from ..cost.transformer.shapes import MLA, Model, MoE
 from ..presets import MODELS
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 
-from ..cost.refusals import refuse
+from ..cost.ground.refusals import refuse
 from ..presets import MODELS
 from .conventions import Degrees
 from .keys import LaunchFile, checked_keys, flat, layers_of

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.evaluation.step import profile_of
 from ..cost.memory.peak import PARTS
-from ..cost.step.profiles import profile_of
 from . import units
 from .lines import Line
 

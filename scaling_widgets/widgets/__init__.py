@@ -4,6 +4,9 @@ Controls (MeshPicker, StrategySelector, ModelPicker, TrainingControls, RunContro
 the scenario; views (RooflinePlot, MemoryBar, StepBreakdown, Summary, Export) follow the
 scenario's shared ``Analysis``; Recommendations and StrategyMapView plan when asked.
 ``scenario.py`` holds the shared state, ``analysis.py`` the one observer that evaluates it.
+
+Tier 8 of the package (``tests/test_tiers.py`` declares the order): it imports from launch/,
+fields/, text/, the presets and cost/; app.py composes it.
 """
 
 from .compare import Compare

@@ -8,7 +8,7 @@ import bqplot as bq
 import ipywidgets as w
 from traitlets import TraitError, dlink
 
-from ..cost.checks import Switch
+from ..cost.ground.checks import Switch
 from ..fields import FIELDS
 from ..text.units import parse_whole
 from .analysis import Analysis

@@ -17,8 +17,8 @@ import json
 import ipywidgets as w
 
 from ..cost.views.trace import step_trace
+from ..fields.command import command
 from ..launch import FRAMEWORKS, write_config
-from ..text.command import command
 from ._base import check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario

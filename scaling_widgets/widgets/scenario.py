@@ -17,7 +17,7 @@ from traitlets import Any, HasTraits, Int, TraitError
 
 from .. import catalog, fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
-from ..cost.cluster.slices import slices_near
+from ..cost.hardware.slices import slices_near
 from ..cost.stacks import COMPILING, PAIRING
 from ..cost.step.profiles import default_stack
 from ..fields import FIELDS, SCENARIO

@@ -14,7 +14,7 @@ import numpy as np
 from traitlets import Instance, observe
 
 from ..cost import Estimate
-from ..cost.step.predict import TERMS
+from ..cost.evaluation.predict import TERMS
 from ..text.step import TERM_NAMES
 from ..text.units import seconds
 from ._base import EstimateFigure, check_kwargs

@@ -18,13 +18,7 @@ from traitlets import Instance, observe
 
 from ..catalog import name_of
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
-from ..cost.search.strategy_map import (
-    FAMILIES,
-    NONE_FITS,
-    StrategyMap,
-    map_keywords,
-    strategy_map,
-)
+from ..cost.search.strategy_map import FAMILIES, NONE_FITS, StrategyMap, map_keywords, strategy_map
 from ..cost.strategies import BEST
 from ..presets import MODELS
 from ..text.strategy_map import FAMILY_NAMES, THRESHOLD_NAMES, cell_text

@@ -11,7 +11,7 @@ import math
 import ipywidgets as w
 
 from ..catalog import name_of
-from ..cost.step.calibrate import calibrate, calibrate_memory
+from ..cost.calibrate import calibrate, calibrate_memory
 from ..cost.step.profiles import TAKEN_IN
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens

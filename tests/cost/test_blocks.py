@@ -1,14 +1,15 @@
-"""A large grid evaluated in cache-sized blocks (``cost/blocks.py``) gives what the whole grid
-gives: every number, name and flag of the estimate (an array that broadcasts, such as a split
-given once for every batch, joined in the grid's shape), and the same refusal."""
+"""A large grid evaluated in cache-sized blocks (``cost/evaluation/blocks.py``) gives what the
+whole grid gives: every number, name and flag of the estimate (an array that broadcasts, such as a
+split given once for every batch, joined in the grid's shape), and the same refusal."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from scaling_widgets.cost import blocks, estimate
-from scaling_widgets.cost.refusals import InputError
+from scaling_widgets.cost import estimate
+from scaling_widgets.cost.evaluation import blocks
+from scaling_widgets.cost.ground.refusals import InputError
 from scaling_widgets.cost.values import Workload
 from scaling_widgets.presets import HARDWARE, MODELS
 

@@ -25,7 +25,7 @@ from scaling_widgets.cost import (
     training_flops,
     x_opt,
 )
-from scaling_widgets.cost.cluster.mesh import span_axes
+from scaling_widgets.cost.hardware.mesh import span_axes
 from scaling_widgets.presets import HARDWARE, MODELS
 
 V5P = HARDWARE["tpu-v5p"]

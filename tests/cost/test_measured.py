@@ -209,7 +209,7 @@ def test_calibration_accepts_every_published_step():
     # every measured run is slower than its hardware FLOPs at the chip's peak (MODEL.md §C.3)
     from pathlib import Path
 
-    from scaling_widgets.cost.step.calibrate import calibrate
+    from scaling_widgets.cost.calibrate import calibrate
 
     public = Path(__file__).resolve().parents[2] / "scaling_widgets" / "data" / "public_runs.json"
     for run in [*load_runs(), *load_runs(public)]:

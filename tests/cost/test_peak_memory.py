@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import InputError, estimate, evaluate
-from scaling_widgets.cost.cluster.chip import Chip
+from scaling_widgets.cost.calibrate import calibrate_memory, profile_from_json, profile_to_json
+from scaling_widgets.cost.hardware.chip import Chip
 from scaling_widgets.cost.schedules import in_flight_microbatches
 from scaling_widgets.cost.stacks import STACKS
-from scaling_widgets.cost.step.calibrate import calibrate_memory, profile_from_json, profile_to_json
 from scaling_widgets.cost.step.profiles import profile_for, with_stack
 from scaling_widgets.cost.transformer.shapes import Model
 from scaling_widgets.measured import load_memory_cases

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import InputError, estimate, span_axes, x_opt
+from scaling_widgets.cost.layout.microbatches import PER_STAGE
 from scaling_widgets.cost.schedules import runs
 from scaling_widgets.cost.search.layouts import SCHEDULES_TRIED
-from scaling_widgets.cost.search.microbatches import PER_STAGE
 from scaling_widgets.cost.search.plan import plan
 from scaling_widgets.cost.stacks import REGISTRY
 from scaling_widgets.cost.step.profiles import default_stack

@@ -12,11 +12,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scaling_widgets.cost import estimate, evaluate
+from scaling_widgets.cost.calibrate import calibrate, profile_from_json, profile_to_json
+from scaling_widgets.cost.evaluation.predict import TERMS
+from scaling_widgets.cost.evaluation.step import profile_of
 from scaling_widgets.cost.schedules import SCHEDULES
-from scaling_widgets.cost.step.calibrate import calibrate, profile_from_json, profile_to_json
 from scaling_widgets.cost.step.physics import matmul_efficiency
-from scaling_widgets.cost.step.predict import TERMS
-from scaling_widgets.cost.step.profiles import profile_of
 from scaling_widgets.measured import load_runs
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 

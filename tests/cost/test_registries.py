@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scaling_widgets.cost import estimate
-from scaling_widgets.cost.registry import members
+from scaling_widgets.cost.ground.registry import members
 from scaling_widgets.cost.schedules import SCHEDULES, bubble, in_flight_microbatches
 from scaling_widgets.cost.stacks import STACKS
 from scaling_widgets.cost.step.profiles import Profile
@@ -93,8 +93,7 @@ def test_a_stack_sets_only_what_a_profile_holds(name):
 
 @pytest.mark.parametrize("name", sorted(STACKS))
 def test_each_stacks_fitted_behaviour_lies_inside_its_physical_bounds(name):
-    from scaling_widgets.cost.stacks import REGISTRY
-    from scaling_widgets.cost.step.behaviour import BOUNDS
+    from scaling_widgets.cost.stacks import BOUNDS, REGISTRY
 
     behaviour = REGISTRY[name].behaviour
     for field, (low, high) in BOUNDS.items():

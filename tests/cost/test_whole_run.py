@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import estimate, plan
-from scaling_widgets.cost.run import FAILURES_PER_CHIP_HOUR, HOUR, whole_run
+from scaling_widgets.cost.step.run import FAILURES_PER_CHIP_HOUR, HOUR, whole_run
 from scaling_widgets.presets import HARDWARE, MODELS
 
 RUN = dict(chips=4096, ideal=30 * 86400.0, checkpoint_bytes=2e9, write_bw=1e9, restart=600.0)

@@ -7,7 +7,7 @@ import pytest
 
 from scaling_widgets import fields
 from scaling_widgets.cost import Model, evaluate
-from scaling_widgets.cost.refusals import InputError
+from scaling_widgets.cost.ground.refusals import InputError
 from scaling_widgets.launch import read_config
 from scaling_widgets.presets import HARDWARE
 

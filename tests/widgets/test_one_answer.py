@@ -33,9 +33,9 @@ from scaling_widgets.cost.stacks import COMPILING, STACKS
 from scaling_widgets.cost.strategies import STRATEGIES
 from scaling_widgets.cost.views import BAR_PARTS
 from scaling_widgets.fields import FIELDS, scenario_start
+from scaling_widgets.fields.command import command
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
-from scaling_widgets.text.command import command
 from scaling_widgets.text.units import nbytes, seconds, tokens
 from scaling_widgets.widgets.memory_bar import GB
 from scaling_widgets.widgets.recommendations import TOP

@@ -143,7 +143,7 @@ def test_a_refusal_names_the_keyword_as_written():
 
 
 def test_another_chip_drops_fp8_it_lacks_and_a_profile_made_for_the_chip_left_behind():
-    from scaling_widgets.cost.step.calibrate import calibrate
+    from scaling_widgets.cost.calibrate import calibrate
 
     s = Scenario(hardware="h100", model="llama-3-8b", batch=2**20, seq_len=8192, mfu=None)
     s.update(matmul_dtype="fp8")

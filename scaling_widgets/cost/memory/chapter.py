@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..choices import per_choice
+from ..ground.choices import per_choice
 from ..schedules import in_flight_microbatches, weight_copies
 from ..step.pipeline import stage_share
 from ..transformer.activations import activation_bytes_per_layer
 from ..transformer.experts import dispatch_bytes, ep_of_data, routed_params
 
 if TYPE_CHECKING:
-    from ..cluster.placement import Placement
+    from ..layout.placement import Placement
     from ..values import Layout, Options, Workload
 
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..choices import per_choice
+from ..ground.choices import per_choice
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
 from ..step.pipeline import busiest_stage_layers
 from ..transformer.activations import layer_activation_bytes, working_layers
 from ..transformer.experts import ep_of_data, routed_params
 
 if TYPE_CHECKING:
-    from ..cluster.placement import Placement
+    from ..layout.placement import Placement
     from ..step.profiles import Profile
     from ..transformer.counts import ParamCount
     from ..values import Layout, Workload

@@ -34,7 +34,9 @@ under 1F1B, with one stage or interleaved (a layout's ``ep_overlap``).
 
 Every function takes keyword arguments that may be arrays, except ``passes`` (one layout's picture).
 The functions below dispatch over a name or an array of names, one per layout.
-"""
+
+Tier 2 of cost/, beside hardware/ and the other registries (``tests/test_tiers.py`` declares the
+order): it imports from ground/ alone."""
 
 from __future__ import annotations
 
@@ -44,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..choices import per_choice
-from ..registry import members
+from ..ground.choices import per_choice
+from ..ground.registry import members
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
 from .one_f_one_b import alternate
 
 NAME, LABEL, ORDER = "interleaved", "interleaved 1F1B", 2

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checks import Choice, Whole
-from ..cluster import feasible
-from ..cluster.mesh import axis_rings, span_axes
-from ..evaluate import evaluate
+from ..evaluation.evaluate import evaluate
+from ..ground.checks import Choice, Whole
+from ..hardware.mesh import axis_rings, span_axes
+from ..layout import feasible
+from ..layout.microbatches import FEWEST_WHOLE, PER_STAGE, microbatch_counts
 from ..schedules import SCHEDULES
 from ..stacks import REGISTRY
 from ..step.profiles import default_stack
 from ..transformer.context import CP_KINDS
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
 from ..values import Cluster, Layout, Options, Workload, computed
-from .microbatches import FEWEST_WHOLE, PER_STAGE, microbatch_counts
 
 if TYPE_CHECKING:
-    from ..cluster.chip import Chip
+    from ..hardware.chip import Chip
     from ..transformer.shapes import Model
 
 ZERO_STAGES = (0, 1, 2, 3)

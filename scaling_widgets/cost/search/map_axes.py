@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checks import Number, Whole
-from ..cluster.slices import slice_of, slices_near
-from ..refusals import refuse
+from ..ground.checks import Number, Whole
+from ..ground.refusals import refuse
+from ..hardware.slices import slice_of, slices_near
 
 if TYPE_CHECKING:
-    from ..cluster.chip import Chip
+    from ..hardware.chip import Chip
 
 CELLS = 24  # rows and columns at most, by default
 BATCHES = (2.0**16, 2.0**27)  # tokens: 64K to 128M, from a few sequences to past any critical batch

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..checks import Choice, Whole
-from ..cluster import feasible
-from ..cluster.nodes import gpu_slice
-from ..evaluate import evaluate
-from ..refusals import refuse
-from ..result import Estimate
+from ..evaluation.evaluate import evaluate
+from ..evaluation.result import Estimate
+from ..ground.checks import Choice, Whole
+from ..ground.refusals import refuse
+from ..hardware.nodes import gpu_slice
+from ..layout import feasible
 from ..schedules import NAMES
 from ..strategies import BEST
 from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
@@ -57,7 +57,7 @@ from .layouts import (
 )
 
 if TYPE_CHECKING:
-    from ..cluster.chip import Chip
+    from ..hardware.chip import Chip
     from ..transformer.shapes import Model, Precision
 
 # What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..checks import Whole
-from ..cluster.slices import slice_of, slices_near
-from ..refusals import refuse
+from ..ground.checks import Whole
+from ..ground.refusals import refuse
+from ..hardware.slices import slice_of, slices_near
 from ..values import Workload
 from .layouts import HELD, KNOBS, ranking
 from .plan import evaluated_layouts, held_knobs, plan_keywords, plan_values
 
 if TYPE_CHECKING:
-    from ..cluster.chip import Chip
+    from ..hardware.chip import Chip
     from ..transformer.shapes import Model
 
 FAMILIES = ("dp", "fsdp", "tp", "pp", "ep_cp")

@@ -8,11 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..refusals import refuse
-
 if TYPE_CHECKING:
-    from ..transformer.layer import LayerTimes
-    from ..values import Options, Workload
+    pass
 
 
 def step_time(
@@ -105,68 +102,3 @@ def utilisation(
         np.asarray(v, dtype=float) for v in (batch, flops_per_token, chips, flops, step_time)
     )
     return B * f / (N * C * t)
-
-
-def chapter_step(
-    workload: Workload,
-    options: Options,
-    layer: LayerTimes,
-    flops: dict[str, float | np.ndarray],
-    Psi: float | np.ndarray,
-    chips: int | np.ndarray,
-    C: float,
-    bubble: float | np.ndarray,
-) -> dict[str, float | np.ndarray]:
-    """Compute, exposed communication, the step, and the utilisation it achieves (MODEL.md §A.10,
-    §B.1).
-
-    The chips sustain ``mfu`` of peak on every FLOP they do, recompute included: compute takes
-    B·f_hw/(N·C·η). The exposed communication is the layer's communication per compute over the
-    whole model's compute at peak. A step is the longer of the two, stretched by the bubble; the
-    MFU and HFU reported are what that step achieves. A measured step replaces it instead.
-
-    Parameters
-    ----------
-    workload, options : the checked values (the batch; ``mfu`` or ``measured_step_time``)
-    layer : the layer's times on this placement (``layer_times``)
-    flops : "model" and "hardware" FLOPs per token (``token_flops``) [FLOP/token]
-    Psi : Ψ, the parameters a token uses [parameters]
-    chips, C : N, all chips of all pods, and each chip's peak [FLOP/s]
-    bubble : the pipeline's idle time relative to useful work
-
-    Returns
-    -------
-    times : dict of str to float or np.ndarray
-        "compute_time", "comm_time" and "step_time" [s], and the "mfu" and "hfu" the step
-        achieves.
-    """
-    B = workload.batch
-    ideal = B * flops["hardware"] / (chips * C)  # the step's FLOPs at peak
-    # The layer is the chapter's two-matrix MLP; the rest of the model moves and computes in the
-    # same proportion, so its communication per compute scales to the whole model.
-    comm = layer.t_comms / layer.t_math * 6 * B * Psi / (chips * C)
-    if options.measured_step_time is None:
-        # None: predicted afterwards
-        compute = ideal / (1.0 if options.mfu is None else options.mfu)
-        step = np.maximum(compute, comm) * (1 + bubble)
-    else:
-        step = np.broadcast_arrays(
-            np.asarray(options.measured_step_time, dtype=float), ideal * bubble
-        )[0]
-        short = ideal > step
-        if np.any(short):  # the first layout whose measured step is shorter than its FLOPs at peak
-            need, got = (np.broadcast_to(a, short.shape)[short][0] for a in (ideal, step))
-            raise refuse(
-                "measured_step_time",
-                f"at least {need:.4g} s, what this layout's FLOPs take at the chips'"
-                " peak (a shorter step would mean a utilisation above 100%)",
-                f"{got:g}",
-            )
-        compute = step
-    return {
-        "compute_time": compute,
-        "comm_time": comm,
-        "step_time": step,
-        "mfu": B * flops["model"] / (chips * C * step),
-        "hfu": ideal / step,
-    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.chip import Chip
+from ..hardware.chip import Chip
 from .profiles import Profile
 
 

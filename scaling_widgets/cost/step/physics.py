@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.chip import Chip
+from ..hardware.chip import Chip
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ..checks import Choice
-from ..cluster.chip import Chip
-from ..refusals import refuse
-from ..stacks import REGISTRY
-from .behaviour import PRIOR
+from ..ground.checks import Choice
+from ..ground.refusals import refuse
+from ..hardware.chip import Chip
+from ..stacks import PRIOR, REGISTRY
 from .physics import DATASHEET, physics_of
 
 if TYPE_CHECKING:  # ``values`` imports this module
-    from ..values import Options
+    pass
 
 # what a stack's "selective" recompute recomputes (MODEL.md §E.2)
 SELECTIVE = ("attention", "alternate-matmuls")
@@ -34,7 +33,7 @@ MEASURES = ("allocated", "reserved")  # what a stack's own peak counts
 @dataclass(frozen=True)
 class Profile:
     """Everything the predicted step and the peak memory read (MODEL.md §C.3, §E.2, §F): a chip's
-    measured physics (``physics.py``), a stack's behaviour (``behaviour.py``) and what the stack
+    measured physics (``physics.py``), a stack's behaviour (``stacks.Behaviour``) and what the stack
     keeps in memory; ``chip`` names the chip it was made for, ``calibration`` what a measured
     step changed."""
 
@@ -159,30 +158,6 @@ def profile_for(chip: Chip, stack: str | None = None) -> Profile:
 # The options a profile made under them takes in (its stack's memory, its switches): once in the
 # profile, they are its own, and the options go back to None.
 TAKEN_IN = MappingProxyType({"stack": None, "flash_attention": None, "torch_compile": None})
-
-
-def profile_of(chip: Chip, options: Options) -> Profile:
-    """The profile an evaluation reads: the chip's with ``options.stack``'s behaviour and memory,
-    or ``options.profile``, whose behaviour is the user's (measured, calibrated) and which takes
-    only what ``options.stack`` keeps in memory; ``options.flash_attention`` and
-    ``options.torch_compile`` override both
-    (MODEL.md §C.3, §E.2, §F.2).
-
-    Returns
-    -------
-    profile : Profile
-        The physics, behaviour and memory the evaluation uses.
-    """
-    if options.profile is None:
-        profile = profile_for(chip, options.stack)
-    else:  # made for this chip: ``feasible.together`` checked it
-        profile = with_stack(options.profile, options.stack)
-    switches = {
-        name: bool(value)
-        for name in ("flash_attention", "torch_compile")
-        if (value := getattr(options, name)) is not None
-    }
-    return dataclasses.replace(profile, **switches) if switches else profile
 
 
 def with_stack(profile: Profile, stack: str | None) -> Profile:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
 from ..schedules import SCHEDULES
 
 

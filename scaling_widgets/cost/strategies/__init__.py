@@ -12,14 +12,16 @@ A strategy's module gives everything the rest of the house asks of it:
   the weights whole on X (ZeRO 0-2) and sharded over X (ZeRO-3);
 - ``critical_tokens_per_chip(alpha, weights_per_compute, mx, my, d_ff)``: the tokens per chip above
   which it is compute-bound, NaN when no batch makes it so.
-"""
+
+Tier 2 of cost/, beside hardware/ and the other registries (``tests/test_tiers.py`` declares the
+order): it imports from ground/ alone."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..registry import members
+from ..ground.registry import members
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.chip import Chip
-from ..cluster.mesh import subgroup_span
+from ..hardware.chip import Chip
+from ..hardware.mesh import subgroup_span
 from .shapes import Model
 
 CP_KINDS = ("ring", "all-gather", "ulysses")

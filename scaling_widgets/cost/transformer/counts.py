@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..choices import per_choice
-
 if TYPE_CHECKING:  # ``values`` imports this module
-    from ..values import Layout, Options, Workload
     from .shapes import MLA, Model, MoE
 
 
@@ -245,41 +242,6 @@ def recompute_flops_per_token(
 def _floats(*values) -> tuple[np.ndarray, ...]:
     """Each value as float64: a product of five integers' dimensions stays exact and finite."""
     return tuple(np.asarray(v, dtype=np.float64) for v in values)
-
-
-def token_flops(
-    workload: Workload, layout: Layout, options: Options, Psi: ArrayLike
-) -> dict[str, float | np.ndarray]:
-    """Model FLOPs per token, and hardware FLOPs with the recompute (MODEL.md §B.1) and a MoE's
-    padding to its capacity factor (MODEL.md §D.2): work done that trains nothing.
-
-    Parameters
-    ----------
-    workload, layout, options : the checked values (the model and its sequences, the recompute
-        policy, whether attention FLOPs are counted)
-    Psi : Ψ, the parameters a token uses (``ParamCount.active``)
-
-    Returns
-    -------
-    flops : dict of str to float or np.ndarray
-        "model": the FLOPs per trained token; "hardware": those plus the recompute and the
-        padding [FLOP/token].
-    """
-    model = workload.model
-    shape = dict(
-        layers=model.layers,
-        seq_len=workload.seq_len or 1,
-        heads=model.heads,
-        head_dim=model.head_dim,
-    )
-    f = flops_per_token(params=Psi, attention=options.attention_flops, **shape)
-
-    def recompute(policy):
-        return recompute_flops_per_token(
-            params=Psi, remat=policy, attention=options.attention_flops, **shape
-        )
-
-    return {"model": f, "hardware": f + per_choice(layout.remat, recompute) + padding_flops(model)}
 
 
 def padding_flops(model: Model) -> float:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..checks import Number, Switch, check_fields, checked
-from ..choices import per_choice
+from ..ground.checks import Number, Switch, check_fields, checked
+from ..ground.choices import per_choice
 
 # The collectives behind the bytes of the chapter's summary table (``layer.TRAFFIC``), for a
 # fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).

@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..choices import per_choice
+from ..ground.choices import per_choice
 from .exactness import CHAPTER, Exactness, corrected
 
 # The roofline's axes: the MLP's traffic and a MoE layer's all-to-all. CP's keys and values are

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..refusals import is_number, is_whole, require
+from ..ground.refusals import is_number, is_whole, require
 
 # The ceiling of each Model dimension (see Model): far above any model trained, low enough that
 # the parameter count stays below 1e28.

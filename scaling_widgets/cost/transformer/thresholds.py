@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..strategies import STRATEGIES
-from .experts import ep_of_data, held_width
 
 
 def critical_tokens_per_chip(
@@ -148,36 +145,3 @@ def nearest_split(*, x_opt: ArrayLike, chips: ArrayLike) -> tuple[np.ndarray, np
     log_y = np.clip(np.round(np.log2(N / target)), 0, np.log2(largest_y))
     Y = (2 ** log_y.astype(np.int64)).astype(np.int64)
     return N // Y, Y
-
-
-def layout_thresholds(cluster, workload, layout, placed) -> dict:
-    """Where the layout's strategy turns compute-bound, TP's limit, DCN's threshold and the
-    chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2)."""
-    chip, model, Z = cluster.chip, workload.model, placed.z
-    held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp))
-    F = model.active_width
-    mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
-    C, W = chip.flops, chip.ici_bw
-    return dict(
-        critical_tokens_per_chip=critical_tokens_per_chip(
-            strategy=layout.strategy,
-            flops=C,
-            ici_bw=W,
-            d_ff=F,
-            stages=Z,
-            d_ff_weights=held,
-            mx=mx,
-            my=my,
-        ),
-        tp_limit=tp_limit(flops=C, ici_bw=W, d_ff=F, my=my),
-        critical_tokens_per_pod=critical_tokens_per_pod(
-            flops=C, dcn_bw=chip.dcn_bw, weights_per_compute=held / F
-        ),
-        x_opt=x_opt(
-            batch=workload.batch / cluster.pods,
-            d_ff=held,
-            chips=math.prod(cluster.slice_shape) // Z,
-            mx=mx,
-            my=my,
-        ),
-    )

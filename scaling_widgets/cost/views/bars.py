@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..refusals import InputError
-from ..result import Estimate
+from ..evaluation.result import Estimate
+from ..ground.refusals import InputError
 
 # The memory bar's parts, each the sum of the peak's parts (MODEL.md §E.1) it stands for.
 BAR_PARTS = {

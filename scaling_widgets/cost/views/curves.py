@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.split_choice import split_choices
-from ..evaluate import per_layer
-from ..refusals import InputError
-from ..result import Estimate
+from ..evaluation.evaluate import per_layer
+from ..evaluation.result import Estimate
+from ..ground.refusals import InputError
+from ..layout.split_choice import split_choices
 from ..strategies import BEST, STRATEGIES
 from ..values import Cluster, Layout, Options, Workload, computed
 

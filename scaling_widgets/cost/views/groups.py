@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..cluster.mesh import axis_rings, role_layout, span_axes
-from ..cluster.nodes import node_spans
-from ..result import Estimate
-from ..search.split import split_candidates
+from ..evaluation.result import Estimate
+from ..hardware.mesh import axis_rings, role_layout, span_axes
+from ..hardware.nodes import node_spans
+from ..layout.split import split_candidates
 from ..transformer.experts import folds_over_tp
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
 from ..step.timeline import timeline
 
 # what a step does once, after its pipeline drains: on the communication track, then compute

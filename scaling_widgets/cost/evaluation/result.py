@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .memory.chapter import MemoryPerChip
-from .memory.peak import PeakMemory
-from .run import Run
-from .transformer.counts import ParamCount
-from .transformer.layer import LayerTimes
-from .values import Cluster, Layout, Options, Workload
+from ..memory.chapter import MemoryPerChip
+from ..memory.peak import PeakMemory
+from ..step.run import Run
+from ..transformer.counts import ParamCount
+from ..transformer.layer import LayerTimes
+from ..values import Cluster, Layout, Options, Workload
 
 if TYPE_CHECKING:
-    from .cluster.chip import Chip
-    from .transformer.exactness import Exactness
-    from .transformer.shapes import Model, Precision
+    from ..hardware.chip import Chip
+    from ..transformer.exactness import Exactness
+    from ..transformer.shapes import Model, Precision
 
 T = TypeVar("T")
 

@@ -24,11 +24,12 @@ import dataclasses
 import json
 import math
 
-from ..evaluate import evaluate
-from ..refusals import refuse
-from ..values import Cluster, Layout, Options, Workload
-from .behaviour import BOUNDS
-from .profiles import TAKEN_IN, Profile, profile_of
+from .evaluation.evaluate import evaluate
+from .evaluation.step import profile_of
+from .ground.refusals import refuse
+from .stacks import BOUNDS
+from .step.profiles import TAKEN_IN, Profile
+from .values import Cluster, Layout, Options, Workload
 
 OVERLAPS = ("o_tp", "o_dp", "o_dcn")  # towards 1
 FIXED = ("layer_overhead", "step_overhead")  # towards 0

@@ -1,5 +1,5 @@
 """The split a layout takes when it gives none (MODEL.md §A.3, §A.8 examples 10 and 16): the
-candidates of ``search.split`` that can run on this slice with this workload (whole sequences
+candidates of ``split`` that can run on this slice with this workload (whole sequences
 per replica, the EP and CP groups), the chapter's pick among them, and the microbatches placed by
 default."""
 
@@ -9,16 +9,16 @@ import math
 
 import numpy as np
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
+from ..hardware.mesh import axis_rings
 from ..schedules import runs as schedule_runs
-from ..search.microbatches import fewest_whole
-from ..search.split import best_split, legal_splits, split_candidates
 from ..strategies import STRATEGIES
 from ..transformer.exactness import Exactness
 from ..transformer.experts import layer_keywords
 from ..values import Cluster, Layout, Workload
 from .feasible import implied_cp, runs
-from .mesh import axis_rings
+from .microbatches import fewest_whole
+from .split import best_split, legal_splits, split_candidates
 
 
 def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=None, P=1):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..refusals import is_number, is_positive, is_whole, require
+from ..ground.refusals import is_number, is_positive, is_whole, require
 
 WRAPAROUND_RULES = ("cube", "full-axis", "switched")
 LARGEST_POD = 2**24  # chips in a pod: 500 times the largest preset's 32,768 GPUs

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..refusals import InputError, refuse
+from ..ground.refusals import InputError, refuse
 from ..schedules import SCHEDULES
 
 

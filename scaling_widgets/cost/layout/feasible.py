@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import schedules
-from ..checks import first, per_layout
-from ..refusals import refuse
+from ..ground.checks import first, per_layout
+from ..ground.refusals import refuse
 from ..stacks import COMPILING, PAIRING
 from ..step.profiles import default_stack
 from ..transformer.experts import folds_over_tp

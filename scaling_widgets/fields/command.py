@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 
 from ..cost import Cluster, Layout, Options, Workload
-from ..fields import FIELDS_TABLE
+from . import FIELDS_TABLE
 
 
 def command(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> str | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
 
 
 @dataclass(frozen=True, eq=False)

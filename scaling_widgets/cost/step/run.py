@@ -11,7 +11,6 @@ is chip-hours × a price the user gives.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,24 +92,3 @@ def whole_run(
         energy=chip_hours * HOUR * power * pue if power > 0 else None,
         cost=chip_hours * price if price is not None else None,
     )
-
-
-def with_run(e):
-    """The estimate ``e`` with its whole run where the workload gives its tokens: every chip
-    writes the weights and optimizer state it holds (its peak's)."""
-    if e.training_time is None:
-        return e
-    o = e.options
-    run = whole_run(
-        chips=e.chips,
-        ideal=e.training_time,
-        checkpoint_bytes=e.peak.weights + e.peak.optimizer,
-        write_bw=o.checkpoint_bw,
-        failure_rate=o.failure_rate,
-        restart=o.restart_time,
-        interval=o.checkpoint_interval,
-        power=e.chip.power if o.chip_power is None else o.chip_power,
-        pue=o.pue,
-        price=o.price_per_chip_hour,
-    )
-    return dataclasses.replace(e, run=run)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import per_layout
+from ..ground.checks import per_layout
 
 BLOCK = 65_536  # layouts a block holds at most: its arrays of 512 KB stay in a cache
 

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..step.exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
+from ..step.physics import attention_efficiency, matmul_efficiency, slowest_of
+from ..step.pipeline import busiest_stage_layers
+from ..step.profiles import Profile
 from ..transformer.experts import ep_of_data, routed_params
-from .exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
-from .physics import attention_efficiency, matmul_efficiency, slowest_of
-from .pipeline import busiest_stage_layers
-from .profiles import Profile
 
 if TYPE_CHECKING:
-    from ..result import Estimate
+    from .result import Estimate
 
 TERMS = (
     "matmul",

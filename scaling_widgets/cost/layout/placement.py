@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
+from ..hardware.mesh import MeshSpan, role_layout, span_axes
+from ..hardware.nodes import node_spans
 from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
 from ..values import Cluster, Layout, Workload
 from .feasible import implied_cp, possible, stages
-from .mesh import MeshSpan, role_layout, span_axes
-from .nodes import node_spans
 from .split_choice import best_legal_split, default_microbatches, layout_rings
 
 

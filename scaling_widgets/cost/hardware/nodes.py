@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..refusals import refuse
+from ..ground.refusals import refuse
 from .mesh import MeshSpan, parse_slice, span_axes
 
 

@@ -17,29 +17,23 @@ from typing import Any
 
 import numpy as np
 
+from ..ground.checks import scalar
+from ..layout import feasible
+from ..layout.fastest import fastest_microbatches, fastest_split
+from ..layout.placement import Placement, place
+from ..memory.chapter import layout_memory
+from ..memory.peak import peak_memory
+from ..schedules import bubble
+from ..stacks import REGISTRY
+from ..step.profiles import default_stack
+from ..strategies import STRATEGIES
+from ..transformer.counts import param_count
+from ..transformer.layer import LayerTimes, crossover_batch, crossover_of, layer_times
+from ..values import Cluster, Layout, Options, Workload, computed, split_keywords
 from . import blocks
-from .checks import scalar
-from .choices import per_choice
-from .cluster import feasible
-from .cluster.placement import Placement, place
-from .memory.chapter import layout_memory
-from .memory.peak import peak_memory
+from .layer import layout_thresholds, on_mesh, stage_traffic
 from .result import Estimate
-from .run import with_run
-from .schedules import bubble
-from .search.fastest import fastest_microbatches, fastest_split
-from .stacks import REGISTRY
-from .step.chapter import chapter_step, time_to_train
-from .step.pipeline import stage_traffic_time
-from .step.predict import predict
-from .step.profiles import default_stack, profile_of
-from .strategies import STRATEGIES
-from .transformer.context import cp_seconds_per_token
-from .transformer.counts import param_count, token_flops
-from .transformer.experts import layer_keywords
-from .transformer.layer import LayerTimes, crossover_batch, crossover_of, layer_times
-from .transformer.thresholds import layout_thresholds
-from .values import Cluster, Layout, Options, Workload, computed, split_keywords
+from .step import chapter_step, predicted, profile_of, token_flops, training_time, with_run
 
 
 def evaluate(
@@ -104,8 +98,8 @@ def per_layer(
     layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
     placed = place(cluster, workload, layout, options.exact)
-    on_mesh = _on_mesh(cluster, workload, _with_placed_cp(layout, placed), options, placed)
-    return layer_times(batch=workload.batch, **on_mesh), crossover_batch(**on_mesh)
+    keywords = on_mesh(cluster, workload, _with_placed_cp(layout, placed), options, placed)
+    return layer_times(batch=workload.batch, **keywords), crossover_batch(**keywords)
 
 
 def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:
@@ -123,7 +117,7 @@ def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     """The check ``evaluate`` makes, without the evaluation: raises ``InputError`` or returns.
 
     A measured step is the exception: whether it is possible depends on the layout's FLOPs at
-    peak, which only the evaluation knows (``step.chapter.chapter_step``).
+    peak, which only the evaluation knows (``evaluation.step.chapter_step``).
 
     Returns
     -------
@@ -187,8 +181,8 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     B, Z, m, v = workload.batch, placed.z, placed.microbatches, layout.virtual_stages
     # The stack: how fast it runs (MODEL.md §C.3) and what it keeps in memory (MODEL.md §E.2).
     profile = profile_of(chip, options)
-    on_mesh = _on_mesh(cluster, workload, layout, options, placed)
-    layer = layer_times(batch=B, **on_mesh)
+    keywords = on_mesh(cluster, workload, layout, options, placed)
+    layer = layer_times(batch=B, **keywords)
     params = param_count(**model.dims())
     flops = token_flops(workload, layout, options, params.active)  # the experts a token meets
     idle = bubble(schedule=layout.schedule, stages=Z, microbatches=m, virtual_stages=v)
@@ -210,7 +204,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         cp_implied=implied and np.any(np.asarray(layout.cp) > 1),
         params=params,
         layer=layer,
-        crossover_batch=crossover_of(layer_times(batch=0.0, **on_mesh), layer, B),
+        crossover_batch=crossover_of(layer_times(batch=0.0, **keywords), layer, B),
         **layout_thresholds(cluster, workload, layout, placed),
         memory=layout_memory(workload, layout, options, placed, P, params.total),
         peak=peak_memory(
@@ -226,113 +220,9 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         flops_per_token=flops["model"],
         hardware_flops_per_token=flops["hardware"],
         bubble=idle,
-        stage_traffic=_stage_traffic(cluster, workload, layout, placed),
-        training_time=_training_time(workload, times["step_time"]),
+        stage_traffic=stage_traffic(cluster, workload, layout, placed),
+        training_time=training_time(workload, times["step_time"]),
         **times,
     )
     predicting = options.mfu is None and options.measured_step_time is None
-    return with_run(_predicted(e, profile) if predicting else e)
-
-
-def _on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
-    """The layer's keywords for this placement (``layer_times``, ``crossover_batch``): the traffic
-    of the strategy at its ZeRO stage, the widths, the groups and spans, the chip, and the expert
-    and context-parallel traffic per token (MODEL.md §A.3, §D.2, §D.3)."""
-    chip, model, X, Y = cluster.chip, workload.model, placed.x, placed.y
-    whole, sharded = STRATEGIES[layout.strategy].traffic  # weights whole on X, or sharded (ZeRO-3)
-    traffic = scalar(np.where(np.asarray(layout.zero) == 3, sharded, whole))
-    # a MoE layer holds (E/EP + S)·F_e, EP of X (or of TP x X) split the experts (MODEL.md §D.2)
-    experts = layer_keywords(
-        chip=chip, model=model, ep=layout.ep, etp=layout.etp, x=X, y=Y, mx=placed.mx, my=placed.my
-    )
-
-    def kv(kind):
-        return cp_seconds_per_token(
-            chip=chip,
-            model=model,
-            cp=layout.cp,
-            kind=kind,
-            seq_len=workload.seq_len or 1,
-            x=X,
-            y=Y,
-            mx=placed.mx,
-        )
-
-    return dict(
-        strategy=traffic,
-        d_model=model.d_model,
-        d_ff=model.active_width,  # a MoE layer computes its active width (MODEL.md §D.1)
-        x=X,
-        y=Y,
-        pods=cluster.pods,
-        mx=placed.mx,
-        my=placed.my,
-        exact=options.exact,
-        wrap_x=placed.span.wrap_x,
-        wrap_y=placed.span.wrap_y,
-        flops=chip.flops,
-        ici_bw=chip.ici_bw,
-        dcn_bw=chip.dcn_bw,
-        **experts,
-        cp_seconds=0.0 if np.all(np.asarray(layout.cp) == 1) else per_choice(layout.cp_kind, kv),
-    )
-
-
-def _stage_traffic(cluster, workload, layout, placed: Placement):
-    """Each chip of a stage sends its [B/(X·Y·P), D] share of the activations on (MODEL.md §A.6,
-    §B.6)."""
-    return stage_traffic_time(
-        batch=workload.batch / (placed.x * placed.y * cluster.pods),
-        d_model=workload.model.d_model,
-        stages=placed.z,
-        microbatches=placed.microbatches,
-        bandwidth=cluster.chip.ici_bw,
-        virtual_stages=layout.virtual_stages,
-    )
-
-
-def _predicted(e: Estimate, profile) -> Estimate:
-    """The estimate with its step predicted term by term (MODEL.md §C.2, §C.5): MFU and HFU
-    follow."""
-    remat = np.asarray(e.remat)
-    # The chapter's checkpoints keep the MLP's matmul outputs alone: a framework that kept only
-    # those would run the attention block again backward. Its memory stays the chapter's count;
-    # the predicted step, and the hardware FLOPs, pay for that recompute (MODEL.md §C.2).
-    checkpoints = (remat == "checkpoints") * 1.0
-    terms = predict(
-        e=e,
-        profile=profile,
-        remat_forward=(remat == "full") * 1.0,
-        attention_forward=(remat == "selective") * 1.0,
-        rest_forward=checkpoints,
-    )
-    hidden = {"ep": terms.pop("ep_hidden"), "cp": terms.pop("cp_hidden")}
-    step = sum(terms.values())
-    peak = e.chips * e.chip.flops
-    hardware = e.hardware_flops_per_token + checkpoints * attention_block_flops(e)
-    return dataclasses.replace(
-        e,
-        step_time=step,
-        compute_time=terms["matmul"] + terms["memory_bound"],
-        mfu=e.batch * e.flops_per_token / (peak * step),
-        hfu=e.batch * hardware / (peak * step),
-        hardware_flops_per_token=hardware,
-        training_time=_training_time(e.workload, step),
-        step_breakdown=terms,
-        hidden=hidden,
-    )
-
-
-def attention_block_flops(e: Estimate) -> float:
-    """The attention block's forward FLOPs per token, all layers: its projections, 2·Ψ_attention,
-    and the scores and their weighted sum, 4·L·T·N_h·H (MODEL.md §B.1)."""
-    model, T = e.model, e.seq_len or 1
-    return 2 * float(e.params.attention) + 4 * model.layers * T * model.heads * model.head_dim
-
-
-def _training_time(workload, step):
-    return (
-        None
-        if workload.tokens is None
-        else time_to_train(tokens=workload.tokens, batch=workload.batch, step_time=step)
-    )
+    return with_run(predicted(e, profile) if predicting else e)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cluster.mesh import span_axes
-from ..cluster.nodes import node_spans
+from ..hardware.mesh import span_axes
+from ..hardware.nodes import node_spans
 from ..transformer.layer import CHAPTER, crossover_batch, layer_times
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..refusals import InputError
+from ..ground.refusals import InputError
 from .chip import Chip
 from .nodes import gpu_slice
 

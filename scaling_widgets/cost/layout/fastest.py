@@ -18,12 +18,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks import scalar
-from ..cluster.placement import place
-from ..cluster.split_choice import default_microbatches, replica_sequences, split_choices
-from ..refusals import InputError
+from ..ground.checks import scalar
+from ..ground.refusals import InputError
 from ..schedules import runs
 from ..values import Cluster, Layout, Options, Workload, computed
+from .placement import place
+from .split_choice import default_microbatches, replica_sequences, split_choices
 
 
 def fastest_split(
