@@ -15,13 +15,13 @@ from .. import catalog
 from ..cost.search.layouts import HELD, SEARCHED
 from ..cost.search.strategy_map import AXES as MAP_AXES
 from ..fields import FIELDS_TABLE, Field
+from ..launch import FORMATS, readable
 from ..text import units
 
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
            "config", "verbose", "to", "output", "export_to", "rank", "rank_by",
            "trace", "scenarios", "csv", "batches", "chip_range", "cells")  # fmt: skip
-FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -160,9 +160,8 @@ def _launch_file(parser) -> None:
         "--config",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help="start from a launch file: torchtitan's job TOML, a Megatron-LM script or flags"
-        " file, or a MaxText YAML or script (with --hardware, and --chips where the file does not"
-        " say); a flag given beside it overrides that field",
+        help=f"start from a launch file: {readable()} (with --hardware, and --chips where the"
+        " file does not say); a flag given beside it overrides that field",
     )
     parser.add_argument(
         "--verbose", action="store_true", help="with --config, list the keys that were ignored"
@@ -174,7 +173,7 @@ def _export(commands) -> None:
         "export", help="write a layout as a framework's launch file (the same flags as estimate)"
     )
     export.add_argument(
-        "--to", required=True, choices=FRAMEWORKS, help="the framework whose file to write"
+        "--to", required=True, choices=tuple(FORMATS), help="the framework whose file to write"
     )
     export.add_argument(
         "--output", metavar="FILE", default=argparse.SUPPRESS, help="write there (default: print)"
@@ -229,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fields(planner, "plan")
     planner.add_argument(
         "--export-to",
-        choices=FRAMEWORKS,
+        choices=tuple(FORMATS),
         default=argparse.SUPPRESS,
         help="print the launch file of the layout at --rank instead of the table",
     )

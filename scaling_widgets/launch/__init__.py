@@ -1,7 +1,8 @@
 """Launch files (docs/MODEL.md §G): a layout written as torchtitan's job TOML, Megatron-LM's
 ``torchrun … pretrain_gpt.py`` script or MaxText's overrides, and those files read back into a
-scenario's fields. One module a framework; ``conventions`` maps our degrees to theirs, ``keys``
-holds each framework's schema, ``shell`` reads a script's launch line.
+scenario's fields. One module a format, in ``formats/`` (a registry: a new framework is a new
+file there); ``conventions`` maps our degrees to theirs, ``keys`` reads each format's schema,
+``shell`` a script's launch line.
 
 Tier 7 of the package (``tests/test_tiers.py`` declares the order): it imports from fields/, text/,
 catalog.py, presets.py and cost/; widgets/ and cli/ above it write and read the files.
@@ -15,31 +16,27 @@ import pathlib
 from .. import catalog
 from ..cost import Estimate
 from ..cost.ground.refusals import refuse
-from ..presets import MODELS
 from ..text.explain import layout_name
 from ..text.units import seconds
-from . import maxtext, megatron, torchtitan
 from .conventions import Degrees, degrees_of, fields_of
+from .formats import FORMATS, Format
 from .keys import LaunchFile
 
-FRAMEWORKS = ("torchtitan", "megatron", "maxtext")
 COMMENT = "#"  # every format here comments with it
 
 
 def detect(text: str, name: str = "") -> str:
-    """Which framework a file is for: a TOML is torchtitan's; flags of Megatron-LM (or a script
-    that runs ``pretrain_*.py``) are Megatron-LM's."""
-    if name.endswith(".toml") or text.lstrip().startswith("["):
-        return "torchtitan"
-    if name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text:
-        return "maxtext"
-    if "pretrain_" in text or "--num-layers" in text or "--tensor-model-parallel-size" in text:
-        return "megatron"
-    raise refuse(
-        "config",
-        "a torchtitan TOML, a Megatron-LM script or flags, or a MaxText YAML or script",
-        name or "?",
-    )
+    """Which format a file is, the first in order that knows it (``Format.detects``)."""
+    for found in FORMATS.values():
+        if found.detects(text, name):
+            return found.name
+    raise refuse("config", readable(), name or "?")
+
+
+def readable() -> str:
+    """The files ``--config`` reads, in words: every format's."""
+    said = [found.reads for found in FORMATS.values()]
+    return ", ".join(said[:-1]) + ", or " + said[-1]
 
 
 def read_config(
@@ -70,9 +67,7 @@ def read_config(
     beside = path.parent / "config.json" if is_file else None
     if model is None and beside is not None and beside.exists():  # the team's own model
         model = catalog.model_from_json(beside)
-    module = {"torchtitan": torchtitan, "megatron": megatron, "maxtext": maxtext}[framework]
-    slices = {"pods": pods} if framework == "maxtext" else {}  # its DCN axes fill the pods
-    read = module.read(text, chips=chips, model=model, **slices)
+    read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods)
     degrees = read.degrees if pods is None else dataclasses.replace(read.degrees, pods=pods)
     fields = {**fields_of(degrees, chip), **read.extra}
     fields["model"] = read.model
@@ -82,18 +77,12 @@ def read_config(
 
 def write_config(framework: str, e: Estimate) -> str:
     """The evaluated layout ``e`` as ``framework``'s launch file, headed by comments that say what
-    it is for, the knobs chosen for it and what it cannot express."""
+    it is for, the knobs chosen for it and what it cannot express (after a script's ``#!``)."""
+    if framework not in FORMATS:
+        raise refuse("framework", f"one of {', '.join(FORMATS)}", framework)
     d = degrees_of(e)
     model = e.workload.model
-    name = catalog.name_of(model, MODELS) or model.name
-    if framework == "torchtitan":
-        text, chosen, cannot = torchtitan.write(d, model=name, layers=model.layers)
-    elif framework == "megatron":
-        text, chosen, cannot = megatron.write(d, model=model, node_size=e.chip.node_size)
-    elif framework == "maxtext":
-        text, chosen, cannot = maxtext.write(d, model=name if name in MODELS else model)
-    else:
-        raise refuse("framework", f"one of {', '.join(FRAMEWORKS)}", framework)
+    text, chosen, cannot = FORMATS[framework].write(d, model=model, chip=e.chip)
     head = [
         f"Written by scaling-widgets: {model.name} on {d.world:,} {e.chip.name},"
         f" batch {d.global_batch:,} sequences of {d.seq_len}",
@@ -101,13 +90,15 @@ def write_config(framework: str, e: Estimate) -> str:
         *(f"Chosen for it: {c}" for c in chosen),
         *(f"Cannot express: {c}" for c in cannot),
     ]
-    shebang = ["#!/bin/bash"] if framework == "megatron" else []
-    return "\n".join([*shebang, *(f"{COMMENT} {line}" for line in head), "", text])
+    shebang, text = text.split("\n", 1) if text.startswith("#!") else ("", text)
+    comments = [f"{COMMENT} {line}" for line in head]
+    return "\n".join([*([shebang] if shebang else []), *comments, "", text])
 
 
 __all__ = [
-    "FRAMEWORKS",
+    "FORMATS",
     "Degrees",
+    "Format",
     "LaunchFile",
     "degrees_of",
     "detect",

@@ -1,6 +1,7 @@
-"""The keys a framework's configuration has (``data/config_keys.json``, read from each framework's
-source), and what reading a file made of them: the keys that set the layout, those refused
-because the model cannot price them, and those ignored because they change nothing it prices."""
+"""The keys a framework's configuration has (``data/config_keys/<format>.json``, read from each
+framework's source), and what reading a file made of them: the keys that set the layout, those
+refused because the model cannot price them, and those ignored because they change nothing it
+prices."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .. import catalog
 from ..cost.ground.refusals import refuse
 from .conventions import Degrees
 
-KEYS = Path(__file__).resolve().parent.parent / "data" / "config_keys.json"
+KEYS = Path(__file__).resolve().parent.parent / "data" / "config_keys"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,8 +33,8 @@ class LaunchFile:
 @functools.cache
 def schema(framework: str) -> frozenset:
     """The keys of ``framework``'s configuration (flags with their dashes for Megatron-LM)."""
-    data = json.loads(KEYS.read_text(encoding="utf-8"))
-    return frozenset(data[framework]["keys"])
+    data = json.loads((KEYS / f"{framework}.json").read_text(encoding="utf-8"))
+    return frozenset(data["keys"])
 
 
 def flat(table: dict, prefix: str = "") -> dict:

@@ -18,13 +18,10 @@ import ipywidgets as w
 
 from ..cost.views.trace import step_trace
 from ..fields.command import command
-from ..launch import FRAMEWORKS, write_config
+from ..launch import FORMATS, write_config
 from ._base import check_kwargs
 from .analysis import Analysis
 from .scenario import Scenario
-
-LABELS = {"torchtitan": "torchtitan", "megatron": "Megatron-LM", "maxtext": "MaxText"}
-FILES = {"torchtitan": "train.toml", "megatron": "pretrain.sh", "maxtext": "train.yml"}
 
 
 class Export(w.VBox):
@@ -38,11 +35,11 @@ class Export(w.VBox):
         self._commands = w.HTML()
         self._commands.add_class("sw-export-command")
         self._files = {name: w.Textarea(layout=w.Layout(width="100%", height="160px"))
-                       for name in FRAMEWORKS}  # fmt: skip
-        self._links = {name: w.HTML() for name in FRAMEWORKS}
-        self._launch = w.Tab([w.VBox([self._files[n], self._links[n]]) for n in FRAMEWORKS])
-        for i, name in enumerate(FRAMEWORKS):
-            self._launch.set_title(i, LABELS[name])
+                       for name in FORMATS}  # fmt: skip
+        self._links = {name: w.HTML() for name in FORMATS}
+        self._launch = w.Tab([w.VBox([self._files[n], self._links[n]]) for n in FORMATS])
+        for i, name in enumerate(FORMATS):
+            self._launch.set_title(i, FORMATS[name].label)
             self._files[name].add_class(f"sw-export-{name}")
         self._launch.add_class("sw-export-launch")
         # a trace walks every pass: made when asked, not on every change
@@ -97,16 +94,18 @@ class Export(w.VBox):
         """Each framework's file for the layout, or why it has none (a batch that frameworks
         cannot split evenly, say)."""
         e = Analysis.of(self.scenario).estimate
-        for name in FRAMEWORKS:
+        for name, written in FORMATS.items():
             try:
                 text = write_config(name, e) if e is not None else ""
             except ValueError as err:
-                self._files[name].value = f"# No {LABELS[name]} file for this layout: {err}"
+                self._files[name].value = f"# No {written.label} file for this layout: {err}"
                 self._links[name].value = ""
                 continue
             self._files[name].value = text
             link = base64.b64encode(text.encode()).decode()
-            self._links[name].value = (
-                f'<a download="{FILES[name]}" href="data:text/plain;base64,{link}">Download'
-                f" {FILES[name]}</a>"
+            file = written.file_name
+            self._links[
+                name
+            ].value = (
+                f'<a download="{file}" href="data:text/plain;base64,{link}">Download {file}</a>'
             )

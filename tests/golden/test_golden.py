@@ -14,12 +14,12 @@ LINES = command_lines()
 def test_the_scenarios_cover_every_strategy_schedule_stack_and_format():
     from scaling_widgets.cost import SCHEDULES, STRATEGIES
     from scaling_widgets.cost.stacks import STACKS
-    from scaling_widgets.launch import FRAMEWORKS
+    from scaling_widgets.launch import FORMATS
 
     said = " ".join(" ".join(argv) for argv in LINES.values())
     for name in (*STRATEGIES, *SCHEDULES, *STACKS):
         assert f" {name} " in f"{said} ", name
-    for framework in FRAMEWORKS:
+    for framework in FORMATS:
         assert f"--to {framework}" in said or f"--export-to {framework}" in said, framework
         assert f"configs/{framework}" in said, framework
     assert 30 <= len({name.rsplit(".", 1)[0] for name in LINES})

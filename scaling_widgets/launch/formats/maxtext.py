@@ -1,6 +1,6 @@
 """MaxText's configuration, read into degrees and written from them (docs/MODEL.md §G): a YAML that
 overrides ``base.yml``, or a script whose ``python3 -m maxtext.trainers.pre_train.train`` line
-gives ``key=value`` overrides. The keys are ``base.yml``'s (``data/config_keys.json``), and so are
+gives ``key=value`` overrides. The keys are ``base.yml``'s (``data/config_keys/``), and so are
 the defaults of the keys read here (``BASE``).
 """
 
@@ -10,14 +10,21 @@ import math
 
 import yaml
 
-from ..cost.ground.refusals import refuse
-from ..cost.transformer.shapes import Model, MoE
-from ..presets import MODELS
-from .conventions import Degrees
-from .keys import LaunchFile, checked_keys
-from .shell import launch_args
+from ... import catalog
+from ...cost.ground.refusals import refuse
+from ...cost.hardware.chip import Chip
+from ...cost.transformer.shapes import Model, MoE
+from ...presets import MODELS
+from ..conventions import Degrees
+from ..keys import LaunchFile, checked_keys
+from ..shell import launch_args
 
-FRAMEWORK = "maxtext"
+NAME = "maxtext"
+LABEL = "MaxText"
+ORDER = 3
+FILE_NAME = "train.yml"
+READS = "a MaxText YAML or script"
+STACK = "maxtext"
 PROGRAM = r"(pre_train\.\w+|train(_compile)?\.py)$"
 # base.yml's own values of the keys read here (AI-Hypercomputer/maxtext@e591f30, base.yml)
 BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
@@ -52,6 +59,11 @@ UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
 APPROXIMATED: dict = {}
 
 
+def detects(text: str, name: str) -> bool:
+    """A YAML file, or a script or overrides that name MaxText or its parallelism axes."""
+    return name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text
+
+
 def overrides(text: str) -> dict:
     """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them."""
     if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
@@ -69,7 +81,7 @@ def overrides(text: str) -> dict:
 def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
     """The layout of a MaxText run: the slices (``pods``, else ``num_slices``, else one) its DCN
     axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest)."""
-    got, ignored, notes = checked_keys(FRAMEWORK, overrides(text), READ, UNPRICED, APPROXIMATED)
+    got, ignored, notes = checked_keys(NAME, overrides(text), READ, UNPRICED, APPROXIMATED)
     value = {**BASE, **got}
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
     dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
@@ -108,10 +120,10 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         cp_kind=CP_KINDS.get(value["context_parallel_strategy"], "all-gather"),
     )  # fmt: skip
     model = model or _model(value)
-    extra = {"stack": "maxtext"}
+    extra = {"stack": STACK}
     if value["attention"] == "dot_product":  # the s x s scores kept
         extra["flash_attention"] = False
-    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), extra)
+    return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), extra)
 
 
 def _filled(axes: dict, name: str, total: int, tier: str) -> int:
@@ -178,9 +190,10 @@ def _scales(scale: int) -> tuple[int, int, int, int]:
     return 2 ** (base + int(rem > 1)), 2**heads, 2**heads, 2**base
 
 
-def write(d: Degrees, *, model: str | Model) -> tuple[str, list[str], list[str]]:
+def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
     """The degrees as a YAML over base.yml: its text, the knobs chosen, what it cannot say."""
     chosen, cannot = [], []
+    model = catalog.name_of(model, MODELS) or model
     lines = ['base_config: "base.yml"']
     if isinstance(model, str) and model in NAMES:
         lines.append(f'model_name: "{NAMES[model]}"')

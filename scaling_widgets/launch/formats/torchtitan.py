@@ -1,6 +1,6 @@
 """torchtitan's job TOML, read into degrees and written from them (docs/MODEL.md §G).
 
-The keys are those of ``torchtitan/config/job_config.py`` (``data/config_keys.json``), the TOML
+The keys are those of ``torchtitan/config/job_config.py`` (``data/config_keys/``), the TOML
 schema torchtitan had until it moved to Python config registries (pytorch/torchtitan#2386). A job
 file gives no world size (``data_parallel_shard_degree = -1`` fills it), so reading takes the
 chips; it names a model by ``[model] name`` and ``flavor``.
@@ -11,12 +11,20 @@ from __future__ import annotations
 import math
 import tomllib
 
-from ..cost.ground.refusals import refuse
-from ..presets import MODELS
-from .conventions import Degrees
-from .keys import LaunchFile, checked_keys, flat, layers_of
+from ... import catalog
+from ...cost.ground.refusals import refuse
+from ...cost.hardware.chip import Chip
+from ...cost.transformer.shapes import Model
+from ...presets import MODELS
+from ..conventions import Degrees
+from ..keys import LaunchFile, checked_keys, flat, layers_of
 
-FRAMEWORK = "torchtitan"
+NAME = "torchtitan"
+LABEL = "torchtitan"
+ORDER = 1
+FILE_NAME = "train.toml"
+READS = "torchtitan's job TOML"
+STACK = "fsdp2"
 # our presets as torchtitan's model name and flavor (torchtitan/models/*/__init__.py)
 FLAVORS = {
     "llama-3-8b": ("llama3", "8B"),
@@ -72,7 +80,12 @@ APPROXIMATED = {
 }
 
 
-def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
+def detects(text: str, name: str) -> bool:
+    """A TOML file: by its name, or its first table."""
+    return name.endswith(".toml") or text.lstrip().startswith("[")
+
+
+def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
     """A job TOML's layout on ``chips`` chips, its model the flavor's preset unless ``model``
     (a preset's name or a ``Model``) is given.
 
@@ -86,7 +99,7 @@ def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
         table = flat(tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:
         raise refuse("config", f"a TOML file torchtitan reads ({err})", "a file") from None
-    got, ignored, notes = checked_keys(FRAMEWORK, table, READ, UNPRICED, APPROXIMATED)
+    got, ignored, notes = checked_keys(NAME, table, READ, UNPRICED, APPROXIMATED)
     if chips is None:
         raise refuse("chips", "given: a torchtitan job file does not say how many GPUs", None)
     model = model or _preset(got.get("model.name", "llama3"), got.get("model.flavor", "8B"))
@@ -149,12 +162,13 @@ def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
     )
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
-    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), {"stack": "fsdp2"})
+    return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
 
 
-def write(d: Degrees, *, model: str, layers: int) -> tuple[str, list[str], list[str]]:
+def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
     """The degrees as a job TOML: its text, the knobs chosen for it, and what it cannot say."""
-    chosen, cannot = [], []
+    chosen, cannot, layers = [], [], model.layers
+    model = catalog.name_of(model, MODELS) or model.name
     name, flavor = FLAVORS.get(model, (model, CUSTOM))
     if flavor == CUSTOM:
         cannot.append(f"the model {model}: torchtitan has no flavor of it; register one")

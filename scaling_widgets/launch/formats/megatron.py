@@ -1,6 +1,6 @@
 """Megatron-LM's command line, read into degrees and written from them (docs/MODEL.md §G): a file
 of flags, or a shell script whose ``torchrun … pretrain_gpt.py`` line carries them. The flags are
-those ``megatron/training/arguments.py`` adds (``data/config_keys.json``).
+those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 """
 
 from __future__ import annotations
@@ -8,14 +8,20 @@ from __future__ import annotations
 import math
 import re
 
-from ..cost.ground.refusals import refuse
-from ..cost.transformer.shapes import Model
-from .conventions import Degrees
-from .keys import LaunchFile, checked_keys, layers_of
-from .megatron_shape import model_of, shape_flags
-from .shell import launch_args
+from ...cost.ground.refusals import refuse
+from ...cost.hardware.chip import Chip
+from ...cost.transformer.shapes import Model
+from ..conventions import Degrees
+from ..keys import LaunchFile, checked_keys, layers_of
+from ..megatron_shape import model_of, shape_flags
+from ..shell import launch_args
 
-FRAMEWORK = "megatron"
+NAME = "megatron"
+LABEL = "Megatron-LM"
+ORDER = 2
+FILE_NAME = "pretrain.sh"
+READS = "a Megatron-LM script or flags file"
+STACK = "megatron-lm"
 PROGRAM = r"pretrain_\w+\.py$"
 SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
          "--num-query-groups", "--group-query-attention", "--kv-channels", "--swiglu",
@@ -70,7 +76,14 @@ def flags(words: list[str]) -> dict:
     return out
 
 
-def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
+def detects(text: str, name: str) -> bool:
+    """A script that runs ``pretrain_*.py``, or Megatron-LM's flags."""
+    return any(
+        word in text for word in ("pretrain_", "--num-layers", "--tensor-model-parallel-size")
+    )
+
+
+def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
     """The layout of a Megatron-LM launch: the world from torchrun's ``--nproc_per_node`` x
     ``--nnodes`` unless ``chips`` is given; the model a preset of the same shape, the user's
     ``model``, or one built from the flags.
@@ -82,9 +95,7 @@ def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
         not divide the world.
     """
     before, after = launch_args(text, PROGRAM)
-    got, ignored, notes = checked_keys(
-        FRAMEWORK, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED
-    )
+    got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
     launcher = flags(before)
     world = chips or _int(launcher, "--nproc_per_node", 1) * _int(launcher, "--nnodes", 1)
     tp, pp = (
@@ -127,8 +138,7 @@ def read(text: str, *, chips: int | None, model=None) -> LaunchFile:
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
         steps=_steps(got, global_batch),
     )
-    extra = {"stack": "megatron-lm"}
-    return LaunchFile(FRAMEWORK, degrees, model, tuple(ignored), tuple(notes), extra)
+    return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
 
 
 def _steps(got: dict, global_batch: int) -> int | None:
@@ -201,11 +211,11 @@ def _cp_kind(name: str) -> str:
     return CP_KINDS[name]
 
 
-def write(d: Degrees, *, model: Model, node_size: int) -> tuple[str, list[str], list[str]]:
+def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
     """The degrees as a script of one ``torchrun … pretrain_gpt.py`` line: its text, the knobs
     chosen for it, and what it cannot say."""
     chosen, cannot = [], []
-    per_node = math.gcd(node_size or d.world, d.world)  # whole nodes (a TPU: one host)
+    per_node = math.gcd(chip.node_size or d.world, d.world)  # whole nodes (a TPU: one host)
     layout = [
         f"--seq-length {d.seq_len}",
         f"--max-position-embeddings {d.seq_len}",
@@ -247,6 +257,7 @@ def write(d: Degrees, *, model: Model, node_size: int) -> tuple[str, list[str], 
     if d.compile:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
     lines = [
+        "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",
         f"NUM_NODES={d.world // per_node}",
         "torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES pretrain_gpt.py \\",
