@@ -108,3 +108,42 @@ def test_the_command_says_every_field_that_differs_from_its_default():
     assert "--zero" not in words and "--ep" not in words  # defaults are left out
     roles = dataclasses.replace(s.values()[2], x=None, y=None, z=None, axis_roles=("x", "y"))
     assert command(*s.values()[:2], roles, s.values()[3]) is None  # no flag says axis roles
+
+
+DEEPSEEK = dict(model="deepseek-v3", hardware="h100", slice_shape=(64, 8), batch=2**22,
+                seq_len=4096, z=16, ep=16, matmul_dtype="fp8", stack="megatron-lm")  # fmt: skip
+PAIRED = dict(
+    DEEPSEEK, schedule="interleaved", virtual_stages=2, ep_overlap=True, matmul_dtype="bf16"
+)
+LLAMA = dict(model="llama-3-70b", hardware="h100", slice_shape=(64, 8), batch=2**22, seq_len=4096,
+             z=16)  # fmt: skip
+MENDS = [
+    (DEEPSEEK, {"hardware": "tpu-v5p"}, "From H100 to TPU v5p: 8x8x8, the same 512 chips; matmuls"),
+    (LLAMA, {"slice_shape": (48, 8)}, ""),  # 16 stages divide 384 chips: nothing to mend
+    (LLAMA, {"slice_shape": (25, 8)}, "Pipeline stages back to 1: 16 do not divide 200 chips."),
+    (DEEPSEEK, {"model": "mixtral-8x7b"}, "EP 8, the largest up to 16 dividing 8 experts."),
+    (DEEPSEEK, {"model": "llama-3-70b"}, "Expert parallelism off: LLaMA-3 70B has no experts."),
+    (PAIRED, {"stack": "fsdp2"}, "The expert all-to-alls no longer paired: fsdp2 does not pair"),
+]
+FLAGS = {"hardware": "--hardware", "slice_shape": "--mesh", "model": "--model", "stack": "--stack"}
+
+
+@pytest.mark.parametrize("start, change, said", MENDS)
+def test_the_panel_and_the_command_line_mend_a_change_alike(start, change, said, tmp_path, capsys):
+    """One rule (``fields.mended``): the scenario the panel makes of a change is the one the
+    command line makes of the same flag over the saved scenario, and both say what was mended."""
+    from scaling_widgets.cli import main
+
+    saved, mended = tmp_path / "start.json", tmp_path / "mended.json"
+    saved.write_text(Scenario(**start).to_json())
+    panel = Scenario.from_json(saved.read_text())
+    panel.update(**change)
+    assert panel.mended.startswith(said) and bool(panel.mended) == bool(said)
+    mended.write_text(panel.to_json())
+    ((name, value),) = change.items()
+    value = "x".join(map(str, value)) if name == "slice_shape" else value
+    assert main(["estimate", "--scenario", str(saved), FLAGS[name], value, "--json"]) == 0
+    flagged = capsys.readouterr()
+    assert main(["estimate", "--scenario", str(mended), "--json"]) == 0
+    assert json.loads(flagged.out) == json.loads(capsys.readouterr().out)
+    assert (f"note: {said}" in flagged.err) if said else flagged.err == ""

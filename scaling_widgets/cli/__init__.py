@@ -86,6 +86,8 @@ def main(argv=None) -> int:
             from_file = True
         given = fields.from_flags(typed, start)
         state = fields.given_by_hand(start, given)
+        if from_file:  # flags over a scenario held: what they leave impossible, mended
+            state.update(_mended(start, given))
         if state["model"] is None:
             raise ValueError("one of --model, --model-file (or --scenario) is required")
         if state["batch"] is None and args.command != "map":
@@ -100,6 +102,15 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # the reader went away (| head): say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _mended(start: dict, given: dict) -> dict:
+    """The fields the flags leave impossible in the scenario they change, mended as the panel
+    mends them (``fields.mended``); what changed said on stderr."""
+    changes, said = fields.mended(start, given)
+    if said:
+        print(f"note: {said}", file=sys.stderr)
+    return {name: value for name, value in changes.items() if name not in given}
 
 
 def _compare(args) -> int:

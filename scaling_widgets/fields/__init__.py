@@ -19,6 +19,7 @@ catalog.py, presets.py and cost/; launch/, widgets/ and cli/ above it read the t
 """
 
 from .field import Field, Flag
+from .mend import mended
 from .state import (
     checked,
     coerced,
@@ -48,6 +49,7 @@ __all__ = [
     "from_flags",
     "from_json",
     "given_by_hand",
+    "mended",
     "scenario_start",
     "to_json",
     "values",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 
 import bqplot as bq
@@ -121,15 +122,19 @@ class MeshPicker(Bound, w.VBox):
     def _on_hardware_change(self, change) -> None:
         if change["new"] == "custom" or self._syncing:
             return
-        before = self.scenario.hardware.name, self.scenario.chips
-        if self._apply(**self.scenario.fitted_to(hardware=HARDWARE[change["new"]])):
-            self._moved.value = _moved(before, self.scenario)
+        if self._apply(hardware=HARDWARE[change["new"]]):
+            self._show_mended()
 
     def _on_axis_change(self, change) -> None:
         self._moved.value = ""
         shape = tuple(box.value for box in self._axes.children)
-        if not self._syncing:
-            self._apply(**self.scenario.fitted_to(shape))
+        if not self._syncing and self._apply(slice_shape=shape):
+            self._show_mended()
+
+    def _show_mended(self) -> None:
+        """What the change of chip or slice mended to keep the scenario runnable."""
+        said = self.scenario.mended
+        self._moved.value = f"<i>{html.escape(said)}</i>" if said else ""
 
     def _on_by_hand_change(self, change) -> None:
         n = len(self.scenario.slice_shape)
@@ -165,18 +170,6 @@ class MeshPicker(Bound, w.VBox):
                 "wrap_y": mesh.wrap_y,
             },
         )
-
-
-def _moved(before: tuple, s: Scenario) -> str:
-    """What a change of chip did to the slice, in one line."""
-    name, chips = before
-    shape = units.mesh(s.slice_shape)
-    if s.chips == chips:
-        return f"<i>From {name} to {s.hardware.name}: {shape}, the same {chips:,} chips.</i>"
-    return (
-        f"<i>From {name} to {s.hardware.name}: {shape}, {s.chips:,} chips, the nearest to"
-        f" {chips:,} that runs this scenario.</i>"
-    )
 
 
 def _describe(mesh: MeshData, s: Scenario) -> str:

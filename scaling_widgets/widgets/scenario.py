@@ -13,13 +13,10 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
-from traitlets import Any, HasTraits, Int, TraitError
+from traitlets import Any, HasTraits, Int, TraitError, Unicode
 
-from .. import catalog, fields
+from .. import fields
 from ..cost import Cluster, Estimate, Layout, Options, Workload, evaluate
-from ..cost.hardware.slices import slices_near
-from ..cost.stacks import COMPILING, PAIRING
-from ..cost.step.profiles import default_stack
 from ..fields import FIELDS, SCENARIO
 from ..fields.keywords import as_given, fields_named
 from ..text import units
@@ -58,6 +55,7 @@ class Scenario(_Fields):
     """
 
     revision = Int(0, read_only=True)  # +1 per applied change, however many fields it touched
+    mended = Unicode("", read_only=True)  # what the last change mended, in one line
 
     def __init__(self, **kwargs):
         # also fsdp=, chips=, batch="4M"
@@ -94,63 +92,16 @@ class Scenario(_Fields):
         """The scenario's own layout, evaluated: exactly the numbers the panel shows."""
         return evaluate(*self.values())
 
-    def fitted_to(self, slice_shape=None, hardware=None) -> dict:
-        """The changes that move this scenario onto another slice (or chip) and keep it whole.
-
-        Pipeline stages that no longer divide the chips fall back to 1, axis roles of another
-        number of axes are cleared, and a split by hand keeps its TP degree if it can. Another
-        chip drops fp8 matmuls it does not have, torch.compile where its stack has none, and a
-        profile made for the chip left behind. A chip
-        without a slice takes the slice of it nearest to this scenario's chips that runs it
-        (``slices_near``): the same count if it can, else the nearest; its default slice if none
-        does (the update then says why).
-        """
-        if slice_shape is not None:
-            return self._moved_to(tuple(slice_shape), hardware)
-        chip = catalog.hardware(hardware)
-        for shape in slices_near(chip, self.chips):
-            changes = self._moved_to(shape, hardware)
-            try:
-                fields.checked({**self._state, **changes}, tuple(changes))
-            except (ValueError, TypeError):
-                continue
-            return changes
-        return self._moved_to(chip.default_slice, hardware)
-
-    def _moved_to(self, slice_shape: tuple, hardware) -> dict:
-        changes = {"slice_shape": slice_shape}
-        if hardware is not None:
-            changes["hardware"] = hardware
-            chip = catalog.hardware(hardware)
-            if self.matmul_dtype == "fp8" and not chip.flops_fp8:
-                changes["matmul_dtype"] = "bf16"  # the chip has no fp8 matmuls
-            if self.profile is not None and self.profile.chip not in ("", chip.name):
-                changes["profile"] = None  # made for the chip left behind
-            changes.update(_switches_kept(self._state, self.stack, chip))
-        chips = math.prod(slice_shape)
-        z = self.z if chips % self.z == 0 else 1
-        if z != self.z:
-            changes["z"] = z
-        if self.axis_roles and len(self.axis_roles) != len(slice_shape):
-            changes["axis_roles"] = ()
-        stage = chips // z
-        y = self.y if self.y and stage % self.y == 0 else 1
-        changes.update(x=stage // y, y=y)
-        return changes
-
     def update(self, **changes) -> None:
-        """Apply several fields at once: all of them, or none if any is refused."""
+        """Apply several fields at once: all of them, or none if any is refused. A field that the
+        change leaves impossible takes its nearest choice that runs (``fields.mended``), and
+        ``mended`` says what changed."""
         written = changes
         changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
-        if "stack" in changes:  # switches the new stack has not go back to its own
-            chip = catalog.hardware(changes.get("hardware", self.hardware))
-            kept = _switches_kept(self._state, changes["stack"], chip)
-            changes.update({k: v for k, v in kept.items() if k not in changes})
-        if "model" in changes:  # expert parallelism the new model can take
-            kept = _experts_kept(changes["model"], self._state)
-            changes.update({k: v for k, v in kept.items() if k not in changes})
+        changes, said = fields.mended(self._state, changes)
         self._replace({**self._state, **changes}, tuple(changes), written=written)
+        self.set_trait("mended", said)
 
     def _replace(
         self, state: dict, changed: tuple, count: bool = True, written: dict | None = None
@@ -209,31 +160,3 @@ def _reject_unknown(kwargs) -> None:
         raise TypeError(
             f"Scenario got an unexpected keyword {unknown[0]!r}; allowed: {', '.join(SCENARIO)}"
         )
-
-
-def _switches_kept(state, stack, chip) -> dict:
-    """torch.compile back to the stack's, and ``ep_overlap`` off, where the stack (the chip's,
-    unless one is named) has none; nothing to change otherwise."""
-    stack = stack or default_stack(chip)
-    changes = {}
-    if state["torch_compile"] and stack not in COMPILING:
-        changes["torch_compile"] = None
-    if state["ep_overlap"] and stack not in PAIRING:
-        changes["ep_overlap"] = False
-    return changes
-
-
-def _experts_kept(model, state) -> dict:
-    """A dense model drops expert parallelism; a MoE model takes the largest EP up to the one held
-    that divides its experts. No model (a name or value refused later): nothing."""
-    try:
-        model = catalog.model(model)
-    except (ValueError, TypeError):
-        return {}
-    if model.moe is None:
-        dense = {"ep": 1, "etp": None, "ep_overlap": False}
-        return {k: v for k, v in dense.items() if state[k] != v}
-    ep = state["ep"]
-    while model.moe.experts % ep:
-        ep -= 1
-    return {"ep": ep} if ep != state["ep"] else {}

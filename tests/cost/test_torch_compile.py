@@ -98,7 +98,7 @@ def test_the_panel_drops_compile_for_a_stack_or_chip_without_it_and_keeps_it_oth
     s.update(stack="megatron-lm")
     assert s.torch_compile is None
     s.update(stack=None, torch_compile=True)
-    s.update(**s.fitted_to(hardware="tpu-v5p"))
+    s.update(hardware="tpu-v5p")
     assert s.torch_compile is None
     assert Scenario.from_json(s.to_json()).torch_compile is None
 

@@ -118,3 +118,26 @@ def test_a_torchtitan_file_whose_degrees_do_not_fill_the_gpus_names_the_key(caps
         "scaling-widgets estimate: error: parallelism.data_parallel_shard_degree must be 8 to fill"
         " the 64 GPUs with the other degrees (or -1); got 4"
     )
+
+
+def test_a_flag_over_a_config_mends_what_it_leaves_impossible_and_says_so(capsys, tmp_path):
+    """``--config`` with flags on top mends as the panel does (``fields.mended``): a stack that
+    does not pair passes turns the file's pairing of the expert all-to-alls off, and says so."""
+    script = (CONFIGS / "megatron_mixtral_8x7b.sh").read_text()
+    paired = (
+        "--expert-model-parallel-size 8\n    --overlap-moe-expert-parallel-comm\n"
+        "    --num-virtual-stages-per-pipeline-rank 2"
+    )
+    path = tmp_path / "paired.sh"
+    path.write_text(script.replace("--expert-model-parallel-size 8", paired))
+    where = ["--config", str(path), "--hardware", "h100", "--chips", "64"]
+    code, paired_out, err = run(["estimate", *where, "--json"], capsys)
+    assert code == 0 and err == ""
+    code, out, err = run(["estimate", *where, "--stack", "fsdp2", "--json"], capsys)
+    assert code == 0 and err == (
+        "note: The expert all-to-alls no longer paired: fsdp2 does not pair passes.\n"
+    )
+    assert json.loads(out)["hidden_s"]["ep"] == 0 < json.loads(paired_out)["hidden_s"]["ep"]
+    # asked for in the same breath, the pairing is refused by name rather than mended
+    code, _, err = run(["estimate", *where, "--stack", "fsdp2", "--ep-overlap"], capsys)
+    assert code == 2 and "--ep-overlap must be off with fsdp2" in err

@@ -32,7 +32,7 @@ from scaling_widgets.cost.schedules import runs
 from scaling_widgets.cost.stacks import COMPILING, STACKS
 from scaling_widgets.cost.strategies import STRATEGIES
 from scaling_widgets.cost.views import BAR_PARTS
-from scaling_widgets.fields import FIELDS, scenario_start
+from scaling_widgets.fields import FIELDS, mended, scenario_start
 from scaling_widgets.fields.command import command
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
@@ -582,8 +582,8 @@ def _bad_axis_length(panel, data):
     longest = pod[0] if s.hardware.is_gpu else max(pod)
     n = data.draw(st.integers(longest + 1, 2 * longest), label="n")
     shape = tuple(n if i == axis else length for i, length in enumerate(s.slice_shape))
-    fitted = s.fitted_to(shape)
-    flags = {"mesh": "x".join(map(str, shape)), "pp": str(fitted.get("z", s.z))}
+    fitted = {**s.state(), **mended(s.state(), {"slice_shape": shape})[0]}
+    flags = {"mesh": "x".join(map(str, shape)), "pp": str(fitted["z"])}
     if "--fsdp" in flags_of(s):
         flags.update(fsdp=str(fitted["x"]), tp=str(fitted["y"]))
     return picker, lambda: setattr(picker._axes.children[axis], "value", n), flags, {"slice_shape"}

@@ -44,10 +44,20 @@ def test_bad_values_are_rejected_naming_the_field(field, value, message):
 def test_update_applies_everything_or_nothing():
     s = Scenario(slice_shape=(16, 16, 16))
     with pytest.raises(ScenarioError, match="fits in the chip's pod"):
-        s.update(batch=1e6, hardware="tpu-v5e")  # 16x16x16 is not a v5e slice
+        s.update(batch=1e6, hardware="tpu-v5e", slice_shape=(16, 16, 16))  # not a v5e slice
     assert s.batch == 16e6 and s.hardware.name == "TPU v5p"  # the default batch
     s.update(hardware="tpu-v5e", slice_shape=(16, 16), batch=1e6)
     assert (s.hardware.name, s.slice_shape, s.batch) == ("TPU v5e", (16, 16), 1e6)
+
+
+def test_another_chip_without_a_slice_takes_its_nearest_that_runs_and_says_so():
+    s = Scenario(slice_shape=(16, 16, 16), batch=4e6)
+    s.update(hardware="h100")
+    assert (s.hardware.name, s.chips) == ("H100", 4096) and s.mended == (
+        "From TPU v5p to H100: 512x8, the same 4,096 chips."
+    )
+    s.update(hardware="tpu-v5e")  # a v5e pod holds 256 chips: its nearest slice that runs
+    assert s.hardware.name == "TPU v5e" and s.chips <= 256 and "the nearest to 4,096" in s.mended
 
 
 def test_one_update_is_one_revision():
@@ -127,10 +137,10 @@ def test_unknown_keywords_raise():
         Scenario().update(bacth=1)
 
 
-def test_fitted_to_keeps_a_manual_split_whole():
+def test_another_slice_keeps_a_manual_split_whole():
     s = Scenario(slice_shape=(16, 16, 16), optimal_split=False, x=1024, y=4)
-    s.update(**s.fitted_to((8, 8, 8)))
-    assert (s.x, s.y, s.slice_shape) == (128, 4, (8, 8, 8))
+    s.update(slice_shape=(8, 8, 8))
+    assert (s.x, s.y, s.slice_shape) == (128, 4, (8, 8, 8)) and s.mended == ""
 
 
 def test_a_refusal_names_the_keyword_as_written():
@@ -149,9 +159,11 @@ def test_another_chip_drops_fp8_it_lacks_and_a_profile_made_for_the_chip_left_be
     s.update(matmul_dtype="fp8")
     fp8_step = float(s.estimate().step_time)
     s.update(profile=calibrate(*s.values(), step_time=2 * fp8_step))
-    s.update(**s.fitted_to(hardware=HARDWARE["a100"]))
+    s.update(hardware=HARDWARE["a100"])
     assert s.matmul_dtype == "bf16" and s.profile is None and s.hardware is HARDWARE["a100"]
-    s.update(**s.fitted_to(hardware=HARDWARE["b200"]))
+    assert s.mended.startswith("Matmuls back to bf16: the A100 has no fp8;")
+    assert "the profile made for the H100 dropped" in s.mended
+    s.update(hardware=HARDWARE["b200"])
     s.update(matmul_dtype="fp8")  # and back to a chip that has it
     assert float(s.estimate().step_time) > 0
 

@@ -1,0 +1,67 @@
+"""What a mended change did, in one line (``fields.mended``): the panel shows it where the change
+was made, the command line on stderr."""
+
+from __future__ import annotations
+
+import math
+
+from . import units
+
+
+def said(before: dict, after: dict, mends: dict) -> str:
+    """One line for ``mends``, the fields set because a change left them impossible; "" for none.
+
+    Parameters
+    ----------
+    before, after : dict
+        The scenario's state before the change and with it (presets as values).
+    mends : dict
+        The fields mended, by name, and their new values.
+
+    Returns
+    -------
+    line : str
+        Each mend and why, in one sentence; "" when nothing was mended.
+    """
+    parts = [part for name in ORDER if name in mends and (part := _part(name, before, after))]
+    if not parts:
+        return ""
+    line = "; ".join(parts)
+    return line[0].upper() + line[1:] + "."
+
+
+ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
+         "ep", "ep_overlap")  # fmt: skip
+
+
+def _part(name: str, before: dict, after: dict) -> str:
+    chip, chips = after["hardware"], math.prod(after["slice_shape"])
+    if name == "slice_shape":
+        held = math.prod(before["slice_shape"])
+        where = f"from {before['hardware'].name} to {chip.name}: {units.mesh(after['slice_shape'])}"
+        if chips == held:
+            return f"{where}, the same {chips:,} chips"
+        return f"{where}, {chips:,} chips, the nearest to {held:,} that runs this scenario"
+    if name == "z":
+        return f"pipeline stages back to 1: {before['z']} do not divide {chips:,} chips"
+    if name == "y" and not after["optimal_split"]:
+        stage = chips // after["z"]
+        return f"TP back to 1: {before['y']} does not divide a stage of {stage:,} chips"
+    if name == "axis_roles":
+        return f"axis roles cleared: the slice has {len(after['slice_shape'])} axes"
+    if name == "matmul_dtype":
+        return f"matmuls back to bf16: the {chip.name} has no fp8"
+    if name == "profile":
+        return f"the profile made for the {before['hardware'].name} dropped"
+    stack = after["stack"] or f"{chip.name}'s stack"
+    if name == "torch_compile":
+        return f"torch.compile back to the stack's: {stack} compiles nothing"
+    model = after["model"]
+    if name == "ep":
+        if model.moe is None:
+            return f"expert parallelism off: {model.name} has no experts"
+        experts = model.moe.experts
+        return f"EP {after['ep']}, the largest up to {before['ep']} dividing {experts} experts"
+    if name == "ep_overlap" and model.moe is not None:
+        return f"the expert all-to-alls no longer paired: {stack} does not pair passes"
+    return ""
