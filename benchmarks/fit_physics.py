@@ -255,7 +255,7 @@ def main() -> None:
             for f in dataclasses.fields(p)
             if getattr(p, f.name) != getattr(DATASHEET, f.name)
         )
-        print(f'    "{CHIPS[name].name}": ChipPhysics({fields}),')
+        print(f'    "{CHIPS[name].id}": ChipPhysics({fields}),')
 
 
 if __name__ == "__main__":

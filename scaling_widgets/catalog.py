@@ -88,7 +88,7 @@ def _defaults(cls) -> dict:
 
 def chip_from_json(source: str | Path | dict) -> Chip:
     """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name
-    optional)."""
+    optional; ``id`` only to take a preset's measured physics and default stack)."""
     optional = {
         "name": "custom chip",
         "wraparound": "cube",
@@ -96,6 +96,7 @@ def chip_from_json(source: str | Path | dict) -> Chip:
         "scaleout_bw": 0.0,
         "flops_fp8": 0.0,
         "power": 0.0,  # watts; none published: no energy unless the run is given one
+        "id": "",  # your own chip: the datasheet's shares, not a preset's measured physics
     }
     return _from_json(Chip, source, optional=optional)
 

@@ -11,9 +11,10 @@ from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 
 # TPU numbers: MODEL.md §A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
 # ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.
-HARDWARE = {
-    "tpu-v4p": Chip(
+_TPUS = (
+    Chip(
         "TPU v4p",
+        id="tpu-v4p",
         flops=2.75e14,  # bf16
         hbm_bytes=32e9,
         hbm_bw=1.2e12,
@@ -22,8 +23,9 @@ HARDWARE = {
         dcn_bw=6.25e9,  # not in the book; MODEL.md §A.7 assumes v5p's
         wraparound="cube",
     ),
-    "tpu-v5e": Chip(
+    Chip(
         "TPU v5e",
+        id="tpu-v5e",
         flops=1.97e14,
         hbm_bytes=16e9,
         hbm_bw=8.2e11,
@@ -32,8 +34,9 @@ HARDWARE = {
         dcn_bw=3.125e9,
         wraparound="full-axis",
     ),
-    "tpu-v5p": Chip(
+    Chip(
         "TPU v5p",
+        id="tpu-v5p",
         flops=4.59e14,  # MODEL.md §A.7: not the superseded 4.46e14 of older text
         hbm_bytes=96e9,
         hbm_bw=2.8e12,
@@ -42,8 +45,9 @@ HARDWARE = {
         dcn_bw=6.25e9,  # 25 GB/s per host over 4 chips (the chapter, "Scaling Across Pods")
         wraparound="cube",
     ),
-    "tpu-v6e": Chip(
+    Chip(
         "TPU v6e",
+        id="tpu-v6e",
         flops=9.20e14,
         hbm_bytes=32e9,
         hbm_bw=1.6e12,
@@ -52,7 +56,7 @@ HARDWARE = {
         dcn_bw=1.25e10,
         wraparound="full-axis",
     ),
-}
+)
 # GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
 # GB200 NVL72) and DGX system guides. HBM as the frameworks see it (nvidia-smi, CUDA's total
 # memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB (modal-labs/modal-client#2797),
@@ -61,72 +65,76 @@ HARDWARE = {
 # pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432 for NVL72). Between "pods"
 # the NIC is the DCN too.
 _DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched")
-HARDWARE.update(
-    {
-        "a100": Chip(
-            "A100",
-            flops=3.12e14,
-            hbm_bytes=81_920 * 2**20,
-            hbm_bw=2.039e12,
-            ici_bw=3e11,  # NVLink 3: 600 GB/s bidirectional
-            scaleout_bw=2.5e10,
-            dcn_bw=2.5e10,  # DGX A100: one 200 Gb/s HDR NIC per GPU
-            **_DGX,
-            power=400.0,  # A100 SXM datasheet: 400 W TDP
-        ),
-        "h100": Chip(
-            "H100",
-            flops=9.9e14,
-            flops_fp8=1.979e15,  # dense fp8, the datasheet's 3,958 TFLOP/s with sparsity halved
-            hbm_bytes=81_559 * 2**20,
-            hbm_bw=3.35e12,
-            ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
-            scaleout_bw=5e10,
-            dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
-            **_DGX,
-            power=700.0,  # H100 SXM datasheet: up to 700 W
-        ),
-        "h200": Chip(
-            "H200",
-            flops=9.9e14,
-            flops_fp8=1.979e15,
-            hbm_bytes=141e9,
-            hbm_bw=4.8e12,
-            ici_bw=4.5e11,
-            scaleout_bw=5e10,
-            dcn_bw=5e10,
-            **_DGX,
-            power=700.0,  # H200 SXM datasheet: up to 700 W
-        ),
-        "b200": Chip(
-            "B200",
-            flops=2.25e15,
-            flops_fp8=4.5e15,  # dense fp8
-            hbm_bytes=178.35 * 2**30,
-            hbm_bw=8e12,
-            ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
-            scaleout_bw=5e10,
-            dcn_bw=5e10,  # MODEL.md §A.7: the same 400 GB/s per node
-            **_DGX,
-            power=1000.0,  # HGX B200 datasheet: 1,000 W a GPU
-        ),
-        "gb200-nvl72": Chip(
-            "GB200 NVL72",
-            flops=2.5e15,  # 180 PFLOP/s dense bf16 over 72 GPUs
-            flops_fp8=5e15,  # 360 PFLOP/s dense fp8 over 72 GPUs
-            hbm_bytes=186e9,
-            hbm_bw=8e12,  # 13.4 TB over 72 GPUs
-            ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (MODEL.md §A.7)
-            scaleout_bw=5e10,
-            dcn_bw=5e10,  # assumed: a 400 Gb/s NIC per GPU, as on DGX
-            pod_shape=(256, 72),
-            node_size=72,
-            wraparound="switched",
-            power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
-        ),
-    }
+_GPUS = (
+    Chip(
+        "A100",
+        id="a100",
+        flops=3.12e14,
+        hbm_bytes=81_920 * 2**20,
+        hbm_bw=2.039e12,
+        ici_bw=3e11,  # NVLink 3: 600 GB/s bidirectional
+        scaleout_bw=2.5e10,
+        dcn_bw=2.5e10,  # DGX A100: one 200 Gb/s HDR NIC per GPU
+        **_DGX,
+        power=400.0,  # A100 SXM datasheet: 400 W TDP
+    ),
+    Chip(
+        "H100",
+        id="h100",
+        flops=9.9e14,
+        flops_fp8=1.979e15,  # dense fp8, the datasheet's 3,958 TFLOP/s with sparsity halved
+        hbm_bytes=81_559 * 2**20,
+        hbm_bw=3.35e12,
+        ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
+        scaleout_bw=5e10,
+        dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
+        **_DGX,
+        power=700.0,  # H100 SXM datasheet: up to 700 W
+    ),
+    Chip(
+        "H200",
+        id="h200",
+        flops=9.9e14,
+        flops_fp8=1.979e15,
+        hbm_bytes=141e9,
+        hbm_bw=4.8e12,
+        ici_bw=4.5e11,
+        scaleout_bw=5e10,
+        dcn_bw=5e10,
+        **_DGX,
+        power=700.0,  # H200 SXM datasheet: up to 700 W
+    ),
+    Chip(
+        "B200",
+        id="b200",
+        flops=2.25e15,
+        flops_fp8=4.5e15,  # dense fp8
+        hbm_bytes=178.35 * 2**30,
+        hbm_bw=8e12,
+        ici_bw=9e11,  # NVLink 5: 1.8 TB/s bidirectional
+        scaleout_bw=5e10,
+        dcn_bw=5e10,  # MODEL.md §A.7: the same 400 GB/s per node
+        **_DGX,
+        power=1000.0,  # HGX B200 datasheet: 1,000 W a GPU
+    ),
+    Chip(
+        "GB200 NVL72",
+        id="gb200-nvl72",
+        flops=2.5e15,  # 180 PFLOP/s dense bf16 over 72 GPUs
+        flops_fp8=5e15,  # 360 PFLOP/s dense fp8 over 72 GPUs
+        hbm_bytes=186e9,
+        hbm_bw=8e12,  # 13.4 TB over 72 GPUs
+        ici_bw=9e11,  # one NVLink domain of 72 GPUs at 900 GB/s each (MODEL.md §A.7)
+        scaleout_bw=5e10,
+        dcn_bw=5e10,  # assumed: a 400 Gb/s NIC per GPU, as on DGX
+        pod_shape=(256, 72),
+        node_size=72,
+        wraparound="switched",
+        power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
+    ),
 )
-"""Chips by name (MODEL.md §A.7, §B.5)."""
+HARDWARE = {chip.id: chip for chip in (*_TPUS, *_GPUS)}
+"""Chips by their id (MODEL.md §A.7, §B.5); a chip's name is for display only."""
 
 # Dimensions from each model's published config.json (Hugging Face hub) and paper.
 MODELS = {

@@ -144,7 +144,7 @@ def calibrate(
     return dataclasses.replace(
         calibrated,
         name=f"{base.name} (calibrated)",
-        chip=cluster.chip.name,
+        chip=cluster.chip.id or cluster.chip.name,
         calibration=_changes(base, calibrated, step_time),
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 from .. import catalog
 from ..cost.hardware.slices import slices_near
 from ..cost.stacks import COMPILING, PAIRING
-from ..cost.step.profiles import default_stack
+from ..cost.step.profiles import default_stack, runs_on
 from ..text import mended as words
 from .state import checked, coerced, filled
 
@@ -77,7 +77,7 @@ def _lacked(before: dict, chip) -> dict:
     out = {}
     if before["matmul_dtype"] == "fp8" and not chip.flops_fp8:
         out["matmul_dtype"] = "bf16"
-    if before["profile"] is not None and before["profile"].chip not in ("", chip.name):
+    if before["profile"] is not None and not runs_on(before["profile"], chip):
         out["profile"] = None
     return out
 

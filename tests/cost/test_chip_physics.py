@@ -20,7 +20,7 @@ CHIPS = sorted(bench.CHIPS)
 
 
 def _physics(chip: str):
-    return PHYSICS.get(bench.CHIPS[chip].name, DATASHEET)
+    return PHYSICS.get(bench.CHIPS[chip].id, DATASHEET)
 
 
 @pytest.mark.parametrize("chip", [c for c in CHIPS if bench.gemm_rows(c)])
@@ -70,7 +70,8 @@ def test_each_chips_collectives_match_their_measured_times(chip):
 
 
 def test_every_chip_preset_has_physics_of_its_own_none_the_bare_datasheet():
-    assert {chip.name for chip in HARDWARE.values()} == set(PHYSICS)
+    assert set(HARDWARE) == set(PHYSICS)  # one table of chips, keyed by id
+    assert all(chip.id == key for key, chip in HARDWARE.items())
     assert all(physics != DATASHEET for physics in PHYSICS.values())
 
 

@@ -214,7 +214,7 @@ def test_calibration_accepts_every_published_step():
     public = Path(__file__).resolve().parents[2] / "scaling_widgets" / "data" / "public_runs.json"
     for run in [*load_runs(), *load_runs(public)]:
         profile = calibrate(*run.values, step_time=run.step_time)
-        assert profile.chip == run.values[0].chip.name, run.id
+        assert profile.chip == run.values[0].chip.id, run.id
 
 
 def test_a_case_may_carry_a_mixture_of_experts_and_its_expert_and_context_groups():

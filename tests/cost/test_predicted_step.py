@@ -316,7 +316,7 @@ def test_calibration_accepts_any_step_slower_than_the_hardware_bound_and_says_wh
     assert float(evaluate(*_with_profile(run.values, profile)).step_time) == pytest.approx(
         step_time, rel=1e-6
     )
-    assert profile.chip == cluster.chip.name and "->" in profile.calibration
+    assert profile.chip == cluster.chip.id and "->" in profile.calibration
 
 
 def test_a_profile_made_for_one_chip_is_refused_on_another():

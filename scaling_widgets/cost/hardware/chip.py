@@ -36,9 +36,11 @@ class Chip:
     scaleout_bw: float = 0.0  # a GPU's NIC [bytes/s]
     flops_fp8: float = 0.0  # peak dense fp8 matmul FLOP/s; 0: no fp8 matmuls
     power: float = 0.0  # rated board power [W], for a run's energy; 0: none published
+    id: str = ""  # the preset's key ("h100"), by which its tables find it; "" for your own chip
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
+        require(self, "id", isinstance(self.id, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
             require(self, field, is_positive(getattr(self, field)), "a number > 0 and < 1e30")
         power = self.power

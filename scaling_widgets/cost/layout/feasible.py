@@ -20,7 +20,7 @@ from .. import schedules
 from ..ground.checks import first, per_layout
 from ..ground.refusals import refuse
 from ..stacks import COMPILING, PAIRING
-from ..step.profiles import default_stack
+from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
@@ -81,13 +81,12 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
         )
     if layout.ep_overlap and workload.model.moe is None:
         raise refuse("ep_overlap", "off for a dense model: it has no expert all-to-alls", True)
-    made_for = options.profile.chip if options.profile is not None else ""
-    if made_for and made_for != chip.name:
+    if options.profile is not None and not runs_on(options.profile, chip):
         raise refuse(
             "profile",
             f"a profile made for the {chip.name} (calibrate one on it, or drop the profile to"
             " use the chip's own)",
-            f"one made for the {made_for}",
+            f"one made for the {options.profile.chip}",
         )
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(

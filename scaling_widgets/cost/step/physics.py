@@ -55,7 +55,7 @@ class ChipPhysics:
 DATASHEET = ChipPhysics()
 NAMES = tuple(f.name for f in fields(ChipPhysics))
 
-# chip name -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
+# chip id -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
 # rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes, in
 # order, from its own die measured under another name (the kernels: GEMM knees and attention, H200
 # the H100's, GB200 the B200's), else the median of the measured chips of its kind (g_half as a
@@ -72,34 +72,34 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 # are fitted on messages of a megabyte and more (what a training step sends); the TPU v5e's ICI
 # latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
 PHYSICS: dict[str, ChipPhysics] = {
-    "TPU v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
+    "tpu-v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
                            link_dcn=0.3291, latency=4.797e-06),
-    "TPU v5e": ChipPhysics(e_max=0.9409, g_half=2.096e+10, hbm_efficiency=0.8497, link_ici=1.001,
+    "tpu-v5e": ChipPhysics(e_max=0.9409, g_half=2.096e+10, hbm_efficiency=0.8497, link_ici=1.001,
                            link_dcn=0.3291, latency=1e-06),
-    "TPU v5p": ChipPhysics(e_max=0.9066, g_half=5.013e+10, hbm_efficiency=0.8497, link_ici=0.9594,
+    "tpu-v5p": ChipPhysics(e_max=0.9066, g_half=5.013e+10, hbm_efficiency=0.8497, link_ici=0.9594,
                            link_dcn=0.3291, latency=4.797e-06),
-    "TPU v6e": ChipPhysics(e_max=0.8723, g_half=1.031e+11, hbm_efficiency=0.8497, link_ici=0.9672,
+    "tpu-v6e": ChipPhysics(e_max=0.8723, g_half=1.031e+11, hbm_efficiency=0.8497, link_ici=0.9672,
                            link_dcn=0.3291, latency=5.404e-06),
-    "A100": ChipPhysics(e_max=0.8602, g_half=1.772e+09, attention_max=0.8484, attention_half=254.9,
+    "a100": ChipPhysics(e_max=0.8602, g_half=1.772e+09, attention_max=0.8484, attention_half=254.9,
                         attention_head_half=18.69, attention_backward=0.8312, hbm_efficiency=0.8711,
                         link_nvlink=0.7696, link_nic=0.9351, latency=6.116e-06,
                         latency_nic=2.481e-06, speed_spread=0.02052),
-    "H100": ChipPhysics(e_max=0.8112, g_half=4.677e+09, e_max_fp8=0.6454, g_half_fp8=1.325e+10,
+    "h100": ChipPhysics(e_max=0.8112, g_half=4.677e+09, e_max_fp8=0.6454, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
                         attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=1.094,
                         link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06,
                         speed_spread=0.02052),
-    "H200": ChipPhysics(e_max=0.8674, g_half=4.677e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
+    "h200": ChipPhysics(e_max=0.8674, g_half=4.677e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
                         attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.9657,
                         link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06,
                         speed_spread=0.02052),
-    "B200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.7193, g_half_fp8=2.179e+10,
+    "b200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.7193, g_half_fp8=2.179e+10,
                         attention_max=0.8605, attention_half=600.7, attention_head_half=21.54,
                         attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.8031,
                         link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06,
                         speed_spread=0.02052),
-    "GB200 NVL72": ChipPhysics(e_max=0.6378, g_half=1.025e+10, e_max_fp8=0.6322,
+    "gb200-nvl72": ChipPhysics(e_max=0.6378, g_half=1.025e+10, e_max_fp8=0.6322,
                                g_half_fp8=2.421e+10, attention_max=0.8605, attention_half=600.7,
                                attention_head_half=21.54, attention_backward=0.8967,
                                hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
@@ -113,9 +113,9 @@ def physics_of(chip: Chip) -> ChipPhysics:
     Returns
     -------
     physics : ChipPhysics
-        ``PHYSICS``' entry for the chip's name, else ``DATASHEET``.
+        ``PHYSICS``' entry for the chip's id, else ``DATASHEET``.
     """
-    return PHYSICS.get(chip.name, DATASHEET)
+    return PHYSICS.get(chip.id, DATASHEET)
 
 
 def matmul_efficiency(*, gemm_flops: ArrayLike, e_max: float, g_half: float) -> float | np.ndarray:

@@ -86,7 +86,7 @@ class Profile:
     activation_factor: float = (
         1.0  # activations, working set and logits x this (from a measured peak)
     )
-    chip: str = ""  # the chip it was made for; "" for any
+    chip: str = ""  # the id of the chip it was made for (your own chip: its name); "" for any
     calibration: str = ""  # what a measured step or peak changed, and by how much
 
     def __post_init__(
@@ -121,11 +121,11 @@ MEMORY_FIELDS = (
 # The stack each chip runs unless told otherwise (MODEL.md §F.2): the A100's measured runs are
 # Megatron-LM's of 2021-22, the other GPUs' torchtitan's, the TPUs' MaxText's.
 DEFAULT_STACK = {
-    "A100": "megatron-lm-2021",
-    "H100": "fsdp2",
-    "H200": "fsdp2",
-    "B200": "fsdp2",
-    "GB200 NVL72": "fsdp2",
+    "a100": "megatron-lm-2021",
+    "h100": "fsdp2",
+    "h200": "fsdp2",
+    "b200": "fsdp2",
+    "gb200-nvl72": "fsdp2",
 }
 
 
@@ -138,7 +138,7 @@ def default_stack(chip: Chip) -> str:
     stack : str
         A stack's name.
     """
-    return DEFAULT_STACK.get(chip.name, "megatron-lm" if chip.is_gpu else "maxtext")
+    return DEFAULT_STACK.get(chip.id, "megatron-lm" if chip.is_gpu else "maxtext")
 
 
 @functools.lru_cache(maxsize=64)  # every evaluation asks; a chip and a stack are few
@@ -152,7 +152,20 @@ def profile_for(chip: Chip, stack: str | None = None) -> Profile:
     """
     stack = stack or default_stack(chip)
     physics = dataclasses.asdict(physics_of(chip))
-    return Profile(f"{chip.name}, {stack}", chip=chip.name, **physics, **_stack_fields(stack))
+    made_for = chip.id or chip.name
+    return Profile(f"{chip.name}, {stack}", chip=made_for, **physics, **_stack_fields(stack))
+
+
+def runs_on(profile: Profile, chip: Chip) -> bool:
+    """Whether ``profile`` may run on ``chip``: one made for any chip, or for this one by its id
+    (your own chip, which has none, by its name; so does a profile saved before chips had ids).
+
+    Returns
+    -------
+    runs : bool
+        True where the profile's chip is "" or names ``chip``.
+    """
+    return profile.chip in ("", chip.id or chip.name, chip.name)
 
 
 # The options a profile made under them takes in (its stack's memory, its switches): once in the
