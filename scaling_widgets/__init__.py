@@ -1,15 +1,18 @@
 """scaling_widgets: how to spread a transformer's training over many chips, as live panels.
 
-The layers, each a folder or file that says its role, imports pointing down only:
+The tiers, each a folder or file that says its role, imports pointing down only (lowest first;
+``tests/test_tiers.py`` declares the order):
 
 - ``cost/``: the vectorized numpy model. ``evaluate(cluster, workload, layout, options)``
   checks one layout (or a million) and reports it; ``plan`` ranks every layout of a cluster.
 - ``presets.py`` and ``catalog.py``: chips and models as data, and reading your own;
   ``measured.py``: published runs and peaks as the model's values.
-- ``fields/``: every field a user sets, declared once (its flag, saved key and panel label).
 - ``text/``: units, and the explanations of an estimate written once (CLI text, panel HTML).
+- ``fields/``: every field a user sets, declared once (its flag, saved key and panel label), and
+  what a change leaves impossible, mended (``fields.mended``).
+- ``launch/``: frameworks' launch files, one module a format (``launch/formats/``).
 - ``widgets/``: the scenario (shared state), the analysis that evaluates it, one file per widget.
-- ``app.py`` (the panel, ``explore``), ``cli/`` and ``demo.py``.
+- ``app.py`` (the panel, ``explore``), ``demo/`` (the panel on Voila) and ``cli/``.
 """
 
 from .cost import evaluate, plan

@@ -84,16 +84,14 @@ class Bound:
     scenario: Scenario
     _message: Message
     _syncing = False
+    _bindings: tuple = ()  # (child, field, show) of each bound child, replaced whole
 
     def _bind(self, child, field: str, parse=None, show=None) -> None:
         """Tie ``child.value`` to the scenario's ``field`` (``parse``: child -> field; ``show``:
         back)."""
-        if not getattr(self, "_bindings", ()):  # once: any change applied clears a stale error
+        if not self._bindings:  # once: any change applied clears a stale error
             self.scenario.observe(lambda change: self._message.clear(), "revision")
-        self._bindings = [
-            *getattr(self, "_bindings", ()),
-            (child, field, show or (lambda value: value)),
-        ]
+        self._bindings = (*self._bindings, (child, field, show or (lambda value: value)))
 
         def on_change(change):
             if self._syncing:
@@ -109,7 +107,7 @@ class Bound:
 
     def _resync_on(self, *more_fields: str) -> None:
         """Resync the children whenever a bound field (or one of ``more_fields``) changes."""
-        fields = [field for _, field, _ in getattr(self, "_bindings", ())] + list(more_fields)
+        fields = [field for _, field, _ in self._bindings] + list(more_fields)
         self.scenario.observe(self._sync, fields)
         self._sync()
 
@@ -139,7 +137,7 @@ class Bound:
 
     def _show_scenario(self) -> None:
         """Show the scenario in the bound children; a control with more to show extends this."""
-        for child, field, show in getattr(self, "_bindings", ()):
+        for child, field, show in self._bindings:
             child.value = show(getattr(self.scenario, field))
 
 

@@ -15,6 +15,7 @@ import html
 import json
 
 import ipywidgets as w
+from traitlets import Unicode
 
 from ..cost.views.trace import step_trace
 from ..fields.command import command
@@ -26,6 +27,8 @@ from .scenario import Scenario
 
 class Export(w.VBox):
     """The scenario's JSON (``value``), a download link, and the equivalent commands."""
+
+    value = Unicode(read_only=True)  # the scenario as JSON, as to_json() writes it
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("Export", kwargs)
@@ -56,13 +59,10 @@ class Export(w.VBox):
         Analysis.of(self.scenario).observe(self._redraw, "estimate")
         self._redraw()
 
-    @property
-    def value(self) -> str:
-        return self._json.value
-
     def _redraw(self, change=None) -> None:
         text = self.scenario.to_json()
         self._json.value = text
+        self.set_trait("value", text)
         link = base64.b64encode(text.encode()).decode()
         flags = command(*self.scenario.values())
         lines = [

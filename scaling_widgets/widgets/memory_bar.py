@@ -25,6 +25,13 @@ KIND_COLORS = [
 GB = 1e9
 
 
+def clipped_at(data) -> float:
+    """The height [GB] above which a bar is cut, its whole value in its label: the tallest bar or
+    HBM with room above, at most twice HBM, so that one huge bar leaves the others readable."""
+    hbm = data.hbm_bytes / GB
+    return min(float(max(hbm, data.totals.max() / GB) * 1.15), 2 * hbm)
+
+
 class MemoryBar(bq.Figure):
     """One stacked bar per strategy, side by side, with the chip's HBM as a red line: the busiest
     chip's peak as its stack holds it, reserved by the allocator (MODEL.md §E). With pipelining, the
@@ -105,8 +112,7 @@ class MemoryBar(bq.Figure):
             return
         totals, hbm, limit = d.totals / GB, d.hbm_bytes / GB, d.limit_bytes / GB
         fits = totals <= limit
-        top = float(max(hbm, totals.max()) * 1.15)
-        top = min(top, 2 * hbm)  # beyond twice HBM a bar is clipped: the others stay readable
+        top = clipped_at(d)
         clipped = totals > top
         # its parts in proportion
         shown = d.parts / GB * np.where(clipped, top / np.where(clipped, totals, 1), 1)
@@ -117,7 +123,6 @@ class MemoryBar(bq.Figure):
         ]
         with self._bars.hold_sync():
             self._bars.x, self._bars.y = labels, shown
-        self.clip_gb = top  # a bar taller than this is cut here, its whole value in its label
         stage = (
             d.stages[d.strategies.index(d.current)]
             if d.stages and d.current in d.strategies

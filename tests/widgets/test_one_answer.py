@@ -37,7 +37,7 @@ from scaling_widgets.fields.command import command
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
 from scaling_widgets.text.units import nbytes, seconds, tokens
-from scaling_widgets.widgets.memory_bar import GB
+from scaling_widgets.widgets.memory_bar import GB, clipped_at
 from scaling_widgets.widgets.recommendations import TOP
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
@@ -360,7 +360,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert str(bars.x[i]).startswith("● ")  # the current layout's bar is marked
     # A bar far above HBM is clipped at the top of the scale, its parts in proportion; its label
     # still gives the whole value, with "▲".
-    top = panel.memory_bar.clip_gb
+    top = clipped_at(mem)
     clipped = peak["reserved"] / GB > top
     parts = np.array([sum(peak[k] for k in kinds) for kinds in BAR_PARTS.values()])
     parts = parts / GB * (top / (peak["reserved"] / GB) if clipped else 1)
