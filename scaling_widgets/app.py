@@ -63,18 +63,28 @@ class Panel(w.VBox):
         self._message = Message()
         self.analysis.observe(self._on_analysis_error, "error")
         title = w.HTML("<h3>How to parallelize this transformer</h3>")
-        beyond = w.Accordion([self.exactness, self.run])  # closed: the chapter's model first
+        parts = [title, self._controls(), self._message, self.summary, self._plots()]
+        super().__init__([Style(), *parts, *self._sections()])
+        self.add_class("sw-panel")
+
+    def _controls(self) -> w.HBox:
+        """The choices: model and training (the chapter's model first, what goes beyond it
+        folded), then the mesh and the strategy."""
+        beyond = w.Accordion([self.exactness, self.run])
         beyond.set_title(0, "Beyond the chapter: exactness and memory headroom")
         beyond.set_title(1, "The whole run: failures, checkpoints, energy and cost")
         beyond.selected_index = None
-        controls = w.HBox(
+        return w.HBox(
             [
                 column([self.model_picker, self.training, beyond]),
                 column([self.mesh_picker, self.strategy_selector]),
             ],
             layout=w.Layout(**ROW),
         )
-        plots = w.HBox(
+
+    def _plots(self) -> w.HBox:
+        """The roofline beside the memory, the step and the pipeline."""
+        return w.HBox(
             [
                 column([self.roofline, self.roofline_controls], grow=3, basis="480px"),
                 column(
@@ -83,32 +93,24 @@ class Panel(w.VBox):
             ],
             layout=w.Layout(**ROW),
         )
-        planner = w.Accordion([self.recommendations])
-        planner.set_title(0, "Recommendations: the best layouts of this cluster")
-        landscape = w.Accordion([self.strategy_map])
-        landscape.set_title(0, "Strategy map: which layout wins at each batch and count of chips")
-        landscape.selected_index = None
-        compare = w.Accordion([self.compare])
-        compare.set_title(0, "Compare: pinned scenarios side by side")
-        compare.selected_index = None
-        export = w.Accordion([self.export])
-        export.set_title(0, "Export: this scenario as JSON, as a command and as launch files")
-        export.selected_index = None
-        super().__init__(
-            [
-                Style(),
-                title,
-                controls,
-                self._message,
-                self.summary,
-                plots,
-                planner,
-                landscape,
-                compare,
-                export,
-            ]
+
+    def _sections(self) -> list[w.Accordion]:
+        """The planner's recommendations (open), then the strategy map, the comparison and the
+        export (folded)."""
+        titled = (
+            (self.recommendations, "Recommendations: the best layouts of this cluster"),
+            (self.strategy_map, "Strategy map: which layout wins at each batch and count of chips"),
+            (self.compare, "Compare: pinned scenarios side by side"),
+            (self.export, "Export: this scenario as JSON, as a command and as launch files"),
         )
-        self.add_class("sw-panel")
+        sections = []
+        for widget, title in titled:
+            section = w.Accordion([widget])
+            section.set_title(0, title)
+            if widget is not self.recommendations:
+                section.selected_index = None
+            sections.append(section)
+        return sections
 
     def _on_analysis_error(self, change) -> None:
         if change["new"]:

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from scaling_widgets import fields
-from scaling_widgets.cli.options import build_parser, offered
+from scaling_widgets.cli.options import offered
+from scaling_widgets.cli.parser import build_parser
 from scaling_widgets.cost import Cluster, Layout, Options, Workload
 from scaling_widgets.cost.search.layouts import HELD, SEARCHED
 from scaling_widgets.cost.search.plan import BY_HAND, OPTIONS, WHERE

@@ -39,7 +39,8 @@ from ..text.compare import as_csv, as_text, comparison
 from ..text.step import binds
 from ..text.strategy_map import as_record
 from ..text.strategy_map import as_text as map_text
-from .options import ACTIONS, build_parser
+from .options import ACTIONS
+from .parser import build_parser
 
 # What is refused without a field of its own, as the flag that set it.
 OTHER_FLAGS = {"measured_peak": "--measured-peak-gb", "chips": "--chips", "dp": "--dp",

@@ -1,6 +1,6 @@
-"""The command line's options, generated from the table of fields (``fields/``): what
-``estimate``, ``plan`` and ``demo`` accept, parsed and checked for their form; the cost model
-checks what they mean.
+"""The command line's options generated from the table of fields (``fields/``): the flags
+``estimate``, ``plan``, ``export`` and ``map`` offer, parsed and checked for their form; the cost
+model checks what they mean. ``parser.py`` adds them to each subcommand.
 
 A field's flag is offered by ``estimate``, and by ``plan`` unless the planner chooses that field
 itself. Every flag's default is "not given" (``argparse.SUPPRESS``): what the user typed is
@@ -15,7 +15,6 @@ from .. import catalog
 from ..cost.search.layouts import HELD, SEARCHED
 from ..cost.search.strategy_map import AXES as MAP_AXES
 from ..fields import FIELDS_TABLE, Field
-from ..launch import FORMATS, readable
 from ..text import units
 
 # options that are no field
@@ -24,12 +23,12 @@ ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_t
            "trace", "scenarios", "csv", "batches", "chip_range", "cells")  # fmt: skip
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _typed(parse, flag: str):
+def typed(parse, flag: str):
     """``parse(text, flag)`` as argparse's type: its ValueError becomes argparse's one line."""
 
     def convert(text):
@@ -53,62 +52,6 @@ def offered(field: Field, command: str) -> bool:
     return not searches or field.name not in SEARCHED
 
 
-def _pair(text: str, flag: str, sep: str, parse, example: str) -> tuple:
-    """Two values written with ``sep`` between them ("64K..128M", "24x24"), each parsed."""
-    first, found, second = text.partition(sep)
-    if not found:
-        raise ValueError(f"{flag} must be two values such as {example}; got {text!r}")
-    return parse(first, flag), parse(second, flag)
-
-
-def _range(text: str, flag: str) -> tuple[float, float]:
-    """ "64K..128M" as (65536.0, 134217728.0)."""
-    return _pair(text, flag, "..", units.parse_count, "64K..128M")
-
-
-def _cells(text: str, flag: str = "--cells") -> tuple[int, int]:
-    """ "24x24" as (24, 24): rows (chip counts) by columns (batches)."""
-    return _pair(text.lower(), flag, "x", units.parse_whole, "24x24")
-
-
-def _map(commands) -> None:
-    mapper = commands.add_parser(
-        "map", help="which layout wins where: the best at each global batch and count of chips"
-    )
-    _fields(mapper, "map")
-    mapper.add_argument(
-        "--batches",
-        type=_typed(_range, "--batches"),
-        metavar="LO..HI",
-        default=argparse.SUPPRESS,
-        help="the global batches of the columns [tokens] (default 64K..128M)",
-    )
-    mapper.add_argument(
-        "--chip-range",
-        type=_typed(_range, "--chip-range"),
-        metavar="LO..HI",
-        default=argparse.SUPPRESS,
-        help="the chips of the rows (default 8..16K; a TPU's up to four pods)",
-    )
-    mapper.add_argument(
-        "--cells",
-        type=_typed(_cells, "--cells"),
-        metavar="ROWSxCOLUMNS",
-        default=(24, 24),
-        help="rows and columns at most (default 24x24)",
-    )
-    for flag, what in (("--max-tp", "TP"), ("--max-pp", "pipeline stages")):
-        mapper.add_argument(
-            flag,
-            type=_typed(units.parse_whole, flag),
-            default=argparse.SUPPRESS,
-            help=f"the most {what} a layout may take",
-        )
-    mapper.add_argument(
-        "--json", action="store_true", help="one JSON object: every cell's layout, step and MFU"
-    )
-
-
 def _help(field: Field, command: str) -> str:
     if command in ("plan", "map") and field.name in HELD:
         return f"{field.help} (default: searched)"
@@ -129,190 +72,25 @@ def _add_field(parser, field: Field, command: str) -> None:
         words = tuple(str(c) for c in field.choices)
         target.add_argument(
             field.flag,
-            type=_typed(lambda text, _: catalog.matching(text, words, field.name), field.flag),
+            type=typed(lambda text, _: catalog.matching(text, words, field.name), field.flag),
             metavar="{" + ",".join(words) + "}",
             **common,
         )
     else:
-        convert = None if field.parse is None else _typed(field.parse, field.flag)
+        convert = None if field.parse is None else typed(field.parse, field.flag)
         target.add_argument(field.flag, type=convert, metavar=field.metavar, **common)
     for alt in field.also:
         target.add_argument(
             alt.name,
             dest=f"{field.name}:{alt.name}",
-            type=_typed(alt.parse, alt.name),
+            type=typed(alt.parse, alt.name),
             metavar=alt.metavar,
             default=argparse.SUPPRESS,
             help=alt.help,
         )
 
 
-def _fields(parser, command: str) -> None:
+def add_fields(parser, command: str) -> None:
     for field in FIELDS_TABLE:
         if offered(field, command):
             _add_field(parser, field, command)
-
-
-def _launch_file(parser) -> None:
-    """``--config``: start from a framework's launch file, and ``--verbose`` to list what of it
-    was ignored."""
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help=f"start from a launch file: {readable()} (with --hardware, and --chips where the"
-        " file does not say); a flag given beside it overrides that field",
-    )
-    parser.add_argument(
-        "--verbose", action="store_true", help="with --config, list the keys that were ignored"
-    )
-
-
-def _export(commands) -> None:
-    export = commands.add_parser(
-        "export", help="write a layout as a framework's launch file (the same flags as estimate)"
-    )
-    export.add_argument(
-        "--to", required=True, choices=tuple(FORMATS), help="the framework whose file to write"
-    )
-    export.add_argument(
-        "--output", metavar="FILE", default=argparse.SUPPRESS, help="write there (default: print)"
-    )
-    export.add_argument("--scenario", metavar="FILE.json", default=argparse.SUPPRESS,
-                        help="export a scenario saved from the panel")  # fmt: skip
-    _launch_file(export)
-    _fields(export, "estimate")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="scaling-widgets", description="How to parallelize a transformer for training."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
-    est.add_argument(
-        "--scenario",
-        metavar="FILE.json",
-        default=argparse.SUPPRESS,
-        help="evaluate a scenario saved from the panel; a flag given beside it overrides"
-        " that field",
-    )
-    _launch_file(est)
-    _fields(est, "estimate")
-    est.add_argument(
-        "--measured-peak-gb",
-        type=_typed(units.parse_count, "--measured-peak-gb"),
-        metavar="GB",
-        default=argparse.SUPPRESS,
-        help="a measured peak (as the stack reports it) that calibrates the memory; saved with "
-        "--save-profile",
-    )
-    est.add_argument(
-        "--save-profile",
-        metavar="FILE.json",
-        default=argparse.SUPPRESS,
-        help="with --measured-step-time and/or --measured-peak-gb: calibrate and save",
-    )
-    est.add_argument(
-        "--json", action="store_true", help="print one JSON object instead of the report"
-    )
-    est.add_argument(
-        "--trace",
-        metavar="FILE.json",
-        default=argparse.SUPPRESS,
-        help="write the predicted step as a trace for Perfetto or chrome://tracing: a stage a"
-        " process, compute and communication apart, the bubble as idle",
-    )
-    planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
-    _launch_file(planner)
-    _fields(planner, "plan")
-    planner.add_argument(
-        "--export-to",
-        choices=tuple(FORMATS),
-        default=argparse.SUPPRESS,
-        help="print the launch file of the layout at --rank instead of the table",
-    )
-    planner.add_argument(
-        "--rank-by",
-        choices=("step", "wall"),
-        default="step",
-        help="rank by the step time, or by the whole run's wall clock with --tokens (failures and"
-        " checkpoints counted; chip-hours, energy and cost rank alike on one cluster)",
-    )
-    planner.add_argument(
-        "--rank",
-        type=_typed(units.parse_whole, "--rank"),
-        default=1,
-        help="the row to export, 1 the best (default 1)",
-    )
-    for flag, what in (("--max-tp", "TP"), ("--max-pp", "pipeline stages")):
-        planner.add_argument(
-            flag,
-            type=_typed(units.parse_whole, flag),
-            default=argparse.SUPPRESS,
-            help=f"the most {what} a layout may take",
-        )
-    planner.add_argument(
-        "--top",
-        type=_typed(units.parse_whole, "--top"),
-        default=10,
-        help="layouts to show (default 10)",
-    )
-    planner.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object whose layouts list is ranked best first",
-    )
-    _export(commands)
-    _map(commands)
-    compare = commands.add_parser(
-        "compare", help="scenarios saved from the panel side by side, differences marked"
-    )
-    compare.add_argument("scenarios", nargs="+", metavar="FILE.json", help="two to four scenarios")
-    how = compare.add_mutually_exclusive_group()
-    how.add_argument("--json", action="store_true", help="one JSON object: the rows and numbers")
-    how.add_argument("--csv", action="store_true", help="CSV: a row a number, a column a scenario")
-    demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
-    demo.add_argument(
-        "--port",
-        type=_typed(units.parse_whole, "--port"),
-        help="port on 127.0.0.1 (default: a free one)",
-    )
-    demo.add_argument(
-        "--no-browser", action="store_true", help="do not open a browser; just print the URL"
-    )
-    demo.add_argument(
-        "--cull-after",
-        type=_typed(units.parse_whole, "--cull-after"),
-        default=60,
-        metavar="SECONDS",
-        help="shut down a closed page's kernel after this many idle seconds (default 60)",
-    )
-    demo.add_argument(
-        "--max-kernels",
-        type=_typed(units.parse_whole, "--max-kernels"),
-        metavar="N",
-        help="the most pages open at once, one kernel each; a page over it is asked to retry"
-        " (default: what half of the free memory holds)",
-    )
-    demo.add_argument(
-        "--warm",
-        type=int,
-        choices=range(9),
-        default=1,
-        metavar="N",
-        help="pages kept ready, their kernels started and the dashboard run, so that a page"
-        " opens at once (default 1; 0 for none)",
-    )
-    demo.add_argument(
-        "--no-token",
-        action="store_true",
-        help="open the panel to every user and program on this machine (no token in the URL)",
-    )
-    demo.add_argument(
-        "--theme",
-        choices=("light", "dark"),
-        default="light",
-        help="the page's theme (default light)",
-    )
-    return parser

@@ -49,67 +49,8 @@ class RooflinePlot(bq.Figure):
         check_kwargs("RooflinePlot", kwargs)
         sx, sy = bq.LogScale(), bq.LogScale()
         scales = {"x": sx, "y": sy}
-        self._region = bq.Lines(
-            x=[],
-            y=[],
-            scales=scales,
-            fill="between",
-            fill_colors=[color("red")],
-            fill_opacities=[0.12],
-            colors=[color("red")],
-            opacities=[0.0],
-            stroke_width=0,
-        )
-        self._compute = bq.Lines(
-            x=[],
-            y=[],
-            scales=scales,
-            colors=[color("ink")],
-            line_style="dashed",
-            labels=["compute"],
-            display_legend=True,
-            tooltip=bq.Tooltip(**TIME_TOOLTIP),
-        )
-        # DP's line is drawn first and wide: where FSDP's (the same time per layer, MODEL.md §A.3)
-        # lies on it, DP shows as a band around it rather than vanishing underneath.
-        self._lines = {
-            name: bq.Lines(
-                x=[],
-                y=[],
-                scales=scales,
-                colors=[color(COLORS.get(name, "grey"))],
-                labels=[TOGGLE_NAMES[name]],
-                display_legend=True,
-                stroke_width=6 if name == "dp" else 2,
-                tooltip=bq.Tooltip(**TIME_TOOLTIP),
-            )
-            for name in CURVES
-        }
-        self._crossings = bq.Scatter(
-            x=[], y=[], scales=scales, colors=[color("ink")], default_size=24
-        )
-        self._labels = bq.Label(
-            x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6
-        )
-        self._labels_end = bq.Label(
-            x=[],
-            y=[],
-            scales=scales,
-            text=[],
-            default_size=11,
-            x_offset=-8,
-            y_offset=-6,
-            align="end",
-        )
-        self._now = bq.Scatter(
-            x=[],
-            y=[],
-            scales=scales,
-            marker="diamond",
-            colors=[color("ink")],
-            default_size=90,
-            tooltip=bq.Tooltip(**TIME_TOOLTIP),
-        )
+        self._region, self._compute, self._lines = _time_lines(scales)
+        self._crossings, self._labels, self._labels_end, self._now = _markers(scales)
         axes = [
             bq.Axis(scale=sx, label="global batch (tokens)", tick_format=".0s"),
             vertical_axis(sy, label="time per layer (s)", tick_format=".0e", label_offset="52px"),
@@ -260,3 +201,72 @@ class RooflineControls(w.HBox):
 
     def _on_curve_change(self, change) -> None:
         self.plot.shown = tuple(name for name, button in self._curves.items() if button.value)
+
+
+def _time_lines(scales: dict) -> tuple:
+    """The shaded comm-bound region, the compute line (dashed) and each curve's communication
+    line."""
+    region = bq.Lines(
+        x=[],
+        y=[],
+        scales=scales,
+        fill="between",
+        fill_colors=[color("red")],
+        fill_opacities=[0.12],
+        colors=[color("red")],
+        opacities=[0.0],
+        stroke_width=0,
+    )
+    compute = bq.Lines(
+        x=[],
+        y=[],
+        scales=scales,
+        colors=[color("ink")],
+        line_style="dashed",
+        labels=["compute"],
+        display_legend=True,
+        tooltip=bq.Tooltip(**TIME_TOOLTIP),
+    )
+    # DP's line is drawn first and wide: where FSDP's (the same time per layer, MODEL.md §A.3)
+    # lies on it, DP shows as a band around it rather than vanishing underneath.
+    lines = {
+        name: bq.Lines(
+            x=[],
+            y=[],
+            scales=scales,
+            colors=[color(COLORS.get(name, "grey"))],
+            labels=[TOGGLE_NAMES[name]],
+            display_legend=True,
+            stroke_width=6 if name == "dp" else 2,
+            tooltip=bq.Tooltip(**TIME_TOOLTIP),
+        )
+        for name in CURVES
+    }
+    return region, compute, lines
+
+
+def _markers(scales: dict) -> tuple:
+    """The crossovers, their labels (to the right, or to the left near the plot's end) and the
+    current batch."""
+    crossings = bq.Scatter(x=[], y=[], scales=scales, colors=[color("ink")], default_size=24)
+    labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6)
+    labels_end = bq.Label(
+        x=[],
+        y=[],
+        scales=scales,
+        text=[],
+        default_size=11,
+        x_offset=-8,
+        y_offset=-6,
+        align="end",
+    )
+    now = bq.Scatter(
+        x=[],
+        y=[],
+        scales=scales,
+        marker="diamond",
+        colors=[color("ink")],
+        default_size=90,
+        tooltip=bq.Tooltip(**TIME_TOOLTIP),
+    )
+    return crossings, labels, labels_end, now

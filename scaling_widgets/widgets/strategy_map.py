@@ -84,42 +84,8 @@ class MapPlot(bq.Figure):
             stroke="white",
             null_color=NONE_RUNS_COLOR,
         )
-        # over each cell, an invisible square that names its layout and takes the click
-        self._hover = bq.Scatter(
-            x=[],
-            y=[],
-            names=[],
-            display_names=False,
-            scales={"x": sx, "y": sy},
-            marker="square",
-            default_size=260,
-            tooltip=bq.Tooltip(fields=["name"], show_labels=False),
-        )
-        # unseen: bqplot 0.13 names the markers' opacities "opacities", 0.12 (Colab)
-        # "default_opacities"
-        name = "opacities" if "opacities" in self._hover.trait_names() else "default_opacities"
-        setattr(self._hover, name, [0.0])
-        self._thresholds = {
-            name: bq.Lines(
-                x=[],
-                y=[],
-                scales={"x": sx, "y": sy},
-                colors=[color("ink")],
-                line_style=LINE_STYLES[name],
-                stroke_width=3,
-            )
-            for name in THRESHOLD_NAMES
-        }
-        self._now = bq.Scatter(
-            x=[],
-            y=[],
-            scales={"x": sx, "y": sy},
-            marker="circle",
-            colors=[color("ink")],
-            stroke="white",
-            stroke_width=2,
-            default_size=70,
-        )
+        self._hover = _hover_squares(sx, sy)
+        self._thresholds, self._now = _threshold_lines(sx, sy), _scenario_dot(sx, sy)
         axes = [
             bq.Axis(scale=sx, label="global batch (tokens)", tick_format=".2s"),
             vertical_axis(sy, label="chips", tick_format=".2s", label_offset="52px"),
@@ -338,3 +304,51 @@ def _legend(m: StrategyMap | None) -> str:
         for n in THRESHOLD_NAMES
     )
     return "".join(parts) + "<br>" + html.escape(shade + lines)
+
+
+def _hover_squares(sx, sy) -> bq.Scatter:
+    """Over each cell, an invisible square that names its layout and takes the click."""
+    hover = bq.Scatter(
+        x=[],
+        y=[],
+        names=[],
+        display_names=False,
+        scales={"x": sx, "y": sy},
+        marker="square",
+        default_size=260,
+        tooltip=bq.Tooltip(fields=["name"], show_labels=False),
+    )
+    # unseen: bqplot 0.13 names the markers' opacities "opacities", 0.12 (Colab)
+    # "default_opacities"
+    name = "opacities" if "opacities" in hover.trait_names() else "default_opacities"
+    setattr(hover, name, [0.0])
+    return hover
+
+
+def _threshold_lines(sx, sy) -> dict:
+    """The chapter's thresholds, a line style each."""
+    return {
+        name: bq.Lines(
+            x=[],
+            y=[],
+            scales={"x": sx, "y": sy},
+            colors=[color("ink")],
+            line_style=LINE_STYLES[name],
+            stroke_width=3,
+        )
+        for name in THRESHOLD_NAMES
+    }
+
+
+def _scenario_dot(sx, sy) -> bq.Scatter:
+    """The scenario's own batch and chips."""
+    return bq.Scatter(
+        x=[],
+        y=[],
+        scales={"x": sx, "y": sy},
+        marker="circle",
+        colors=[color("ink")],
+        stroke="white",
+        stroke_width=2,
+        default_size=70,
+    )

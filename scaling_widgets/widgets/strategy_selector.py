@@ -16,6 +16,13 @@ from ._base import Bound, Message, check_kwargs, control
 from .analysis import Analysis
 from .scenario import Scenario
 
+WIDE = "230px"  # a dropdown of long names
+
+
+def _narrow() -> dict:
+    """A short control's settings (a layout of its own: widgets share none)."""
+    return dict(layout=w.Layout(width="190px"), style={"description_width": "100px"})
+
 
 class StrategySelector(Bound, w.VBox):
     """Choose the strategy and, for FSDP + TP, the best split or one by hand.
@@ -29,6 +36,17 @@ class StrategySelector(Bound, w.VBox):
         check_kwargs("StrategySelector", kwargs)
         self.scenario = scenario or Scenario()
         self.analysis = Analysis.of(self.scenario)
+        self._implied = w.HTML()
+        self._message = Message()
+        rows = [*self._strategy_rows(), self._pipeline_rows(), self._message, self._implied]
+        super().__init__(rows, **kwargs)
+        self.add_class("sw-strategy-selector")
+        # recomputed after every change of the scenario
+        self.analysis.observe(self._sync, "estimate")
+        self._sync()
+
+    def _strategy_rows(self) -> list:
+        """The strategy, its ZeRO stage, and the split: the fastest, or one by hand."""
         self._strategy = control("strategy", w.ToggleButtons)
         self._strategy.style.button_width = "90px"
         # ipywidgets 8 shows nothing for an option whose value is None: "own" stands for it.
@@ -36,55 +54,48 @@ class StrategySelector(Bound, w.VBox):
         self._zero.options = [("strategy's own", "own"), *self._zero.options]
         self._optimal = control("optimal_split")
         self._split = w.Dropdown(description="FSDP x TP")
-        narrow, wide = (
-            dict(layout=w.Layout(width="190px"), style={"description_width": "100px"}),
-            "230px",
+        self._strategy.observe(self._on_strategy_change, "value")
+        self._optimal.observe(self._on_optimal_change, "value")
+        self._split.observe(self._on_split_change, "value")
+        self._bind(
+            self._zero,
+            "zero",
+            parse=lambda v: None if v == "own" else v,
+            show=lambda z: "own" if z is None else z,
         )
-        self._stages = control("z", **narrow)
-        self._microbatches = control("microbatches", **narrow)
-        self._schedule = control("schedule", layout=w.Layout(width=wide))
-        self._virtual = control("virtual_stages", **narrow)
+        return [self._strategy, self._zero, w.HBox([self._optimal, self._split])]
+
+    def _pipeline_rows(self) -> w.VBox:
+        """Pipeline stages, microbatches and the schedule; expert and context parallelism, groups
+        out of the data axis X (MODEL.md §D.2, §D.3)."""
+        self._stages = control("z", **_narrow())
+        self._microbatches = control("microbatches", **_narrow())
+        self._schedule = control("schedule", layout=w.Layout(width=WIDE))
+        self._virtual = control("virtual_stages", **_narrow())
         self._sequence_parallel = control("sequence_parallel")
         self._ep_overlap = control("ep_overlap")
-        # Expert and context parallelism: groups out of the data axis X (MODEL.md §D.2, §D.3).
-        self._ep = control("ep", **narrow)
+        self._ep = control("ep", **_narrow())
         # ticked: expert TP 1, the EP group folded over TP x X (whole experts on each chip)
         self._ep_over_tp = w.Checkbox(
             description=FIELDS["etp"].label, indent=False, layout=w.Layout(width="120px")
         )
         # "auto" stands for None: CP 1, or the smallest that gives each replica whole sequences
-        self._cp = w.Dropdown(description=FIELDS["cp"].label, options=_cp_options(None), **narrow)
-        self._cp_kind = control("cp_kind", layout=w.Layout(width=wide))
-        self._implied = w.HTML()
-        self._message = Message()
-        split_row = w.HBox([self._optimal, self._split])
-        pipeline_row = w.VBox(
-            [
-                w.HBox([self._stages, self._microbatches]),
-                w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
-                w.HBox([self._ep, self._ep_over_tp, self._ep_overlap]),
-                w.HBox([self._cp, self._cp_kind]),
-            ]
+        self._cp = w.Dropdown(
+            description=FIELDS["cp"].label, options=_cp_options(None), **_narrow()
         )
-        super().__init__(
-            [self._strategy, self._zero, split_row, pipeline_row, self._message, self._implied],
-            **kwargs,
-        )
-        self.add_class("sw-strategy-selector")
-        self._strategy.observe(self._on_strategy_change, "value")
-        self._optimal.observe(self._on_optimal_change, "value")
-        own = dict(
-            parse=lambda v: None if v == "own" else v, show=lambda z: "own" if z is None else z
-        )
-        self._bind(self._zero, "zero", **own)
-        self._split.observe(self._on_split_change, "value")
+        self._cp_kind = control("cp_kind", layout=w.Layout(width=WIDE))
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
         self._schedule.observe(self._on_schedule_change, "value")
-        self._bind(self._virtual, "virtual_stages")
-        self._bind(self._sequence_parallel, "sequence_parallel")
-        self._bind(self._ep_overlap, "ep_overlap")
-        self._bind(self._ep, "ep")
+        plain = {
+            "virtual_stages": self._virtual,
+            "sequence_parallel": self._sequence_parallel,
+            "ep_overlap": self._ep_overlap,
+            "ep": self._ep,
+            "cp_kind": self._cp_kind,
+        }
+        for field, child in plain.items():
+            self._bind(child, field)
         self._bind(
             self._ep_over_tp,
             "etp",
@@ -97,10 +108,14 @@ class StrategySelector(Bound, w.VBox):
             parse=lambda v: None if v == "auto" else v,
             show=lambda cp: "auto" if cp is None else cp,
         )
-        self._bind(self._cp_kind, "cp_kind")
-        # recomputed after every change of the scenario
-        self.analysis.observe(self._sync, "estimate")
-        self._sync()
+        return w.VBox(
+            [
+                w.HBox([self._stages, self._microbatches]),
+                w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
+                w.HBox([self._ep, self._ep_over_tp, self._ep_overlap]),
+                w.HBox([self._cp, self._cp_kind]),
+            ]
+        )
 
     def _show_scenario(self) -> None:
         s, e, mesh = self.scenario, self.analysis.estimate, self.analysis.mesh

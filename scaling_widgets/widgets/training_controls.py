@@ -25,6 +25,21 @@ class TrainingControls(Bound, w.VBox):
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("TrainingControls", kwargs)
         self.scenario = scenario or Scenario()
+        self._message = Message()
+        rows = [
+            *self._workload_rows(),
+            *self._step_rows(),
+            *self._stack_rows(),
+            *self._calibration_rows(),
+            self._message,
+        ]
+        super().__init__(rows, **kwargs)
+        self.add_class("sw-training-controls")
+        self._resync_on("measured_step_time", "profile")
+
+    def _workload_rows(self) -> list:
+        """The batch (a log slider and a "3M" field showing one value), the sequence length and
+        the tokens to train."""
         self._batch = w.FloatLogSlider(
             description="Batch",
             min=3,
@@ -35,60 +50,26 @@ class TrainingControls(Bound, w.VBox):
             continuous_update=True,
             layout=w.Layout(width="330px"),
         )
-        text = dict(widget=w.Text, continuous_update=False, layout=w.Layout(width="180px"))
-        self._batch_text = w.Text(
-            description="tokens", continuous_update=False, layout=w.Layout(width="180px")
-        )
-        self._seq_len = control("seq_len", **text)
-        # The step is predicted unless an MFU is given; 40 % is the chapter's, one click away.
+        self._batch_text = w.Text(description="tokens", **_text())
+        self._seq_len = control("seq_len", w.Text, **_text())
+        self._tokens = control("tokens", w.Text, **_text())
+        self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
+        self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
+        self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
+        self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
+        return [w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens])]
+
+    def _step_rows(self) -> list:
+        """The step: predicted, or at an MFU given (40 %, the chapter's, one click away); the
+        precision, the recompute policy and whether attention's FLOPs count."""
         self._mfu = control(
             "mfu", w.FloatSlider, min=0.01, max=1.0, step=0.01, value=0.4, readout_format=".0%"
         )
         self._predict = w.Checkbox(description="predict the step", indent=False)
-        self._profile = w.HTML()
-        self._forget = w.Button(description="use the chip's profile", layout=w.Layout(width="auto"))
-        self._tokens = control("tokens", **text)
         self._precision = control("precision")
         self._remat = control("remat")
-        self._stack = control("stack")
-        self._stack.options = [("the chip's", ""), *self._stack.options]
-        self._flash = control("flash_attention")
-        self._flash.options = [("the stack's", ""), *self._flash.options]
-        self._dtype = control("matmul_dtype")
-        self._compile = control("torch_compile")
-        self._compile.options = [("the stack's", ""), *self._compile.options]
+        self._compile = _stacks_own(control("torch_compile"))
         self._attention = control("attention_flops")
-        self._measured = w.Text(
-            description="Measured step",
-            placeholder="seconds, to calibrate",
-            continuous_update=False,
-            layout=w.Layout(width="260px"),
-            style={"description_width": "100px"},
-        )
-        self._measured_peak = w.Text(
-            description="Measured peak",
-            placeholder="GB, as the stack reports it",
-            continuous_update=False,
-            layout=w.Layout(width="260px"),
-            style={"description_width": "100px"},
-        )
-        self._message = Message()
-        rows = [
-            w.HBox([self._batch, self._batch_text]),
-            w.HBox([self._seq_len, self._tokens]),
-            w.HBox([self._mfu, self._predict, self._precision]),
-            w.HBox([self._remat, self._compile, self._attention]),
-            w.HBox([self._stack, self._flash, self._dtype]),
-            w.HBox([self._measured, self._forget]),
-            self._measured_peak,
-            self._profile,
-            self._message,
-        ]
-        super().__init__(rows, **kwargs)
-        self.add_class("sw-training-controls")
-        self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
-        self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
-        self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
         self._bind(
             self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu
         )
@@ -98,7 +79,6 @@ class TrainingControls(Bound, w.VBox):
             parse=lambda on: None if on else self._mfu.value,
             show=lambda mfu: mfu is None,
         )
-        self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
         self._bind(
             self._precision,
             "precision",
@@ -106,22 +86,46 @@ class TrainingControls(Bound, w.VBox):
             show=lambda p: name_of(p, PRECISIONS),
         )
         self._bind(self._remat, "remat")
+        self._bind(self._compile, "torch_compile", parse=_SWITCH.__getitem__, show=_switch_word)
+        self._bind(self._attention, "attention_flops")
+        return [
+            w.HBox([self._mfu, self._predict, self._precision]),
+            w.HBox([self._remat, self._compile, self._attention]),
+        ]
+
+    def _stack_rows(self) -> list:
+        """The software stack (the chip's unless named), flash attention and the matmuls' dtype."""
+        self._stack = control("stack")
+        self._stack.options = [("the chip's", ""), *self._stack.options]
+        self._flash = _stacks_own(control("flash_attention"))
+        self._dtype = control("matmul_dtype")
         self._bind(
             self._stack, "stack", parse=lambda name: name or None, show=lambda name: name or ""
         )
-        for widget, name in ((self._flash, "flash_attention"), (self._compile, "torch_compile")):
-            self._bind(
-                widget,
-                name,
-                parse=lambda word: {"": None, "on": True, "off": False}[word],
-                show=lambda on: "" if on is None else "on" if on else "off",
-            )
-        self._bind(self._attention, "attention_flops")
+        self._bind(self._flash, "flash_attention", parse=_SWITCH.__getitem__, show=_switch_word)
         self._bind(self._dtype, "matmul_dtype")
+        return [w.HBox([self._stack, self._flash, self._dtype])]
+
+    def _calibration_rows(self) -> list:
+        """A measured step and a measured peak that calibrate the profile, the profile in use,
+        and the way back to the chip's own."""
+        measured = dict(
+            continuous_update=False,
+            layout=w.Layout(width="260px"),
+            style={"description_width": "100px"},
+        )
+        self._measured = w.Text(
+            description="Measured step", placeholder="seconds, to calibrate", **measured
+        )
+        self._measured_peak = w.Text(
+            description="Measured peak", placeholder="GB, as the stack reports it", **measured
+        )
+        self._profile = w.HTML()
+        self._forget = w.Button(description="use the chip's profile", layout=w.Layout(width="auto"))
         self._measured.observe(self._on_measured_change, "value")
         self._measured_peak.observe(self._on_measured_peak_change, "value")
         self._forget.on_click(lambda button: self._apply(profile=None))
-        self._resync_on("measured_step_time", "profile")
+        return [w.HBox([self._measured, self._forget]), self._measured_peak, self._profile]
 
     def _show_scenario(self) -> None:
         s = self.scenario
@@ -178,6 +182,24 @@ class TrainingControls(Bound, w.VBox):
             > self._batch.step / 2 + 1e-9
         ):
             self._apply(batch=float(change["new"]))
+
+
+def _text() -> dict:
+    """A short text field's settings (a layout of its own: widgets share none)."""
+    return dict(continuous_update=False, layout=w.Layout(width="180px"))
+
+
+_SWITCH = {"": None, "on": True, "off": False}  # a switch that may be left to the stack
+
+
+def _switch_word(on) -> str:
+    return "" if on is None else "on" if on else "off"
+
+
+def _stacks_own(dropdown):
+    """A switch's dropdown, with "the stack's" (None) first."""
+    dropdown.options = [("the stack's", ""), *dropdown.options]
+    return dropdown
 
 
 def _parser(parse, field: str):

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from scaling_widgets import Scenario
-from scaling_widgets.cli.options import build_parser
+from scaling_widgets.cli.parser import build_parser
 from scaling_widgets.launch import FORMATS, detect, readable
 from scaling_widgets.launch.keys import KEYS, schema
 from scaling_widgets.widgets import Export
