@@ -41,8 +41,15 @@ def _run(r) -> dict:
 def record(e: Estimate, others=None) -> dict:
     """The estimate as plain JSON types (MODEL.md §A.10). ``others`` maps strategy -> Estimate, or
     the error that says why that strategy cannot run here."""
-    layer, mem = e.layer, e.memory
-    out = {
+    out = {**_workload(e), **_layer(e), **_memory(e), **_step(e)}
+    if others:
+        out["strategies"] = {name: _summary(o) for name, o in others.items()}
+    return out
+
+
+def _workload(e: Estimate) -> dict:
+    """What is trained on what: the model, the chips, the batch and the layout."""
+    return {
         "model": e.model.name,
         "hardware": e.chip.name,
         "strategy": e.strategy,
@@ -61,7 +68,13 @@ def record(e: Estimate, others=None) -> dict:
         # the batch asked for, when it was rounded to whole sequences
         "batch_tokens_asked": _num(e.workload.rounded_from),
         "layout": _placement(e),
-        "per_layer": _per_layer(layer),
+    }
+
+
+def _layer(e: Estimate) -> dict:
+    """The chapter's layer and its thresholds (MODEL.md §A.3)."""
+    return {
+        "per_layer": _per_layer(e.layer),
         "tokens_per_chip": _num(e.tokens_per_chip),
         "critical_tokens_per_chip": _num(e.critical_tokens_per_chip),
         "crossover_batch_tokens": _num(e.crossover_batch),
@@ -70,17 +83,28 @@ def record(e: Estimate, others=None) -> dict:
         "critical_tokens_per_pod": _num(e.critical_tokens_per_pod),
         "compute_bound": _num(e.compute_bound),
         "bottleneck": str(e.bottleneck),
-        "comm_to_compute": _num(layer.worst_ratio),
+        "comm_to_compute": _num(e.layer.worst_ratio),
         "x_opt": _num(e.x_opt),
+    }
+
+
+def _memory(e: Estimate) -> dict:
+    """The chapter's count and the busiest chip's peak (MODEL.md §A.4, §E)."""
+    mem = e.memory
+    kinds = ("params", "grads", "optimizer", "activations", "overhead")
+    return {
         "memory_per_chip_bytes": {
-            **{
-                k: _num(getattr(mem, k))
-                for k in ("params", "grads", "optimizer", "activations", "overhead")
-            },
+            **{k: _num(getattr(mem, k)) for k in kinds},
             "total": _num(mem.total),
         },
         "peak_memory_bytes": memory.peak_record(e),
         "hbm_bytes": e.chip.hbm_bytes,
+    }
+
+
+def _step(e: Estimate) -> dict:
+    """The step, what it is made of, and the whole run (MODEL.md §A.5, §C, §H)."""
+    return {
         "mfu": _num(e.mfu),
         "hfu": _num(e.hfu),
         "mfu_given": None if e.calibrated else e.options.mfu,
@@ -105,9 +129,6 @@ def record(e: Estimate, others=None) -> dict:
         "training_time_s": None if e.training_time is None else _num(e.training_time),
         "run": None if e.run is None else _run(e.run),
     }
-    if others:
-        out["strategies"] = {name: _summary(o) for name, o in others.items()}
-    return out
 
 
 def _placement(e: Estimate) -> dict:

@@ -34,42 +34,14 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         out += experts.thresholds(e)
     if int(e.layout.cp) > 1:
         out.append(experts.context(e))
-    r, rs = experts.weights_per_compute(e)
-    need = float(e.critical_tokens_per_chip)
     if STRATEGIES[e.strategy].on == "x":  # a stage's chips all on the data axis: DP, FSDP
-        out.append(
-            Line.of(
-                "threshold",
-                f"{STRATEGIES[e.strategy].label} needs tokens per chip above ",
-                Math(
-                    f"α{rs[0]}/M_X{zs} = {alpha:,.0f}{rs[1]}/{mx:g}{zs} = {need:,.0f}",
-                    rf"\alpha{_cdot(rs[0])}/M_X{zt} = {alpha:,.0f}{_cdot(rs[1])}/{mx:g}{zt} = "
-                    rf"{need:,.0f}",
-                ),
-                "; it has ",
-                per_chip,
-            )
-        )
+        out.append(_data_axis(e, alpha, mx, per_chip, (zs, zt)))
     if e.strategy == BEST:
         out += _fsdp_tp(e, alpha, (mx, my), per_chip, (zs, zt), best)
     if e.strategy != "dp" or e.y > 1:
-        crossing = float(e.crossover_batch)
-        words = (
-            f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
-            if math.isfinite(crossing)
-            else "This layout is never compute-bound, at any batch."
-        )
-        out.append(Line.of("threshold", words))
+        out.append(_crossover(e))
     if e.chip.is_gpu and (mx != 1 or my != 1):  # a fraction that means something
-        out.append(
-            Line.of(
-                "note",
-                f"(on a GPU cluster M_X and M_Y are a group's bandwidth in units of NVLink's"
-                f" {units.nbytes(e.chip.ici_bw)}/s: {mx:.3g} and {my:.3g}; across nodes each GPU "
-                "has"
-                f" its NIC, {units.nbytes(e.chip.scaleout_bw)}/s)",
-            )
-        )
+        out.append(_gpu_spans(e, mx, my))
     if e.y > 1:
         out.append(_tp_limit(e, alpha, my))
     if z > 1 and e.zero == 3:
@@ -82,6 +54,45 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         )
     out.append(_dcn(e))
     return out
+
+
+def _data_axis(e: Estimate, alpha: float, mx: float, per_chip: Math, per_stage) -> Line:
+    """DP or FSDP, a stage's chips all on the data axis: the tokens a chip needs, and has."""
+    (zs, zt), rs = per_stage, experts.weights_per_compute(e)[1]
+    need = float(e.critical_tokens_per_chip)
+    return Line.of(
+        "threshold",
+        f"{STRATEGIES[e.strategy].label} needs tokens per chip above ",
+        Math(
+            f"α{rs[0]}/M_X{zs} = {alpha:,.0f}{rs[1]}/{mx:g}{zs} = {need:,.0f}",
+            rf"\alpha{_cdot(rs[0])}/M_X{zt} = {alpha:,.0f}{_cdot(rs[1])}/{mx:g}{zt} = "
+            rf"{need:,.0f}",
+        ),
+        "; it has ",
+        per_chip,
+    )
+
+
+def _crossover(e: Estimate) -> Line:
+    """The smallest global batch at which the layout is compute-bound."""
+    crossing = float(e.crossover_batch)
+    words = (
+        f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
+        if math.isfinite(crossing)
+        else "This layout is never compute-bound, at any batch."
+    )
+    return Line.of("threshold", words)
+
+
+def _gpu_spans(e: Estimate, mx: float, my: float) -> Line:
+    """What M_X and M_Y mean on a GPU cluster."""
+    return Line.of(
+        "note",
+        f"(on a GPU cluster M_X and M_Y are a group's bandwidth in units of NVLink's"
+        f" {units.nbytes(e.chip.ici_bw)}/s: {mx:.3g} and {my:.3g}; across nodes each GPU "
+        "has"
+        f" its NIC, {units.nbytes(e.chip.scaleout_bw)}/s)",
+    )
 
 
 def _fsdp_tp(

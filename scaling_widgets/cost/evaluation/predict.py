@@ -98,17 +98,12 @@ def predict(
     D, L = model.d_model, model.layers
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
-    layer_matmul, head_matmul, backward_last = _matmuls(
-        e, profile, b, remat_forward, attention_forward, rest_forward
-    )
-    layer_memory = _layer_traffic(e, profile, b, remat_forward, attention_forward) / (
-        chip.hbm_bw * profile.hbm_efficiency
-    )
-    layer_tp = tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward)
-    layer_fixed = profile.layer_overhead * (2 + remat_forward)  # forward, backward, recompute
+    recompute = (remat_forward, attention_forward, rest_forward)
+    layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, *recompute)
+    layer_memory, layer_tp, layer_fixed = _layer_rest(e, profile, b, layer_matmul, *recompute)
+    head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
-    head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
     head = head_matmul + head_memory  # the output layer and the loss, on the last stage
     t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head + stage_to_stage
     # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
@@ -155,6 +150,16 @@ def predict(
     terms |= {"ep_hidden": m * hidden[0], "cp_hidden": m * hidden[1]}
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
+
+
+def _layer_rest(e, profile, b, matmul, remat_forward, attention_forward, rest_forward) -> tuple:
+    """A layer's passes on a microbatch of ``b`` tokens beside its matmuls [s]: its memory-bound
+    work, its exposed TP traffic (against its ``matmul`` time) and its fixed costs."""
+    hbm = e.chip.hbm_bw * profile.hbm_efficiency
+    memory = _layer_traffic(e, profile, b, remat_forward, attention_forward) / hbm
+    tp = tp_exposed(e, profile, b, remat_forward, matmul, rest_forward)
+    fixed = profile.layer_overhead * (2 + remat_forward)  # forward, backward, recompute
+    return memory, tp, fixed
 
 
 def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):

@@ -5,6 +5,7 @@ default."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -125,41 +126,8 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
 
     stage_chips = math.prod(cluster.slice_shape) // Z
 
-    def runs_on(X):  # whole sequences per replica, and X (with Y) holds the EP and CP groups
-        per_layout = {  # each layout's values against every candidate X, along a last axis
-            name: along(value)
-            for name, value in dict(
-                batch=workload.batch, pods=P, microbatches=per_microbatch, ep=layout.ep
-            ).items()
-        }
-        cp = along(layout.cp)
-        if cp is None:
-            cp = implied_cp(
-                seq_len=workload.seq_len,
-                x=X,
-                **{k: per_layout[k] for k in ("batch", "pods", "microbatches")},
-            )
-        ok = runs(
-            model=workload.model,
-            seq_len=workload.seq_len,
-            x=X,
-            y=stage_chips // X,
-            z=1,
-            virtual_stages=1,
-            etp=along(layout.etp),
-            cp=cp,
-            cp_kind=along(layout.cp_kind),
-            **per_layout,
-        )
-        # microbatches (or their sequences) given split each replica's whole sequences evenly
-        # (default ones do)
-        given = layout.microbatches is not None or layout.microbatch_seqs is not None
-        whole = ok["whole"] if given else True
-        # the schedule's microbatches are placed before any CP is implied: CP as given, or 1
-        staged = _schedule_runs_on(
-            layout, workload, Z, X, P, 1 if layout.cp is None else along(layout.cp)
-        )
-        return ok["sequences"] & ok["experts"] & ok["context"] & whole & staged
+    keywords = dict(Z=Z, pods=P, per_microbatch=per_microbatch, stage_chips=stage_chips)
+    runs_on = functools.partial(_runs_on, workload, layout, **keywords)
 
     split = dict(
         exact=exact,
@@ -185,6 +153,45 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         x_ok=runs_on,
     )
     return split, per_microbatch
+
+
+def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips) -> np.ndarray:
+    """Which candidate X can run: whole sequences per replica, and X (with Y) holds the EP and
+    CP groups and the schedule's microbatches."""
+    per_layout = {  # each layout's values against every candidate X, along a last axis
+        name: along(value)
+        for name, value in dict(
+            batch=workload.batch, pods=pods, microbatches=per_microbatch, ep=layout.ep
+        ).items()
+    }
+    cp = along(layout.cp)
+    if cp is None:
+        cp = implied_cp(
+            seq_len=workload.seq_len,
+            x=X,
+            **{k: per_layout[k] for k in ("batch", "pods", "microbatches")},
+        )
+    ok = runs(
+        model=workload.model,
+        seq_len=workload.seq_len,
+        x=X,
+        y=stage_chips // X,
+        z=1,
+        virtual_stages=1,
+        etp=along(layout.etp),
+        cp=cp,
+        cp_kind=along(layout.cp_kind),
+        **per_layout,
+    )
+    # microbatches (or their sequences) given split each replica's whole sequences evenly
+    # (default ones do)
+    given = layout.microbatches is not None or layout.microbatch_seqs is not None
+    whole = ok["whole"] if given else True
+    # the schedule's microbatches are placed before any CP is implied: CP as given, or 1
+    staged = _schedule_runs_on(
+        layout, workload, Z, X, pods, 1 if layout.cp is None else along(layout.cp)
+    )
+    return ok["sequences"] & ok["experts"] & ok["context"] & whole & staged
 
 
 def _schedule_runs_on(layout: Layout, workload: Workload, Z, X, P, cp) -> np.ndarray:

@@ -181,6 +181,20 @@ def evaluate_order(
         "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
         "crossover" [tokens], "mfu" and "wall" [s]; empty when none can run.
     """
+    searched = dict(ep=ep, etp=etp, cp=cp, cp_kind=cp_kind, remat=remat, schedules=schedules)
+    c, experts_tp = _candidates(cluster, workload, options, placed, **searched)
+    if len(c["x"]):
+        ran = _runs(c, at_batches(workload, c), cluster.pods, experts_tp, base.ep_overlap)
+        c = only(c, ran)
+    if not len(c["x"]):
+        return {}
+    return _evaluated(c, cluster, at_batches(workload, c), base, options, experts_tp)
+
+
+def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, remat, schedules):
+    """Every placement with every knob and expert degree that may run by its own lights, its
+    microbatches, expert TP and CP filled in; and the expert TP to evaluate (None: the default,
+    where no layout folds EP over TP)."""
     pipelined = schedules or stack_schedules(cluster.chip, options)
     knobs, experts = knob_combinations(remat, pipelined), _expert_degrees(workload.model, ep, etp)
     one_stage, pipelines = knobs["schedule"] == "1f1b", np.isin(knobs["schedule"], pipelined)
@@ -199,14 +213,12 @@ def evaluate_order(
 
     c = product(placed, knobs, experts, keep=may_run)
     if not len(c["x"]):
-        return {}
+        return c, None
     c["microbatches"], new = microbatch_counts(c.pop("per_stage"), c, workload, cluster.pods, cp)
     c = only(c, new)
     folds = c.pop("folds")
     c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
     workload = at_batches(workload, c)
-    # no layout folds (a dense model): the default, which the evaluation takes faster
-    experts_tp = c["etp"] if etp is not None or folds.any() else None
     minimal = feasible.implied_cp(
         batch=workload.batch,
         seq_len=workload.seq_len,
@@ -216,11 +228,17 @@ def evaluate_order(
     )
     c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
     c["cp_kind"] = np.full(len(c["x"]), cp_kind)
+    # no layout folds (a dense model): the default, which the evaluation takes faster
+    return c, (c["etp"] if etp is not None or folds.any() else None)
+
+
+def _runs(c: dict, workload: Workload, pods, experts_tp, ep_overlap: bool) -> np.ndarray:
+    """Which candidates can run together with the workload (``feasible.runs``, every rule)."""
     ok = feasible.runs(
         model=workload.model,
         seq_len=workload.seq_len,
         batch=workload.batch,
-        pods=cluster.pods,
+        pods=pods,
         x=c["x"],
         y=c["y"],
         z=c["z"],
@@ -232,12 +250,13 @@ def evaluate_order(
         cp_kind=c["cp_kind"],
         schedule=c["schedule"],
         remat=c["remat"],
-        ep_overlap=base.ep_overlap,
+        ep_overlap=ep_overlap,
     )
-    c = only(c, np.logical_and.reduce(list(ok.values())))
-    if not len(c["x"]):
-        return {}
-    workload = at_batches(workload, c)
+    return np.logical_and.reduce(list(ok.values()))
+
+
+def _evaluated(c: dict, cluster, workload, base, options, experts_tp) -> dict[str, np.ndarray]:
+    """The candidates that run, evaluated in one call: their knobs and what ``plan`` ranks by."""
     knobs = {k: c[k] for k in KNOBS}
     if experts_tp is None:
         knobs["etp"] = None

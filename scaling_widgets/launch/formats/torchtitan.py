@@ -112,25 +112,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         k.removeprefix("parallelism."): v for k, v in got.items() if k.startswith("parallelism.")
     }
     tp, pp, cp = (one.get(f"{k}_parallel_degree", 1) for k in ("tensor", "pipeline", "context"))
-    replicate, shard = (
-        one.get("data_parallel_replicate_degree", 1),
-        one.get("data_parallel_shard_degree", -1),
-    )
-    for axis, degree in (("tensor", tp), ("pipeline", pp), ("context", cp)):
-        if degree < 1 or chips % degree:
-            key = f"parallelism.{axis}_parallel_degree"
-            raise refuse(key, f"a degree dividing the {chips:,} GPUs", degree)
-    others = replicate * cp * tp * pp
-    if shard == -1 and chips % others == 0:
-        shard = chips // others
-    if shard * others != chips:
-        raise refuse(
-            "parallelism.data_parallel_shard_degree",
-            f"{chips / others:g} to fill the {chips:,} GPUs with the other degrees (or -1)"
-            if chips % others == 0
-            else f"a degree that fills {chips:,} GPUs, which the other degrees' {others} cannot",
-            shard,
-        )
+    replicate, shard = _data_degrees(one, chips, tp=tp, pp=pp, cp=cp)
     dp, ep = replicate * shard, one.get("expert_parallel_degree", 1)
     schedule = _schedule(one.get("pipeline_parallel_schedule", "1F1B")) if pp > 1 else "1f1b"
     local = got.get("training.local_batch_size", 8)
@@ -163,6 +145,31 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _data_degrees(one: dict, chips: int, *, tp: int, pp: int, cp: int) -> tuple[int, int]:
+    """The data-parallel replicas and the FSDP shard (-1: what fills the GPUs), checked against
+    the GPUs and the other degrees."""
+    replicate, shard = (
+        one.get("data_parallel_replicate_degree", 1),
+        one.get("data_parallel_shard_degree", -1),
+    )
+    for axis, degree in (("tensor", tp), ("pipeline", pp), ("context", cp)):
+        if degree < 1 or chips % degree:
+            key = f"parallelism.{axis}_parallel_degree"
+            raise refuse(key, f"a degree dividing the {chips:,} GPUs", degree)
+    others = replicate * cp * tp * pp
+    if shard == -1 and chips % others == 0:
+        shard = chips // others
+    if shard * others != chips:
+        raise refuse(
+            "parallelism.data_parallel_shard_degree",
+            f"{chips / others:g} to fill the {chips:,} GPUs with the other degrees (or -1)"
+            if chips % others == 0
+            else f"a degree that fills {chips:,} GPUs, which the other degrees' {others} cannot",
+            shard,
+        )
+    return replicate, shard
 
 
 def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
