@@ -26,6 +26,27 @@ def estimate(**keywords):
     and with the command line's defaults: TPU v5p when no chip is given, sequences of 4,096
     tokens unless ``seq_len`` is given (``seq_len=None``: the chapter's count of tokens alone).
 
+    Parameters
+    ----------
+    **keywords
+        The fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` by their names
+        (``chip``, ``model``, ``batch``, ``x``, ``y``, ``z``, ...) or by the command line's
+        (``hardware``, ``fsdp``, ``tp``, ``pp``, ``dp``, ``chips``, ``mesh``); a number may be
+        written as the command line writes it ("4M", "8k"). ``model`` and ``batch`` are needed.
+
+    Returns
+    -------
+    estimate : Estimate
+        As ``cost.evaluate`` returns it (times [s], memory [bytes], batch [tokens]).
+
+    Raises
+    ------
+    ValueError
+        Naming the keyword as it was written, for a value out of range or a layout that cannot
+        run.
+
+    Examples
+    --------
     >>> e = estimate(model="llama-3-70b", hardware="h100", chips=1024, batch="4M", tp=8, mfu=0.4)
     >>> (int(e.x), int(e.y), e.slice_shape)
     (128, 8, (128, 8))

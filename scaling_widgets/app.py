@@ -32,6 +32,23 @@ ROW = {"flex_flow": "row wrap", "align_items": "flex-start", "width": "100%"}
 
 
 def column(children, grow: int = 1, basis: str = "440px") -> w.VBox:
+    """A column of the panel: it takes its share of a row's width, and wraps below the other
+    where the row is too narrow.
+
+    Parameters
+    ----------
+    children : list of ipywidgets.Widget
+        The widgets of the column, top to bottom.
+    grow : int, default 1
+        Its flex-grow: its share of the row's width beyond ``basis``.
+    basis : str, default "440px"
+        Its flex-basis: the CSS width it starts from.
+
+    Returns
+    -------
+    column : ipywidgets.VBox
+        The column.
+    """
     return w.VBox(children, layout=w.Layout(flex=f"{grow} 1 {basis}", min_width="0"))
 
 
@@ -39,6 +56,50 @@ class Panel(w.VBox):
     """Model, training, mesh and strategy controls; the roofline, the memory bars, the summary.
 
     ``.scenario`` is the shared state: set it from code and every part follows.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The scenario every part is bound to.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The shared state.
+    analysis : Analysis
+        The scenario's shared analysis.
+    model_picker : ModelPicker
+        The model.
+    training : TrainingControls
+        The batch, sequence length, step, precision and stack.
+    exactness : ExactnessControls
+        The corrections beyond the chapter and the share of HBM a layout may fill.
+    run : RunControls
+        The whole run: failures, checkpoints, energy and cost.
+    mesh_picker : MeshPicker
+        The chip, the slice, the pods and the axes' roles.
+    strategy_selector : StrategySelector
+        The strategy, the split, the pipeline and the groups out of the data axis.
+    roofline : RooflinePlot
+        Per-layer compute and communication over the global batch.
+    roofline_controls : RooflineControls
+        The roofline's passes and curves.
+    memory_bar : MemoryBar
+        Each strategy's peak per chip against HBM.
+    step_breakdown : StepBreakdown
+        The step, term by term.
+    pipeline : PipelinePicture
+        The pipeline schedule.
+    summary : Summary
+        The estimate in words and formulas.
+    export : Export
+        The scenario as JSON, as a command and as launch files.
+    compare : Compare
+        Pinned scenarios side by side.
+    recommendations : Recommendations
+        The planner's best layouts, which pin to ``compare``.
+    strategy_map : StrategyMapView
+        The best layout at each batch and count of chips.
     """
 
     def __init__(self, scenario: Scenario):
@@ -121,5 +182,23 @@ class Panel(w.VBox):
 
 def explore(**scenario) -> Panel:
     """The whole panel for a scenario: ``explore(model="llama-2-13b", hardware="tpu-v5p",
-    slice_shape=(16, 16, 16), batch=3e6)``. Keywords are those of ``Scenario``; others raise."""
+    slice_shape=(16, 16, 16), batch=3e6)``. Keywords are those of ``Scenario``; others raise.
+
+    Parameters
+    ----------
+    **scenario
+        The scenario's fields, in either form ``Scenario`` takes.
+
+    Returns
+    -------
+    panel : Panel
+        The panel, bound to a new ``Scenario`` of those fields.
+
+    Raises
+    ------
+    ScenarioError
+        A value the scenario cannot take.
+    TypeError
+        A keyword that names no field.
+    """
     return Panel(Scenario(**scenario))

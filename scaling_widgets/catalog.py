@@ -25,13 +25,45 @@ LARGEST_FILE = 1_000_000  # bytes: a chip or model is under 2 kB, a Hugging Face
 
 
 def hardware(chip: str | Chip) -> Chip:
-    """A chip preset by name, or the ``Chip`` given."""
+    """A chip preset by name, or the ``Chip`` given.
+
+    Parameters
+    ----------
+    chip : str or Chip
+        A preset's name (``matching``: "H100" is "h100"), or a ``Chip``.
+
+    Returns
+    -------
+    chip : Chip
+        The preset, or the ``Chip`` given.
+
+    Raises
+    ------
+    ValueError
+        For a name no preset goes by, with the nearest.
+    """
     return chip if isinstance(chip, Chip) else _lookup("hardware", chip, HARDWARE)
 
 
 def model(model: str | dict | Model) -> Model:
     """A model preset by name, the ``Model`` given, or one read from JSON: a dict, or the path of a
-    ``.json`` file (a Hugging Face ``config.json`` as published, or our own keys)."""
+    ``.json`` file (a Hugging Face ``config.json`` as published, or our own keys).
+
+    Parameters
+    ----------
+    model : str or dict or Model
+        A preset's name, a ``Model``, a dict of JSON keys, or the path of a ``.json`` file.
+
+    Returns
+    -------
+    model : Model
+        The preset, the ``Model`` given, or the one the JSON describes.
+
+    Raises
+    ------
+    ValueError
+        For a name no preset goes by (with the nearest), or JSON that is not a model.
+    """
     if isinstance(model, dict) or (
         isinstance(model, (str, os.PathLike)) and str(model).endswith(".json")
     ):
@@ -40,13 +72,43 @@ def model(model: str | dict | Model) -> Model:
 
 
 def precision(policy: str | Precision) -> Precision:
-    """A precision policy by name, or the ``Precision`` given."""
+    """A precision policy by name, or the ``Precision`` given.
+
+    Parameters
+    ----------
+    policy : str or Precision
+        A policy's name (a key of ``PRECISIONS``), or a ``Precision``.
+
+    Returns
+    -------
+    policy : Precision
+        The policy.
+
+    Raises
+    ------
+    ValueError
+        For a name no policy goes by, with the nearest.
+    """
     return policy if isinstance(policy, Precision) else _lookup("precision", policy, PRECISIONS)
 
 
 def name_of(preset, table: dict) -> str | None:
     """The name a preset goes by in ``table`` (a name given is its own), or None for one of your
-    own."""
+    own.
+
+    Parameters
+    ----------
+    preset : str or object
+        A name, or a value such as a ``Model`` or ``Chip``.
+    table : dict
+        The presets: name -> value (``MODELS``, ``HARDWARE``, ``PRECISIONS``).
+
+    Returns
+    -------
+    name : str or None
+        The name of the first preset equal to ``preset``; ``preset`` itself where it is a name
+        in ``table``; None otherwise.
+    """
     if isinstance(preset, str):
         return preset if preset in table else None
     return next((name for name, value in table.items() if value == preset), None)
@@ -59,6 +121,22 @@ def model_from_json(source: str | Path | dict) -> Model:
     Our keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
     optionally name, causal (false for a model whose attention is not masked; MODEL.md §C.4), moe
     (the keys of ``MoE``) and mla (those of ``MLA``). Unknown and missing keys are errors.
+
+    Parameters
+    ----------
+    source : str or Path or dict
+        A JSON file's path, JSON text (it starts with "{"), or a dict.
+
+    Returns
+    -------
+    model : Model
+        The model the JSON describes.
+
+    Raises
+    ------
+    ValueError
+        For a file that cannot be read, text that is not a JSON object, or an unknown or a
+        missing key, naming it.
     """
     data = _read_json(source)
     if looks_like_hf(data):
@@ -88,7 +166,24 @@ def _defaults(cls) -> dict:
 
 def chip_from_json(source: str | Path | dict) -> Chip:
     """A ``Chip`` from a JSON file, a JSON string or a dict (the fields of ``Chip``; name
-    optional; ``id`` only to take a preset's measured physics and default stack)."""
+    optional; ``id`` only to take a preset's measured physics and default stack).
+
+    Parameters
+    ----------
+    source : str or Path or dict
+        A JSON file's path, JSON text (it starts with "{"), or a dict.
+
+    Returns
+    -------
+    chip : Chip
+        The chip the JSON describes.
+
+    Raises
+    ------
+    ValueError
+        For a file that cannot be read, text that is not a JSON object, or an unknown or a
+        missing key, naming it.
+    """
     optional = {
         "name": "custom chip",
         "wraparound": "cube",
@@ -115,6 +210,27 @@ def matching(name: str, names: tuple, kind: str) -> str:
     """The one of ``names`` that ``name`` means: itself, or the only one that reads the same in
     lower case without dashes ("H100", "llama3-70b"); else a ``ValueError`` with the nearest.
 
+    Parameters
+    ----------
+    name : str
+        The name as given.
+    names : tuple
+        The names known.
+    kind : str
+        What the names are ("chip", "model"…), for the error's message.
+
+    Returns
+    -------
+    name : str
+        The one of ``names`` meant.
+
+    Raises
+    ------
+    ValueError
+        For a name that means none of them, or more than one, with the nearest.
+
+    Examples
+    --------
     >>> matching("H100", ("a100", "h100"), "chip"), matching("Llama3-70B", ("llama-3-70b",), "")
     ('h100', 'llama-3-70b')
     """
@@ -167,6 +283,22 @@ def read_text(path) -> str:
 
     The check comes before ``open``: opening a named pipe would wait for a writer, and a device
     such as /dev/urandom never ends.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file's path.
+
+    Returns
+    -------
+    text : str
+        The file's text, decoded as UTF-8 (a byte-order mark skipped).
+
+    Raises
+    ------
+    ValueError
+        For a path that cannot be read, that is not a regular file, a file of more than
+        ``LARGEST_FILE`` bytes, or one that is not UTF-8.
     """
     try:
         info = os.stat(path)

@@ -35,7 +35,19 @@ REQUIRED = (
 
 
 def looks_like_hf(data: dict) -> bool:
-    """A Hugging Face config (rather than our own model keys)."""
+    """A Hugging Face config (rather than our own model keys).
+
+    Parameters
+    ----------
+    data : dict
+        A model's JSON object.
+
+    Returns
+    -------
+    found : bool
+        Whether it has ``model_type``, ``architectures``, ``num_hidden_layers`` or
+        ``hidden_size``.
+    """
     return any(
         key in data for key in ("model_type", "architectures", "num_hidden_layers", "hidden_size")
     )
@@ -57,7 +69,39 @@ def _in_our_names(config: dict) -> dict:
 
 
 def model_from_hf(config: dict, name: str | None = None) -> Model:
-    """The ``Model`` a config describes; its MoE layers and latent attention included."""
+    """The ``Model`` a config describes; its MoE layers and latent attention included.
+
+    Other families' field names are read as LLaMA's (``ALIASES``); an ungated MLP left out is
+    4·D wide. The MLP is gated but for GPT-2, GPT-J, GPT-NeoX, OPT and Falcon; the embeddings are
+    tied where the config leaves ``tie_word_embeddings`` out. With DeepSeek's group-limited
+    routing (``n_group`` > 1), a token's experts lie in at most ``topk_group`` groups.
+
+    Parameters
+    ----------
+    config : dict
+        A ``config.json`` as published.
+    name : str, optional
+        The model's name; None: the config's first architecture, "… from config.json".
+
+    Returns
+    -------
+    model : Model
+        The model: L, D, F, N_h, K, H, V, the gate, tied embeddings, and its MoE and MLA where
+        the config has them.
+
+    Raises
+    ------
+    ValueError
+        For a config that lacks a field read (naming the families read), embeddings projected to
+        another width (OPT-350m), MoE on some layers only, or a shared expert that is not a
+        whole number of expert widths.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.4 (model files) and §D.1 (mixtures of experts).
+    .. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (sec. 3.2.2:
+       group-limited routing).
+    """
     config = _in_our_names(config)
     kind = config.get("model_type", "unknown")
     missing = [

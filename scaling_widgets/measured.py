@@ -59,7 +59,21 @@ STACK_NAMES = {"torchtitan": "fsdp2", "megatron-deepspeed": "deepspeed"}
 
 
 def stack_of(case: dict) -> str:
-    """The stack a case ran, by our name (``STACK_NAMES``)."""
+    """The stack a case ran, by our name (``STACK_NAMES``).
+
+    Megatron-LM of 2022 or before (or of no year) is "megatron-lm-2021", which did not fuse
+    attention.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    stack : str
+        The stack's name in ``cost/stacks/``.
+    """
     name = STACK_NAMES.get(case["stack"], case["stack"])
     if name == "megatron-lm" and case.get("year", 2022) <= 2022:
         return "megatron-lm-2021"
@@ -88,12 +102,44 @@ class Run:
 
 
 def load_runs(path: str | Path | None = None) -> list[Run]:
-    """Every case of a measured-runs file as a ``Run``, in the file's order."""
+    """Every case of a measured-runs file as a ``Run``, in the file's order.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A measured-runs file; None: the development set, ``DEV_RUNS``.
+
+    Returns
+    -------
+    runs : list of Run
+        One a case.
+
+    Raises
+    ------
+    ValueError
+        For a case whose published number has a convention not in ``CONVENTIONS``.
+    """
     return [run_from_case(case) for case in read_cases(path)]
 
 
 def read_cases(path: str | Path | None = None) -> list[dict]:
-    """The raw cases of a measured-runs file (default: the development set, ``DEV_RUNS``)."""
+    """The raw cases of a measured-runs file (default: the development set, ``DEV_RUNS``).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A measured-runs file; None: the development set, ``DEV_RUNS``.
+
+    Returns
+    -------
+    cases : list of dict
+        The file's ``cases``, as it holds them.
+
+    Raises
+    ------
+    ValueError
+        For a case whose published number has a convention not in ``CONVENTIONS``.
+    """
     data = json.loads(Path(DEV_RUNS if path is None else path).read_text(encoding="utf-8"))
     unknown = {_convention(case) for case in data["cases"]} - set(CONVENTIONS)
     if unknown:
@@ -104,7 +150,19 @@ def read_cases(path: str | Path | None = None) -> list[dict]:
 
 
 def run_from_case(case: dict) -> Run:
-    """A ``Run`` from one case: its values and its step time."""
+    """A ``Run`` from one case: its values and its step time.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    run : Run
+        The case's four values (``values_from_case``) and its measured step
+        (``seconds_per_step``) [s].
+    """
     return Run(
         id=case["id"],
         group=case["group"],
@@ -126,6 +184,31 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
 
     Mixed precision with Adam (``PRECISIONS["mixed-adam"]``) for every stack. A TPU case's slice
     is its ``mesh`` over ``pods`` pods; a GPU case's is ``chips`` GPUs in nodes of the chip's size.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    cluster : Cluster
+        The chip preset, the slice and the pods.
+    workload : Workload
+        The model, the batch of ``global_batch_seqs`` sequences of ``seq_len`` [tokens], and the
+        precision.
+    layout : Layout
+        The case's layout (``case_layout``).
+    options : Options
+        A predicted step on the case's stack, matmul dtype and torch.compile.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.6 (the measured runs) and §F.2 (a stack whose TP always shards the
+       sequence).
+    .. [2] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/models/llama3/infra/parallelize.py`` (``apply_tp``: the norms
+       ``SequenceParallel``).
     """
     chip = catalog.hardware(case["hardware"])
     if chip.is_gpu:
@@ -155,7 +238,20 @@ def case_layout(k: dict) -> Layout:
     """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
     or sequences each; one, no gradient accumulation, where the source names neither: the run as
     it ran, not the count the tool would choose); expert and context parallelism where it gives
-    them (``ep``, ``etp``, ``cp``, ``cp_kind``; none otherwise)."""
+    them (``ep``, ``etp``, ``cp``, ``cp_kind``; none otherwise).
+
+    Parameters
+    ----------
+    k : dict
+        A case's ``layout`` entry: ``strategy``, ``fsdp`` (X), ``tp`` (Y), ``pp`` (Z), ``zero``,
+        ``remat``, ``sequence_parallel``, ``schedule``, ``virtual_stages``, and optionally
+        ``microbatches``, ``microbatch_seqs``, ``ep``, ``etp``, ``cp``, ``cp_kind``.
+
+    Returns
+    -------
+    layout : Layout
+        The layout as the case gives it.
+    """
     named = k.get("microbatches") is not None or k.get("microbatch_seqs") is not None
     return Layout(
         strategy=k["strategy"],
@@ -177,14 +273,36 @@ def case_layout(k: dict) -> Layout:
 
 
 def chips(case: dict) -> int:
-    """Chips in the run: ``chips`` for a GPU case, the mesh times the pods for a TPU case."""
+    """Chips in the run: ``chips`` for a GPU case, the mesh times the pods for a TPU case.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    chips : int
+        The chips of every pod [chips].
+    """
     if case.get("chips") is not None:
         return int(case["chips"])
     return math.prod(int(n) for n in case["mesh"].split("x")) * int(case["pods"])
 
 
 def global_tokens(case: dict) -> int:
-    """Tokens per step, B·s."""
+    """Tokens per step, B·s.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    tokens : int
+        The global batch, ``global_batch_seqs`` sequences of ``seq_len`` [tokens].
+    """
     return case["global_batch_seqs"] * case["seq_len"]
 
 
@@ -197,6 +315,29 @@ def seconds_per_step(case: dict) -> float:
     - ``tokens_per_s_per_chip``: t = B·s / (X·N);
     - ``sequences_per_s_per_chip``: t = B / (X·N).
 
+    Here X is the published number, N the chips of the run and B the global batch in sequences.
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+
+    Returns
+    -------
+    seconds : float
+        The measured step [s].
+
+    Raises
+    ------
+    ValueError
+        For a TFLOP/s number whose convention counts no FLOPs (``flops_per_step``).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.6 (the file's conventions, each outcome in seconds per step).
+
+    Examples
+    --------
     >>> case = {"published": {"kind": "tokens_per_s_per_chip", "value": 5000}, "chips": 8,
     ...         "global_batch_seqs": 16, "seq_len": 8192}
     >>> seconds_per_step(case)  # 131,072 tokens at 40,000 tokens/s
@@ -222,6 +363,40 @@ def flops_per_step(case: dict, convention: str) -> float:
     - per token (``ATTENTION_PER_TOKEN``), F = B·s·(6Ψ + a·L·N_h·H·s), with MaxText's
       Ψ = V·D + L·(4·D·N_h·H + 2·D·F + 2·D) + D, or for ``llama3_causal_assumed`` (the file
       leaves Ψ open) the model's parameters (MODEL.md §A.5).
+
+    Parameters
+    ----------
+    case : dict
+        One case of a measured-runs file, as ``read_cases`` returns it.
+    convention : str
+        "megatron_eq3", or a key of ``ATTENTION_PER_TOKEN``: "maxtext_2023" (causal attention
+        at half, a = 6), "maxtext_oct2023" (whole, a = 12), "maxtext_early2023" (left out,
+        a = 0), "llama3_causal_assumed" (a = 6).
+
+    Returns
+    -------
+    flops : float
+        The FLOPs of one step, every chip's [FLOP].
+
+    Raises
+    ------
+    ValueError
+        For a convention that counts no FLOPs (a time or a rate).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.6 (the measured runs), §C.4 (conventions) and §A.5 (6Ψ a token).
+    .. [2] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021: Eq. 3, the FLOPs of an iteration.
+    .. [3] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020
+       (6·N FLOPs a token).
+    .. [4] ``AI-Hypercomputer/maxtext@76bd53b0f44caf989c88189afadeb1062f9254f0,
+       MaxText/train.py`` (``calculate_training_tflops``: 6Ψ a token and 12·L·N_h·H·s of
+       attention, halved for causality).
+    .. [5] ``AI-Hypercomputer/maxtext@e47fa1b5d377ee1043e663f1414024f4d0f12df0,
+       MaxText/train.py`` (``calculate_training_tflops``: 12·L·N_h·H·s, not halved).
+    .. [6] ``AI-Hypercomputer/maxtext@281e04bf31557482e2aa6bb870897e7b7be47f38,
+       MaxText/train.py`` (``train_loop``: 6Ψ a token, no attention).
     """
     m, s, B = case["model"], case["seq_len"], case["global_batch_seqs"]
     L, D, F, N_h, H, V = (m[k] for k in ("layers", "d_model", "d_ff", "heads", "head_dim", "vocab"))
@@ -275,7 +450,18 @@ class MemoryCase:
 
 def load_memory_cases(path: str | Path | None = None) -> list[MemoryCase]:
     """Every case of a measured-memory file (default: the development set, ``DEV_MEMORY``), in its
-    order."""
+    order.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A measured-memory file; None: the development set, ``DEV_MEMORY``.
+
+    Returns
+    -------
+    cases : list of MemoryCase
+        One a case: its four values (the stack named by its source) and what was measured.
+    """
     data = json.loads(Path(DEV_MEMORY if path is None else path).read_text(encoding="utf-8"))
     return [_memory_case(case, data) for case in data["cases"]]
 

@@ -60,6 +60,25 @@ def _negatives_joined(argv: list[str]) -> list[str]:
 
 
 def main(argv=None) -> int:
+    """Run the command line: parse, evaluate and print; bad input is one line on stderr.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program's name; None: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    status : int
+        0 when done (``demo``: the server's status); 1 when the reader of the output went
+        away (``| head``).
+
+    Raises
+    ------
+    SystemExit
+        With status 2 for bad input: the message names the option, the value and what is
+        allowed.
+    """
     parser = build_parser()
     args = parser.parse_args(_negatives_joined(sys.argv[1:] if argv is None else list(argv)))
     typed = {k: v for k, v in vars(args).items() if k != "command" and k not in ACTIONS}

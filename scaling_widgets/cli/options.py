@@ -24,12 +24,40 @@ ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_t
 
 
 class Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, without the usage."""
+
     def error(self, message):  # one line, no usage dump
+        """Print ``prog: error: message`` on stderr and exit.
+
+        Parameters
+        ----------
+        message : str
+            argparse's message.
+
+        Raises
+        ------
+        SystemExit
+            With status 2.
+        """
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def typed(parse, flag: str):
-    """``parse(text, flag)`` as argparse's type: its ValueError becomes argparse's one line."""
+    """``parse(text, flag)`` as argparse's type: its ValueError becomes argparse's one line.
+
+    Parameters
+    ----------
+    parse : callable
+        ``parse(text, flag)`` -> value; a ``ValueError`` for text it refuses.
+    flag : str
+        The flag, as the messages name it ("--batch").
+
+    Returns
+    -------
+    convert : callable
+        ``convert(text)`` -> value, named after the flag; raises ``argparse.ArgumentTypeError``
+        where ``parse`` raises ``ValueError``.
+    """
 
     def convert(text):
         try:
@@ -43,7 +71,20 @@ def typed(parse, flag: str):
 
 def offered(field: Field, command: str) -> bool:
     """Whether ``command`` offers this field's flag: the planner does not take what it chooses,
-    nor the map its axes (it takes the planner's flags else)."""
+    nor the map its axes (it takes the planner's flags else).
+
+    Parameters
+    ----------
+    field : Field
+        A row of the table of fields.
+    command : str
+        The subcommand: "estimate" (also the flags of ``export``), "plan" or "map".
+
+    Returns
+    -------
+    offered : bool
+        True when the field has a flag and ``command`` takes it.
+    """
     searches = command in ("plan", "map")
     if field.flag is None or ("plan" if searches else command) not in field.commands:
         return False
@@ -91,6 +132,16 @@ def _add_field(parser, field: Field, command: str) -> None:
 
 
 def add_fields(parser, command: str) -> None:
+    """Add to ``parser`` the flag of every field ``command`` offers (``offered``), each with the
+    default "not given" (``argparse.SUPPRESS``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A subcommand's parser.
+    command : str
+        The subcommand: "estimate" (also for ``export``), "plan" or "map".
+    """
     for field in FIELDS_TABLE:
         if offered(field, command):
             _add_field(parser, field, command)

@@ -12,7 +12,13 @@ from .options import Parser, add_fields, typed
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: a subcommand each, their options from the table of fields and their
-    own (one helper a subcommand)."""
+    own (one helper a subcommand).
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        A ``Parser``: ``estimate``, ``plan``, ``export``, ``map``, ``compare`` and ``demo``.
+    """
     parser = Parser(
         prog="scaling-widgets", description="How to parallelize a transformer for training."
     )

@@ -60,10 +60,21 @@ def along(profile: Profile, u: float) -> Profile:
     its fixed costs and memory-bound bytes towards their least; from 2 to 3, the chip's curves
     towards its peak and its other costs towards nothing.
 
+    Parameters
+    ----------
+    profile : Profile
+        The profile at the start of the path.
+    u : float
+        The position on the path, below 3 (``FASTEST``, the path's end); 0 is ``profile``.
+
     Returns
     -------
     profile : Profile
         ``profile`` moved to u.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.3 (calibration) and §F.2 (the stack's levers and their bounds).
     """
     k = math.exp(u) if u < 0 else (1 / min(profile.kernel_share, 1.0)) ** min(u, 1.0)
     changes = {name: _capped(getattr(profile, name), k) for name in RATES}
@@ -105,10 +116,33 @@ def calibrate(
     is ``step_time`` seconds. Refuses only a step faster than the path's end: the layout's
     hardware FLOPs at the chip's peak, with its pipeline's idle.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips of the measured layout.
+    workload : Workload
+        What the measured layout trains: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        The measured layout.
+    options : Options
+        How the numbers are read: ``profile``, ``stack``, ``flash_attention`` and
+        ``torch_compile`` set the profile to move (``profile_of``).
+    step_time : float
+        The measured step of the layout [s].
+
     Returns
     -------
     profile : Profile
         The calibrated profile, made for this chip, its ``calibration`` naming what moved.
+
+    Raises
+    ------
+    InputError
+        For a step that is not a number of seconds above 0, or faster than the path's end.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.3 (profiles and calibration).
 
     Examples
     --------
@@ -169,10 +203,34 @@ def calibrate_memory(
     (MODEL.md §E.2). The peak is linear in k; a peak below what the weights, gradients, optimizer
     state and buffers need alone is refused.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips of the measured layout.
+    workload : Workload
+        What the measured layout trains: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        The measured layout.
+    options : Options
+        How the numbers are read: ``profile``, ``stack``, ``flash_attention`` and
+        ``torch_compile`` set the profile to scale (``profile_of``).
+    peak_bytes : float
+        The measured layout's peak memory per chip, as its stack reports it [bytes].
+
     Returns
     -------
     profile : Profile
         The profile with its ``activation_factor`` set to k, named as peak calibrated.
+
+    Raises
+    ------
+    InputError
+        For a peak that is not a number of bytes above 0, or not above what the weights,
+        gradients, optimizer state and buffers take alone.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §E.2 (calibration of the peak) and §E.1 (what the peak holds).
 
     Examples
     --------
@@ -211,6 +269,11 @@ def calibrate_memory(
 def profile_to_json(profile: Profile) -> str:
     """A profile as JSON: every field by name (what ``profile_from_json`` reads back).
 
+    Parameters
+    ----------
+    profile : Profile
+        The profile to write.
+
     Returns
     -------
     text : str
@@ -224,10 +287,21 @@ def profile_to_json(profile: Profile) -> str:
 def profile_from_json(text: str) -> Profile:
     """A profile from JSON: its fields by name, the missing ones generic; anything else refused.
 
+    Parameters
+    ----------
+    text : str
+        A JSON object of profile fields (``profile_to_json``'s form).
+
     Returns
     -------
     profile : Profile
         The profile the JSON object describes, named "from JSON" unless it names itself.
+
+    Raises
+    ------
+    InputError
+        For text that is not JSON, not an object, or holds a field that is not a profile's or
+        a value of the wrong kind.
     """
     try:
         data = json.loads(text)

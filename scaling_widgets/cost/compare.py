@@ -23,6 +23,21 @@ def compare_strategies(
     kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
     estimates stand for their strategies (the panel's current layout), not evaluated again.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips.
+    workload : Workload
+        What is trained: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        The layout asked for; each strategy keeps all of it but its split, ZeRO stage and axis
+        roles.
+    options : Options
+        How the numbers are read.
+    known : dict of str to Estimate, optional
+        Estimates already made, by strategy name, used as they are. None: every strategy is
+        evaluated.
+
     Returns
     -------
     estimates : dict of str to Estimate or InputError

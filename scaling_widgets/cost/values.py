@@ -60,6 +60,18 @@ class Cluster:
 
     ``slice_shape`` None is the chip's default slice (a TPU's full pod; about 1,024 GPUs in whole
     nodes); ``pods`` may be an array, one count per layout.
+
+    Attributes
+    ----------
+    chip : Chip
+        The chip: a preset (``presets.HARDWARE``) or one of your own, with its C [FLOP/s], HBM
+        [bytes] and links [bytes/s]. Required.
+    slice_shape : tuple of int, optional
+        One pod's slice, its axis lengths [chips]: a TPU torus such as (16, 16, 16), or a GPU
+        slice's (nodes, GPUs used in each). None: the chip's default slice. It must fit the
+        chip's pod (MODEL.md §A.7, §B.5).
+    pods : int or array_like, default 1
+        P, the pods the data-center network joins, each holding the same slice.
     """
 
     chip: Chip = required(Instance(Chip))
@@ -97,6 +109,24 @@ class Workload:
 
     ``seq_len`` None is the chapter's token-level model: the batch is a count of tokens with no
     sequences to keep whole.
+
+    Attributes
+    ----------
+    model : Model
+        The model: its D, F, L, N_h, K, H, V and, for a mixture of experts, its experts.
+        Required.
+    batch : float or array_like
+        B, the global batch, every sequence together [tokens]. With ``seq_len`` it is rounded to
+        whole sequences (``whole_sequences``; ``rounded_from`` keeps the batch asked for).
+        Required.
+    seq_len : int, optional
+        T, the sequence length [tokens]. None: the chapter's token-level model.
+    precision : Precision, default BOOK_PRECISION
+        The bytes a parameter of weights, gradients and optimizer state, and of an activation
+        (MODEL.md §B.2); the default is the chapter's 10 bytes a parameter.
+    tokens : float or array_like, optional
+        The tokens of the whole run [tokens], which give the time to train and the run
+        (MODEL.md §H). None: neither is reported.
     """
 
     model: Model = required(Instance(Model))
@@ -126,7 +156,20 @@ class Workload:
 def computed(value: Any, **changes: Any) -> Any:
     """``value`` with ``changes``, not checked again: only for fields the code derived from checked
     values (a candidate split, a count it chose, a per-layout axis added). Checking them again
-    would cost the panel a third of its time."""
+    would cost the panel a third of its time.
+
+    Parameters
+    ----------
+    value : Cluster, Workload, Layout or Options
+        The checked value to copy.
+    **changes
+        Its fields to set, by name, each to its new value; the form asked for is forgotten.
+
+    Returns
+    -------
+    value : Cluster, Workload, Layout or Options
+        A copy of ``value`` with ``changes`` set.
+    """
     out = copy.copy(value)
     for name, new in changes.items():
         object.__setattr__(out, name, new)
@@ -136,7 +179,18 @@ def computed(value: Any, **changes: Any) -> Any:
 
 def as_asked(value: Any) -> dict[str, Any]:
     """A value's fields as they were asked for: where it normalised one (a batch rounded to
-    whole sequences), the form given, which builds the same value again."""
+    whole sequences), the form given, which builds the same value again.
+
+    Parameters
+    ----------
+    value : Cluster, Workload, Layout or Options
+        A checked value.
+
+    Returns
+    -------
+    fields : dict of str to Any
+        Its fields by name, each as it was given.
+    """
     held = vars(value)
     return {
         name: held.get(f"_asked_{name}", held[name])
@@ -147,7 +201,25 @@ def as_asked(value: Any) -> dict[str, Any]:
 
 def whole_sequences(batch: float | np.ndarray, seq_len: int) -> float | np.ndarray:
     """The batch in whole sequences of ``seq_len``, the nearest count and at least one
-    [tokens]; a batch within rounding error of whole sequences as it is."""
+    [tokens]; a batch within rounding error of whole sequences as it is.
+
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the global batch asked for [tokens].
+    seq_len : int
+        T, the sequence length [tokens].
+
+    Returns
+    -------
+    batch : float or np.ndarray
+        B rounded to the nearest whole count of sequences, at least one [tokens].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A, "Layouts that cannot run" (a batch rounded to whole sequences),
+       and §G (frameworks count a batch in sequences).
+    """
     sequences = np.asarray(batch) / seq_len
     whole = np.maximum(np.round(sequences), 1)
     close = np.abs(sequences - whole) <= 1e-12 * sequences
@@ -180,6 +252,62 @@ class Layout:
     expert all-to-alls: Megatron-LM's combined 1F1B, with one stage or interleaved (MODEL.md §B.6).
     Every field but ``strategy``, ``sequence_parallel``, ``ep_overlap``, ``axis_roles`` and
     ``wraparound`` may hold one value per layout.
+
+    Attributes
+    ----------
+    strategy : str, default "fsdp+tp"
+        One of ``STRATEGIES``: "dp", "fsdp", "tp" or "fsdp+tp" (MODEL.md §A.3).
+    x : int or array_like, optional
+        X, the data (DP or FSDP) degree, its CP and EP chips included [chips]. None: the
+        strategy's own split.
+    y : int or array_like, optional
+        Y, the tensor-parallel degree [chips]. None: the strategy's own split.
+    z : int or array_like, optional
+        Z, the pipeline stages. None: one stage, or what ``axis_roles`` gives.
+    zero : int or array_like, optional
+        The ZeRO stage, 0 to 3, over the data axis X (MODEL.md §B.3). None: the strategy's own.
+    microbatches : int or array_like, optional
+        m, the microbatches of a step, pipelined or accumulated. None: the fastest count that
+        fits, as above.
+    microbatch_seqs : int or array_like, optional
+        Sequences a microbatch [sequences]; m follows: as many microbatches of at least that
+        size as each data replica gets. None: m from ``microbatches``. Left out when
+        ``microbatches`` is given.
+    schedule : str or array_like, default "1f1b"
+        The pipeline schedule, one of ``SCHEDULES``: "gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe" or "dualpipev" (MODEL.md §B.6).
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages (chunks of layers) a device runs; other than 1 only with
+        "interleaved" (a V-shaped schedule, "zbv" or "dualpipev", runs its own 2).
+    remat : str or array_like, default "checkpoints"
+        The recompute policy, one of ``REMAT_POLICIES``: "checkpoints" (the chapter's count),
+        "none", "selective" or "full" (MODEL.md §A.4, §B.4).
+    sequence_parallel : bool, default False
+        Shard the norms' and dropout's activations over TP (MODEL.md §B.4, §E.1).
+    ep_overlap : bool, default False
+        Run each forward with another microbatch's backward, whose compute hides the expert
+        all-to-alls: Megatron-LM's combined 1F1B (MODEL.md §B.6).
+    axis_roles : tuple of str, optional
+        The group each slice axis is given to, "x", "y" or "z", one per slice axis; left out
+        when ``x``, ``y`` or ``z`` is given. None: the groups sit as MODEL.md §A.7 places them.
+    mx : float or array_like, optional
+        M_X, the mesh axes the X group spans (on GPUs, its bandwidth in NVLink's units). None:
+        the spans of the placement.
+    my : float or array_like, optional
+        M_Y, the same for the Y group. None: the spans of the placement.
+    wraparound : bool, optional
+        Every group a ring (True) or none (False). None: the chip's rule (MODEL.md §A.7).
+    ep : int or array_like, default 1
+        EP, the chips of the data axis X that split each MoE layer's routed experts [chips].
+    etp : int or array_like, optional
+        The routed experts' TP degree; 1 folds the EP group over TP x X (MODEL.md §D.2). None:
+        Y, as the rest of the layer.
+    cp : int or array_like, optional
+        CP, the chips of the data axis that split each sequence [chips] (MODEL.md §D.3). None:
+        1 where each data replica gets whole sequences, else the smallest power of two that
+        gives them.
+    cp_kind : str or array_like, default "ring"
+        How CP passes keys and values: "ring", "all-gather" or "ulysses".
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -279,6 +407,50 @@ class Options:
     ``failure_rate`` interruptions per chip-hour, ``checkpoint_bw`` each chip's write bandwidth
     [bytes/s], ``restart_time`` [s], ``checkpoint_interval`` [s] (None: Young/Daly's), ``pue``,
     ``chip_power`` [W] (None: the chip's rated power) and ``price_per_chip_hour`` (None: no cost).
+
+    Attributes
+    ----------
+    mfu : float or array_like, optional
+        η, the share of peak the chips sustain on the FLOPs they do, at most 1. None: the step
+        is predicted term by term (MODEL.md §C).
+    measured_step_time : float or array_like, optional
+        A measured step [s], which replaces the step; the MFU and HFU follow. None: none.
+    profile : Profile, optional
+        The chip's physics and the stack's behaviour the predicted step reads (MODEL.md §C.3).
+        None: the chip's default.
+    attention_flops : bool, default False
+        Count the attention's 12·L·T·N_h·H a token in the model FLOPs (MODEL.md §B.1).
+    exact : Exactness, default CHAPTER
+        The corrections the chapter leaves out (MODEL.md §B.7); ``CHAPTER`` has them all off.
+    overhead_bytes : float or array_like, default 0.0
+        The runtime's memory per chip [bytes] (MODEL.md §B.8).
+    fits_below : float or array_like, default 0.9
+        The share of HBM a layout's peak may fill; 1 for no headroom (MODEL.md §B.8).
+    stack : str, optional
+        The software stack, one of ``STACKS``: "megatron-lm", "fsdp2", "deepspeed", "maxtext",
+        "megatron-lm-2021" or "llm-foundry" (MODEL.md §E.2, §F.2). None: the profile's own.
+    matmul_dtype : str, default "bf16"
+        What the layers' linear matmuls run in: "bf16" or "fp8" (MODEL.md §F.4).
+    flash_attention : bool, optional
+        False keeps the s x s attention scores, in memory and in the step. None: the stack's.
+    torch_compile : bool, optional
+        Run a PyTorch stack's layers compiled (MODEL.md §F.5). None: the stack's (eager).
+    failure_rate : float, default FAILURES_PER_CHIP_HOUR
+        λ, interruptions per chip-hour [1/h]; the default, 1.97e-5, is Llama 3's 419 in 54
+        days on 16,384 H100s (MODEL.md §H).
+    checkpoint_bw : float, default CHECKPOINT_BW
+        Each chip's checkpoint write bandwidth [bytes/s]; the default, 1.22e8, is Llama 3's
+        storage, 2 TB/s for 16K GPUs (MODEL.md §H).
+    restart_time : float, default RESTART_S
+        R, what a restart after a failure takes [s]; the default is 600 s.
+    checkpoint_interval : float, optional
+        τ, the wall clock between checkpoints [s]. None: Young/Daly's √(2·δ·M) (MODEL.md §H).
+    pue : float, default PUE
+        The data center's power usage effectiveness, from 1 to 10; the default is 1.1.
+    chip_power : float, optional
+        What a chip draws [W]. None: the chip's rated power.
+    price_per_chip_hour : float, optional
+        The price of a chip-hour, in the currency you count in. None: no cost is reported.
     """
 
     mfu: float | np.ndarray | None = checked(
@@ -322,13 +494,28 @@ def split_keywords(keywords: dict[str, Any]) -> tuple[Cluster, Workload, Layout,
 
     Parameters
     ----------
-    keywords : the fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` by name;
-        ``chip``, ``model`` and ``batch`` are needed
+    keywords : dict of str to Any
+        The fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` by name; ``chip``,
+        ``model`` and ``batch`` are needed.
 
     Returns
     -------
-    cluster, workload, layout, options : Cluster, Workload, Layout, Options
-        The four values, each built (and checked) from its own fields.
+    cluster : Cluster
+        The chips, built (and checked) from their fields.
+    workload : Workload
+        What is trained, built from its fields.
+    layout : Layout
+        How the work is spread, built from its fields.
+    options : Options
+        How the numbers are read, built from its fields.
+
+    Raises
+    ------
+    TypeError
+        For a keyword that is no field of the four, or when ``chip``, ``model`` or ``batch`` is
+        missing.
+    InputError
+        For a field out of range, by each value's own check.
     """
     groups = {kind: tuple(kind.__dataclass_fields__) for kind in VALUES}
     unknown = set(keywords) - {name for names in groups.values() for name in names}

@@ -35,7 +35,25 @@ OUTPUTS_WAIT = 300
 
 
 def free_port(start: int = DEFAULT_PORT, tries: int = 50) -> int:
-    """The first port from ``start`` on that nothing listens on at 127.0.0.1."""
+    """The first port from ``start`` on that nothing listens on at 127.0.0.1.
+
+    Parameters
+    ----------
+    start : int, default 8866
+        The first port tried (``DEFAULT_PORT``).
+    tries : int, default 50
+        How many ports to try: ``start`` to ``start + tries - 1``.
+
+    Returns
+    -------
+    port : int
+        The first of them that refuses a connection.
+
+    Raises
+    ------
+    ValueError
+        None of them is free.
+    """
     for port in range(start, start + tries):
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) != 0:
@@ -47,13 +65,25 @@ def kernel_transport() -> str:
     """ "ipc" where it fits, else "tcp": the kernels' sockets as files beside their connection
     files, in Voila's own temporary folder (mode 0700), which other users of the machine cannot
     reach, as they can a port of 127.0.0.1. A socket's path must fit in about 100 bytes
-    (the folder, then "voila_xxxxxxxx/kernel-<36-character id>-ipc-5"), and Windows has none."""
+    (the folder, then "voila_xxxxxxxx/kernel-<36-character id>-ipc-5"), and Windows has none.
+
+    Returns
+    -------
+    transport : str
+        "ipc" on POSIX with a temporary folder's path of at most 30 characters, else "tcp".
+    """
     fits = len(tempfile.gettempdir()) <= 100 - 70
     return "ipc" if os.name == "posix" and fits else "tcp"
 
 
 def kernels_that_fit() -> int:
-    """Pages at once that half of the memory available now holds, at one kernel each."""
+    """Pages at once that half of the memory available now holds, at one kernel each.
+
+    Returns
+    -------
+    pages : int
+        Half the available memory over ``KERNEL_BYTES`` (200 MiB) a kernel; at least 1.
+    """
     import psutil
 
     return max(1, psutil.virtual_memory().available // 2 // KERNEL_BYTES)
@@ -77,6 +107,35 @@ def serve(
     A page's kernel lives while the page is open. Once it has closed (its websocket gone) and the
     kernel has idled ``cull_after`` seconds, the server shuts the kernel down: a closed page leaves
     no kernel behind, whatever the browser managed to send as it closed.
+
+    Parameters
+    ----------
+    port : int, optional
+        The port on 127.0.0.1; None: the first free one from 8866 (``free_port``).
+    open_browser : bool, default True
+        Open the panel in the browser once the server runs.
+    cull_after : int, default 60
+        How long a closed page's kernel may idle before it is shut down [s].
+    theme : str, default "light"
+        The page's theme: "light" or "dark".
+    max_kernels : int, optional
+        The most pages open at once, one kernel each; None: what half of the free memory holds
+        (``kernels_that_fit``).
+    token : bool, default True
+        Put a token made now in the URL; False: any user or program on this machine can open
+        the panel.
+    warm : int, default 1
+        Pages kept ready, their kernels started and the dashboard run; 0: none.
+
+    Returns
+    -------
+    status : int
+        0, once the server has stopped.
+
+    Raises
+    ------
+    ValueError
+        Voila is not installed, ``max_kernels`` is below 1 or ``warm`` below 0.
     """
     try:
         from traitlets.config import Config
@@ -110,7 +169,18 @@ def serve(
 
 
 def announce(url: str, max_kernels: int, token: bool) -> None:
-    """What the user reads at the start: where the panel is, how many pages, and any warning."""
+    """What the user reads at the start: where the panel is, how many pages, and any warning.
+
+    Parameters
+    ----------
+    url : str
+        The panel's URL, with its token.
+    max_kernels : int
+        The most pages open at once.
+    token : bool
+        Whether the URL carries a token; False: a warning on stderr that every user and program
+        on this machine can open the panel.
+    """
     if not token:
         print(
             "scaling-widgets: warning: --no-token: every user and every program on this machine"
@@ -124,7 +194,27 @@ def announce(url: str, max_kernels: int, token: bool) -> None:
 
 def voila_argv(port: int, open_browser: bool, cull_after: int, theme: str, warm: int) -> list:
     """Voila's command line for the dashboard: this machine only, our template, the warm pages,
-    the culler, and the kernels' transport."""
+    the culler, and the kernels' transport.
+
+    Parameters
+    ----------
+    port : int
+        The port on 127.0.0.1.
+    open_browser : bool
+        Whether Voila opens the browser.
+    cull_after : int
+        How long a closed page's kernel may idle before it is shut down [s]; the culler looks
+        every quarter of it, at least every second.
+    theme : str
+        The page's theme: "light" or "dark".
+    warm : int
+        Pages kept ready (Voila's pool of preheated kernels); 0: none.
+
+    Returns
+    -------
+    argv : list of str
+        The dashboard's path, then Voila's options.
+    """
     return [
         str(DASHBOARD),
         f"--port={port}",

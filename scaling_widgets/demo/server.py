@@ -33,6 +33,13 @@ class DemoKernels(AsyncMappingKernelManager):
     KeyError with its traceback."""
 
     async def cull_kernel_if_idle(self, kernel_id: str) -> None:
+        """Cull the kernel as Jupyter Server does, if it is still there.
+
+        Parameters
+        ----------
+        kernel_id : str
+            The kernel's id, from the culler's list.
+        """
         if kernel_id in self:
             await super().cull_kernel_if_idle(kernel_id)
 
@@ -43,6 +50,24 @@ class Pages:
     A page is counted from the moment it is admitted, before its kernel starts, so that a burst
     of requests cannot all pass the check at once; and until its kernel is gone, however it went
     (the page's shutdown call, the culler, an interrupted load).
+
+    Parameters
+    ----------
+    kernels : AsyncMappingKernelManager
+        The server's kernel manager.
+    most : int
+        The most pages open at once.
+
+    Attributes
+    ----------
+    kernels : AsyncMappingKernelManager
+        The server's kernel manager, asked which kernels still run.
+    most : int
+        The most pages open at once.
+    loading : int
+        Pages admitted whose load has not ended.
+    held : set of str
+        The ids of the kernels pages took, as far as known still running.
     """
 
     def __init__(self, kernels, most: int):
@@ -51,19 +76,41 @@ class Pages:
         self.held: set[str] = set()
 
     def open(self) -> int:
+        """The pages open now: those loading, and those whose kernel still runs.
+
+        Returns
+        -------
+        pages : int
+            ``loading`` plus the kernels of ``held`` still running.
+        """
         self.held &= set(self.kernels.list_kernel_ids())
         return self.loading + len(self.held)
 
     def admit(self) -> bool:
+        """Count one more page as loading, if the cap allows it.
+
+        Returns
+        -------
+        admitted : bool
+            False when ``most`` pages are open already.
+        """
         if self.open() >= self.most:
             return False
         self.loading += 1
         return True
 
     def started(self, kernel_id: str) -> None:
+        """Count the kernel a page took until it is gone.
+
+        Parameters
+        ----------
+        kernel_id : str
+            The kernel's id.
+        """
         self.held.add(kernel_id)
 
     def loaded(self) -> None:
+        """A page's load has ended, served or not."""
         self.loading -= 1
 
 
@@ -92,19 +139,43 @@ class PanelPage(TornadoVoilaHandler):
     """The panel's page: one kernel per page, within the cap, for this machine's own pages."""
 
     def initialize(self, pages: Pages, **kwargs):
+        """Tornado's set-up of one request: Voila's, and the pages counted.
+
+        Parameters
+        ----------
+        pages : Pages
+            The server's count of pages, shared by every request.
+        **kwargs
+            Voila's handler's own keywords, passed on.
+        """
         super().initialize(**kwargs)
         self.pages, self.kernel_id, self.gone = pages, None, False
 
     @property
     def kernel_manager(self):
+        """The server's kernel manager, as this request sees it: it notes the kernel taken."""
         return _NotingKernels(self.settings["kernel_manager"], self)
 
     def took(self, kernel_id: str) -> None:
+        """Note the kernel this page got, started for it or taken warm, and count it.
+
+        Parameters
+        ----------
+        kernel_id : str
+            The kernel's id.
+        """
         self.kernel_id = kernel_id
         self.pages.started(kernel_id)
 
     @web.authenticated
     async def get(self, path=None):
+        """Serve the page: 403 to another site's page, 429 over the cap, else Voila's page.
+
+        Parameters
+        ----------
+        path : str, optional
+            The path Voila's handler gets from the route, passed on to its ``get_generator``.
+        """
         if embedded_by_another_site(self.request.headers):
             self.set_status(403)
             self.finish(NOT_EMBEDDED)
@@ -144,7 +215,19 @@ class PanelPage(TornadoVoilaHandler):
 def embedded_by_another_site(headers) -> bool:
     """True for a request another site's page makes of ours, as an image, a frame or a fetch
     (the browser's Sec-Fetch-* headers say so). A user's own navigation, from a link or the
-    address bar, passes, as does a client that sends no such header."""
+    address bar, passes, as does a client that sends no such header.
+
+    Parameters
+    ----------
+    headers : tornado.httputil.HTTPHeaders
+        The request's headers (any mapping with ``get``).
+
+    Returns
+    -------
+    embedded : bool
+        True when Sec-Fetch-Site is given and is neither "same-origin" nor "none", and the
+        request is not a navigation to a document.
+    """
     site = headers.get("Sec-Fetch-Site")
     if site in (None, "same-origin", "none"):
         return False
@@ -154,6 +237,18 @@ def embedded_by_another_site(headers) -> bool:
 
 
 def busy_page(most: int) -> str:
+    """The page a request over the cap gets: why, and that it retries by itself.
+
+    Parameters
+    ----------
+    most : int
+        The most pages open at once.
+
+    Returns
+    -------
+    page : str
+        The HTML, which reloads itself after ``RETRY_SECONDS``.
+    """
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{RETRY_SECONDS}">
 <title>scaling-widgets: busy</title></head>
@@ -169,12 +264,27 @@ server's <code>--cull-after</code> seconds.</p>
 
 class DemoServer(Voila):
     """Voila serving the panel through ``PanelPage``, and opening the URL that carries the
-    token."""
+    token.
+
+    Attributes
+    ----------
+    max_kernels : int
+        The most pages with a kernel at once; default 8.
+    open_url : str
+        The URL the browser opens: the token is in it.
+    """
 
     max_kernels = Int(8, config=True, help="the most pages with a kernel at once")
     open_url = Unicode("", config=True, help="the URL the browser opens: the token is in it")
 
     def init_handlers(self) -> list:
+        """Voila's handlers, ``PanelPage`` in the place of its page's.
+
+        Returns
+        -------
+        handlers : list
+            Voila's routes, the page's handled by ``PanelPage`` with a shared ``Pages``.
+        """
         handlers = super().init_handlers()
         pages = Pages(self.kernel_manager, self.max_kernels)
         for i, (route, handler, *kwargs) in enumerate(handlers):

@@ -15,7 +15,25 @@ from . import FIELDS_TABLE
 
 
 def command(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> str | None:
-    """The CLI flags for these values, or None when some value has no flag."""
+    """The CLI flags for these values, or None when some value has no flag.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chip, the slice and the pods: always written.
+    workload : Workload
+        The model, the batch and the precision: always written.
+    layout : Layout
+        The layout: each field written where it differs from its default.
+    options : Options
+        The options: each field written where it differs from its default.
+
+    Returns
+    -------
+    command : str or None
+        The ``scaling-widgets estimate …`` command, quoted for a POSIX shell; None when a value
+        set has no flag (your own model or chip, axis roles, a calibrated profile).
+    """
     values = (cluster, workload, layout, options)
     words = ["scaling-widgets", "estimate"]
     for field in FIELDS_TABLE:

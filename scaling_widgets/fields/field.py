@@ -72,24 +72,55 @@ class Field:
         return self.name if self.value is None else self.value.split(".")[-1]
 
     def checker(self):
-        """The check of this field: its value's declaration, or its own."""
+        """The check of this field: its value's declaration, or its own.
+
+        Returns
+        -------
+        check : callable or None
+            ``check(name, value)``, which returns the value checked or raises; None for none.
+        """
         if self.check is not None or self.owner is None:
             return self.check
         return self.owner.__dataclass_fields__[self.attribute].metadata.get("check")
 
     def fallback(self):
-        """Its default: the table's, else the value's declaration."""
+        """Its default: the table's, else the value's declaration.
+
+        Returns
+        -------
+        default : object
+            What the command line takes when the field is not given; None for none.
+        """
         if self.default is not FROM_VALUE or self.owner is None:
             return None if self.default is FROM_VALUE else self.default
         declared = self.owner.__dataclass_fields__[self.attribute]
         return None if declared.default is dataclasses.MISSING else declared.default
 
     def first(self):
-        """The panel's first value."""
+        """The panel's first value.
+
+        Returns
+        -------
+        first : object
+            What a new scenario starts with: the field's own start, else its default.
+        """
         return self.fallback() if self.start is FROM_VALUE else self.start
 
     def get(self, values: tuple):
-        """This field as the four values hold it."""
+        """This field as the four values hold it.
+
+        Parameters
+        ----------
+        values : tuple
+            The four values: (``Cluster``, ``Workload``, ``Layout``, ``Options``); the
+            exactness switches are read from ``Options.exact``.
+
+        Returns
+        -------
+        value : Any
+            The field's value as it was asked for (``as_asked``: a batch rounded to whole
+            sequences is the batch given).
+        """
         cluster, workload, layout, options = values
         holder = {
             "cluster": cluster,
@@ -101,5 +132,16 @@ class Field:
         return as_asked(holder)[self.attribute]  # as given: a rounded batch as asked
 
     def cli_words(self, value) -> str | None:
-        """The CLI argument that gives ``value``; None if no flag can say it."""
+        """The CLI argument that gives ``value``; None if no flag can say it.
+
+        Parameters
+        ----------
+        value : Any
+            The field's value.
+
+        Returns
+        -------
+        text : str or None
+            The flag's argument: ``words`` of the value where the field has it, else ``str``.
+        """
         return (self.words or str)(value)

@@ -33,6 +33,14 @@ def fields_named(keywords: dict[str, Any], state: dict | None = None) -> dict[st
 
     ``state`` is what another flag reads (``chips`` needs the hardware, ``dp`` the CP).
 
+    Parameters
+    ----------
+    keywords : dict of str to Any
+        Keywords in the command line's form (``fsdp=``, ``batch="4M"``) or the API's (``x=``).
+    state : dict, optional
+        Fields, by name, that another flag is resolved against, beside those ``keywords``
+        give; None: none.
+
     Returns
     -------
     given : dict of str to Any
@@ -65,6 +73,11 @@ def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
     """``estimate``'s keywords from keywords in either form: ``fsdp=256`` is ``x=256``,
     ``hardware="h100", chips=1024`` are ``chip=`` and ``slice_shape=(128, 8)``.
 
+    Parameters
+    ----------
+    keywords : dict of str to Any
+        Keywords in either form; ``chip`` and ``exact`` are passed on as they are.
+
     Returns
     -------
     keywords : dict of str to Any
@@ -86,7 +99,21 @@ def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
 
 
 def as_given(error: Exception, keywords: dict[str, Any]) -> Exception:
-    """A refusal that names the keyword the user wrote (``fsdp``, not ``x``)."""
+    """A refusal that names the keyword the user wrote (``fsdp``, not ``x``).
+
+    Parameters
+    ----------
+    error : Exception
+        The error raised; an ``InputError`` names the field it refuses.
+    keywords : dict of str to Any
+        The keywords the user wrote.
+
+    Returns
+    -------
+    error : Exception
+        An error of the same type naming the keyword written for the field; ``error`` itself
+        when it names no field, names a keyword written, or no keyword gives its field.
+    """
     field = getattr(error, "field", None)
     if field is None or field in keywords:
         return error

@@ -22,26 +22,72 @@ from .table import FIELDS, FIELDS_TABLE, READABLE, SCENARIO, VERSION
 
 
 def scenario_start() -> dict:
-    """The panel's first state (before it is checked)."""
+    """The panel's first state (before it is checked).
+
+    Returns
+    -------
+    state : dict of str to object
+        Every field of the scenario by name, at its first value.
+    """
     return {name: FIELDS[name].first() for name in SCENARIO}
 
 
 def defaults() -> dict:
-    """What the command line takes for a field it is not given (before it is checked)."""
+    """What the command line takes for a field it is not given (before it is checked).
+
+    Returns
+    -------
+    state : dict of str to object
+        Every field of the scenario by name, at its default.
+    """
     return {name: FIELDS[name].fallback() for name in SCENARIO}
 
 
 def checked(state: dict, changed=()) -> dict:
     """The state with every field checked (a preset's name becomes the preset), the slice and the
     split filled in, and the layout checked whole by the cost model: ``ValueError`` naming the
-    field otherwise. ``changed`` names the fields the user just set (see ``filled``)."""
+    field otherwise. ``changed`` names the fields the user just set (see ``filled``).
+
+    Parameters
+    ----------
+    state : dict
+        A scenario's state, field name -> value, as a user gave it (presets by name).
+    changed : tuple of str, default ()
+        The fields the user just set.
+
+    Returns
+    -------
+    state : dict
+        The checked state: presets as their values, the slice and the split filled in.
+
+    Raises
+    ------
+    ValueError
+        Naming the field (an ``InputError`` where the cost model refuses it).
+    """
     out = filled(coerced(state), changed)
     validate(*values(out))
     return out
 
 
 def coerced(state: dict) -> dict:
-    """Every field checked on its own: a preset's name becomes the preset, a number its type."""
+    """Every field checked on its own: a preset's name becomes the preset, a number its type.
+
+    Parameters
+    ----------
+    state : dict
+        A scenario's state: field name -> value.
+
+    Returns
+    -------
+    state : dict
+        The same fields, each checked.
+
+    Raises
+    ------
+    ValueError
+        Naming the first field that cannot be read or checked, or that holds more than one value.
+    """
     return {name: _checked_field(FIELDS[name], value) for name, value in state.items()}
 
 
@@ -51,6 +97,19 @@ def filled(state: dict, changed=()) -> dict:
     The split by hand is kept whole: a group left out (None) is the rest of a stage, and when the
     slice or the stages change under it, X follows unless it was just given. Choosing a strategy
     that does not split a stage, without a split, turns the split by hand off.
+
+    Parameters
+    ----------
+    state : dict
+        A scenario's state, its fields checked (``coerced``).
+    changed : tuple of str, default ()
+        The fields the user just set: X just set is kept, and a strategy that does not split a
+        stage, just chosen without X or Y, turns the split by hand off.
+
+    Returns
+    -------
+    state : dict
+        A new state with the slice and the split filled in.
     """
     out = dict(state)
     if out["slice_shape"] is None:
@@ -76,7 +135,21 @@ def filled(state: dict, changed=()) -> dict:
 
 def given_by_hand(state: dict, given: dict) -> dict:
     """``state`` with the fields ``given`` on the command line (or beside a saved scenario): X or
-    Y given is a split by hand, the other group the rest of a stage unless it is given too."""
+    Y given is a split by hand, the other group the rest of a stage unless it is given too.
+
+    Parameters
+    ----------
+    state : dict
+        A scenario's state: field name -> value.
+    given : dict
+        The fields given, by name -> value.
+
+    Returns
+    -------
+    state : dict
+        A new state: ``state`` updated with ``given``, ``optimal_split`` off where X or Y is
+        given, and the group not given None (filled in by ``filled``).
+    """
     out = {**state, **given}
     if {"x", "y"} & set(given):
         out["optimal_split"] = False
@@ -89,7 +162,22 @@ def given_by_hand(state: dict, given: dict) -> dict:
 def from_flags(parsed: dict, state: dict) -> dict:
     """The fields given on the command line (argparse's namespace of what was typed): a word such
     as ``on`` read as its value, another flag of a field (``--chips``) resolved against
-    ``state``."""
+    ``state``.
+
+    Parameters
+    ----------
+    parsed : dict
+        Destination -> value: a field's name, or ``"name:--flag"`` for another flag of the
+        field.
+    state : dict
+        The fields another flag is resolved against (``--chips`` needs the hardware).
+
+    Returns
+    -------
+    given : dict
+        Field name -> value, with the fields another flag implies where neither ``state`` nor
+        the flags given set them.
+    """
     given = {}
     # The field's own flags first: another flag of a field (--chips, --dp) reads them.
     for dest, value in sorted(parsed.items(), key=lambda item: ":" in item[0]):
@@ -128,6 +216,22 @@ def values(state: dict) -> tuple[Cluster, Workload, Layout, Options]:
     ``x`` and ``y`` are a split by hand, used when ``optimal_split`` is off (by every strategy:
     DP, FSDP and TP refuse a split other than their own); ``axis_roles`` (one of "x", "y", "z" per
     slice axis; empty: the automatic rule) give whole axes to the groups instead, and set Z.
+
+    Parameters
+    ----------
+    state : dict
+        A checked state (``checked``).
+
+    Returns
+    -------
+    cluster : Cluster
+        The chip, the slice and the pods.
+    workload : Workload
+        What is trained: the model, the global batch, its sequences, the precision, the tokens.
+    layout : Layout
+        How the work is spread: the strategy, the groups, the stages and their switches.
+    options : Options
+        How the numbers are read, the exactness switches included.
     """
     roles = tuple(state["axis_roles"]) or None
     by_hand = not state["optimal_split"]
@@ -152,7 +256,18 @@ def values(state: dict) -> tuple[Cluster, Workload, Layout, Options]:
 
 
 def to_json(state: dict) -> str:
-    """A checked state as a saved scenario: a JSON object with its version, presets by name."""
+    """A checked state as a saved scenario: a JSON object with its version, presets by name.
+
+    Parameters
+    ----------
+    state : dict
+        A checked state (``checked``).
+
+    Returns
+    -------
+    text : str
+        The JSON text: ``version`` and every field of the scenario.
+    """
     data = {"version": VERSION}
     for name in SCENARIO:
         field, value = FIELDS[name], state[name]
@@ -164,7 +279,24 @@ def to_json(state: dict) -> str:
 
 def from_json(text: str) -> dict:
     """A saved scenario's state, not yet checked. Unknown or missing keys and other versions raise
-    ``ValueError``; a key its version did not have yet takes its default."""
+    ``ValueError``; a key its version did not have yet takes its default.
+
+    Parameters
+    ----------
+    text : str
+        A saved scenario's JSON text.
+
+    Returns
+    -------
+    state : dict
+        Every field of the scenario, by name, not yet checked.
+
+    Raises
+    ------
+    ValueError
+        For text that is not JSON, a version not readable, an unknown key, or a key its version
+        had that is missing.
+    """
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as err:

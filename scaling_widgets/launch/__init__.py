@@ -26,7 +26,25 @@ COMMENT = "#"  # every format here comments with it
 
 
 def detect(text: str, name: str = "") -> str:
-    """Which format a file is, the first in order that knows it (``Format.detects``)."""
+    """Which format a file is, the first in order that knows it (``Format.detects``).
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    name : str, default ""
+        The file's name; "" when it has none (text given as it is).
+
+    Returns
+    -------
+    framework : str
+        The format's name, a key of ``FORMATS``.
+
+    Raises
+    ------
+    InputError
+        When no format knows the file, naming the files ``--config`` reads.
+    """
     for found in FORMATS.values():
         if found.detects(text, name):
             return found.name
@@ -34,7 +52,13 @@ def detect(text: str, name: str = "") -> str:
 
 
 def readable() -> str:
-    """The files ``--config`` reads, in words: every format's."""
+    """The files ``--config`` reads, in words: every format's.
+
+    Returns
+    -------
+    words : str
+        Each format's ``READS``, in order, joined as a list ("…, or …").
+    """
     said = [found.reads for found in FORMATS.values()]
     return ", ".join(said[:-1]) + ", or " + said[-1]
 
@@ -53,12 +77,37 @@ def read_config(
     keys and notes. The model is ``model``, else a Hugging Face ``config.json`` beside the file,
     else the one the file names.
 
+    Parameters
+    ----------
+    source : str
+        The launch file: its path, or its text (text holds a newline, or names no existing file
+        with a suffix).
+    chip : Chip
+        The chip the layout runs on; a launch file does not name its chips.
+    chips : int, optional
+        The chips in all, every pod [chips]; None: the world the file says (a Megatron-LM
+        script's torchrun line). torchtitan's and MaxText's files say none, so they need it.
+    pods : int, optional
+        P, the pods, data-parallel replicas across the data-center network; None: what the file
+        says (MaxText's ``num_slices``), else one.
+    model : str or Model, optional
+        A preset's name or a ``Model``; None: a ``config.json`` beside the file, else the model
+        the file names or describes.
+    framework : str, optional
+        The format, a key of ``FORMATS``; None: detected from the file (``detect``).
+
     Returns
     -------
     fields : dict
         The scenario's fields: the model, chip, batch, degrees and switches the file sets.
     read : LaunchFile
         What was read, ignored and approximated.
+
+    Raises
+    ------
+    InputError
+        Naming the key or flag the model cannot read or price, or degrees that do not divide the
+        chips (``fields_of``).
     """
     path = pathlib.Path(source)
     is_file = "\n" not in source and path.suffix != "" and path.exists()
@@ -77,7 +126,25 @@ def read_config(
 
 def write_config(framework: str, e: Estimate) -> str:
     """The evaluated layout ``e`` as ``framework``'s launch file, headed by comments that say what
-    it is for, the knobs chosen for it and what it cannot express (after a script's ``#!``)."""
+    it is for, the knobs chosen for it and what it cannot express (after a script's ``#!``).
+
+    Parameters
+    ----------
+    framework : str
+        The format, a key of ``FORMATS``: "torchtitan", "megatron" or "maxtext".
+    e : Estimate
+        One evaluated layout.
+
+    Returns
+    -------
+    text : str
+        The launch file's text.
+
+    Raises
+    ------
+    InputError
+        For a framework not in ``FORMATS``, or a layout no framework can run (``degrees_of``).
+    """
     if framework not in FORMATS:
         raise refuse("framework", f"one of {', '.join(FORMATS)}", framework)
     d = degrees_of(e)

@@ -62,11 +62,38 @@ class Degrees:
 def degrees_of(e: Estimate) -> Degrees:
     """The frameworks' degrees of one evaluated layout.
 
+    DP = X·pods/CP data-parallel ranks share the global batch of B/T sequences, each rank's share
+    m microbatches of B/(T·DP·m) sequences; world = X·Y·Z·pods = DP·CP·TP·PP. The experts' TP is
+    Y unless the layout gives its own with EP > 1; ZeRO is 0 where each pod holds one data rank.
+
+    Parameters
+    ----------
+    e : Estimate
+        One evaluated layout, its workload's sequence length T given.
+
+    Returns
+    -------
+    d : Degrees
+        The layout as the frameworks count it.
+
     Raises
     ------
     InputError
         For a batch that is not whole sequences, or microbatches that are not whole sequences on
         each data-parallel rank: no framework can run those.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch and ZeRO in the frameworks' counts).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (``validate_args``: data_parallel_size = world_size //
+       (TP·PP·CP); expert_tensor_parallel_size defaults to TP).
+    .. [3] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/num_microbatches_calculator.py`` (``ConstantNumMicroBatchesCalculator``:
+       microbatches = global batch / (micro batch·DP)).
+    .. [4] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/distributed/parallel_dims.py`` (``ParallelDims._validate``:
+       dp_replicate·dp_shard·cp·tp·pp = world size).
     """
     if e.workload.seq_len is None:
         raise refuse("seq_len", "given, for a launch file counts sequences", None)
@@ -134,10 +161,40 @@ def _steps(tokens, per_step: int) -> int | None:
 def fields_of(d: Degrees, chip) -> dict:
     """The scenario's fields for the degrees on ``chip``: a split by hand, every degree given.
 
+    The inverse of ``degrees_of``: X = DP·CP/pods, Y = TP, Z = PP, the batch B = T times the
+    global batch in sequences, m = global batch/(micro batch·DP) microbatches; the slice holds
+    each pod's world/pods chips (GPUs in nodes, ``gpu_slice``; or a TPU slice of that many).
+
+    Parameters
+    ----------
+    d : Degrees
+        The layout as the frameworks count it.
+    chip : Chip
+        The chip the layout runs on.
+
+    Returns
+    -------
+    fields : dict
+        Field name -> value: the strategy "fsdp+tp" split by hand, the groups, ZeRO, pods, batch
+        [tokens], sequence length [tokens], microbatches, schedule, recompute, EP, CP, switches,
+        the slice, and ``tokens`` [tokens] where the degrees give the steps.
+
     Raises
     ------
     InputError
-        For degrees whose product is not the world, naming the first that does not divide it.
+        For degrees whose product is not the world, naming the first that does not divide it; a
+        micro batch whose count on each data-parallel rank does not split the global batch; pods
+        that do not divide the data ranks; or a count of chips a pod that no slice of a TPU has.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees and batch in the frameworks' counts).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (``validate_args``: data_parallel_size = world_size //
+       (TP·PP·CP)).
+    .. [3] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/num_microbatches_calculator.py`` (``ConstantNumMicroBatchesCalculator``:
+       microbatches = global batch / (micro batch·DP)).
     """
     for name, degree in (("tp", d.tp), ("pp", d.pp), ("cp", d.cp)):
         if degree < 1 or d.world % degree:

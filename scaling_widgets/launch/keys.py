@@ -32,13 +32,51 @@ class LaunchFile:
 
 @functools.cache
 def schema(framework: str) -> frozenset:
-    """The keys of ``framework``'s configuration (flags with their dashes for Megatron-LM)."""
+    """The keys of ``framework``'s configuration (flags with their dashes for Megatron-LM).
+
+    Parameters
+    ----------
+    framework : str
+        The format's name: its schema is ``data/config_keys/<framework>.json``.
+
+    Returns
+    -------
+    keys : frozenset of str
+        The keys: ``section.key`` for torchtitan, ``--flag`` for Megatron-LM, ``base.yml``'s
+        top-level keys for MaxText.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (the keys a file may hold).
+    .. [2] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/config/job_config.py`` (``JobConfig``'s dataclasses).
+    .. [3] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (every flag its parser adds by name).
+    .. [4] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/training/arguments.py`` (every flag its parser adds, those built from the config
+       dataclasses included).
+    .. [5] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/configs/base.yml`` (its top-level keys).
+    """
     data = json.loads((KEYS / f"{framework}.json").read_text(encoding="utf-8"))
     return frozenset(data["keys"])
 
 
 def flat(table: dict, prefix: str = "") -> dict:
-    """A nested table as ``section.key`` -> value."""
+    """A nested table as ``section.key`` -> value.
+
+    Parameters
+    ----------
+    table : dict
+        A parsed TOML or YAML table; a value that is a dict is a section.
+    prefix : str, default ""
+        What every key starts with: the sections above ``table``, each followed by a dot.
+
+    Returns
+    -------
+    flat : dict
+        Dotted key -> value, one entry per leaf.
+    """
     out = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
@@ -54,6 +92,28 @@ def checked_keys(
 ) -> tuple[dict, list, list]:
     """Split a file's keys: those ``read`` into the layout, the ignored, and notes on those read
     as their nearest (``approximated``: key -> what is charged instead).
+
+    Parameters
+    ----------
+    framework : str
+        The format's name, whose schema (``schema``) says which keys exist.
+    table : dict
+        The file's keys (flat: ``section.key`` or ``--flag``) -> values.
+    read : tuple of str
+        The keys read into the layout and the model.
+    unpriced : dict
+        Key -> its default, for keys the model cannot price: refused when set to anything else.
+    approximated : dict
+        Key -> what is charged instead, for keys read as their nearest when set.
+
+    Returns
+    -------
+    got : dict
+        The keys of ``read`` the file sets -> their values.
+    ignored : list of str
+        The keys that change nothing the model prices.
+    notes : list of str
+        One line for each approximated key set: the key, its value and what is charged.
 
     Raises
     ------
@@ -80,5 +140,16 @@ def checked_keys(
 
 
 def layers_of(model) -> int:
-    """A model's layers: a preset's by name, or the ``Model``'s own."""
+    """A model's layers: a preset's by name, or the ``Model``'s own.
+
+    Parameters
+    ----------
+    model : str or Model
+        A preset's name, or a ``Model``.
+
+    Returns
+    -------
+    layers : int
+        L, the model's transformer layers.
+    """
     return catalog.model(model).layers

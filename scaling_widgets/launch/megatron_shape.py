@@ -27,11 +27,34 @@ def _shape(model: Model) -> tuple:
 def model_of(got: dict) -> str | Model:
     """The preset of the flags' shape, else a ``Model`` built from them.
 
+    A flag left out takes Megatron-LM's default where the model reads one: an MLP of 4D, or with
+    ``--swiglu`` 2/3 of it in multiples of 64; a head size H of D/N_h; experts as wide as the MLP,
+    the router's top 2. A preset matches on L, D, N_h, K, the (expert) MLP width and the experts,
+    and on the vocabulary where the flags give one.
+
+    Parameters
+    ----------
+    got : dict
+        Megatron-LM's flags (``--num-layers``…) -> their values: one word, or True for a switch.
+
+    Returns
+    -------
+    model : str or Model
+        The preset's name, or a ``Model`` named "from the launch file".
+
     Raises
     ------
     InputError
         For a shape without a preset and without its vocabulary (``--vocab-size``, or a
         tokenizer whose vocabulary is known).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (the model built from the flags).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (``_add_network_size_args``, ``_add_moe_args``,
+       ``_add_mla_args``; ``validate_args``: the default ``ffn_hidden_size``, ``kv_channels``
+       and ``moe_ffn_hidden_size``).
     """
     number = lambda flag, default=None: int(got.get(flag, default))  # noqa: E731
     if "--num-layers" not in got or "--hidden-size" not in got:
@@ -81,7 +104,26 @@ def model_of(got: dict) -> str | Model:
 
 
 def shape_flags(model: Model) -> list[str]:
-    """The flags that give Megatron-LM the model's shape."""
+    """The flags that give Megatron-LM the model's shape.
+
+    Parameters
+    ----------
+    model : Model
+        The model: its layers, widths, heads, vocabulary, and its experts and latent attention
+        where it has them.
+
+    Returns
+    -------
+    flags : list of str
+        One ``--flag value`` (or switch) an entry, in the order a script lists them.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (the frameworks' conventions).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (``_add_network_size_args``, ``_add_tokenizer_args``,
+       ``_add_moe_args``, ``_add_mla_args``).
+    """
     out = [
         f"--num-layers {model.layers}",
         f"--hidden-size {model.d_model}",

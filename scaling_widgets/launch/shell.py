@@ -22,10 +22,19 @@ def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
     """The arguments before and after ``program`` (a pattern such as ``pretrain_gpt\\.py``) on the
     script's launch line; a file of bare arguments (no such line) is all after.
 
+    Parameters
+    ----------
+    text : str
+        The script, or a file of bare arguments.
+    program : str
+        A regular expression a word of the launch line matches: the program it runs.
+
     Returns
     -------
-    before, after : list of str
-        The launcher's arguments (``torchrun --nproc_per_node 8``) and the program's.
+    before : list of str
+        The launcher's arguments (``torchrun --nproc_per_node 8``); empty for bare arguments.
+    after : list of str
+        The program's arguments, the shell's variables and arithmetic expanded.
     """
     variables: dict[str, list[str]] = {}
     taken = [True]  # whether each open ``if`` branch runs

@@ -53,6 +53,13 @@ def comparison(estimates: list, names: list[str]) -> dict:
     they read, and whether they differ. Rows no scenario has (no run without tokens) are left
     out.
 
+    Parameters
+    ----------
+    estimates : list of Estimate
+        One estimate a scenario.
+    names : list of str
+        Each scenario's name, in the order of ``estimates`` (the CLI gives each file's name).
+
     Returns
     -------
     table : dict
@@ -80,7 +87,18 @@ def _at(r: dict, path: tuple):
 
 
 def as_text(table: dict) -> str:
-    """The comparison for a terminal: a column a scenario, "*" before a row whose numbers differ."""
+    """The comparison for a terminal: a column a scenario, "*" before a row whose numbers differ.
+
+    Parameters
+    ----------
+    table : dict
+        The comparison, as ``comparison`` makes it.
+
+    Returns
+    -------
+    text : str
+        A header of the scenarios' names, then a line a row, the numbers as they read.
+    """
     names = table["scenarios"]
     width = max(len(row["name"]) for row in table["rows"]) + 2
     cols = [
@@ -96,7 +114,19 @@ def as_text(table: dict) -> str:
 
 
 def as_csv(table: dict) -> str:
-    """The comparison as CSV: the numbers as the records hold them, SI units."""
+    """The comparison as CSV: the numbers as the records hold them, SI units.
+
+    Parameters
+    ----------
+    table : dict
+        The comparison, as ``comparison`` makes it.
+
+    Returns
+    -------
+    text : str
+        A header ("", the scenarios' names, "differs"), then a row a number: its label, each
+        scenario's value (empty where it has none) and whether they differ.
+    """
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["", *table["scenarios"], "differs"])

@@ -25,7 +25,23 @@ AXIS_NAMES = {
 
 
 def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
-    """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known."""
+    """The whole explanation of one layout; ``best`` is FSDP + TP at its best split, if known.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+    best : Estimate, optional
+        FSDP + TP at its best split, whose X and Y the X_opt line names. None: not known, and
+        that line gives X_opt and the split in use alone.
+
+    Returns
+    -------
+    lines : list of Line
+        The layer's verdict, the step's, the batch's rounding (if any), each threshold, the
+        chapter's memory count, the peak, the step and, with the tokens given, the time to
+        train.
+    """
     out = [verdict(e), step_verdict(e), *rounded_batch(e), *thresholds(e, best)]
     out.append(memory.chapter_count(e))
     out += [memory.peak(e), step(e)]
@@ -35,7 +51,19 @@ def explain(e: Estimate, best: Estimate | None = None) -> list[Line]:
 
 
 def rounded_batch(e: Estimate) -> list[Line]:
-    """A line when the batch asked for was not whole sequences and was rounded; else none."""
+    """A line when the batch asked for was not whole sequences and was rounded; else none.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    lines : list of Line
+        One "batch" line: the batch asked for and the whole sequences it was rounded to
+        [tokens]; empty when it was not rounded.
+    """
     asked = e.workload.rounded_from
     if asked is None:
         return []
@@ -51,14 +79,44 @@ def rounded_batch(e: Estimate) -> list[Line]:
 
 
 def folded_name(ep: int, y: int) -> str:
-    """A folded EP group in words: "EP 32 over TP 2 x 16 of X", or "EP 2 within TP 4"."""
+    """A folded EP group in words: "EP 32 over TP 2 x 16 of X", or "EP 2 within TP 4".
+
+    Parameters
+    ----------
+    ep : int
+        EP, the chips of the expert-parallel group [chips].
+    y : int
+        Y, the tensor-parallel degree [chips].
+
+    Returns
+    -------
+    name : str
+        "EP {ep} within TP {y}" when EP ≤ Y, else "EP {ep} over TP {y} x {ep // y} of X".
+    """
     if ep <= y:
         return f"EP {ep} within TP {y}"
     return f"EP {ep} over TP {y} x {ep // y} of X"
 
 
 def layout_text(knobs: dict, shape_given) -> str:
-    """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice."""
+    """ "1024 x 4 x 1, ZeRO-3, none, m=1", with the axes when TP takes another axis of the slice.
+
+    Parameters
+    ----------
+    knobs : dict
+        A layout's knobs, as ``Plan.layout`` and ``StrategyMap.layout`` give them: x, y, z,
+        zero, remat, schedule, virtual_stages, microbatches, ep, etp, cp, cp_kind and
+        slice_shape (its axes in the order the layout takes them).
+    shape_given : tuple of int
+        The slice shape asked for [chips]; where ``knobs["slice_shape"]`` differs, the text
+        names the axis order.
+
+    Returns
+    -------
+    text : str
+        X x Y x Z, the axes, the EP and CP groups, the ZeRO stage, the recompute, the schedule
+        (with pipeline stages) and the microbatches m.
+    """
     schedule = (
         f", {knobs['schedule']} v={knobs['virtual_stages']}"
         if knobs["virtual_stages"] > 1
@@ -80,7 +138,20 @@ def layout_text(knobs: dict, shape_given) -> str:
 
 
 def layout_name(e: Estimate) -> str:
-    """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP."""
+    """The layout as it is: "FSDP X=1024 x TP Y=4, ZeRO-3"; ZeRO 0-2 over X is "DP", not FSDP.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    name : str
+        The groups larger than one ("one chip" when none is), then what sets the layout apart:
+        a folded EP group, the ZeRO stage, the schedule and microbatches, the recompute other
+        than the chapter's checkpoints, sequence parallelism, paired all-to-alls.
+    """
     x, y, z = int(e.x), int(e.y), int(e.z)
     data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
     ep, cp = int(e.layout.ep), int(e.layout.cp)
@@ -111,7 +182,18 @@ def layout_name(e: Estimate) -> str:
 
 
 def group_places(e: Estimate) -> list[str]:
-    """Where X and Y sit: axes spanned and rings on a TPU; inside or across nodes on GPUs."""
+    """Where X and Y sit: axes spanned and rings on a TPU; inside or across nodes on GPUs.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    places : list of str
+        One phrase for X and one for Y, each where the group is larger than one chip.
+    """
     out = []
     for name, size, m, wraps in (
         ("X", int(e.x), float(e.mx), e.wrap_x),
@@ -129,7 +211,19 @@ def group_places(e: Estimate) -> list[str]:
 
 
 def verdict(e: Estimate) -> Line:
-    """What binds and by how much, in one sentence; first of all whether it fits at all."""
+    """What binds and by how much, in one sentence; first of all whether it fits at all.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A strong "verdict" line: the peak against the HBM it may use when the layout does not
+        fit, then the layer's verdict by the chapter's roofline (MODEL.md §A.10).
+    """
     if not e.fits:
         total, limit = float(e.peak.reserved), e.fits_below * e.chip.hbm_bytes
         return Line.of(
@@ -156,7 +250,19 @@ def _beside_the_roofline(e: Estimate) -> str:
 def step_verdict(e: Estimate) -> Line:
     """The step's view beside the layer's: what, besides the matmuls, takes most of the step
     (predicted) or whether the communication shows at the MFU given. The two never contradict:
-    one is a layer at peak, the other the whole step."""
+    one is a layer at peak, the other the whole step.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "verdict" line: how the step was had (an MFU given, measured or predicted) and what
+        binds it (``step.binds``).
+    """
     # the MFU given, not the one the step achieves (lower where communication shows)
     given, measured = e.options.mfu, e.options.measured_step_time
     how = (

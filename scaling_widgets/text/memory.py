@@ -26,13 +26,36 @@ PART_NAMES = {
 
 def stack_name(e: Estimate) -> str:
     """The profile an estimate read, with its stack: what it assumes the software keeps, and
-    whether it compiles."""
+    whether it compiles.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    name : str
+        The profile's name, with ", compiled" when its stack runs torch.compile.
+    """
     profile = profile_of(e.chip, e.options)
     return f"{profile.name}, compiled" if profile.torch_compile else profile.name
 
 
 def stage_name(e: Estimate) -> str:
-    """Which pipeline stage is the busiest, and what sets it apart."""
+    """Which pipeline stage is the busiest, and what sets it apart.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    name : str
+        "one stage" without a pipeline; else the first stage (embeddings, most microbatches in
+        flight) or the last (output layer, logits), of Z.
+    """
     Z, stage = int(np.max(e.z)), int(e.peak.stage)
     if Z == 1:
         return "one stage"
@@ -42,7 +65,19 @@ def stage_name(e: Estimate) -> str:
 
 
 def chapter_count(e: Estimate) -> Line:
-    """The chapter's memory per chip, part by part (MODEL.md §A.4, §B.8): a lower bound."""
+    """The chapter's memory per chip, part by part (MODEL.md §A.4, §B.8): a lower bound.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "memory" line: weights, gradients, optimizer state, activations and, when given, the
+        runtime overhead, and their sum [bytes].
+    """
     mem = e.memory
     kinds = {
         "weights": mem.params,
@@ -60,7 +95,20 @@ def chapter_count(e: Estimate) -> Line:
 
 
 def peak(e: Estimate) -> Line:
-    """The busiest chip's peak by part against HBM, and whether it fits (MODEL.md §E)."""
+    """The busiest chip's peak by part against HBM, and whether it fits (MODEL.md §E).
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "memory" line: the busiest stage and the stack, each part above zero, the reserved and
+        allocated peak against HBM [bytes], the share of HBM it may use when below 100 %, and
+        whether it fits.
+    """
     p, hbm = e.peak, e.chip.hbm_bytes
     parts = " + ".join(
         f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}"
@@ -80,7 +128,20 @@ def peak(e: Estimate) -> Line:
 
 def peak_record(e: Estimate) -> dict:
     """The peak as JSON: each part, allocated and reserved [bytes], what the stack reports, the
-    stage."""
+    stage.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    record : dict
+        Each part of ``PARTS``, "allocated", "reserved" and "reported" [bytes]; "measures"
+        (which of the two the stack reports); "stage", the busiest, counted from 1; "stages",
+        Z; "stack" (``stack_name``).
+    """
     p = e.peak
     return {
         **{k: float(getattr(p, k)) for k in PARTS},

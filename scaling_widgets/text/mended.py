@@ -13,8 +13,10 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
     Parameters
     ----------
-    before, after : dict
-        The scenario's state before the change and with it (presets as values).
+    before : dict
+        The scenario's state before the change (presets as values).
+    after : dict
+        The scenario's state with the change and the mends (presets as values).
     mends : dict
         The fields mended, by name, and their new values.
 

@@ -15,7 +15,18 @@ from .lines import Line, Math
 
 
 def params(e: Estimate) -> str:
-    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts."""
+    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    text : str
+        Ψ, the model's parameters, and for a MoE model the active ones beside it.
+    """
     total = f"{units.count(float(e.params.total))} params"
     return (
         total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
@@ -24,7 +35,20 @@ def params(e: Estimate) -> str:
 
 def model_summary(model) -> str:
     """A model in one line: its parameters, and its experts and attention when they are not
-    dense."""
+    dense.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+
+    Returns
+    -------
+    text : str
+        Ψ; for a MoE model the active parameters, E experts of width F_e, top k, and the
+        shared experts and first dense layers where there are any; "multi-head latent
+        attention" where the model has it.
+    """
     p = param_count(**model.dims())
     text = f"{units.count(float(p.total))} params"
     if model.moe is not None:
@@ -43,7 +67,18 @@ def model_summary(model) -> str:
 
 def held(e: Estimate) -> float:
     """The MLP width a chip holds of a layer before TP: (E/e + S)·F_e with e the EP group's
-    extent over the data axis (``ep_of_data``), F for a dense model."""
+    extent over the data axis (``ep_of_data``), F for a dense model.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    width : float
+        F_w, the MLP width one chip holds of each layer before TP [features].
+    """
     return float(held_width(e.model, _ep_of_data(e)))
 
 
@@ -52,7 +87,22 @@ def _ep_of_data(e: Estimate) -> float:
 
 
 def weights_per_compute(e: Estimate) -> tuple[float, tuple[str, str]]:
-    """r = F_w/F, and how a formula writes it: ("·r", "·28.6"), or nothing for a dense model."""
+    """r = F_w/F, and how a formula writes it: ("·r", "·28.6"), or nothing for a dense model.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    r : float
+        F_w/F, the width a chip holds (``held``) over the width a token goes through; 1.0 for a
+        dense model.
+    written : tuple of str
+        The factor in symbols and in numbers, to follow a term of a formula; ("", "") for a
+        dense model.
+    """
     if e.model.moe is None:
         return 1.0, ("", "")
     r = held(e) / e.model.active_width
@@ -60,12 +110,45 @@ def weights_per_compute(e: Estimate) -> tuple[float, tuple[str, str]]:
 
 
 def width(value: float) -> str:
-    """A width as the formulas write it: 13824, or 16896.5 with a capacity factor's padding."""
+    """A width as the formulas write it: 13824, or 16896.5 with a capacity factor's padding.
+
+    Parameters
+    ----------
+    value : float
+        The width, F, F_w or F_e [features].
+
+    Returns
+    -------
+    text : str
+        No decimals when whole, else one.
+    """
     return f"{value:.0f}" if value == round(value) else f"{value:.1f}"
 
 
 def thresholds(e: Estimate) -> list[Line]:
-    """The two widths and what their ratio does to DP and FSDP; with EP, its own limit."""
+    """The two widths and what their ratio does to DP and FSDP; with EP, its own limit.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    lines : list of Line
+        A "note": F_w, F and r = F_w/F with the numbers substituted; with EP > 1, a "threshold"
+        line: the all-to-alls over the layer's compute and, on GPUs across nodes, the GPU
+        chapter's rule on F_e.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.1 (a MoE layer's two widths) and §D.2 (expert parallelism).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP).
+    .. [3] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
+    """
     moe, model, r = e.model.moe, e.model, weights_per_compute(e)[0]
     ep, e_x = int(e.layout.ep), _ep_of_data(e)
     pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
@@ -125,7 +208,20 @@ def _expert_parallel(e: Estimate) -> Line:
 
 def context(e: Estimate) -> Line:
     """CP: the ring hides under the attention when s/CP ≥ (K/N_h)·C/W, doubled under causal
-    masking; the all-gather and Ulysses never hide (MODEL.md §D.3)."""
+    masking; the all-gather and Ulysses never hide (MODEL.md §D.3).
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "threshold" line: CP and how it splits each sequence, why CP was chosen when the user
+        did not ask for it, and for the ring the rule with the numbers substituted and whether
+        it hides; for the all-gather and Ulysses their traffic over the layer's compute.
+    """
     cp, kind, ratio = int(e.layout.cp), e.layout.cp_kind, float(np.max(e.layer.comm_ratio("cp")))
     head = f"CP {cp} ({kind}): each sequence of {e.seq_len} split over {cp} chips"
     if e.cp_implied:  # not asked for: the batch gives a replica less than a sequence

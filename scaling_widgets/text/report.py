@@ -40,7 +40,23 @@ def _run(r) -> dict:
 
 def record(e: Estimate, others=None) -> dict:
     """The estimate as plain JSON types (MODEL.md §A.10). ``others`` maps strategy -> Estimate, or
-    the error that says why that strategy cannot run here."""
+    the error that says why that strategy cannot run here.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+    others : dict of str to Estimate or InputError, optional
+        Each strategy's own layout by name (``compare_strategies``), or the error that says why
+        it cannot run. None: no strategy beside ``e``.
+
+    Returns
+    -------
+    record : dict
+        The workload, the layer and its thresholds, the memory and the step in SI units ([s],
+        [bytes], [tokens]), inf and NaN as None; with ``others``, a summary of each under
+        "strategies".
+    """
     out = {**_workload(e), **_layer(e), **_memory(e), **_step(e)}
     if others:
         out["strategies"] = {name: _summary(o) for name, o in others.items()}
@@ -191,7 +207,25 @@ def _summary(e) -> dict:
 
 
 def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
-    """The report: what binds and by how much, each threshold with its numbers, memory, step."""
+    """The report: what binds and by how much, each threshold with its numbers, memory, step.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+    others : dict of str to Estimate or InputError, optional
+        Each strategy's own layout by name (``compare_strategies``), or the error that says why
+        it cannot run. None: no strategy beside ``e``.
+    best : Estimate, optional
+        FSDP + TP at its best split, whose X and Y the X_opt line names. None: not known.
+
+    Returns
+    -------
+    text : str
+        The model, the chips and the batch; the layout, where its groups sit and the two
+        verdicts; the thresholds; the memory, the step and the time to train; with ``others``,
+        a table of every strategy on this slice.
+    """
     chip, m = e.chip, e.model
     pods = int(e.pods)
     seqs = (
@@ -254,7 +288,21 @@ def _named_in_full(e: Estimate) -> str:
 def plan_table(ranked, ranks) -> str:
     """The best layouts of a plan as a table: layout, axis order, knobs, step, peak memory and the
     HBM it leaves, the wall-clock time to train with failures and checkpoints, and its goodput
-    (with the tokens given), what binds."""
+    (with the tokens given), what binds.
+
+    Parameters
+    ----------
+    ranked : Plan
+        The plan: every layout evaluated, those that fit ranked best first.
+    ranks : iterable of int
+        The ranks to list, 0 the best.
+
+    Returns
+    -------
+    text : str
+        A head (the model, the slice, the batch, the layouts evaluated and those that fit), then
+        a row a rank.
+    """
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"

@@ -45,7 +45,20 @@ TERM_NAMES = {
 
 
 def predicted_step(e: Estimate) -> Line:
-    """The predicted step (MODEL.md §C.5), term by term, and the MFU and HFU it achieves."""
+    """The predicted step (MODEL.md §C.5), term by term, and the MFU and HFU it achieves.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "step" line: the profile, each term of at least 0.05 % of the step and their sum
+        [s], the MFU and HFU with the convention they count by (``MFU_CONVENTION``), and what
+        the schedule's paired passes hide of the expert and CP traffic.
+    """
     t, mfu, hfu = float(e.step_time), float(e.mfu), float(e.hfu)
     terms = [
         (TERM_NAMES[k], float(v)) for k, v in e.step_breakdown.items() if float(v) >= 0.0005 * t
@@ -71,7 +84,33 @@ def _hidden(e: Estimate) -> str:
 
 
 def step(e: Estimate) -> Line:
-    """The step time: compute at the utilisation, or the exposed communication, and the bubble."""
+    """The step time: compute at the utilisation, or the exposed communication, and the bubble.
+
+    With a predicted step, the line of ``predicted_step``; with a measured one, the MFU it
+    implies, B·f/(N·C·t); at an MFU η given, B·f/(N·C·η) with the numbers substituted.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    line : Line
+        A "step" line: the formula with the numbers substituted, the exposed communication when
+        it is longer than the compute, the pipeline bubble, the step [s], the MFU and, where
+        recompute makes it differ, the HFU.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (step time with an MFU given), §A.10 (what is reported) and §B.1
+       (MFU and HFU; recompute costs time).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP).
+    .. [3] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020
+       (6·N FLOPs a token).
+    """
     if e.step_breakdown is not None:
         return predicted_step(e)
     n, C = int(e.chips), e.chip.flops
@@ -119,6 +158,29 @@ def step(e: Estimate) -> Line:
 
 
 def time_to_train(e: Estimate) -> Line:
+    """The time to train on the tokens given and, with failures and checkpoints, the whole run
+    (MODEL.md §A.5, §H).
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout, with the tokens to train on (``e.training_time`` is not
+        None).
+
+    Returns
+    -------
+    line : Line
+        A "time" line: the steps' time [s]; with a run, the failures, the checkpoint a chip
+        writes [bytes], its interval (Young/Daly's unless given), the restart, and the goodput,
+        wall clock, chip-hours, energy and cost, or why the run never finishes.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (time to train is tokens/B steps) and §H (the whole run).
+    .. [2] J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM
+       1974; J. T. Daly, "A higher order estimate of the optimum checkpoint interval for restart
+       dumps", FGCS 2006.
+    """
     days = units.seconds(float(e.training_time))
     head = f"Time to train on {units.count(float(e.tokens))} tokens: {days} of steps"
     return Line.of("time", head + _the_run(e) + (", if it fit." if not e.fits else "."))
@@ -162,7 +224,21 @@ def _the_run(e: Estimate) -> str:
 
 
 def binds(e: Estimate) -> str:
-    """What limits a layout (an estimate of one), and by what margin, in a few words."""
+    """What limits a layout (an estimate of one), and by what margin, in a few words.
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    text : str
+        Predicted: the largest term beside the matmuls and its share of the step, or compute
+        when none is above 2 %. At an MFU given: the collective when its exposed time sets the
+        step or the layer is communication-bound, else the bubble (from 5 %), memory (from 90 %
+        of HBM) or compute.
+    """
     if e.step_breakdown is not None:  # predicted: the largest term beside the matmuls
         t = float(e.step_time)
         name, worst = max(

@@ -24,14 +24,45 @@ THRESHOLD_NAMES = {"fsdp": "FSDP alone", "fsdp+tp": "FSDP + TP"}
 
 
 def where(m: StrategyMap, row: int, column: int) -> str:
-    """ "512 chips (64x8), 4.19M tokens" """
+    """A cell's place in words: "512 chips (64x8), batch 4.19M tokens".
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+    row : int
+        The row: a count of chips, 0 the fewest.
+    column : int
+        The column: a global batch, 0 the smallest.
+
+    Returns
+    -------
+    text : str
+        The chips, the row's slice shape (and pods beyond one), the batch [tokens].
+    """
     shape, pods = m.clusters[row]
     on = mesh(shape) + (f" x {pods} pods" if pods > 1 else "")
     return f"{count(m.chips[row])} chips ({on}), batch {tokens(m.batches[column])} tokens"
 
 
 def cell_text(m: StrategyMap, row: int, column: int) -> str:
-    """A cell in one line: where, its family, its best layout, step, MFU and peak; or why none."""
+    """A cell in one line: where, its family, its best layout, step, MFU and peak; or why none.
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+    row : int
+        The row: a count of chips, 0 the fewest.
+    column : int
+        The column: a global batch, 0 the smallest.
+
+    Returns
+    -------
+    text : str
+        ``where``, then the family, the best layout (``explain.layout_text``), its step, MFU
+        and peak; or that no layout runs, or what the leanest layout needs when nothing fits.
+    """
     at = where(m, row, column)
     if not m.runs[row, column]:
         return f"{at}: no layout runs (too few sequences for these chips)"
@@ -49,6 +80,14 @@ def cell_text(m: StrategyMap, row: int, column: int) -> str:
 
 
 def legend() -> str:
+    """What the letters and marks of ``as_text`` stand for.
+
+    Returns
+    -------
+    text : str
+        Each family's letter and name, the letters for "nothing fits" and "no layout runs",
+        and the two threshold marks.
+    """
     families = ", ".join(f"{LETTERS[f]} {FAMILY_NAMES[f]}" for f in FAMILIES)
     return (
         f"{families}; {NONE_FITS_LETTER} nothing fits, {NONE_RUNS_LETTER} no layout runs. "
@@ -58,7 +97,20 @@ def legend() -> str:
 
 def as_text(m: StrategyMap, title: str) -> str:
     """The map as a grid of letters, the most chips on top, the batch growing to the right; each
-    row marks where the chapter's thresholds fall."""
+    row marks where the chapter's thresholds fall.
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+    title : str
+        The first line.
+
+    Returns
+    -------
+    text : str
+        The title, the legend, a row of letters a chip count, and the batch axis [tokens].
+    """
     width = 3
     rows = [title, legend(), ""]
     for i in reversed(range(len(m.chips))):
@@ -92,7 +144,21 @@ def _marked(m: StrategyMap, row: int, column: int) -> str:
 
 
 def as_record(m: StrategyMap) -> dict:
-    """Every cell's family, layout, step, MFU and peak, and each row's thresholds (JSON)."""
+    """Every cell's family, layout, step, MFU and peak, and each row's thresholds (JSON).
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+
+    Returns
+    -------
+    record : dict
+        "batches" [tokens], "chips" [chips], "evaluated" (the layouts), "thresholds" (each
+        row's batch where FSDP alone and FSDP + TP turn compute-bound [tokens], None where not
+        finite) and "cells" (rows of columns: the family, layout, step time [s], MFU and peak
+        [bytes]; or why none and the leanest layout's peak [bytes]).
+    """
 
     def cell(i, j):
         knobs = m.layout(i, j)

@@ -15,7 +15,35 @@ from .lines import Line, Math, tex_sci, tex_text
 
 def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """Each threshold of the chapter that applies, with the numbers substituted (MODEL.md §A.3,
-    §A.10)."""
+    §A.10).
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+    best : Estimate, optional
+        FSDP + TP at its best split, whose X and Y the X_opt line names. None: not known, and
+        that line gives X_opt and the split in use alone.
+
+    Returns
+    -------
+    lines : list of Line
+        α = C/W_ici; a MoE layer's two widths and EP (``moe_and_context.thresholds``); CP
+        (``moe_and_context.context``); DP's or FSDP's tokens per chip, α/M_X; FSDP + TP's,
+        α²/(M_X·M_Y·F), and X_opt; the crossover batch [tokens]; what M_X and M_Y mean on
+        GPUs; TP's limit on Y, M_Y·F/α; a note on PP with ZeRO-3; and the per-pod batch against
+        C/W_dcn. Only the lines that apply; with Z pipeline stages the per-chip thresholds are
+        divided by Z.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the strategies per layer), §A.10 (what is reported) and §D.1
+       (a MoE layer's two widths: r = F_w/F).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism; Scaling Between Pods.
+    """
     chip = e.chip
     alpha = chip.flops / chip.ici_bw
     mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis

@@ -30,6 +30,28 @@ def parse_count(text: str, field: str = "value", high: float = 1e30) -> float:
     """A positive count written as 3M, 3e6, 3000000, 1.5B or 15T (SI: k or K, M, B or G, T), at
     most ``high``.
 
+    Parameters
+    ----------
+    text : str
+        The count as written; underscores in the number are dropped (3_000_000).
+    field : str, default "value"
+        The field or flag the error message names.
+    high : float, default 1e30
+        The largest count taken.
+
+    Returns
+    -------
+    value : float
+        The count, the suffix multiplied out (3M is 3e6).
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not one of ``SUFFIXES``, or the count is not a number > 0 and at most
+        ``high``.
+
+    Examples
+    --------
     >>> parse_count("3M"), parse_count("3e6"), parse_count("3_000_000"), parse_count("15T")
     (3000000.0, 3000000.0, 3000000.0, 15000000000000.0)
     """
@@ -40,6 +62,25 @@ def parse_whole(text: str, field: str = "value") -> int:
     """A whole number from 1 to 2**53, also written as 1e3 or 2k (2,048: sizes count in powers
     of two).
 
+    Parameters
+    ----------
+    text : str
+        The number as written: k or K is 2**10, M is 2**20 (``BINARY``).
+    field : str, default "value"
+        The field or flag the error message names.
+
+    Returns
+    -------
+    value : int
+        The number, the suffix multiplied out (8k is 8192).
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not one of ``BINARY``, or the number is not whole, from 1 to 2**53.
+
+    Examples
+    --------
     >>> parse_whole("8k"), parse_whole("16K"), parse_whole("1e3")
     (8192, 16384, 1000)
     """
@@ -59,6 +100,25 @@ def parse_whole(text: str, field: str = "value") -> int:
 def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
     """A slice shape written as 16x16x16 (or 16*16*16, 16,16,16).
 
+    Parameters
+    ----------
+    text : str
+        The axis lengths joined by "x", "×", "*" or ",".
+    field : str, default "mesh"
+        The field or flag the error message names.
+
+    Returns
+    -------
+    shape : tuple of int
+        The length of each axis [chips].
+
+    Raises
+    ------
+    ValueError
+        If a part is not a whole number from 1 to 9,999,999.
+
+    Examples
+    --------
     >>> parse_mesh("16x20x28")
     (16, 20, 28)
     """
@@ -73,6 +133,18 @@ def parse_mesh(text: str, field: str = "mesh") -> tuple[int, ...]:
 def mesh(shape) -> str:
     """A slice shape the way ``parse_mesh`` reads it.
 
+    Parameters
+    ----------
+    shape : tuple of int
+        The length of each axis of the slice [chips].
+
+    Returns
+    -------
+    text : str
+        The lengths joined by "x".
+
+    Examples
+    --------
     >>> mesh((16, 20, 28))
     '16x20x28'
     """
@@ -80,12 +152,35 @@ def mesh(shape) -> str:
 
 
 def tokens(n: float) -> str:
-    """A token count the way people say it: 3.0M, 732, 870K."""
+    """A token count the way people say it: 3.0M, 732, 870K.
+
+    Parameters
+    ----------
+    n : float
+        The count [tokens].
+
+    Returns
+    -------
+    text : str
+        Three significant digits with K, M, B or T; "∞" when ``n`` is not finite.
+    """
     return _scaled(n, ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")))
 
 
 def count(n: float) -> str:
-    """A large count of parameters, FLOPs or chips: 13.0B, 6.3e24, 4,096."""
+    """A large count of parameters, FLOPs or chips: 13.0B, 6.3e24, 4,096.
+
+    Parameters
+    ----------
+    n : float
+        The count [parameters], [FLOP] or [chips].
+
+    Returns
+    -------
+    text : str
+        From 1e15 up in scientific notation, from 1e5 up with K, M, B or T, below that with
+        thousands separators.
+    """
     if n >= 1e15:
         return sci(n)
     if n >= 1e5:
@@ -94,18 +189,52 @@ def count(n: float) -> str:
 
 
 def nbytes(n: float) -> str:
-    """Bytes in SI units: 96 GB, 1.95 GB, 7.9 TB."""
+    """Bytes in SI units: 96 GB, 1.95 GB, 7.9 TB.
+
+    Parameters
+    ----------
+    n : float
+        The size [bytes].
+
+    Returns
+    -------
+    text : str
+        Three significant digits with B, kB, MB, GB or TB; "∞" when ``n`` is not finite.
+    """
     return _scaled(n, ((1e12, " TB"), (1e9, " GB"), (1e6, " MB"), (1e3, " kB")), unit=" B")
 
 
 def energy(joules: float) -> str:
-    """Energy in watt-hours, SI-scaled: 49.8 GWh, 310 MWh."""
+    """Energy in watt-hours, SI-scaled: 49.8 GWh, 310 MWh.
+
+    Parameters
+    ----------
+    joules : float
+        The energy [J].
+
+    Returns
+    -------
+    text : str
+        Three significant digits with Wh, kWh, MWh, GWh or TWh; "∞" when ``joules`` is not
+        finite.
+    """
     return _scaled(joules / 3600, ((1e12, " TWh"), (1e9, " GWh"), (1e6, " MWh"), (1e3, " kWh")),
                    unit=" Wh")  # fmt: skip
 
 
 def seconds(t: float) -> str:
-    """A duration in the unit that reads best: 4.2 µs, 311 ms, 2.5 h, 17.0 days."""
+    """A duration in the unit that reads best: 4.2 µs, 311 ms, 2.5 h, 17.0 days.
+
+    Parameters
+    ----------
+    t : float
+        The duration [s].
+
+    Returns
+    -------
+    text : str
+        The duration in µs, ms, s, min, h or days; "never" when ``t`` is not finite.
+    """
     if not math.isfinite(t):
         return "never"
     for limit, scale, unit in (
@@ -127,7 +256,18 @@ def seconds(t: float) -> str:
 
 
 def sci(x: float) -> str:
-    """A hardware number in short scientific notation: 4.59e14."""
+    """A hardware number in short scientific notation: 4.59e14.
+
+    Parameters
+    ----------
+    x : float
+        The number.
+
+    Returns
+    -------
+    text : str
+        Three significant digits, the exponent without "+" or leading zeros.
+    """
     return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{x:.3g}")
 
 

@@ -14,7 +14,13 @@ from .explain import group_places, layout_name
 
 
 def curve_names() -> dict:
-    """Each roofline curve's short name, for its toggle and its legend."""
+    """Each roofline curve's short name, for its toggle and its legend.
+
+    Returns
+    -------
+    names : dict of str to str
+        By curve: each strategy, FSDP + TP at this split and at the book's split, and DCN.
+    """
     names = {name: s.label for name, s in STRATEGIES.items()}
     names.update(
         {
@@ -28,7 +34,21 @@ def curve_names() -> dict:
 
 def roofline(data: RooflineData, current: Estimate) -> RooflineData:
     """Each curve's name: a strategy's own, the chapter's split (re-chosen at each batch), the
-    split in use, the pods' DCN."""
+    split in use, the pods' DCN.
+
+    Parameters
+    ----------
+    data : RooflineData
+        The roofline's curves, as ``cost/views/`` draws them.
+    current : Estimate
+        The layout in use: FSDP + TP's curve is named by its split.
+
+    Returns
+    -------
+    data : RooflineData
+        The same curves with their labels; the DCN curve's names the pods when there are
+        more than one.
+    """
     labels = {name: s.label for name, s in STRATEGIES.items() if name != BEST}
     labels["optimal"] = f"{STRATEGIES[BEST].label}, book split"
     if current.strategy == BEST:
@@ -39,7 +59,18 @@ def roofline(data: RooflineData, current: Estimate) -> RooflineData:
 
 
 def memory(data: MemoryData) -> MemoryData:
-    """Each bar's name (its layout, or why it cannot run) and its busiest stage."""
+    """Each bar's name (its layout, or why it cannot run) and its busiest stage.
+
+    Parameters
+    ----------
+    data : MemoryData
+        The memory bars, one a strategy, as ``cost/views/`` counts them.
+
+    Returns
+    -------
+    data : MemoryData
+        The same bars with their labels and their busiest stages ("" with one stage).
+    """
     labels = tuple(
         short_name(e) if isinstance(e, Estimate) else f"{STRATEGIES[name].label}: cannot run"
         for name, e in zip(data.strategies, data.estimates)
@@ -48,12 +79,37 @@ def memory(data: MemoryData) -> MemoryData:
 
 
 def mesh(data: MeshData, current: Estimate) -> MeshData:
-    """Where X and Y sit, in words."""
+    """Where X and Y sit, in words.
+
+    Parameters
+    ----------
+    data : MeshData
+        The mesh picture's groups, as ``cost/views/`` places them.
+    current : Estimate
+        The layout in use.
+
+    Returns
+    -------
+    data : MeshData
+        The same with ``places``: a phrase for each of X and Y larger than one chip
+        (``explain.group_places``).
+    """
     return dataclasses.replace(data, places=tuple(group_places(current)))
 
 
 def short_name(e: Estimate) -> str:
-    """The layout's groups alone: "FSDP X=512 x TP Y=8"."""
+    """The layout's groups alone: "FSDP X=512 x TP Y=8".
+
+    Parameters
+    ----------
+    e : Estimate
+        The estimate of one layout.
+
+    Returns
+    -------
+    name : str
+        The first part of ``explain.layout_name``.
+    """
     return layout_name(e).split(", ")[0]
 
 

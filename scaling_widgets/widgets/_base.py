@@ -20,7 +20,22 @@ ROLE_COLORS = {"x": "blue", "y": "orange", "z": "green"}
 
 
 def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
-    """Unknown constructor keywords raise (traitlets would only warn)."""
+    """Unknown constructor keywords raise (traitlets would only warn).
+
+    Parameters
+    ----------
+    owner : str
+        The widget's class name, as the message names it.
+    kwargs : dict
+        The keywords the constructor was given besides ``scenario``.
+    allowed : tuple of str, default ("layout",)
+        The keywords the constructor passes on to ipywidgets.
+
+    Raises
+    ------
+    TypeError
+        For a keyword not in ``allowed``; the message names the first in sorted order.
+    """
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise TypeError(
@@ -31,7 +46,23 @@ def check_kwargs(owner: str, kwargs: dict, allowed=("layout",)) -> None:
 
 def control(name: str, widget=None, **kwargs) -> w.ValueWidget:
     """The panel's control of a field: its kind, label and choices from the table of fields
-    (``fields/``); ``widget`` chooses another kind (toggle buttons for a strategy)."""
+    (``fields/``); ``widget`` chooses another kind (toggle buttons for a strategy).
+
+    Parameters
+    ----------
+    name : str
+        The field's name, a key of ``FIELDS``.
+    widget : type, optional
+        The ipywidgets class to make. None: a ``Checkbox`` for a switch, a ``Dropdown`` for a
+        field with choices, an ``IntText`` for a whole number, else a ``Text``.
+    **kwargs
+        More keywords for the widget; an ``options`` given replaces the field's choices.
+
+    Returns
+    -------
+    control : ipywidgets.ValueWidget
+        The control, labelled with the field's label; not yet bound to a scenario.
+    """
     field = FIELDS[name]
     if field.switch or isinstance(field.checker(), Switch):
         return (widget or w.Checkbox)(description=field.label, indent=False, **kwargs)
@@ -44,7 +75,13 @@ def control(name: str, widget=None, **kwargs) -> w.ValueWidget:
 
 
 class Message(w.HTML):
-    """An inline message under a control: empty and hidden until something is wrong."""
+    """An inline message under a control: empty and hidden until something is wrong.
+
+    Attributes
+    ----------
+    text : str
+        The message on show, as plain text; empty when none is.
+    """
 
     text = ""  # the message as plain text
 
@@ -54,17 +91,38 @@ class Message(w.HTML):
         self.layout.display = "none"
 
     def show(self, text: str) -> None:
+        """Show ``text`` as a warning under the control.
+
+        Parameters
+        ----------
+        text : str
+            The message, as plain text (escaped into the HTML).
+        """
         self.text = text
         self.value = f'<span style="color:{css_color("error")}">&#9888; {html.escape(text)}</span>'
         self.layout.display = ""
 
     def clear(self) -> None:
+        """Empty the message and hide it."""
         self.text, self.value, self.layout.display = "", "", "none"
 
 
 def vertical_axis(scale, **kwargs) -> bq.Axis:
     """A y axis on the left; bqplot 0.12 (Colab) also needs the orientation trait that 0.13
-    dropped."""
+    dropped.
+
+    Parameters
+    ----------
+    scale : bqplot.Scale
+        The axis's scale, the y scale of the figure's marks.
+    **kwargs
+        More keywords for ``bqplot.Axis`` (``label``, ``tick_format``, ...).
+
+    Returns
+    -------
+    axis : bqplot.Axis
+        The vertical axis.
+    """
     axis = bq.Axis(scale=scale, side="left", **kwargs)
     if "orientation" in axis.trait_names():
         axis.orientation = "vertical"
@@ -79,6 +137,11 @@ class Bound:
     child is parsed (a ``ValueError`` shows its message) and applied to the scenario whole or not
     at all; a refusal shows the message and puts every child back to what the scenario holds.
     ``_resync_on()`` then keeps the children in step with those fields.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the controls write to and show.
     """
 
     scenario: Scenario
@@ -143,7 +206,29 @@ class Bound:
 
 class EstimateFigure(bq.Figure):
     """A figure that draws a scenario's current estimate (``Analysis.estimate``) as ``data``: the
-    wiring, the margins and the stable CSS class, once for every such figure."""
+    wiring, the margins and the stable CSS class, once for every such figure.
+
+    Parameters
+    ----------
+    scenario : Scenario or None
+        The scenario whose estimate the figure follows; None: none, ``data`` is set by hand.
+    css_class : str
+        The figure's CSS class ("sw-step-breakdown", ...).
+    marks : list of bqplot.Mark
+        The figure's marks.
+    axes : list of bqplot.Axis
+        The figure's axes.
+    title : str
+        The title until the first draw.
+    height : str
+        The figure's CSS height ("160px").
+
+    Attributes
+    ----------
+    data : Estimate or None
+        The estimate drawn (a subclass declares the trait): ``Analysis.estimate`` of
+        ``scenario``.
+    """
 
     def __init__(self, scenario, css_class: str, marks, axes, title: str, height: str):
         super().__init__(

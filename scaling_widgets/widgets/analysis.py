@@ -20,7 +20,32 @@ from .scenario import Scenario
 
 
 class Analysis(HasTraits):
-    """Estimates, roofline and memory of one scenario, recomputed when it changes."""
+    """Estimates, roofline and memory of one scenario, recomputed when it changes.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The scenario to follow. Widgets share one through ``Analysis.of``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario followed.
+    estimate : Estimate or None
+        The scenario's own layout, evaluated (``scenario.estimate()``).
+    strategies : dict
+        Strategy name -> ``Estimate`` of its default layout, or the error saying why it cannot
+        run; the current strategy's is ``estimate``.
+    roofline : RooflineData or None
+        The roofline plot's curves.
+    memory : MemoryData or None
+        The memory bars: each strategy's peak per chip.
+    mesh : MeshData or None
+        The groups on the slice's axes.
+    error : str
+        Why the last change could not be evaluated (the results before it stay); empty if it
+        could.
+    """
 
     scenario = Instance(Scenario)
     estimate = Instance(Estimate, allow_none=True)  # the scenario's own layout
@@ -35,7 +60,18 @@ class Analysis(HasTraits):
 
     @classmethod
     def of(cls, scenario: Scenario) -> Analysis:
-        """The analysis every widget of this scenario shares."""
+        """The analysis every widget of this scenario shares.
+
+        Parameters
+        ----------
+        scenario : Scenario
+            The scenario to follow.
+
+        Returns
+        -------
+        analysis : Analysis
+            Made on the first call, then the same one for as long as the scenario lives.
+        """
         if scenario not in cls._shared:
             cls._shared[scenario] = cls(scenario=scenario)
         return cls._shared[scenario]
@@ -67,7 +103,20 @@ class Analysis(HasTraits):
 class Others:
     """The other strategies' own layouts, evaluated, kept while nothing they depend on changes:
     a move of the current layout alone (its strategy, split or ZeRO stage) leaves them as they
-    were."""
+    were.
+
+    Attributes
+    ----------
+    CURRENT_ONLY : tuple of str
+        The fields the other strategies' own layouts leave out: a change of these alone keeps
+        their estimates.
+    state : dict or None
+        The scenario's state the estimates are for, less ``CURRENT_ONLY``; None before the
+        first.
+    estimates : dict
+        Strategy name -> ``Estimate`` or the error saying why it cannot run, the current
+        strategy's left out.
+    """
 
     # what the other strategies' own layouts leave out of the scenario (``compare_strategies``)
     CURRENT_ONLY = ("strategy", "optimal_split", "x", "y", "zero", "axis_roles")
@@ -78,7 +127,18 @@ class Others:
 
     def known(self, s: Scenario) -> dict:
         """The estimates still right for this scenario (empty when something they depend on
-        changed)."""
+        changed).
+
+        Parameters
+        ----------
+        s : Scenario
+            The scenario as it stands.
+
+        Returns
+        -------
+        estimates : dict
+            Strategy name -> ``Estimate`` or error, a copy; empty when they are stale.
+        """
         state = {k: v for k, v in s.state().items() if k not in self.CURRENT_ONLY}
         try:
             same = state == self.state
@@ -89,13 +149,46 @@ class Others:
         return dict(self.estimates)
 
     def keep(self, strategies: dict, current: str) -> None:
+        """Keep the other strategies' estimates for the next change.
+
+        Parameters
+        ----------
+        strategies : dict
+            Strategy name -> ``Estimate`` or the error saying why it cannot run, as
+            ``compare_strategies`` gives them.
+        current : str
+            The current layout's strategy, which is not kept: it moves with the layout.
+        """
         self.estimates.update({k: v for k, v in strategies.items() if k != current})
 
 
 def evaluate_scenario(s: Scenario, others: Others | None = None):
     """(current estimate, {strategy: estimate or error}, RooflineData, MemoryData, MeshData).
 
-    ``others`` keeps the other strategies' estimates from one call to the next."""
+    ``others`` keeps the other strategies' estimates from one call to the next.
+
+    Parameters
+    ----------
+    s : Scenario
+        The scenario to evaluate.
+    others : Others, optional
+        The other strategies' estimates kept from the last call, updated here; None: every
+        strategy evaluated anew.
+
+    Returns
+    -------
+    current : Estimate
+        The scenario's own layout, evaluated.
+    strategies : dict
+        Strategy name -> ``Estimate`` of its default layout, or the error saying why it cannot
+        run; the current strategy's is ``current``.
+    roofline : RooflineData
+        The roofline plot's curves, named (``text/views.py``).
+    memory : MemoryData
+        Each strategy's peak per chip, as the memory bars draw it.
+    mesh : MeshData
+        The groups on the slice's axes.
+    """
     values = s.values()
     current = evaluate(*values)
     known = {} if others is None else others.known(s)

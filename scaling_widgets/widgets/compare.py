@@ -19,7 +19,22 @@ MOST = 4
 
 class Compare(w.VBox):
     """Pin the scenario as it stands; each pin is a frozen copy, evaluated once. ``value`` holds
-    the pinned scenarios' JSON, oldest first."""
+    the pinned scenarios' JSON, oldest first.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    value : list of str
+        The pinned scenarios' JSON, oldest first; at most four.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("Compare", kwargs)
@@ -38,10 +53,18 @@ class Compare(w.VBox):
 
     @property
     def value(self) -> list[str]:
+        """The pinned scenarios' JSON, oldest first."""
         return [text for _, text, _ in self._pins]
 
     def pin(self, scenario: Scenario | None = None) -> None:
-        """Pin ``scenario`` (default: the panel's), the oldest pin dropped past four."""
+        """Pin ``scenario`` (default: the panel's), the oldest pin dropped past four.
+
+        Parameters
+        ----------
+        scenario : Scenario, optional
+            The scenario to pin, copied as it stands and evaluated once; None: the widget's
+            own.
+        """
         text = (scenario or self.scenario).to_json()
         estimate = Scenario.from_json(text).estimate()
         kept = self._pins[-(MOST - 1) :]  # the oldest goes past four

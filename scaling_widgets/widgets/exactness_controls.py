@@ -12,7 +12,20 @@ from .scenario import Scenario
 
 class ExactnessControls(Bound, w.VBox):
     """Ring factor, halved bandwidth without wraparound, latency per collective, runtime
-    memory overhead and the share of HBM a layout may fill. All off: the chapter's model."""
+    memory overhead and the share of HBM a layout may fill. All off: the chapter's model.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("ExactnessControls", kwargs)

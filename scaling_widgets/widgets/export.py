@@ -26,7 +26,22 @@ from .scenario import Scenario
 
 
 class Export(w.VBox):
-    """The scenario's JSON (``value``), a download link, and the equivalent commands."""
+    """The scenario's JSON (``value``), a download link, and the equivalent commands.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    value : str
+        The scenario as JSON, as ``Scenario.to_json`` writes it; read-only.
+    """
 
     value = Unicode(read_only=True)  # the scenario as JSON, as to_json() writes it
 

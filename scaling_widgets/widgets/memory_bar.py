@@ -27,7 +27,19 @@ GB = 1e9
 
 def clipped_at(data) -> float:
     """The height [GB] above which a bar is cut, its whole value in its label: the tallest bar or
-    HBM with room above, at most twice HBM, so that one huge bar leaves the others readable."""
+    HBM with room above, at most twice HBM, so that one huge bar leaves the others readable.
+
+    Parameters
+    ----------
+    data : MemoryData
+        The bars: each strategy's peak (``totals``) and the chip's HBM (``hbm_bytes``)
+        [bytes].
+
+    Returns
+    -------
+    top : float
+        1.15 times the larger of HBM and the tallest bar, at most twice HBM [GB].
+    """
     hbm = data.hbm_bytes / GB
     return min(float(max(hbm, data.totals.max() / GB) * 1.15), 2 * hbm)
 
@@ -41,6 +53,18 @@ class MemoryBar(bq.Figure):
     above HBM is clipped at the top of the scale, so that the others stay readable, and its label
     gives its whole value with "▲". The current layout's bar is marked "●". Hovering a piece names
     its part. ``data`` comes from ``Analysis``; values are in GB.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario whose ``Analysis`` the figure follows; None: none, ``data`` is set by hand.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : MemoryData or None
+        Each strategy's peak per chip by part, and the chip's HBM [bytes]; drawn in GB.
     """
 
     data = Instance(MemoryData, allow_none=True)

@@ -30,6 +30,25 @@ class MeshPicker(Bound, w.VBox):
 
     ``value`` is the layout: hardware, slice_shape, pods, axis_roles, and the resulting X, Y,
     Z, M_X, M_Y and wraparound.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    analysis : Analysis
+        The scenario's shared analysis, whose ``mesh`` the picture draws.
+    value : dict
+        "hardware" (the chip's name), "slice_shape", "pods", "axis_roles", and the groups
+        that result: "x", "y", "z" (X, Y, Z: the data, tensor and pipeline groups' sizes
+        [chips]), "mx", "my" (M_X, M_Y: the mesh axes X and Y span) and "wrap_x", "wrap_y"
+        (whether X's and Y's rings wrap around); read-only.
     """
 
     value = Dict(read_only=True)

@@ -17,7 +17,20 @@ DIMS = ("layers", "d_model", "d_ff", "heads", "kv_heads", "head_dim", "vocab")
 
 
 class ModelPicker(Bound, w.VBox):
-    """A dropdown of presets plus "custom", which opens a field per dimension."""
+    """A dropdown of presets plus "custom", which opens a field per dimension.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("ModelPicker", kwargs)

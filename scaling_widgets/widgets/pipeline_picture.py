@@ -22,7 +22,20 @@ MOST_MICROBATCHES = 32  # beyond this a picture shows nothing more: the pattern 
 class PipelinePicture(EstimateFigure):
     """Forward (blue) and backward (orange) passes of each stage over one step, in slots; a
     zero-bubble schedule's weight-gradient passes in green; a forward and a backward run as a
-    pair (DualPipe's) underlined in grey."""
+    pair (DualPipe's) underlined in grey.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario whose ``Analysis`` the figure follows; None: none, ``data`` is set by hand.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : Estimate or None
+        The estimate whose schedule is drawn: its stages Z, microbatches and schedule.
+    """
 
     data = Instance(Estimate, allow_none=True)
 

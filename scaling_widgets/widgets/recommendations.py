@@ -41,7 +41,27 @@ SAME = 0.005  # layouts of one split whose steps differ by less than this share 
 
 @dataclass(frozen=True)
 class Row:
-    """One group of near-identical layouts, shown by its best (``rank``)."""
+    """One group of near-identical layouts, shown by its best (``rank``).
+
+    Attributes
+    ----------
+    rank : int
+        The best layout's rank in the plan (0: the best).
+    knobs : dict
+        Its knobs, as ``Plan.layout`` gives them (slice_shape, x, y, z, zero, remat, ...).
+    step : float
+        Its step time, recompute charged [s].
+    mfu : float
+        Its MFU, a share of peak.
+    memory : float
+        The busiest chip's peak, reserved [bytes].
+    headroom : float
+        The share of HBM left.
+    binds : str
+        What binds its step, in words (``text.step.binds``).
+    alike : tuple of int
+        The ranks of the other layouts in the group.
+    """
 
     rank: int
     knobs: dict
@@ -54,6 +74,22 @@ class Row:
 
     @classmethod
     def of(cls, p, rank: int, e: Estimate) -> Row:
+        """The row of one layout of a plan, a group of its own.
+
+        Parameters
+        ----------
+        p : Plan
+            The plan.
+        rank : int
+            The layout's rank in the plan (0: the best).
+        e : Estimate
+            The layout's estimate, ``p.estimate(rank)``.
+
+        Returns
+        -------
+        row : Row
+            The layout's row, with no others alike.
+        """
         index = p.order[rank]
         memory = float(p.memory[index])
         return cls(
@@ -69,7 +105,19 @@ class Row:
 
     def like(self, other: Row) -> bool:
         """The same split of the same slice at the same step: it differs only in knobs (ZeRO stage,
-        recompute, microbatches) that change the memory, which a row of the best shows."""
+        recompute, microbatches) that change the memory, which a row of the best shows.
+
+        Parameters
+        ----------
+        other : Row
+            A row of another layout.
+
+        Returns
+        -------
+        like : bool
+            True when ``other`` has this row's x, y, z and slice_shape and a step within
+            ``SAME`` (0.5 %) of this row's.
+        """
         split = ("x", "y", "z", "slice_shape")
         return (
             all(other.knobs[k] == self.knobs[k] for k in split)
@@ -78,7 +126,19 @@ class Row:
 
 
 def grouped(p) -> list[Row]:
-    """The best ``TOP`` groups of near-identical layouts among the plan's best ``CANDIDATES``."""
+    """The best ``TOP`` groups of near-identical layouts among the plan's best ``CANDIDATES``.
+
+    Parameters
+    ----------
+    p : Plan
+        The plan, its layouts that fit ranked best first.
+
+    Returns
+    -------
+    rows : list of Row
+        At most ``TOP`` (10) groups, in the plan's order. A layout like a group's best joins
+        that group's ``alike``; one like none, past the tenth group, is left out.
+    """
     groups: list[Row] = []
     for rank in range(min(CANDIDATES, len(p))):
         row = Row.of(p, rank, p.estimate(rank))
@@ -103,6 +163,30 @@ class Recommendations(Bound, w.VBox):
     anything else the plan was for changes, the rows are marked stale and cannot be used until
     planned again. With ``on_pin`` (the panel's ``Compare.pin``), "pin" sets a row's scenario
     beside the others.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    on_pin : callable, optional
+        Called with a row's scenario (``row_scenario``) when its "pin" is clicked; None: the
+        rows have no "pin".
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    plan : Plan or None
+        The plan on show; None before the first, or after a plan that failed.
+    rows : list of Row
+        The groups on show, in the plan's order.
+    sorted_by : tuple of (str, bool)
+        The column the table is sorted by (a key of ``COLUMNS``), and whether the largest is
+        first.
+    stale : bool
+        The plan on show was made for other inputs than the scenario's now.
     """
 
     def __init__(self, scenario: Scenario | None = None, on_pin=None, **kwargs):
@@ -180,13 +264,28 @@ class Recommendations(Bound, w.VBox):
         self._draw()
 
     def sort_by(self, column: str) -> None:
-        """Sort the rows by ``column`` (a key of ``COLUMNS``); the same column again reverses."""
+        """Sort the rows by ``column`` (a key of ``COLUMNS``); the same column again reverses.
+
+        Parameters
+        ----------
+        column : str
+            A key of ``COLUMNS``: "rank", "layout", "step", "mfu", "memory", "headroom" or
+            "binds".
+        """
         name, reverse = self.sorted_by
         self.sorted_by = (column, not reverse if column == name else COLUMNS[column][2])
         self._draw()
 
     def pick(self, rank: int) -> None:
-        """Apply the layout of the plan's ``rank`` (0: the best) to the scenario."""
+        """Apply the layout of the plan's ``rank`` (0: the best) to the scenario.
+
+        Nothing happens with no plan, or a stale one.
+
+        Parameters
+        ----------
+        rank : int
+            The layout's rank in the plan (0: the best).
+        """
         if self.plan is None or self.stale:
             return
         # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's
@@ -198,7 +297,18 @@ class Recommendations(Bound, w.VBox):
 
     def row_scenario(self, rank: int) -> Scenario:
         """A copy of the scenario with the layout of the plan's ``rank``: what "use" would make it,
-        the panel's own scenario left as it is."""
+        the panel's own scenario left as it is.
+
+        Parameters
+        ----------
+        rank : int
+            The layout's rank in the plan (0: the best).
+
+        Returns
+        -------
+        scenario : Scenario
+            The copy, with that layout by hand and no measured step time.
+        """
         copy = Scenario.from_json(self.scenario.to_json())
         knobs = self.plan.layout(rank)
         copy.update(
@@ -207,7 +317,13 @@ class Recommendations(Bound, w.VBox):
         return copy
 
     def current(self) -> int | None:
-        """The rank of the row that is the scenario's layout now, if one is."""
+        """The rank of the row that is the scenario's layout now, if one is.
+
+        Returns
+        -------
+        rank : int or None
+            The row's plan rank; None when no row is the scenario's layout.
+        """
         s = self.scenario
         if s.strategy != BEST or s.optimal_split:
             return None

@@ -39,6 +39,22 @@ class RooflinePlot(bq.Figure):
     comm-bound region is shaded, the current batch marked, and each crossover labelled with
     its critical batch. ``passes``: "both" (forward + backward, each line scaled from the pass
     that binds) or "fwd"; ``shown``: the curves to draw. ``data`` comes from ``Analysis``.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario whose ``Analysis`` the plot follows; None: none, ``data`` is set by hand.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : RooflineData or None
+        Per-layer compute and communication times over a grid of global batches [s].
+    passes : str
+        "both" (forward + backward) or "fwd" (the forward pass); default "both".
+    shown : tuple of str
+        The curves drawn, of ``CURVES``: a strategy's, "optimal" and "dcn"; default all.
     """
 
     data = Instance(RooflineData, allow_none=True)
@@ -173,7 +189,20 @@ def _crossing_text(d: RooflineData, cluster: list[str]) -> str:
 
 
 class RooflineControls(w.HBox):
-    """Which passes and which curves a ``RooflinePlot`` draws."""
+    """Which passes and which curves a ``RooflinePlot`` draws.
+
+    Parameters
+    ----------
+    plot : RooflinePlot
+        The plot whose ``passes`` and ``shown`` the controls set.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    plot : RooflinePlot
+        The plot the controls set.
+    """
 
     def __init__(self, plot: RooflinePlot, **kwargs):
         check_kwargs("RooflineControls", kwargs)

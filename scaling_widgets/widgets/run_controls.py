@@ -24,7 +24,20 @@ OPTIONAL = ("checkpoint_interval", "chip_power", "price_per_chip_hour")  # empty
 
 class RunControls(Bound, w.VBox):
     """One box per input of the whole run; an empty optional box is its default (Young/Daly's
-    interval, the chip's rated power, no price)."""
+    interval, the chip's rated power, no price).
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("RunControls", kwargs)

@@ -48,6 +48,36 @@ class Scenario(_Fields):
     (one of "x", "y", "z" per slice axis, or empty for the automatic rule) gives whole axes to
     the groups instead. ``microbatches`` None: whole sequences each, the fastest count that fits.
 
+    Each field of the table (``fields.SCENARIO``) is a trait of that name: reading it gives the
+    state's value, and setting it is an ``update`` of that field alone.
+
+    Parameters
+    ----------
+    **kwargs
+        The fields, by their names (``model``, ``hardware``, ``slice_shape``, ``batch``, ...)
+        or in the command line's names and forms (``fsdp=``, ``tp=``, ``pp=``, ``dp=``,
+        ``chips=``, ``mesh=``, ``batch="4M"``). A field not given takes its first value
+        (``fields.scenario_start``). A split given as ``fsdp``, ``tp`` or ``dp`` is a split by
+        hand unless ``optimal_split`` is given too.
+
+    Attributes
+    ----------
+    revision : int
+        +1 per applied change, however many fields it touched; widgets observe it.
+    mended : str
+        What the last change mended to keep the scenario runnable, in one line; empty if nothing.
+    chips : int
+        Chips of one pod's slice [chips].
+
+    Raises
+    ------
+    ScenarioError
+        A value the scenario cannot take; the message names the field as it was written.
+    TypeError
+        A keyword that names no field.
+
+    Examples
+    --------
     >>> s = Scenario(model="llama-2-13b", hardware="tpu-v5p", slice_shape=(16, 16, 16), batch=3e6)
     >>> s.update(hardware="tpu-v5e", slice_shape=(16, 16))
     >>> Scenario.from_json(s.to_json()).slice_shape
@@ -78,24 +108,64 @@ class Scenario(_Fields):
         return math.prod(self.slice_shape)
 
     def state(self) -> dict:
-        """The fields, name -> value: a copy of the state."""
+        """The fields, name -> value: a copy of the state.
+
+        Returns
+        -------
+        state : dict of str to Any
+            Field name -> value, a copy: changing it changes nothing in the scenario.
+        """
         return dict(self._state)
 
     def values(self) -> tuple[Cluster, Workload, Layout, Options]:
         """The cluster, workload, layout and options this scenario stands for (built once per
-        state: they are frozen, and every view of one change reads them)."""
+        state: they are frozen, and every view of one change reads them).
+
+        Returns
+        -------
+        cluster : Cluster
+            The chips: a chip preset, one pod's slice and the pods.
+        workload : Workload
+            What is trained: the model, the global batch B [tokens], its sequences, the
+            precision and the tokens of the whole run.
+        layout : Layout
+            How the work is spread.
+        options : Options
+            How the numbers are read.
+        """
         if self.__dict__.get("_values_of") is not self._state:
             self._values, self._values_of = fields.values(self._state), self._state
         return self._values
 
     def estimate(self) -> Estimate:
-        """The scenario's own layout, evaluated: exactly the numbers the panel shows."""
+        """The scenario's own layout, evaluated: exactly the numbers the panel shows.
+
+        Returns
+        -------
+        estimate : Estimate
+            ``evaluate`` of the scenario's ``values()``.
+        """
         return evaluate(*self.values())
 
     def update(self, **changes) -> None:
         """Apply several fields at once: all of them, or none if any is refused. A field that the
         change leaves impossible takes its nearest choice that runs (``fields.mended``), and
-        ``mended`` says what changed."""
+        ``mended`` says what changed.
+
+        Parameters
+        ----------
+        **changes
+            The fields to change, in either form the constructor takes (``tp=4``,
+            ``batch="4M"``, ...).
+
+        Raises
+        ------
+        ScenarioError
+            A change the scenario cannot take; none of it is applied, and the message names the
+            field as it was written.
+        TypeError
+            A keyword that names no field.
+        """
         written = changes
         changes = _named(changes, {**self._state, **changes})
         _reject_unknown(changes)
@@ -120,12 +190,35 @@ class Scenario(_Fields):
             self.set_trait("revision", self.revision + 1)
 
     def to_json(self) -> str:
-        """The scenario as a JSON object with a version; presets are saved by name."""
+        """The scenario as a JSON object with a version; presets are saved by name.
+
+        Returns
+        -------
+        text : str
+            The JSON text, which ``from_json`` loads.
+        """
         return fields.to_json(self._state)
 
     @classmethod
     def from_json(cls, text: str) -> Scenario:
-        """Load a saved scenario. Unknown or missing keys, wrong types and other versions raise."""
+        """Load a saved scenario. Unknown or missing keys, wrong types and other versions raise.
+
+        Parameters
+        ----------
+        text : str
+            A scenario's JSON, as ``to_json`` writes it.
+
+        Returns
+        -------
+        scenario : Scenario
+            A new scenario in that state; its numbers are read as numbers ("3M" is not).
+
+        Raises
+        ------
+        ScenarioError
+            For unknown or missing keys, wrong types, another version, or a state the checks
+            refuse.
+        """
         try:
             state = fields.from_json(text)
         except ValueError as err:

@@ -43,7 +43,20 @@ TERM_COLORS = [
 
 
 class StepBreakdown(EstimateFigure):
-    """The step of the scenario's layout as a horizontal bar of its terms [s]."""
+    """The step of the scenario's layout as a horizontal bar of its terms [s].
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario whose ``Analysis`` the figure follows; None: none, ``data`` is set by hand.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : Estimate or None
+        The estimate whose step is drawn, term by term [s].
+    """
 
     data = Instance(Estimate, allow_none=True)
 

@@ -44,7 +44,18 @@ LIGHTEST = 0.15  # the lowest MFU's place on its family's ramp: light, not white
 
 def shades(m: StrategyMap) -> np.ndarray:
     """Each cell's place on the colour scale: 2k + s for family k, s from LIGHTEST (the map's
-    lowest MFU) to 1 (its highest); the stops past the families where nothing fits or runs."""
+    lowest MFU) to 1 (its highest); the stops past the families where nothing fits or runs.
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+
+    Returns
+    -------
+    place : np.ndarray
+        Each cell's place on the colour scale (``STOPS``), (rows, columns).
+    """
     mfu = np.where(m.fits, m.mfu, np.nan)
     lo, hi = (np.nanmin(mfu), np.nanmax(mfu)) if m.fits.any() else (0.0, 1.0)
     share = (mfu - lo) / (hi - lo) if hi > lo else np.ones_like(mfu)
@@ -55,7 +66,19 @@ def shades(m: StrategyMap) -> np.ndarray:
 
 def edges(values: np.ndarray) -> np.ndarray:
     """The cells' edges around ``values`` on a log scale: midway between neighbours, half a step
-    beyond the ends."""
+    beyond the ends.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        The cells' centres, ascending: the map's batches [tokens] or chips [chips].
+
+    Returns
+    -------
+    edges : np.ndarray
+        One more edge than ``values``, in their unit; a single value gets edges at e^±0.35
+        times it.
+    """
     logs = np.log(values.astype(float))
     if len(logs) == 1:
         return np.exp(logs[0] + np.array([-0.35, 0.35]))
@@ -65,7 +88,18 @@ def edges(values: np.ndarray) -> np.ndarray:
 
 class MapPlot(bq.Figure):
     """The map: global batch across, chips up, both log; ``data`` a ``StrategyMap`` of two rows
-    and two columns or more (bqplot squeezes a grid of one away)."""
+    and two columns or more (bqplot squeezes a grid of one away).
+
+    Parameters
+    ----------
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : StrategyMap or None
+        The map drawn: each cell's best layout, rows the chip counts and columns the batches.
+    """
 
     data = Instance(StrategyMap, allow_none=True)
 
@@ -100,7 +134,15 @@ class MapPlot(bq.Figure):
         self.add_class("sw-strategy-map")
 
     def mark_scenario(self, batch: float | None, chips: float | None) -> None:
-        """A dot at the scenario's batch and chips (none when it is off the map)."""
+        """A dot at the scenario's batch and chips (none when it is off the map).
+
+        Parameters
+        ----------
+        batch : float, optional
+            The scenario's global batch B [tokens]; None: no dot.
+        chips : float, optional
+            The scenario's chips in all, a slice's times the pods [chips]; None: no dot.
+        """
         m = self.data
         inside = m is not None and batch is not None and chips is not None
         if inside:
@@ -129,7 +171,22 @@ class MapPlot(bq.Figure):
 
 def staircase(m: StrategyMap, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A threshold's batch on each row, drawn across the row's height, on the rows where it falls
-    on the map (bqplot draws no gap: a NaN would break the path)."""
+    on the map (bqplot draws no gap: a NaN would break the path).
+
+    Parameters
+    ----------
+    m : StrategyMap
+        The map.
+    name : str
+        The threshold, a key of ``m.thresholds``: "fsdp" or "fsdp+tp".
+
+    Returns
+    -------
+    x : np.ndarray
+        The threshold's batch, twice for each row where it falls on the map [tokens].
+    y : np.ndarray
+        Those rows' lower and upper edges [chips].
+    """
     at, y = m.thresholds[name], edges(m.chips)
     lo, hi = edges(m.batches)[[0, -1]]
     shown = (at >= lo) & (at <= hi)
@@ -143,7 +200,26 @@ class StrategyMapView(Bound, w.VBox):
     layout into the scenario. The recompute policy and schedule are the
     scenario's unless "search every recompute policy and schedule" is ticked (several times
     slower). Once the model, the chip or another option changes, the map is marked stale and its
-    cells cannot be loaded until drawn again."""
+    cells cannot be loaded until drawn again.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    plot : MapPlot
+        The map's figure, shown once drawn.
+    data : StrategyMap or None
+        The map on show (``plot.data``); None before the first is drawn.
+    stale : bool
+        The map on show was drawn for other inputs than the scenario's now.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("StrategyMapView", kwargs)
@@ -196,6 +272,7 @@ class StrategyMapView(Bound, w.VBox):
 
     @property
     def data(self) -> StrategyMap | None:
+        """The map on show (``plot.data``); None before the first is drawn."""
         return self.plot.data
 
     @property
@@ -243,7 +320,17 @@ class StrategyMapView(Bound, w.VBox):
         self._mark()
 
     def pick(self, row: int, column: int) -> None:
-        """Load the cell's batch, chips and best layout into the scenario."""
+        """Load the cell's batch, chips and best layout into the scenario.
+
+        Nothing is loaded with no map, or a stale one; a cell where nothing fits says why.
+
+        Parameters
+        ----------
+        row : int
+            The cell's row, an index into the map's chips.
+        column : int
+            The cell's column, an index into the map's batches.
+        """
         m = self.data
         if m is None or self.stale:
             return

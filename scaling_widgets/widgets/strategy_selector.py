@@ -28,6 +28,23 @@ class StrategySelector(Bound, w.VBox):
     """Choose the strategy and, for FSDP + TP, the best split or one by hand.
 
     ``value`` holds strategy, optimal_split, x, y, z and microbatches: the layout in use.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    analysis : Analysis
+        The scenario's shared analysis, whose estimate and mesh the controls show.
+    value : dict
+        The layout in use: "strategy", "zero", "optimal_split", "x", "y", "z" (X, Y, Z [chips]),
+        "microbatches", "ep", "etp" and "cp"; read-only.
     """
 
     value = Dict(read_only=True)

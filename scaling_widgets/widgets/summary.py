@@ -17,7 +17,21 @@ from .scenario import Scenario
 
 
 class Summary(w.HTMLMath):
-    """The current estimate in words and formulas, the numbers substituted."""
+    """The current estimate in words and formulas, the numbers substituted.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario whose ``Analysis`` the summary follows; None: none, ``data`` is set by
+        hand.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    data : Estimate or None
+        The estimate described (``text.explain``).
+    """
 
     data = Instance(Estimate, allow_none=True)
 

@@ -46,13 +46,36 @@ VARIABLES = _takes_variables()
 
 
 def color(name: str) -> str:
-    """The colour ``name`` for a widget trait: the page's own where the trait allows it."""
+    """The colour ``name`` for a widget trait: the page's own where the trait allows it.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``PALETTE``.
+
+    Returns
+    -------
+    color : str
+        ``var(--sw-<name>, <light value>)`` where ipywidgets' colour traits take CSS variables
+        (ipywidgets 8), else the light value.
+    """
     light = PALETTE[name][0]
     return f"var(--sw-{name}, {light})" if VARIABLES else light
 
 
 def css_color(name: str) -> str:
-    """The colour ``name`` for HTML we write: CSS always takes variables."""
+    """The colour ``name`` for HTML we write: CSS always takes variables.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``PALETTE``.
+
+    Returns
+    -------
+    color : str
+        ``var(--sw-<name>, <light value>)``.
+    """
     return f"var(--sw-{name}, {PALETTE[name][0]})"
 
 

@@ -20,7 +20,20 @@ from .scenario import Scenario
 
 
 class TrainingControls(Bound, w.VBox):
-    """Batch (slider and text show the same value), sequence length, MFU, tokens, precision."""
+    """Batch (slider and text show the same value), sequence length, MFU, tokens, precision.
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The scenario the widget is bound to; None: a new ``Scenario()`` of its own.
+    **kwargs
+        ``layout`` only, passed on to ipywidgets; any other keyword raises ``TypeError``.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The scenario the widget is bound to.
+    """
 
     def __init__(self, scenario: Scenario | None = None, **kwargs):
         check_kwargs("TrainingControls", kwargs)

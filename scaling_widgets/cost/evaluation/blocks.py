@@ -27,6 +27,11 @@ def layouts_shape(*values: Any) -> tuple[int, ...]:
     """The shape the per-layout fields of ``values`` broadcast to: () for one layout, and for
     fields that do not broadcast (which ``evaluate``'s check refuses by name).
 
+    Parameters
+    ----------
+    *values : Cluster, Workload, Layout or Options
+        The checked values whose per-layout fields are read.
+
     Returns
     -------
     shape : tuple of int
@@ -53,9 +58,21 @@ def in_blocks(evaluate: Callable[..., Any], shape: tuple[int, ...], *values: Any
     into the whole grid's while they are still in cache; a value every block shares (a chip, a
     name, a number that does not vary) is kept once.
 
+    Parameters
+    ----------
+    evaluate : callable
+        What each block runs, ``evaluate(*values)``: it returns a frozen dataclass of numbers
+        and arrays (an ``Estimate``).
+    shape : tuple of int
+        The shape of the whole grid of layouts (``layouts_shape``).
+    *values : Cluster, Workload, Layout or Options
+        The checked values of the whole grid, cut alike into blocks.
+
     Returns
     -------
-    result : what ``evaluate`` returns, for the whole grid
+    result : Estimate
+        What ``evaluate`` returns, for the whole grid: its per-layout arrays in the shape
+        ``shape``.
     """
     n = math.prod(shape)
     edges = np.linspace(0, n, -(-n // BLOCK) + 1).astype(int)

@@ -45,20 +45,37 @@ def evaluate(
     """Evaluate a layout: per-layer times, thresholds, memory, step time (MODEL.md §A.3 to §A.6,
     §A.10).
 
-    Raises ``InputError`` (a ``ValueError`` naming the field) for a value out of range or a
-    layout that cannot run (``feasible.together``, ``place``).
-
     Parameters
     ----------
-    cluster, workload : the chips, and what is trained on them
-    layout : how the work is spread; None: ``Layout()``, the strategy's own split and ZeRO stage
-    options : how the numbers are read; None: ``Options()``, the step predicted term by term
+    cluster : Cluster
+        The chips: the chip, one pod's slice and the pods.
+    workload : Workload
+        What is trained on them: the model, the batch B [tokens], its sequences.
+    layout : Layout, optional
+        How the work is spread. None: ``Layout()``, the strategy's own split and ZeRO stage.
+    options : Options, optional
+        How the numbers are read. None: ``Options()``, the step predicted term by term.
 
     Returns
     -------
     estimate : Estimate
         Everything MODEL.md §A.10 reports, one entry per layout where the inputs are arrays
         (times [s], memory [bytes], batch [tokens]).
+
+    Raises
+    ------
+    InputError
+        For a value out of range or a layout that cannot run (``feasible.together``,
+        ``place``): a ``ValueError`` that names the field.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 to §A.6 (the strategies, memory, step and pipeline), §A.10 (what
+       is reported) and §C (the predicted step).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism; Pipelining; Scaling Between Pods.
 
     Examples
     --------
@@ -88,12 +105,36 @@ def per_layer(
     """A layout's layer alone, by ``evaluate``'s checks and placement: its times and its crossover
     batch (MODEL.md §A.3), what a roofline draws, without the memory or the step.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and the pods.
+    workload : Workload
+        What is trained: the model and the batch B [tokens].
+    layout : Layout
+        How the work is spread.
+    options : Options
+        How the numbers are read (its ``exact`` corrections).
+
     Returns
     -------
     layer : LayerTimes
         Per-chip times of each pass [s].
     crossover : np.ndarray
         The smallest global batch at which the layout is compute-bound [tokens].
+
+    Raises
+    ------
+    InputError
+        For a layout that cannot run (``feasible.together``, ``place``).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the strategies per layer) and §A.10 (the crossover batch).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism.
     """
     layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
@@ -119,10 +160,26 @@ def validate(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     A measured step is the exception: whether it is possible depends on the layout's FLOPs at
     peak, which only the evaluation knows (``evaluation.step.chapter_step``).
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and the pods.
+    workload : Workload
+        What is trained: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        How the work is spread.
+    options : Options
+        How the numbers are read.
+
     Returns
     -------
     None
         When the four values can run together; otherwise it raises ``InputError``.
+
+    Raises
+    ------
+    InputError
+        For values that cannot run together, or a layout that cannot be placed.
     """
     layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
@@ -135,10 +192,23 @@ def estimate(**keywords: Any) -> Estimate:
     """``evaluate`` with the fields of ``Cluster``, ``Workload``, ``Layout`` and ``Options`` as
     keywords.
 
+    Parameters
+    ----------
+    **keywords
+        The fields of the four values by name (``split_keywords``); ``chip``, ``model`` and
+        ``batch`` are needed.
+
     Returns
     -------
     estimate : Estimate
         As ``evaluate`` returns it (times [s], memory [bytes], batch [tokens]).
+
+    Raises
+    ------
+    TypeError
+        For a keyword that is no field, or when ``chip``, ``model`` or ``batch`` is missing.
+    InputError
+        As ``evaluate``.
 
     Examples
     --------

@@ -28,7 +28,40 @@ from ..transformer.thresholds import (
 def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
     """The layer's keywords for this placement (``layer_times``, ``crossover_batch``): the traffic
     of the strategy at its ZeRO stage, the widths, the groups and spans, the chip, and the expert
-    and context-parallel traffic per token (MODEL.md §A.3, §D.2, §D.3)."""
+    and context-parallel traffic per token (MODEL.md §A.3, §D.2, §D.3).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip's C [FLOP/s], W_ici and W_dcn [bytes/s], and the pods P.
+    workload : Workload
+        What is trained: the model's D and F, and the sequence length T [tokens].
+    layout : Layout
+        The layout, its ZeRO stage resolved and its CP as placed (not None).
+    options : Options
+        How the numbers are read: its ``exact`` corrections (MODEL.md §B.7).
+    placed : Placement
+        X, Y and the spans M_X, M_Y and rings of the groups on the slice.
+
+    Returns
+    -------
+    keywords : dict
+        The keywords of ``layer_times`` and ``crossover_batch`` but the batch: the strategy
+        whose traffic the X group moves (below ZeRO-3, DP's), the widths, X, Y, P, M_X, M_Y,
+        the wraparound, C, W_ici, W_dcn, a MoE layer's "d_ff_weights", "ep_seconds" and
+        "tp_share", and "cp_seconds" [s/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the strategies per layer), §B.3 (what moves over X follows the
+       ZeRO stage), §D.2 (expert parallelism) and §D.3 (context parallelism).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism.
+    .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+       Models", SC 2020.
+    """
     chip, model, X, Y = cluster.chip, workload.model, placed.x, placed.y
     whole, sharded = STRATEGIES[layout.strategy].traffic  # weights whole on X, or sharded (ZeRO-3)
     traffic = scalar(np.where(np.asarray(layout.zero) == 3, sharded, whole))
@@ -71,7 +104,30 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
 
 def stage_traffic(cluster, workload, layout, placed: Placement):
     """Each chip of a stage sends its [B/(X·Y·P), D] share of the activations on (MODEL.md §A.6,
-    §B.6)."""
+    §B.6).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the pods P and the chip's W_ici [bytes/s], the link between stages.
+    workload : Workload
+        What is trained: the batch B [tokens] and the model's D.
+    layout : Layout
+        The layout: its virtual stages v.
+    placed : Placement
+        X, Y, Z and the microbatches m of the placement.
+
+    Returns
+    -------
+    time : float or np.ndarray
+        The seconds a step spends sending activations between stages, 0 with one stage [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (the pipeline) and §B.6 (v times the traffic, interleaved).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Pipelining.
+    """
     return stage_traffic_time(
         batch=workload.batch / (placed.x * placed.y * cluster.pods),
         d_model=workload.model.d_model,
@@ -84,7 +140,34 @@ def stage_traffic(cluster, workload, layout, placed: Placement):
 
 def layout_thresholds(cluster, workload, layout, placed) -> dict:
     """Where the layout's strategy turns compute-bound, TP's limit, DCN's threshold and the
-    chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2)."""
+    chapter's X_opt, on the axes the groups span (MODEL.md §A.3, §A.10, §D.2).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip's C [FLOP/s], W_ici and W_dcn [bytes/s], the slice and the pods P.
+    workload : Workload
+        What is trained: the model's F (and a MoE layer's held width) and the batch B [tokens].
+    layout : Layout
+        The layout: its strategy, EP and expert TP.
+    placed : Placement
+        Y, Z and the spans M_X, M_Y of the placement.
+
+    Returns
+    -------
+    thresholds : dict of str to float or np.ndarray
+        "critical_tokens_per_chip" (NaN for pure TP) and "critical_tokens_per_pod" [tokens],
+        "tp_limit" [chips] and "x_opt", the chapter's real-valued X [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (compute-bound, pass by pass; the split), §A.10 (what is
+       reported) and §D.1, §D.2 (a MoE layer's two widths, expert parallelism).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism; Scaling Between Pods.
+    """
     chip, model, Z = cluster.chip, workload.model, placed.z
     held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp))
     F = model.active_width

@@ -86,12 +86,34 @@ def predict(
     ``rest_forward`` whether everything but the MLP is (the chapter's checkpoints keep only the
     MLP's matmul outputs: the attention block is run again from the layer's input).
 
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its placement (X, Y, Z, P, m, v), parameters, memory and bubble.
+    profile : Profile
+        The chip's physics and the stack's behaviour (MODEL.md §C.3, §F.1, §F.2).
+    remat_forward : float or array_like
+        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+    attention_forward : float or array_like
+        1 where the attention core is recomputed (selective recompute), else 0.
+    rest_forward : float or array_like, default 0.0
+        1 where everything but the MLP is recomputed (the chapter's checkpoints), else 0.
+
     Returns
     -------
     terms : dict of str to np.ndarray
         Each of ``TERMS`` by name, all in one shape [s]; the step is their sum. Beside them,
         "ep_hidden" and "cp_hidden": the expert and context-parallel traffic the schedule's
         paired passes hide, not in the step [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.1 (one microbatch on one stage), §C.2 (a step), §C.5 (what the
+       step reports), §B.6 (what pairs hide) and §F (the chip's physics, the stack's
+       behaviour).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
+    .. [3] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
     """
     chip, model, layout = e.chip, e.model, e.layout
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages

@@ -182,13 +182,16 @@ def pick(result: T, index: int | slice | tuple | ArrayLike) -> T:
 
     Parameters
     ----------
-    result : a frozen dataclass of arrays, such as an ``Estimate`` (or its ``LayerTimes``)
-    index : what indexes each array field: a layout's position, a slice, a mask
+    result : Estimate or LayerTimes
+        A frozen dataclass of arrays, such as an ``Estimate`` (or its ``LayerTimes``).
+    index : int, slice, tuple or array_like
+        What indexes each array field: a layout's position, a slice, a mask.
 
     Returns
     -------
-    result : the same kind as ``result``
-        A copy whose array fields (those of the dataclasses it holds too) are indexed.
+    result : Estimate or LayerTimes
+        A copy of the same kind as ``result``, whose array fields (those of the dataclasses it
+        holds too) are indexed.
 
     Examples
     --------

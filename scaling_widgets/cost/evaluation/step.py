@@ -28,19 +28,33 @@ def token_flops(
     workload: Workload, layout: Layout, options: Options, Psi: ArrayLike
 ) -> dict[str, float | np.ndarray]:
     """Model FLOPs per token, and hardware FLOPs with the recompute (MODEL.md §B.1) and a MoE's
-    padding to its capacity factor (MODEL.md §D.2): work done that trains nothing.
+    padding to its capacity factor (MODEL.md §D.1): work done that trains nothing.
 
     Parameters
     ----------
-    workload, layout, options : the checked values (the model and its sequences, the recompute
-        policy, whether attention FLOPs are counted)
-    Psi : Ψ, the parameters a token uses (``ParamCount.active``)
+    workload : Workload
+        What is trained: the model (L, N_h, H, its experts) and the sequence length T [tokens]
+        (None counts as 1).
+    layout : Layout
+        The layout: its recompute policy ``remat``.
+    options : Options
+        How the numbers are read: whether attention FLOPs are counted.
+    Psi : float or array_like
+        Ψ, the parameters a token uses (``ParamCount.active``) [parameters].
 
     Returns
     -------
     flops : dict of str to float or np.ndarray
         "model": the FLOPs per trained token; "hardware": those plus the recompute and the
         padding [FLOP/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.1 (model and hardware FLOPs) and §D.1 (a MoE's padding to its
+       capacity factor).
+    .. [2] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020.
+    .. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
     """
     model = workload.model
     shape = dict(
@@ -79,18 +93,44 @@ def chapter_step(
 
     Parameters
     ----------
-    workload, options : the checked values (the batch; ``mfu`` or ``measured_step_time``)
-    layer : the layer's times on this placement (``layer_times``)
-    flops : "model" and "hardware" FLOPs per token (``token_flops``) [FLOP/token]
-    Psi : Ψ, the parameters a token uses [parameters]
-    chips, C : N, all chips of all pods, and each chip's peak [FLOP/s]
-    bubble : the pipeline's idle time relative to useful work
+    workload : Workload
+        What is trained: the batch B [tokens].
+    options : Options
+        How the numbers are read: ``mfu`` η, or ``measured_step_time`` [s]; both None leave the
+        step to be predicted afterwards (at η = 1 here).
+    layer : LayerTimes
+        The layer's times on this placement (``layer_times``) [s].
+    flops : dict of str to float or array_like
+        "model" and "hardware" FLOPs per token (``token_flops``) [FLOP/token].
+    Psi : float or array_like
+        Ψ, the parameters a token uses [parameters].
+    chips : int or array_like
+        N, all chips of all pods [chips].
+    C : float
+        C, each chip's peak bf16 matmul rate [FLOP/s].
+    bubble : float or array_like
+        The pipeline's idle time relative to useful work, (Z − 1)/(v·m) for 1F1B and
+        interleaved 1F1B (``schedules.bubble``).
 
     Returns
     -------
     times : dict of str to float or np.ndarray
         "compute_time", "comm_time" and "step_time" [s], and the "mfu" and "hfu" the step
         achieves.
+
+    Raises
+    ------
+    InputError
+        For a measured step shorter than the layout's hardware FLOPs take at the chips' peak.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (step time with an MFU given), §A.10 (what is reported) and §B.1
+       (recompute costs time; MFU and HFU).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP).
+    .. [3] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020.
     """
     B = workload.batch
     ideal = B * flops["hardware"] / (chips * C)  # the step's FLOPs at peak
@@ -126,7 +166,27 @@ def chapter_step(
 
 def predicted(e: Estimate, profile) -> Estimate:
     """The estimate with its step predicted term by term (MODEL.md §C.2, §C.5): MFU and HFU
-    follow."""
+    follow.
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout, its step still the chapter's.
+    profile : Profile
+        The chip's physics and the stack's behaviour (``profile_of``).
+
+    Returns
+    -------
+    estimate : Estimate
+        ``e`` with the predicted step [s], its terms (``step_breakdown``) and what pairs hid
+        (``hidden``) [s], the compute time [s], the MFU and HFU, the hardware FLOPs per token
+        [FLOP/token] and the time to train [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.1, §C.2 (the predicted step), §C.5 (what it reports) and §B.1 (the
+       attention block the chapter's checkpoints recompute; MFU and HFU).
+    """
     remat = np.asarray(e.remat)
     # The chapter's checkpoints keep the MLP's matmul outputs alone: a framework that kept only
     # those would run the attention block again backward. Its memory stays the chapter's count;
@@ -158,12 +218,49 @@ def predicted(e: Estimate, profile) -> Estimate:
 
 def attention_block_flops(e: Estimate) -> float:
     """The attention block's forward FLOPs per token, all layers: its projections, 2·Ψ_attention,
-    and the scores and their weighted sum, 4·L·T·N_h·H (MODEL.md §B.1)."""
+    and the scores and their weighted sum, 4·L·T·N_h·H (MODEL.md §B.1).
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its model (L, N_h, H), sequence length T (None counts as 1) and
+        attention parameters Ψ_attention.
+
+    Returns
+    -------
+    flops : float
+        The attention block's forward FLOPs per token, all layers [FLOP/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.1 (the attention block the chapter's checkpoints imply) and §C.1.
+    """
     model, T = e.model, e.seq_len or 1
     return 2 * float(e.params.attention) + 4 * model.layers * T * model.heads * model.head_dim
 
 
 def training_time(workload, step):
+    """The time to train on the workload's tokens: tokens/B steps of ``step`` each.
+
+    Parameters
+    ----------
+    workload : Workload
+        What is trained: the batch B and the run's tokens [tokens].
+    step : float or array_like
+        The step time [s].
+
+    Returns
+    -------
+    time : float or np.ndarray or None
+        The time to train [s]; None when the workload gives no tokens.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (time to train is tokens/B steps).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP).
+    """
     return (
         None
         if workload.tokens is None
@@ -173,7 +270,26 @@ def training_time(workload, step):
 
 def with_run(e):
     """The estimate ``e`` with its whole run where the workload gives its tokens: every chip
-    writes the weights and optimizer state it holds (its peak's)."""
+    writes the weights and optimizer state it holds (its peak's).
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout, its time to train set (None without tokens).
+
+    Returns
+    -------
+    estimate : Estimate
+        ``e`` with ``run``: the wall clock, goodput, chip-hours, energy and cost under failures
+        and checkpoints; ``e`` as it is without tokens.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §H (the whole run: failures, checkpoints, energy and cost).
+    .. [2] J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM
+       1974; J. T. Daly, "A higher order estimate of the optimum checkpoint interval for
+       restart dumps", FGCS 2006.
+    """
     if e.training_time is None:
         return e
     o = e.options
@@ -198,6 +314,14 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     only what ``options.stack`` keeps in memory; ``options.flash_attention`` and
     ``options.torch_compile`` override both
     (MODEL.md §C.3, §E.2, §F.2).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip the profile is for.
+    options : Options
+        How the numbers are read: ``profile``, ``stack``, ``flash_attention`` and
+        ``torch_compile``.
 
     Returns
     -------

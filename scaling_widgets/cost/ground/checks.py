@@ -50,6 +50,19 @@ class Number:
         return _array(name, value, self, self.allowed + self._arrays, whole=False)
 
     def ok(self, a: np.ndarray) -> np.ndarray:
+        """Which entries of ``a`` are in the range (a NaN is not).
+
+        Parameters
+        ----------
+        a : np.ndarray
+            The numbers to test.
+
+        Returns
+        -------
+        ok : np.ndarray
+            True where an entry is from ``low`` to ``high`` (``high`` itself with ``closed``),
+            of the shape of ``a``.
+        """
         return (a >= self.low) & ((a <= self.high) if self.closed else (a < self.high))
 
     @property
@@ -81,6 +94,19 @@ class Whole:
         return _array(name, value, self, self.allowed, whole=True)
 
     def ok(self, a: np.ndarray) -> np.ndarray:
+        """Which entries of ``a`` are whole numbers in the range (a NaN is not).
+
+        Parameters
+        ----------
+        a : np.ndarray
+            The numbers to test.
+
+        Returns
+        -------
+        ok : np.ndarray
+            True where an entry is whole and from ``low`` to ``high``, both allowed, of the
+            shape of ``a``.
+        """
         return (a >= self.low) & (a <= self.high) & (a == np.round(a))
 
 
@@ -157,6 +183,15 @@ class Maybe:
 def checked(default: Any, check: Callable[[str, object], Any]) -> Any:
     """A dataclass field with its default and the check a value runs on it when it is built.
 
+    Parameters
+    ----------
+    default : Any
+        The field's default, kept as it is (the check runs on it when a value is built).
+    check : callable
+        ``check(name, value)``, which returns the value in the form the formulas take or raises
+        ``InputError``: a ``Number``, ``Whole``, ``Choice``, ``Switch``, ``Instance`` or
+        ``Maybe``.
+
     Returns
     -------
     field : dataclasses.Field
@@ -168,6 +203,12 @@ def checked(default: Any, check: Callable[[str, object], Any]) -> Any:
 
 def required(check: Callable[[str, object], Any]) -> Any:
     """A dataclass field with no default, and the check a value runs on it when it is built.
+
+    Parameters
+    ----------
+    check : callable
+        ``check(name, value)``, which returns the value in the form the formulas take or raises
+        ``InputError`` (as for ``checked``).
 
     Returns
     -------
@@ -181,10 +222,23 @@ def check_fields(value: Any, skip: tuple[str, ...] = ()) -> None:
     """Run every field's check on a frozen dataclass being built; keep what each returns (a list
     becomes an array, a one-element array its Python value). ``skip``: fields checked otherwise.
 
+    Parameters
+    ----------
+    value : Any
+        The frozen dataclass being built (from its ``__post_init__``); its fields made with
+        ``checked`` or ``required`` carry their check.
+    skip : tuple of str, default ()
+        The names of fields not to check here.
+
     Returns
     -------
     None
         ``value``'s fields are set in place; a field that fails its check raises ``InputError``.
+
+    Raises
+    ------
+    InputError
+        From the first field whose check refuses its value.
     """
     for field in dataclasses.fields(value):
         check = field.metadata.get("check")
@@ -194,6 +248,11 @@ def check_fields(value: Any, skip: tuple[str, ...] = ()) -> None:
 
 def per_layout(check: Callable[[str, object], Any] | None) -> bool:
     """Whether a field's check takes an array, one value per layout.
+
+    Parameters
+    ----------
+    check : callable, optional
+        The field's check (its metadata's "check"); None: a field without one.
 
     Returns
     -------
@@ -208,6 +267,11 @@ def scalar(a: Any) -> Any:
     """A 0-d array as its Python value (an int, a float or a name), so that one layout's fields
     print and serialize as themselves.
 
+    Parameters
+    ----------
+    a : Any
+        A value, a 0-d array among others.
+
     Returns
     -------
     value : int, float, str or what ``a`` is
@@ -218,6 +282,11 @@ def scalar(a: Any) -> Any:
 
 def first(mask: ArrayLike) -> tuple[int, ...]:
     """The index of the first True in ``mask`` (``()`` for one value).
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        One boolean per layout, with at least one True when it has an axis.
 
     Returns
     -------

@@ -16,6 +16,14 @@ def per_choice(choices: str | ArrayLike, evaluate: Callable[[str], Any]) -> Any:
     Each distinct name is evaluated once, over every layout, and each layout keeps its own;
     tuples (of tuples) of arrays are chosen leaf by leaf.
 
+    Parameters
+    ----------
+    choices : str or array_like of str
+        The name of the formula for every layout, or one name per layout.
+    evaluate : callable
+        ``evaluate(name)``: the named formula over every layout; a float, an array that
+        broadcasts to the shape of ``choices``, or tuples (of tuples) of them.
+
     Returns
     -------
     value : float, np.ndarray, or tuple of them

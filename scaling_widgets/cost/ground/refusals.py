@@ -23,13 +23,33 @@ class InputError(ValueError):
         self.field, self.allowed, self.got = field, allowed, got
 
     def named(self, name: str) -> str:
-        """The message with the field called ``name``."""
+        """The message with the field called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            What to call the field, such as the CLI's flag (``--tp`` for ``y``).
+
+        Returns
+        -------
+        message : str
+            "<name> must be <allowed>; got <got>".
+        """
         return f"{name} must be {self.allowed}; got {self.got}"
 
 
 def refuse(field: str, allowed: str, got: object) -> InputError:
     """The error for ``field``: raise what this returns. ``got`` is shown as it is if it is a
     string (already formatted), else by its repr.
+
+    Parameters
+    ----------
+    field : str
+        The field to mend, as a user names it (``y``, ``batch``, ``Chip flops``).
+    allowed : str
+        What the field would take, worded to follow "must be".
+    got : object
+        What it got: a str as it is, anything else by its repr.
 
     Returns
     -------
@@ -42,10 +62,26 @@ def refuse(field: str, allowed: str, got: object) -> InputError:
 def require(obj: object, field: str, ok: bool, allowed: str) -> None:
     """Refuse a field of a preset-like value (a chip, a model) as "<Kind> <field> must be ...".
 
+    Parameters
+    ----------
+    obj : object
+        The value whose field is checked; its type's name is the <Kind> of the message.
+    field : str
+        The name of the field of ``obj``; its value is shown in the message (``shown``).
+    ok : bool
+        Whether the field's value is allowed.
+    allowed : str
+        What the field would take, worded to follow "must be".
+
     Returns
     -------
     None
         When ``ok``; otherwise it raises ``InputError``.
+
+    Raises
+    ------
+    InputError
+        When not ``ok``: "<Kind> <field> must be <allowed>; got <value>".
     """
     if not ok:
         raise refuse(f"{type(obj).__name__} {field}", allowed, shown(getattr(obj, field)))
@@ -53,6 +89,11 @@ def require(obj: object, field: str, ok: bool, allowed: str) -> None:
 
 def is_number(value: object) -> bool:
     """A finite int or float (not a bool); an int of any size, never converted to float.
+
+    Parameters
+    ----------
+    value : object
+        What to test.
 
     Returns
     -------
@@ -67,6 +108,11 @@ def is_number(value: object) -> bool:
 def is_positive(value: object) -> bool:
     """Within 1e-30 and 1e30, as the formulas take: their products and quotients stay finite.
 
+    Parameters
+    ----------
+    value : object
+        What to test.
+
     Returns
     -------
     is_positive : bool
@@ -78,6 +124,15 @@ def is_positive(value: object) -> bool:
 def is_whole(value: object, largest: int, smallest: int = 1) -> bool:
     """An int (not a bool) from ``smallest`` to ``largest``, both allowed.
 
+    Parameters
+    ----------
+    value : object
+        What to test.
+    largest : int
+        The largest int allowed.
+    smallest : int, default 1
+        The smallest int allowed.
+
     Returns
     -------
     is_whole : bool
@@ -88,6 +143,11 @@ def is_whole(value: object, largest: int, smallest: int = 1) -> bool:
 
 def shown(value: object) -> str:
     """``value`` for a message: short, and safe for an int of any size or a deep list.
+
+    Parameters
+    ----------
+    value : object
+        What a field got.
 
     Returns
     -------

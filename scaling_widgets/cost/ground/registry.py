@@ -20,9 +20,13 @@ def members(
 
     Parameters
     ----------
-    package : the family's dotted name (its ``__name__``)
-    path : the folders its modules are found in (its ``__path__``)
-    build : what a member is made of its module; it has a ``name`` and an ``order``
+    package : str
+        The family's dotted name (its ``__name__``).
+    path : iterable of str
+        The folders its modules are found in (its ``__path__``).
+    build : callable
+        ``build(module)``: what a member is made of its module; it has a ``name`` and an
+        ``order``.
 
     Returns
     -------

@@ -50,6 +50,11 @@ class MeshSpan:
 def parse_slice(slice_shape: Sequence[int]) -> tuple[int, ...]:
     """A slice shape as a tuple of whole numbers >= 1.
 
+    Parameters
+    ----------
+    slice_shape : sequence of int
+        The slice's axis lengths, outermost first.
+
     Returns
     -------
     shape : tuple of int
@@ -72,6 +77,13 @@ def parse_slice(slice_shape: Sequence[int]) -> tuple[int, ...]:
 
 def check_fits_pod(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tuple[int, ...]:
     """The slice if it fits in the pod (axes compared longest to longest), else ``InputError``.
+
+    Parameters
+    ----------
+    slice_shape : sequence of int
+        The slice's axis lengths, outermost first.
+    pod_shape : sequence of int
+        The pod's axis lengths (``Chip.pod_shape``).
 
     Returns
     -------
@@ -108,8 +120,13 @@ def axis_rings(
 
     Parameters
     ----------
-    slice_shape, pod_shape : the slice's and the pod's axis lengths
-    rule : the chip's ``wraparound``: "cube", "full-axis" or "switched" (GPUs: every axis)
+    slice_shape : sequence of int
+        The slice's axis lengths, outermost first.
+    pod_shape : sequence of int
+        The pod's axis lengths (``Chip.pod_shape``).
+    rule : str
+        The chip's ``wraparound``: "cube", "full-axis" or "switched" (GPUs: every axis); any
+        other name is read as "full-axis".
 
     Returns
     -------
@@ -137,11 +154,31 @@ def span_axes(
 
     ``rings`` gives, per axis, whether it wraps around (default: all do).
 
+    Parameters
+    ----------
+    slice_shape : sequence of int
+        The slice's axis lengths, outermost first.
+    x : int or array_like
+        X, the data/FSDP group [chips].
+    y : int or array_like, default 1
+        Y, the tensor group [chips].
+    z : int or array_like, default 1
+        Z, the pipeline stages [chips].
+    rings : sequence of bool, optional
+        Per slice axis, outermost first, whether it wraps around; None: every axis does.
+
     Returns
     -------
     span : MeshSpan
         The axes each group spans (M_X, M_Y, M_Z), whether X and Y are rings, each axis' (X, Y,
         Z) share and the axes X and Y share, of the broadcast shape of ``x``, ``y``, ``z``.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.7 (where the groups sit) and §A.8 (example 10).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Mixed FSDP
+       and Tensor Parallelism" (M_X and M_Y, the mesh axes of each group).
 
     Examples
     --------
@@ -243,10 +280,23 @@ def role_layout(
     ``roles`` names the group of every axis, e.g. ("x", "x", "y"): X = 16·16 and Y = 16 on
     16x16x16, M_X = 2, M_Y = 1. Returns (X, Y, Z, MeshSpan).
 
+    Parameters
+    ----------
+    slice_shape : sequence of int
+        The slice's axis lengths, outermost first.
+    roles : sequence of str
+        The group of each axis, "x", "y" or "z" (``ROLES``), one per axis of ``slice_shape``.
+    rings : sequence of bool, optional
+        Per slice axis, outermost first, whether it wraps around; None: every axis does.
+
     Returns
     -------
-    X, Y, Z : int
-        The sizes of the groups: the product of the axes each is given [chips].
+    X : int
+        The size of the data/FSDP group: the product of the axes it is given [chips].
+    Y : int
+        The size of the tensor group: the product of the axes it is given [chips].
+    Z : int
+        The pipeline stages: the product of the axes they are given [chips].
     span : MeshSpan
         The axes each group spans (of length > 1) and whether X and Y are rings; one layout.
 
@@ -278,6 +328,15 @@ def subgroup_span(*, size: ArrayLike, x: ArrayLike, mx: ArrayLike) -> np.ndarray
     """The torus axes a group of ``size`` chips taken from the data axis X spans (an EP or CP
     group, MODEL.md §D): its share of X's M_X axes by the log of its size (all of X spans all of
     them, sqrt(X) half); 0 for a group of one.
+
+    Parameters
+    ----------
+    size : int or array_like
+        The chips of the group (EP or CP) [chips].
+    x : int or array_like
+        X, the data axis the group is taken from [chips].
+    mx : float or array_like
+        M_X, the torus axes X spans.
 
     Returns
     -------

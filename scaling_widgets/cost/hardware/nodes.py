@@ -33,6 +33,13 @@ def gpu_slice(*, chips: int, node_size: int) -> tuple[int, int]:
     used alike, or else nodes of the largest power of two they hold, as NVIDIA runs GB200 NVL72
     racks at 64 GPUs of 72.
 
+    Parameters
+    ----------
+    chips : int
+        The GPUs to place [chips].
+    node_size : int
+        The GPUs of a node (its NVLink domain; ``Chip.node_size``) [chips].
+
     Returns
     -------
     nodes : int
@@ -90,8 +97,10 @@ def check_gpu_slice(slice_shape: Sequence[int], pod_shape: Sequence[int]) -> tup
 
     Parameters
     ----------
-    slice_shape : the slice asked for, (nodes, GPUs per node)
-    pod_shape : the cluster's (nodes, GPUs per node)
+    slice_shape : sequence of int
+        The slice asked for, (nodes, GPUs per node).
+    pod_shape : sequence of int
+        The cluster's (nodes, GPUs per node) (``Chip.pod_shape``).
 
     Returns
     -------
@@ -128,15 +137,30 @@ def node_spans(
 
     Parameters
     ----------
-    slice_shape : (nodes, GPUs per node)
-    x, y, z : the data/FSDP, tensor and pipeline groups (broadcastable arrays)
-    nvlink_bw, nic_bw : W, a GPU's NVLink egress, and W_nic, its NIC [bytes/s]
+    slice_shape : sequence of int
+        The slice, (nodes, GPUs per node).
+    x : int or array_like
+        X, the data/FSDP group [chips].
+    y : int or array_like, default 1
+        Y, the tensor group [chips].
+    z : int or array_like, default 1
+        Z, the pipeline stages [chips].
+    nvlink_bw : float or array_like
+        W, a GPU's NVLink egress [bytes/s].
+    nic_bw : float or array_like
+        W_nic, a GPU's NIC [bytes/s].
 
     Returns
     -------
     span : MeshSpan
         M_X and M_Y as multiples of the NVLink egress (``mx``, ``my``), the pipeline group's
         axes (``mz``), each axis' (X, Y, Z) share; every group counts as a ring.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.5 (GPU clusters).
+    .. [2] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
 
     Examples
     --------

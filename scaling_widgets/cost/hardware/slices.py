@@ -20,6 +20,13 @@ def slices_near(chip: Chip, chips: int) -> list[tuple[int, ...]]:
     """The chip's slices nearest to ``chips`` first: the same count if the chip has one, then
     half and twice, a quarter and four times, and so on; the default slice last.
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its pod, its node size on a GPU, and its default slice.
+    chips : int
+        The count of chips to start from [chips].
+
     Returns
     -------
     slices : list of tuple of int
@@ -46,7 +53,21 @@ def slices_near(chip: Chip, chips: int) -> list[tuple[int, ...]]:
 
 
 def slice_of(chip: Chip, chips: int) -> tuple[int, ...] | None:
-    """The slice of ``chips`` chips, or None when the chip has none of that size."""
+    """The slice of ``chips`` chips, or None when the chip has none of that size.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its pod, and its node size on a GPU.
+    chips : int
+        The count of chips [chips].
+
+    Returns
+    -------
+    shape : tuple of int or None
+        The slice's axis lengths, outermost first ((nodes, GPUs per node) on a GPU); None when
+        the chip has no slice of ``chips`` chips.
+    """
     if chips < 1 or chips > chip.pod_chips:
         return None
     if chip.is_gpu:  # whole nodes, or nodes held alike (GB200 NVL72's racks of 64)

@@ -38,10 +38,31 @@ def fastest_split(
 
     ``evaluate`` is the one evaluation (``cost.evaluate``), called once on every candidate.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    layout : Layout
+        The layout as asked for, checked (``feasible.together``).
+    options : Options
+        How the numbers are read, passed on to ``evaluate``.
+    evaluate : callable
+        ``evaluate(cluster, workload, layout, options)``: the one evaluation
+        (``cost.evaluate``), which returns an ``Estimate``.
+
     Returns
     -------
     layout : Layout
         With ``x`` and ``y`` set [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
     """
     choices = split_choices(cluster, workload, layout, options.exact)
     if choices is None:
@@ -126,6 +147,20 @@ def fastest_microbatches(
     microbatches, m = S / b for b a power of two dividing S, or m = 1; the fastest that fits,
     fewer first, else the one that needs the least memory. As it is when the microbatches (or
     their size) are given, without sequences (the chapter counts tokens), or when it cannot run.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    layout : Layout
+        The layout as asked for, checked (``feasible.together``).
+    options : Options
+        How the numbers are read, passed on to ``evaluate``.
+    evaluate : callable
+        ``evaluate(cluster, workload, layout, options)``: the one evaluation
+        (``cost.evaluate``), which returns an ``Estimate``.
 
     Returns
     -------

@@ -30,6 +30,17 @@ from . import rule_refusals
 def together(cluster: Cluster, workload: Workload, layout: Layout, options: Options) -> None:
     """Refuse values that each check out but contradict each other.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens], T the sequence length (None: no sequences).
+    layout : Layout
+        The layout as asked for.
+    options : Options
+        How the numbers are read: attention FLOPs, matmul precision, stack, profile.
+
     Returns
     -------
     None
@@ -166,12 +177,59 @@ def runs(
     - "pairs": with ``ep_overlap``, experts split over EP > 1 chips, no full recompute, and one
       stage or an interleaved schedule of v ≥ 2 (Megatron-LM's combined 1F1B, MODEL.md §B.6).
 
+    Parameters
+    ----------
+    model : Model
+        The model: L its layers, N_h and K its heads and KV heads, E its experts.
+    seq_len : int, optional
+        T, the sequence length [tokens]; None: the chapter's token count (T = 1).
+    batch : float or array_like
+        B, the global batch [tokens].
+    pods : int or array_like
+        P, the pods over the data-center network.
+    x : int or array_like
+        X, the data axis of a stage, its CP and EP chips included [chips].
+    y : int or array_like
+        Y, the tensor-parallel degree [chips].
+    z : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like
+        v, the virtual stages a device (interleaved schedules).
+    microbatches : int or array_like
+        m, the microbatches a step.
+    ep : int or array_like, default 1
+        EP, the expert-parallel degree [chips].
+    etp : int or array_like, optional
+        The routed experts' tensor parallelism: 1 folds the EP group over TP x X, Y splits the
+        experts over TP as the rest; None: as Y, the EP group taken from X alone.
+    cp : int or array_like, default 1
+        CP, the chips of the data axis that share each sequence.
+    cp_kind : str or array_like of str, default "ring"
+        How CP passes keys and values: "ring", "all-gather" or "ulysses".
+    schedule : str or array_like of str, default "1f1b"
+        The pipeline schedule, a name of ``SCHEDULES``.
+    remat : str or array_like of str, default "checkpoints"
+        The recompute policy ("full" breaks combined 1F1B's pairs).
+    ep_overlap : bool, default False
+        Whether combined 1F1B pairs the passes to hide the expert all-to-alls.
+
     Returns
     -------
     ok : dict of str to np.bool_ or np.ndarray
         Per rule ("sequences", "whole", "heads", "stages", "schedule", "experts", "context",
         "pairs"):
         True where the layout keeps it, one boolean per layout.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md "Layouts that cannot run" (after §A.10), §A.6 (uneven stages), §B.6
+       (DualPipe; Megatron-LM's combined 1F1B), §D.2 (expert parallelism) and §D.3 (context
+       parallelism).
+    .. [2] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/transformer/transformer_config.py`` (``TransformerConfig.__post_init__``:
+       TP divides the attention heads, the KV heads divide it or it them; the checks of
+       ``overlap_moe_expert_parallel_comm``).
+    .. [3] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (DualPipe).
     """
     T = 1 if seq_len is None else seq_len
     H, K = model.heads, model.kv_heads
@@ -229,6 +287,20 @@ def implied_cp(
     The chapter counts tokens and never sequences: a replica's share of the batch may be part of
     one sequence, and these are the chips that share it.
 
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the global batch [tokens].
+    seq_len : int, optional
+        T, the sequence length [tokens]; None: the chapter's token count (T = 1).
+    x : int or array_like
+        X, the data axis of a stage, its CP chips included [chips].
+    pods : int or array_like
+        P, the pods over the data-center network.
+    microbatches : int or array_like
+        m, the microbatches a step (or the sequences a microbatch, where ``microbatch_seqs``
+        gives them).
+
     Returns
     -------
     cp : np.ndarray
@@ -245,6 +317,16 @@ def possible(*, given: Layout, **layout) -> None:
     array of them, the first that cannot, by the first rule it breaks.
 
     ``given`` is the layout as asked for: whether its microbatches were given names the field.
+
+    Parameters
+    ----------
+    given : Layout
+        The layout as asked for; its ``remat``, ``ep_overlap``, ``cp``, ``microbatches`` and
+        ``microbatch_seqs``.
+    **layout
+        The placed layout, the keywords of ``runs`` but ``remat`` and ``ep_overlap``:
+        ``model``, ``seq_len``, ``batch``, ``pods``, ``x``, ``y``, ``z``, ``virtual_stages``,
+        ``microbatches`` and any of ``ep``, ``etp``, ``cp``, ``cp_kind``, ``schedule``.
 
     Returns
     -------
@@ -271,6 +353,15 @@ def possible(*, given: Layout, **layout) -> None:
 
 def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
     """Refuse more (virtual) pipeline stages than layers (see ``runs``).
+
+    Parameters
+    ----------
+    model : Model
+        The model; L, its layers.
+    z : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like
+        v, the virtual stages a device.
 
     Returns
     -------

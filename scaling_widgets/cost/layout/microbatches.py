@@ -19,6 +19,21 @@ def fewest_whole(*, workload, x, z, pods, cp, schedule) -> np.ndarray:
     a replica's whole sequences S = B·CP/(T·X·P) into 2^k each; 0 where none does, or S is not
     whole (the chapter's average share), or there are no sequences.
 
+    Parameters
+    ----------
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length (None: no sequences).
+    x : array_like
+        X, the data axis of a stage (CP chips included), one entry per layout (1-d) [chips].
+    z : array_like
+        Z, the pipeline stages, one entry per layout (1-d).
+    pods : int or array_like
+        P, the pods over the data-center network.
+    cp : int or array_like
+        CP, the chips that share each sequence (1: none).
+    schedule : array_like of str
+        The pipeline schedule of each layout (1-d), a name of ``SCHEDULES``.
+
     Returns
     -------
     microbatches : np.ndarray
@@ -42,10 +57,27 @@ def microbatch_counts(per_stage, layouts: dict, workload, pods, cp) -> tuple:
     """Each layout's microbatches, k·Z for its k of ``PER_STAGE`` or ``fewest_whole``'s for
     ``FEWEST_WHOLE``, and which layouts are new: not a count the k·Z already try, nor none.
 
+    Parameters
+    ----------
+    per_stage : np.ndarray
+        k per layout, one of ``PER_STAGE`` or ``FEWEST_WHOLE`` (int, 1-d).
+    layouts : dict of str to np.ndarray
+        The layouts' columns, one entry per layout: "x" (X [chips]), "z" (Z) and "schedule",
+        and "batch" (B [tokens]) where each layout has its own batch (the strategy map).
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    pods : int or array_like
+        P, the pods over the data-center network.
+    cp : int, optional
+        CP held for every layout; None: searched, and the whole sequences are counted at CP 1.
+
     Returns
     -------
-    microbatches, new : np.ndarray, np.ndarray
-        The counts, and a boolean per layout.
+    microbatches : np.ndarray
+        The counts m per layout; 0 where ``fewest_whole`` finds none [microbatches].
+    new : np.ndarray
+        A boolean per layout: False for a ``FEWEST_WHOLE`` layout whose count is 0 or one that
+        k·Z already tries.
     """
     z = layouts["z"]
     counts = per_stage * z

@@ -47,8 +47,14 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
 
     Parameters
     ----------
-    cluster, workload, layout : the checked values
-    exact : the MODEL.md §B.7 corrections, for the best split when one is sought
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    layout : Layout
+        The layout, checked (``feasible.together``).
+    exact : Exactness
+        The MODEL.md §B.7 corrections, for the best split when one is sought.
 
     Returns
     -------
@@ -59,6 +65,14 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
     ------
     InputError
         For a layout that cannot be placed or run (``feasible.possible``).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the strategies; the split) and §A.7 (where the groups sit).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism.
     """
     chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
     rings = layout_rings(cluster, layout)

@@ -16,7 +16,37 @@ from ..schedules import SCHEDULES
 
 
 def sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
-    """Too few sequences: fewer microbatches would do if each replica has one; else more batch."""
+    """Too few sequences: fewer microbatches would do if each replica has one; else more batch.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    model : Model
+        The model (not read here).
+    seq_len : int, optional
+        T, the sequence length [tokens]; None: the chapter's token count.
+    batch : np.ndarray
+        B per layout, the global batch [tokens].
+    pods : np.ndarray
+        P per layout, the pods over the data-center network.
+    x : np.ndarray
+        X per layout, the data axis of a stage, its CP chips included [chips].
+    microbatches : np.ndarray
+        m per layout, the microbatches a step.
+    cp : np.ndarray
+        CP per layout, the chips that share each sequence.
+    given : Layout
+        The layout as asked for: whether its ``microbatches`` were given.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``microbatches`` (at most the sequences each replica gets) or ``batch`` (the tokens
+        a whole sequence for every replica and microbatch needs).
+    """
     T = 1 if seq_len is None else seq_len
     m, X, P, CP = int(microbatches[i]), int(x[i]) // int(cp[i]), int(pods[i]), int(cp[i])
     got = batch[i].item() / (T * X * P)
@@ -40,7 +70,35 @@ def sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_
 
 
 def whole(i, *, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
-    """Microbatches of part sequences: name the counts near the one given that split whole."""
+    """Microbatches of part sequences: name the counts near the one given that split whole.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    seq_len : int
+        T, the sequence length [tokens].
+    batch : np.ndarray
+        B per layout, the global batch [tokens].
+    pods : np.ndarray
+        P per layout, the pods over the data-center network.
+    x : np.ndarray
+        X per layout, the data axis of a stage, its CP chips included [chips].
+    microbatches : np.ndarray
+        m per layout, the microbatches a step.
+    cp : np.ndarray
+        CP per layout, the chips that share each sequence.
+    given : Layout
+        The layout as asked for: whether its ``microbatch_seqs`` were given names the field.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``microbatches`` (or ``microbatch_seqs``), with up to three counts nearest the one
+        given that divide a replica's S whole sequences.
+    """
     replicas = int(x[i]) // int(cp[i]) * int(pods[i])
     m, S = int(microbatches[i]), round(batch[i].item() / (seq_len * replicas))
     small = [d for d in range(1, math.isqrt(S) + 1) if S % d == 0]
@@ -57,6 +115,25 @@ def whole(i, *, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputE
 
 
 def heads(i, *, model, y, **_) -> InputError:
+    """A TP degree that does not divide the attention heads, or that the KV heads neither divide
+    nor are divided by: name ``y`` and the model's heads.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    model : Model
+        The model: N_h and K, its heads and KV heads.
+    y : np.ndarray
+        Y per layout, the tensor-parallel degree [chips].
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``y``.
+    """
     return refuse(
         "y",
         f"a TP degree dividing the model's {model.heads} attention heads, that its"
@@ -66,6 +143,26 @@ def heads(i, *, model, y, **_) -> InputError:
 
 
 def stages(i, *, model, z, virtual_stages, **_) -> InputError:
+    """More (virtual) pipeline stages than layers: name ``z``, or ``virtual_stages`` when v > 1.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    model : Model
+        The model: L, its layers.
+    z : np.ndarray
+        Z per layout, the pipeline stages.
+    virtual_stages : np.ndarray
+        v per layout, the virtual stages a device.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``z`` or ``virtual_stages``: Z·v at most L.
+    """
     Z, v = int(z[i]), int(virtual_stages[i])
     field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
     return refuse(
@@ -76,6 +173,32 @@ def stages(i, *, model, z, virtual_stages, **_) -> InputError:
 
 
 def experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
+    """An EP degree that does not split the experts and the axes it is taken from, or an expert
+    TP other than 1 or Y: name ``ep`` (or ``etp``) and what would divide.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    model : Model
+        The model: E, its experts (none for a dense model).
+    x : np.ndarray
+        X per layout, the data axis of a stage, its CP chips included [chips].
+    y : np.ndarray
+        Y per layout, the tensor-parallel degree [chips].
+    ep : np.ndarray
+        EP per layout, the expert-parallel degree [chips].
+    etp : np.ndarray, optional
+        The routed experts' TP per layout: 1 folds EP over TP x X, Y splits them as the rest;
+        None: as Y.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``ep`` or ``etp``.
+    """
     EP, X, Y = int(ep[i]), int(x[i]), int(y[i])
     ETP = None if etp is None else int(etp[i])
     if model.moe is None:
@@ -110,6 +233,42 @@ def experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
 
 
 def context(i, *, model, seq_len, batch, pods, x, y, microbatches, cp, given, cp_kind="ring", **_):
+    """A CP degree that does not divide the data axis and the sequence (and, under Ulysses, the
+    KV heads of a TP shard): where CP was implied, the batch that would do; else ``cp``.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    model : Model
+        The model: K, its KV heads.
+    seq_len : int, optional
+        T, the sequence length [tokens]; None: the chapter's token count.
+    batch : np.ndarray
+        B per layout, the global batch [tokens].
+    pods : np.ndarray
+        P per layout, the pods over the data-center network.
+    x : np.ndarray
+        X per layout, the data axis of a stage, its CP chips included [chips].
+    y : np.ndarray
+        Y per layout, the tensor-parallel degree [chips].
+    microbatches : np.ndarray
+        m per layout, the microbatches a step.
+    cp : np.ndarray
+        CP per layout, the chips that share each sequence.
+    given : Layout
+        The layout as asked for: whether its ``cp`` and ``microbatches`` were given.
+    cp_kind : str or np.ndarray, default "ring"
+        How CP passes keys and values: "ring", "all-gather" or "ulysses".
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``batch`` where CP was implied (``microbatches`` where fewer would do: as
+        ``sequences``), else ``cp``.
+    """
     CP, X, Y = int(cp[i]), int(x[i]), int(y[i])
     if given.cp is None:  # the CP implied for whole sequences: the batch is what to change
         T, P, m = 1 if seq_len is None else seq_len, int(pods[i]), int(microbatches[i])
@@ -151,7 +310,36 @@ def schedule(
 ) -> InputError:
     """A schedule that cannot run this many microbatches on these stages: the nearest count that
     it can (splitting a replica's whole sequences evenly), or the stages' count where no count
-    would do (DualPipe's even stages)."""
+    would do (DualPipe's even stages).
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    z : np.ndarray
+        Z per layout, the pipeline stages.
+    microbatches : np.ndarray
+        m per layout, the microbatches a step.
+    seq_len : int, optional
+        T, the sequence length [tokens]; None: the chapter's token count.
+    batch : np.ndarray
+        B per layout, the global batch [tokens].
+    pods : np.ndarray
+        P per layout, the pods over the data-center network.
+    x : np.ndarray
+        X per layout, the data axis of a stage, its CP chips included [chips].
+    cp : np.ndarray
+        CP per layout, the chips that share each sequence.
+    schedule : str or np.ndarray, default "1f1b"
+        The pipeline schedule, a name of ``SCHEDULES``, or one per layout.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``microbatches`` with the nearest count that runs, or ``z`` where none does.
+    """
     name = str(np.broadcast_to(np.asarray(schedule), np.shape(z))[i])
     Z, m, member = int(z[i]), int(microbatches[i]), SCHEDULES[name]
     counts = np.arange(1, m + 4 * Z + 3)
@@ -173,7 +361,38 @@ def schedule(
 
 def pairs(i, *, z, virtual_stages, ep, given, schedule="1f1b", **_) -> InputError:
     """Combined 1F1B where it cannot run: the first of EP, the recompute, the schedule or its
-    virtual stages that Megatron-LM's config refuses with it."""
+    virtual stages that Megatron-LM's config refuses with it.
+
+    Parameters
+    ----------
+    i : tuple of int
+        The index of the first layout that breaks the rule (``first``; ``()`` for one).
+    z : np.ndarray
+        Z per layout, the pipeline stages.
+    virtual_stages : np.ndarray
+        v per layout, the virtual stages a device.
+    ep : np.ndarray
+        EP per layout, the expert-parallel degree [chips].
+    given : Layout
+        The layout as asked for: its ``remat``, the recompute policy.
+    schedule : str or np.ndarray, default "1f1b"
+        The pipeline schedule, a name of ``SCHEDULES``, or one per layout.
+    **_
+        The placed layout's other keywords, not read.
+
+    Returns
+    -------
+    error : InputError
+        Naming ``ep``, ``remat``, ``schedule`` or ``virtual_stages``, the first that breaks a
+        check.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (Megatron-LM's combined 1F1B).
+    .. [2] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/transformer/transformer_config.py`` (``TransformerConfig.__post_init__``:
+       the checks of ``overlap_moe_expert_parallel_comm``).
+    """
     pick = lambda value: np.broadcast_to(np.asarray(value), np.shape(z))[i]  # noqa: E731
     EP, Z, v = int(pick(ep)), int(pick(z)), int(pick(virtual_stages))
     if EP == 1:

@@ -20,10 +20,22 @@ if TYPE_CHECKING:
 def split_candidates(chips: int) -> tuple[np.ndarray, np.ndarray]:
     """Every split of ``chips``: Y a power of two dividing it, X = chips / Y (Y ascending).
 
+    Parameters
+    ----------
+    chips : int
+        The chips to split, a stage's share of the slice, N/Z [chips].
+
     Returns
     -------
     X, Y : np.ndarray, np.ndarray
         The data and tensor axes of each split, X·Y = ``chips`` [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split: powers of two).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
     """
     chips = int(chips)
     largest_y = chips & -chips
@@ -72,6 +84,52 @@ def legal_splits(
     On v5p 16x16x16 this picks FSDP 512 x TP 8 for D = 8192, F = 32,768 (example 10) and
     FSDP 1024 x TP 4 for LLaMA-2 13B at 3M tokens (example 16).
 
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the global batch, over every pod [tokens].
+    d_model : float or array_like
+        D, the model width [features].
+    d_ff : float or array_like
+        F, the MLP width a token goes through (a MoE layer's active width) [features].
+    slice_shape : sequence of int
+        One pod's slice, the length of each axis (a GPU slice: nodes, GPUs used in each)
+        [chips].
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    ici_bw : float or array_like
+        W_ici, a chip's ICI bandwidth along one mesh axis, both ways (on GPUs its NVLink egress)
+        [bytes/s].
+    dcn_bw : float or array_like
+        W_dcn, a chip's share of the data-center network, one direction [bytes/s].
+    z : int, default 1
+        Z, the pipeline stages; the candidates split the N/Z chips of a stage.
+    pods : int or array_like, default 1
+        P, the pods over the data-center network.
+    rings : sequence of bool, optional
+        Whether each slice axis wraps around; None: every axis does.
+    mx : float or array_like, optional
+        M_X, the mesh axes (on GPUs, multiples of NVLink's bandwidth) the X group spans, for
+        every candidate; None: each candidate's own (``span_axes``, ``node_spans``).
+    my : float or array_like, optional
+        M_Y, the mesh axes the Y group spans, for every candidate; None: each candidate's own.
+    node_size : int, default 0
+        GPUs in an NVLink node; 0 for a TPU torus.
+    scaleout_bw : float or array_like, default 0.0
+        A GPU's NIC bandwidth, used when ``node_size`` is set [bytes/s].
+    exact : Exactness, default CHAPTER
+        The MODEL.md §B.7 corrections; ``CHAPTER``: none.
+    heads : int, optional
+        N_h, the attention heads, which TP must divide; None: any TP degree.
+    kv_heads : int, optional
+        K, the KV heads, which TP divides or is divided by; None: ``heads``.
+    x_ok : callable, optional
+        ``x_ok(X)``: which data axes X may run, one row per layout and one column per
+        candidate; None: every X.
+    experts : callable, optional
+        ``experts(x=X, y=Y, mx=M_X, my=M_Y)``: a MoE layer's keywords of ``layer_times`` for each
+        candidate; None: a dense layer.
+
     Returns
     -------
     X, Y : np.ndarray
@@ -81,6 +139,16 @@ def legal_splits(
         axis.
     pick : np.ndarray
         The index of the chapter's pick, per batch (and model) given.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split), §A.7 (where the groups sit), §A.8 (examples 10 and 16)
+       and §B.5 (GPU clusters: TP inside a node).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
+    .. [3] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
     """
     shape, Z, B = tuple(slice_shape), int(z), np.asarray(batch, dtype=float)
     X, Y = split_candidates(math.prod(shape) // Z)
@@ -123,11 +191,24 @@ def best_split(**keywords) -> tuple[np.ndarray, np.integer | np.ndarray]:
     (``legal_splits``, whose keywords these are): of the legal splits, the one compute-bound down
     to the smallest batch, else the one with the shortest layer.
 
+    Parameters
+    ----------
+    **keywords
+        The keywords of ``legal_splits``: ``batch``, ``d_model``, ``d_ff``, ``slice_shape``,
+        ``flops``, ``ici_bw`` and ``dcn_bw``, and any of the others.
+
     Returns
     -------
     X, Y : np.ndarray, np.integer or np.ndarray
         The data/FSDP and tensor axes to use, one pair per batch (and model) given; X is 0 where
         no split is legal [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split) and §A.8 (examples 10 and 16).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
 
     Examples
     --------

@@ -27,7 +27,26 @@ def default_microbatches(layout: Layout, Z, workload: Workload | None = None, X=
     chapter's, without sequences; with them the evaluation chooses (``fastest_microbatches``).
     Given the workload and X, where a replica's share is whole sequences S, the largest count up
     to that which splits S into whole microbatches, gcd(4·Z, S); where it is part sequences, at
-    most one microbatch a sequence."""
+    most one microbatch a sequence.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout; its ``microbatches``, when given, are returned as they are.
+    Z : int or array_like
+        Z, the pipeline stages.
+    workload : Workload, optional
+        The model, B and T; None: 4·Z or 1, as without sequences.
+    X : int or array_like, optional
+        X, the data axis of a stage (CP chips included) [chips]; needed with ``workload``.
+    P : int or array_like, default 1
+        P, the pods over the data-center network.
+
+    Returns
+    -------
+    microbatches : np.ndarray
+        m per layout [microbatches].
+    """
     if layout.microbatches is not None:
         return np.asarray(layout.microbatches)
     m = np.where(np.asarray(Z) > 1, 4 * np.asarray(Z), 1).astype(np.int64)
@@ -60,13 +79,66 @@ def _schedules_count(m, layout: Layout, Z, workload: Workload, X, P) -> np.ndarr
 
 def replica_sequences(workload: Workload, layout: Layout, X, P) -> np.ndarray:
     """The sequences each data replica gets, B·CP/(T·X·P), its CP chips (as given, else 1)
-    sharing them; a workload with sequences."""
+    sharing them; a workload with sequences.
+
+    Parameters
+    ----------
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length (not None).
+    layout : Layout
+        The layout; its ``cp`` (None: 1).
+    X : int or array_like
+        X, the data axis of a stage (CP chips included) [chips].
+    P : int or array_like
+        P, the pods over the data-center network.
+
+    Returns
+    -------
+    sequences : np.ndarray
+        S = B·CP/(T·X·P) per layout, not rounded [sequences].
+    """
     cp = 1 if layout.cp is None else np.asarray(layout.cp)
     return workload.batch * cp / (workload.seq_len * np.asarray(X) * P)
 
 
 def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
-    """``best_split`` among the splits that can run; refuse the batch when none can."""
+    """``best_split`` among the splits that can run; refuse the batch when none can.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    layout : Layout
+        The layout, its split not given (``split_chosen``).
+    exact : Exactness
+        The MODEL.md §B.7 corrections.
+    Z : int
+        Z, the pipeline stages, one number.
+    stage_chips : int
+        N/Z, the chips of a stage [chips].
+    rings : tuple of bool
+        Whether each slice axis wraps around (``layout_rings``).
+
+    Returns
+    -------
+    x, y : np.ndarray
+        X and Y of the chapter's pick among the legal splits, one pair per layout [chips].
+
+    Raises
+    ------
+    InputError
+        Naming ``batch`` when no split can run: the tokens the smallest legal data axis would
+        need; naming ``z`` when ``Z`` is an array.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split) and "Layouts that cannot run" (after §A.10).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
+    """
     split, per_microbatch = _split_keywords(cluster, workload, layout, exact, Z, rings)
     x, y = best_split(**split)
     if np.any(x == 0):
@@ -84,10 +156,28 @@ def split_choices(
     pick (``best_split``); None when the layout's split is given, or none is legal (``place``
     then says why).
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and P, the pods.
+    workload : Workload
+        The model, B the global batch [tokens] and T the sequence length.
+    layout : Layout
+        The layout; its split is chosen when ``split_chosen`` holds and ``z`` is one number.
+    exact : Exactness
+        The MODEL.md §B.7 corrections.
+
     Returns
     -------
     choices : tuple of np.ndarray, or None
         X and Y [chips], shape (..., candidates), and whether each is the chapter's pick.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
+       Tensor Parallelism.
     """
     if not (split_chosen(layout) and np.ndim(layout.z) == 0):
         return None
@@ -103,7 +193,20 @@ def split_choices(
 
 
 def layout_rings(cluster: Cluster, layout: Layout) -> tuple:
-    """Which slice axes wrap around: the chip's rule, or every one or none as the layout says."""
+    """Which slice axes wrap around: the chip's rule, or every one or none as the layout says.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip (its pod and its rule) and one pod's slice.
+    layout : Layout
+        The layout; its ``wraparound`` (None: the chip's rule).
+
+    Returns
+    -------
+    rings : tuple of bool
+        One per slice axis: True where it wraps around (MODEL.md §A.7).
+    """
     if layout.wraparound is not None:
         return (bool(layout.wraparound),) * len(cluster.slice_shape)
     chip, shape = cluster.chip, cluster.slice_shape
@@ -111,7 +214,18 @@ def layout_rings(cluster: Cluster, layout: Layout) -> tuple:
 
 
 def split_chosen(layout: Layout) -> bool:
-    """Whether the split is ours to choose: FSDP + TP with neither x, y nor axis roles given."""
+    """Whether the split is ours to choose: FSDP + TP with neither x, y nor axis roles given.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout as asked for.
+
+    Returns
+    -------
+    chosen : bool
+        True when the split is chosen for the layout.
+    """
     given = layout.x is not None or layout.y is not None or layout.axis_roles is not None
     return not given and STRATEGIES[layout.strategy].on == "x+y"
 
@@ -217,7 +331,18 @@ def _schedule_runs_on(layout: Layout, workload: Workload, Z, X, P, cp) -> np.nda
 
 
 def along(value):
-    """A layout's value against every candidate split, along a last axis (None stays None)."""
+    """A layout's value against every candidate split, along a last axis (None stays None).
+
+    Parameters
+    ----------
+    value : array_like, optional
+        A layout's field, one value or one per layout; None stays None.
+
+    Returns
+    -------
+    value : np.ndarray or None
+        ``value`` with a last axis of length one, to broadcast against the candidates.
+    """
     return None if value is None else np.asarray(value)[..., None]
 
 

@@ -70,17 +70,52 @@ def memory_per_chip(
 
     Parameters
     ----------
-    params, layers, d_model, d_ff, batch : Ψ, L, D, F and the global batch B [tokens]
-    x, y, z, pods : the data, tensor and pipeline groups X, Y, Z, and the pods P
-    zero : the ZeRO stage, 0 to 3
-    gated : whether the MLP has a gate (two up-projections)
-    weight_bytes, grad_bytes, optimizer_bytes, activation_bytes : bytes per parameter of each
-        state, and per element of an activation checkpoint [bytes]
+    params : float or array_like
+        Ψ, the parameters [parameters].
+    layers : float or array_like
+        L, the layers [layers].
+    d_model : float or array_like
+        D, the model width [features].
+    d_ff : float or array_like
+        F, the MLP width a token goes through [features].
+    batch : float or array_like
+        B, the global batch [tokens].
+    x : float or array_like, default 1
+        X, the data (FSDP) degree [chips].
+    y : float or array_like, default 1
+        Y, the tensor degree [chips].
+    z : float or array_like, default 1
+        Z, the pipeline stages; uneven stages pass ``stage_share``'s count, L over the busiest
+        stage's layers.
+    pods : float or array_like, default 1
+        P, the pods over the data-center network.
+    zero : int or array_like, default 0
+        The ZeRO stage, 0 to 3.
+    gated : bool or array_like, default True
+        Whether the MLP has a gate (two up-projections).
+    weight_bytes : float or array_like, default 2.0
+        Bytes a parameter of the weights [bytes].
+    grad_bytes : float or array_like, default 0.0
+        Bytes a parameter of the gradients [bytes].
+    optimizer_bytes : float or array_like, default 8.0
+        Bytes a parameter of the optimizer state [bytes].
+    activation_bytes : float or array_like, default 2.0
+        Bytes an element of an activation checkpoint [bytes].
 
     Returns
     -------
     memory : MemoryPerChip
         The bytes per chip of the weights, gradients, optimizer state and activations [bytes].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.4 (memory per chip), §B.2 (precision and optimizer bytes) and §B.3
+       (ZeRO stages).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP).
+    .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+       Parameter Models", SC 2020.
 
     Examples
     --------
@@ -113,10 +148,24 @@ def largest_replicated_model(
     """Parameters that fit on one chip with a full copy each, as in pure DP: HBM / bytes (MODEL.md
     §A.4).
 
+    Parameters
+    ----------
+    hbm_bytes : float or array_like
+        A chip's HBM [bytes].
+    bytes_per_param : float or array_like, default 10.0
+        Bytes a parameter: the chapter's bf16 weights and two fp32 Adam moments, 2 + 8 [bytes].
+
     Returns
     -------
     params : float or np.ndarray
         The largest model a chip holds whole [parameters].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.4 (memory per chip) and §A.8 (example 3).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism.
 
     Examples
     --------
@@ -142,15 +191,35 @@ def layout_memory(
 
     Parameters
     ----------
-    workload, layout, options : the checked values (``layout`` with its ZeRO stage filled in)
-    placed : X, Y, Z and the microbatches (``place``)
-    P : the pods
-    Psi : Ψ, all the model's parameters (``ParamCount.total``)
+    workload : Workload
+        The checked model, precision, global batch B [tokens] and sequence length T [tokens].
+    layout : Layout
+        The checked layout, its ZeRO stage filled in: recompute, schedule, v, EP, CP.
+    options : Options
+        The checked options: the runtime's ``overhead_bytes`` per chip [bytes].
+    placed : Placement
+        X, Y, Z and the microbatches m (``place``).
+    P : int or array_like
+        P, the pods.
+    Psi : float or array_like
+        Ψ, all the model's parameters (``ParamCount.total``) [parameters].
 
     Returns
     -------
     memory : MemoryPerChip
         The bytes per chip of each kind, the runtime's overhead included [bytes].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.4 (memory per chip), §B.3 (ZeRO stages), §B.4 (activation memory
+       and recompute), §B.8 (memory headroom) and §D.2 (expert parallelism).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP).
+    .. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
+    .. [4] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+       Parameter Models", SC 2020.
     """
     # The busiest stage holds v·ceil(L/(Z·v)) layers: it counts as L over that many stages.
     Z_busiest = stage_share(

@@ -107,18 +107,37 @@ def peak_memory(
 
     Parameters
     ----------
-    workload, layout : the checked values (``layout`` with its ZeRO stage filled in)
-    placed : X, Y, Z and the microbatches (``place``)
-    pods : P, the pods
-    params : the model's parameters by part (``param_count``)
-    profile : what the stack keeps in memory (``profile_of``)
-    overhead : the runtime's own bytes per chip [bytes]
-    fp8 : the layers' matmuls run in fp8: their weights are also held cast, a byte each
+    workload : Workload
+        The checked model, precision, global batch B [tokens] and sequence length T [tokens].
+    layout : Layout
+        The checked layout, its ZeRO stage filled in: recompute, schedule, v, EP, CP,
+        sequence parallelism.
+    placed : Placement
+        X, Y, Z and the microbatches m (``place``).
+    pods : int or array_like
+        P, the pods.
+    params : ParamCount
+        The model's parameters by part (``param_count``) [parameters].
+    profile : Profile
+        What the stack keeps in memory (``profile_of``; MODEL.md §E.2).
+    overhead : float or array_like, default 0.0
+        The runtime's own bytes per chip (MODEL.md §B.8) [bytes].
+    fp8 : bool, default False
+        Whether the layers' matmuls run in fp8: their weights are also held cast, a byte each.
 
     Returns
     -------
     peak : PeakMemory
         The busiest chip's peak by part, and which stage it is on [bytes].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §E.1 (what the peak holds), §E.2 (stacks), §B.3 (ZeRO stages), §B.6
+       (the microbatches a schedule holds), §D.2 (expert parallelism) and §F.4 (fp8).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
+    .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+       Parameter Models", SC 2020.
     """
     model, precision = workload.model, workload.precision
     X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages

@@ -111,10 +111,22 @@ def bubble(
 ) -> np.ndarray:
     """Idle time over useful work, each layout by its own schedule; 0 with one stage.
 
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages (chunks of layers) a device runs; 1 for a schedule without chunks.
+
     Returns
     -------
     bubble : np.ndarray
-        The idle time over the useful work of a step, by each layout's ``schedule``.
+        The idle time over the useful work of a step, by each layout's ``schedule`` (a ratio).
 
     Examples
     --------
@@ -139,6 +151,20 @@ def in_flight_microbatches(
 ) -> np.ndarray:
     """Microbatches whose activations pipeline stage r holds at once (r = 0 the first, the one that
     holds the most), by each layout's schedule; one stage holds one microbatch at a time.
+
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages (chunks of layers) a device runs; 1 for a schedule without chunks.
+    stage : int or array_like, default 0
+        r, the pipeline stage whose microbatches are counted, 0 the first.
 
     Returns
     -------
@@ -169,6 +195,16 @@ def logits_in_flight(
 ) -> np.ndarray:
     """The last stage's microbatches whose logits are alive at once, by each layout's schedule.
 
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+
     Returns
     -------
     microbatches : np.ndarray
@@ -183,6 +219,22 @@ def logits_in_flight(
 
 def runs(*, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLike) -> np.ndarray:
     """Where each layout's schedule can run its microbatches on its stages (one stage: always).
+
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+
+    Returns
+    -------
+    runs : np.ndarray of bool
+        True where the schedule can run m microbatches on Z stages (its ``runs``; a schedule
+        without one runs everywhere).
 
     Examples
     --------
@@ -206,7 +258,23 @@ def paired_share(
     *, schedule: str | ArrayLike, stages: ArrayLike, microbatches: ArrayLike
 ) -> np.ndarray:
     """The share of the first device's forward passes each layout's schedule runs paired with
-    another microbatch's backward pass; 0 for a schedule that pairs none, or one stage."""
+    another microbatch's backward pass; 0 for a schedule that pairs none, or one stage.
+
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+
+    Returns
+    -------
+    share : np.ndarray
+        The share of the first device's forward passes run in pairs, between 0 and 1.
+    """
     Z, m = np.asarray(stages, dtype=float), np.asarray(microbatches, dtype=float)
 
     def share(name):
@@ -217,12 +285,37 @@ def paired_share(
 
 
 def weight_copies(schedule: str | ArrayLike) -> np.ndarray:
-    """The stages' weights a device holds under each layout's schedule, over one stage's."""
+    """The stages' weights a device holds under each layout's schedule, over one stage's.
+
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+
+    Returns
+    -------
+    copies : np.ndarray
+        The weights a device holds, in stages' worth: 1, or 2 for DualPipe.
+    """
     return per_choice(schedule, lambda name: np.asarray(SCHEDULES[name].weight_copies, float))
 
 
 def ends_together(schedule: str | ArrayLike) -> np.ndarray:
-    """Whether each layout's schedule puts both ends of the model on its first device."""
+    """Whether each layout's schedule puts both ends of the model on its first device.
+
+    Parameters
+    ----------
+    schedule : str or array_like of str
+        The schedule of each layout: one of ``NAMES`` ("gpipe", "1f1b", "interleaved", "zb-h1",
+        "zb-h2", "zbv", "dualpipe", "dualpipev"), or an array of them, one per layout.
+
+    Returns
+    -------
+    together : np.ndarray of bool
+        True where the first device holds the embeddings, the output layer and its logits (a
+        V-shaped or two-way schedule).
+    """
     return per_choice(schedule, lambda name: np.asarray(SCHEDULES[name].ends_together))
 
 
@@ -240,6 +333,32 @@ def combined_share(
     """The share of the first device's forward passes that combined 1F1B pairs with another
     microbatch's backward: with one stage all but the first, (m − 1)/m; interleaved, all but its
     warm-up of 2(Z − 1) + (v − 1)·Z + 1 chunk-forwards, 1 − w/(m·v) (MODEL.md §B.6).
+
+    Parameters
+    ----------
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages (chunks of layers) a device runs under interleaved 1F1B; 1 for
+        1F1B.
+
+    Returns
+    -------
+    share : np.ndarray
+        The share of the first device's forward passes run in pairs, between 0 and 1.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: Megatron-LM's combined 1F1B).
+    .. [2] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/pipeline_parallel/schedules.py`` (``get_pp_rank_microbatches``: the
+       warm-up, one forward more with ``overlap_moe_expert_parallel_comm``).
+    .. [3] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/pipeline_parallel/combined_1f1b.py``
+       (``combined_1f1b_schedule_for_no_pipelining``,
+       ``combined_1f1b_schedule_for_interleaved_pipelining``).
 
     Examples
     --------

@@ -29,7 +29,28 @@ def bubble(
 ) -> float | np.ndarray:
     """(Z − 1)(F + B − 2W) over m(F + B), at F = W = 1, B = 2: (Z − 1)/(3m), for m ≥ Z as the
     papers count it. With fewer microbatches than stages the W passes cannot fill the wait: the
-    first stage ends at 2Z + 2m − 1 slots (``passes``), (2Z − m − 1)/(3m) over its 3m of work."""
+    first stage ends at 2Z + 2m − 1 slots (``passes``), (2Z − m − 1)/(3m) over its 3m of work.
+
+    Parameters
+    ----------
+    stages : float or array_like
+        Z, the pipeline stages.
+    microbatches : float or array_like
+        m, the microbatches a step.
+    virtual_stages : float or array_like
+        v, the virtual stages a device runs; unused.
+
+    Returns
+    -------
+    bubble : float or np.ndarray
+        The idle time over the useful work of a step (a ratio).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: zero bubble).
+    .. [2] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, sec. 2.1.
+    .. [3] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024 (ZB1P, its Table 2).
+    """
     Z, m = stages, microbatches
     return np.maximum(Z - 1, 2 * Z - m - 1) / (3 * m)
 
@@ -39,7 +60,31 @@ def passes(
 ) -> list[tuple[str, int, int]]:
     """1F1B's order with each backward split: Z − d − 1 forwards, then a forward and a B in turn,
     each followed by a W once d of them have been put off; then the last B passes, each with one of
-    the W passes put off, and the rest of them."""
+    the W passes put off, and the rest of them.
+
+    Parameters
+    ----------
+    device : int
+        d, the device (0 the first), which runs stage d.
+    stages : int
+        Z, the pipeline stages.
+    microbatches : int
+        m, the microbatches a step.
+    virtual_stages : int
+        v, the virtual stages a device runs; unused.
+
+    Returns
+    -------
+    passes : list of tuple of (str, int, int)
+        The device's passes in the order it runs them, each (kind, microbatch, chunk): kind "F" a
+        forward, "B" the input's gradient, "W" the weights'; chunk the virtual stage of the model
+        the pass runs, 0 the first layers.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: zero bubble).
+    .. [2] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, sec. 2.1.
+    """
     m, d = microbatches, device
     warmup = min(stages - d - 1, m)
     forwards = [("F", j, d) for j in range(m)]

@@ -25,7 +25,27 @@ __all__ = ["bubble", "in_flight", "logits_in_flight", "passes", "runs"]
 
 
 def runs(*, stages: np.ndarray, microbatches: np.ndarray) -> np.ndarray:
-    """m ≥ 2Z − 1."""
+    """Where the schedule can run: m ≥ 2Z − 1, enough microbatches to fill its warm-up (ZB-H2's
+    and ZBV's).
+
+    Parameters
+    ----------
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+
+    Returns
+    -------
+    runs : np.ndarray of bool
+        True where the schedule can run m microbatches on Z stages.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZB-H2 and ZBV).
+    .. [2] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, sec. 2.2.
+    .. [3] P. Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024.
+    """
     return microbatches >= 2 * stages - 1
 
 
@@ -37,7 +57,30 @@ def in_flight(
     virtual_stages: float | np.ndarray,
 ) -> float | np.ndarray:
     """2(Z − r) − 1, its warm-up's forwards: 2Z − 1 on the first stage, twice 1F1B's less one.
-    The W passes put off hold less, what the weights' gradients need (the paper's M_W)."""
+    The W passes put off hold less, what the weights' gradients need (the paper's M_W).
+
+    Parameters
+    ----------
+    stage : float or array_like
+        r, the pipeline stage, 0 the first.
+    stages : float or array_like
+        Z, the pipeline stages.
+    microbatches : float or array_like
+        m, the microbatches a step.
+    virtual_stages : float or array_like
+        v, the virtual stages a device runs; unused.
+
+    Returns
+    -------
+    microbatches : float or np.ndarray
+        The microbatches whose activations the stage holds at the start of its first backward
+        pass [microbatches].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZB-H2) and §E.1 (what the peak holds).
+    .. [2] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, sec. 2.2.
+    """
     return np.minimum(2 * (stages - stage) - 1, microbatches)
 
 
@@ -45,7 +88,31 @@ def passes(
     *, device: int, stages: int, microbatches: int, virtual_stages: int
 ) -> list[tuple[str, int, int]]:
     """2(Z − d) − 1 forwards; then a B and a forward in turn, a W between them once 2d have been
-    put off; then the last B passes, each with a W, and the W passes left."""
+    put off; then the last B passes, each with a W, and the W passes left.
+
+    Parameters
+    ----------
+    device : int
+        d, the device (0 the first), which runs stage d.
+    stages : int
+        Z, the pipeline stages.
+    microbatches : int
+        m, the microbatches a step.
+    virtual_stages : int
+        v, the virtual stages a device runs; unused.
+
+    Returns
+    -------
+    passes : list of tuple of (str, int, int)
+        The device's passes in the order it runs them, each (kind, microbatch, chunk): kind "F" a
+        forward, "B" the input's gradient, "W" the weights'; chunk the virtual stage of the model
+        the pass runs, 0 the first layers.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZB-H2).
+    .. [2] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, sec. 2.2.
+    """
     m, d = microbatches, device
     warmup = min(2 * (stages - d) - 1, m)
     inputs = [("B", j, d) for j in range(m)]

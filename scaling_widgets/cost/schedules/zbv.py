@@ -30,7 +30,27 @@ def bubble(
     microbatches: float | np.ndarray,
     virtual_stages: float | np.ndarray,
 ) -> float | np.ndarray:
-    """(Z − 1)/(6m)."""
+    """Idle time over useful work of a step that ends in a sync: (Z − 1)/(6m).
+
+    Parameters
+    ----------
+    stages : float or array_like
+        Z, the pipeline stages.
+    microbatches : float or array_like
+        m, the microbatches a step.
+    virtual_stages : float or array_like
+        v, the virtual stages a device runs; unused: ZBV runs two chunks a device.
+
+    Returns
+    -------
+    bubble : float or np.ndarray
+        The idle time over the useful work of a step (a ratio).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZBV).
+    .. [2] P. Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024.
+    """
     return (stages - 1) / (6 * microbatches)
 
 
@@ -41,7 +61,31 @@ def in_flight(
     microbatches: float | np.ndarray,
     virtual_stages: float | np.ndarray,
 ) -> float | np.ndarray:
-    """Z on every device: 2Z chunk-microbatches of half its layers, 1F1B's memory."""
+    """Microbatches a device holds, Z on every device: 2Z chunk-microbatches of half its layers,
+    1F1B's memory.
+
+    Parameters
+    ----------
+    stage : float or array_like
+        r, the device, 0 the first; unused: every device holds the same.
+    stages : float or array_like
+        Z, the pipeline stages.
+    microbatches : float or array_like
+        m, the microbatches a step.
+    virtual_stages : float or array_like
+        v, the virtual stages a device runs; unused: ZBV runs two chunks a device.
+
+    Returns
+    -------
+    microbatches : float or np.ndarray
+        The microbatches whose activations the device holds at once, in microbatches of the device's
+        layers, min(Z, m) [microbatches].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZBV) and §E.1 (what the peak holds).
+    .. [2] P. Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024.
+    """
     return np.minimum(stages, microbatches) + 0 * stage
 
 
@@ -51,7 +95,33 @@ def passes(
     """PyTorch's order for device d with chunks d (0) and 2Z − 1 − d (1): 2(Z − d) − 1 forwards
     of chunk 0; d times a forward of each chunk; Z − d times chunk 1's F, B and W; then chunk 0's
     F, B, W and chunk 1's F, B, W in turn while forwards are left; then the backward passes left,
-    chunk 0's W passes in between, and the W passes left."""
+    chunk 0's W passes in between, and the W passes left.
+
+    Parameters
+    ----------
+    device : int
+        d, the device (0 the first), which runs chunks d and 2Z − 1 − d.
+    stages : int
+        Z, the pipeline stages.
+    microbatches : int
+        m, the microbatches a step.
+    virtual_stages : int
+        v, the virtual stages a device runs; unused.
+
+    Returns
+    -------
+    passes : list of tuple of (str, int, int)
+        The device's passes in the order it runs them, each (kind, microbatch, chunk): kind "F" a
+        forward, "B" the input's gradient, "W" the weights'; chunk the virtual stage of the model
+        the pass runs, 0 the first layers.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules: ZBV).
+    .. [2] P. Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024.
+    .. [3] ``pytorch/pytorch, torch/distributed/pipelining/schedules.py``
+       (``ScheduleZBVZeroBubble``).
+    """
     Z, m, d = stages, microbatches, device
     chunk = (d, 2 * Z - 1 - d)
     count = {"F": [0, 0], "B": [0, 0], "W": [0, 0]}

@@ -42,10 +42,26 @@ def splits(
     """Every (X, Y, Z): Z divides the chips and is at most the layers (and ``max_pp``), Y a power
     of two dividing the rest and the heads (at most ``max_tp``), X what is left.
 
+    Parameters
+    ----------
+    chips : int
+        N, the chips of one pod's slice [chips].
+    model : Model
+        The model: its layers L and query heads N_h.
+    max_tp : int, optional
+        The largest tensor degree Y tried. None: no cap.
+    max_pp : int, optional
+        The most pipeline stages Z tried. None: no cap.
+
     Returns
     -------
     splits : dict of str to np.ndarray
-        "x", "y" and "z", one entry per split.
+        "x", "y" and "z", one entry per split: X, Y [chips] and Z [stages], X·Y·Z = N.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C (the planner: the factorizations it tries) and §A.3 (the split: TP a
+       power of two that divides the heads).
     """
     Z = np.arange(1, min(chips, model.layers) + 1)
     Z = Z[chips % Z == 0]
@@ -63,11 +79,29 @@ def knob_combinations(
     """Every combination of ZeRO stage, recompute (``remat``: the policies tried), schedule (of
     ``schedules``, and 1F1B, which stands for one stage) and microbatches per stage.
 
+    Parameters
+    ----------
+    remat : tuple of str, default FRAMEWORK_REMAT
+        The recompute policies tried, names of ``REMAT_POLICIES``; by default each the frameworks
+        offer: "none", "selective" and "full".
+    schedules : tuple of str, default tuple(SCHEDULES)
+        The pipeline schedules tried, names of ``SCHEDULES``, each with every count of virtual
+        stages v it runs; 1F1B is added in any case, for one stage.
+
     Returns
     -------
     knobs : dict of str to np.ndarray
         "zero", "remat", "schedule", "virtual_stages" and "per_stage" (microbatches per stage),
         one entry per combination.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C (the planner: the knobs it tries), §B.3 (ZeRO stages), §B.4
+       (recompute), §B.6 (pipeline schedules) and §A.6 (the microbatches).
+    .. [2] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+       Models", SC 2020.
+    .. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+       MLSys 2023.
     """
     tried = [(s, v) for s, v in SCHEDULES_TRIED if s in schedules or s == "1f1b"]
     return product(
@@ -85,6 +119,15 @@ def product(*tables: dict[str, np.ndarray], keep=None) -> dict[str, np.ndarray]:
     """Every combination of one row of each table (a dict of equal-length columns), as columns;
     with ``keep``, only those where ``keep(rows)`` holds, ``rows`` each combination's row of each
     table (an array a table), before any column is built.
+
+    Parameters
+    ----------
+    *tables : dict of str to np.ndarray
+        The tables, each a dict of equal-length columns, one row an entry.
+    keep : callable, optional
+        Takes ``rows``, an array of row indices with one row per table and one column per
+        combination, and returns which combinations to keep (a boolean per combination). None:
+        every combination.
 
     Returns
     -------
@@ -107,14 +150,22 @@ def placements(
 
     Parameters
     ----------
-    orders : the slice's shape with its axes in each order tried
-    splits : "x", "y" and "z" (``splits``)
-    chip : the chip (a GPU cluster has one order)
+    orders : sequence of tuple of int
+        The slice's shape with its axes in each order tried [chips].
+    splits : dict of str to np.ndarray
+        "x", "y" and "z" (``splits``): X, Y [chips] and Z [stages], one entry per split.
+    chip : Chip
+        The chip: its pod and wraparound rule set the rings (a GPU cluster has one order).
 
     Returns
     -------
     placements : dict of str to np.ndarray
         "x", "y", "z" and "axis_order" (an index into ``orders``), one entry per placement.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split: X and Y share at most two slice axes), §A.7 (where the
+       groups sit, and the rings) and §C (the planner: every order of a TPU slice's axes).
     """
     if chip.is_gpu:
         return {**splits, "axis_order": np.zeros(len(splits["x"]), dtype=np.int64)}
@@ -136,6 +187,13 @@ def placements(
 
 def only(table: dict[str, np.ndarray], keep: np.ndarray) -> dict[str, np.ndarray]:
     """The rows of ``table`` (a dict of equal-length columns) where ``keep`` holds.
+
+    Parameters
+    ----------
+    table : dict of str to np.ndarray
+        The columns, of equal length.
+    keep : np.ndarray
+        The rows to keep: a boolean per row, or their indices.
 
     Returns
     -------
@@ -163,16 +221,30 @@ def evaluate_order(
 
     Parameters
     ----------
-    cluster, workload, base, options : the checked values; ``base`` holds what every layout
-        shares
-    placed : this order's placements (``placements``); with a "batch" column, each placement
-        at its own global batch [tokens] (the strategy map's columns), else at ``workload.batch``
-    ep, cp : the expert- and context-parallel degrees; None: searched
-    etp : the routed experts' tensor parallelism: 1 folds EP over TP x X, Y does not; None:
-        both searched
-    cp_kind : how CP passes keys and values
-    remat : the recompute policies tried (the frameworks' by default)
-    schedules : the pipeline schedules tried; None: the stack's (``stack_schedules``)
+    cluster : Cluster
+        The chips, checked: the chip, the slice with its axes in this order, and the pods.
+    workload : Workload
+        What is trained, checked: the model, the batch B [tokens], its sequences.
+    base : Layout
+        The checked layout that holds what every layout shares.
+    options : Options
+        How the numbers are read, checked.
+    placed : dict of str to np.ndarray
+        This order's placements (``placements``); with a "batch" column, each placement at its
+        own global batch [tokens] (the strategy map's columns), else at ``workload.batch``.
+    ep : int, optional
+        The expert-parallel degree EP. None: searched.
+    etp : int, optional
+        The routed experts' tensor parallelism: 1 folds EP over TP x X, Y does not. None: both
+        searched.
+    cp : int, optional
+        The context-parallel degree CP. None: searched.
+    cp_kind : str, default "ring"
+        How CP passes keys and values, one of ``CP_KINDS``.
+    remat : tuple of str, default FRAMEWORK_REMAT
+        The recompute policies tried (the frameworks' by default).
+    schedules : tuple of str, optional
+        The pipeline schedules tried. None: the stack's (``stack_schedules``).
 
     Returns
     -------
@@ -180,6 +252,11 @@ def evaluate_order(
         The ``KNOBS`` and "axis_order" of every layout that can run, one entry each, and its
         "step_time" [s], "fits", "memory" (the peak reserved) [bytes], "worst_ratio" and
         "crossover" [tokens], "mfu" and "wall" [s]; empty when none can run.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C (the planner), "Layouts that cannot run" (after §A.10), §A.6 (ZeRO-3
+       only at one microbatch), §D.2 (EP, folded over TP or not) and §D.3 (CP chosen for you).
     """
     searched = dict(ep=ep, etp=etp, cp=cp, cp_kind=cp_kind, remat=remat, schedules=schedules)
     c, experts_tp = _candidates(cluster, workload, options, placed, **searched)
@@ -275,13 +352,41 @@ def _evaluated(c: dict, cluster, workload, base, options, experts_tp) -> dict[st
 
 
 def at_batches(workload: Workload, layouts: dict[str, np.ndarray]) -> Workload:
-    """The workload at each layout's own batch, where the layouts carry a "batch" column."""
+    """The workload at each layout's own batch, where the layouts carry a "batch" column.
+
+    Parameters
+    ----------
+    workload : Workload
+        What is trained: the model, the batch B [tokens], its sequences.
+    layouts : dict of str to np.ndarray
+        The layouts' columns, one entry per layout; a "batch" column, where there is one, gives
+        each layout's global batch [tokens].
+
+    Returns
+    -------
+    workload : Workload
+        ``workload`` with B one entry per layout [tokens]; ``workload`` itself without a "batch"
+        column.
+    """
     return computed(workload, batch=layouts["batch"]) if "batch" in layouts else workload
 
 
 def stack_schedules(chip: Chip, options: Options) -> tuple:
     """The schedules the layouts' stack pipelines with: the stack asked for, else the chip's
-    default one; every schedule for a profile of the user's own."""
+    default one; every schedule for a profile of the user's own.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip, whose default stack (``default_stack``) counts when no stack is asked for.
+    options : Options
+        Its ``stack`` and ``profile``.
+
+    Returns
+    -------
+    schedules : tuple of str
+        Names of ``SCHEDULES``; none for a stack without pipelining.
+    """
     if options.stack is None and options.profile is not None:
         return tuple(SCHEDULES)
     return REGISTRY[options.stack or default_stack(chip)].schedules
@@ -292,10 +397,27 @@ def fixed_degrees(
 ) -> dict[str, int | str | None]:
     """The EP, expert TP, CP and CP kind a plan is held to, checked (None: searched).
 
+    Parameters
+    ----------
+    ep : int, optional
+        The expert-parallel degree EP. None: searched.
+    etp : int, optional
+        The routed experts' tensor parallelism (1 folds EP over TP). None: searched.
+    cp : int, optional
+        The context-parallel degree CP. None: searched.
+    cp_kind : str, optional
+        How CP passes keys and values, one of ``CP_KINDS``. None: "ring".
+
     Returns
     -------
     degrees : dict of str to int, str or None
         "ep", "etp" and "cp", whole numbers or None; "cp_kind", "ring" unless given.
+
+    Raises
+    ------
+    InputError
+        Naming the field, for a degree that is not a whole number of at least 1 or a
+        ``cp_kind`` not of ``CP_KINDS``.
     """
     fixed = {"cp_kind": Choice(CP_KINDS)("cp_kind", cp_kind or "ring")}
     for name, value in (("ep", ep), ("etp", etp), ("cp", cp)):
@@ -319,7 +441,31 @@ def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> 
     run on the wall clock, failures and checkpoints counted); then whole sequences on each chip
     (context parallelism only where it is faster); then compute-bound down to the smallest batch
     (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
-    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage."""
+    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage.
+
+    Parameters
+    ----------
+    merged : dict of str to np.ndarray
+        The evaluated layouts' columns (``evaluate_order``'s, every order's joined), one entry
+        per layout.
+    by : str, default "step"
+        What ranks first: "step", the step time, or "wall", the whole run's wall clock.
+    cells : np.ndarray, optional
+        The cell of each layout, an integer per layout (the strategy map's). None: one ranking
+        of every layout.
+
+    Returns
+    -------
+    order : np.ndarray
+        Indices into ``merged`` of the layouts that fit, best first (cell by cell, with
+        ``cells``).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C (the planner: its ties), §A.3 (the split: the chapter's pick),
+       §A.10 (the crossover batch), §C.7 (the strategy map, cell by cell) and §H (the wall
+       clock).
+    """
     keys = (
         merged["zero"],
         merged["memory"],

@@ -25,7 +25,20 @@ BATCHES = (2.0**16, 2.0**27)  # tokens: 64K to 128M, from a few sequences to pas
 
 
 def chip_range(chip: Chip) -> tuple[int, int]:
-    """The default range of chips: 8 up to 16,384, or four of a TPU's pods beyond that."""
+    """The default range of chips: 8 up to 16,384, or four of a TPU's pods beyond that.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: whether it is a GPU, and a TPU's chips a pod.
+
+    Returns
+    -------
+    lo : int
+        The fewest chips, 8 [chips].
+    hi : int
+        The most chips [chips].
+    """
     return 8, 16_384 if chip.is_gpu else max(16_384, 4 * chip.pod_chips)
 
 
@@ -34,6 +47,16 @@ MAX_CELLS = 64  # rows or columns at most: a map of 4,096 cells already takes se
 
 def doubling(largest: float) -> np.ndarray:
     """1, 2, 3, 4, 6, 8, 12, ...: every 2^k and 3·2^k up to ``largest``.
+
+    Parameters
+    ----------
+    largest : float
+        The largest value allowed.
+
+    Returns
+    -------
+    values : np.ndarray
+        Every 2^k and 3·2^k from 1 to ``largest``, ascending (int64).
 
     Examples
     --------
@@ -46,7 +69,21 @@ def doubling(largest: float) -> np.ndarray:
 
 
 def spread(candidates: np.ndarray, count: int) -> np.ndarray:
-    """At most ``count`` of the sorted ``candidates``, evenly spread over them, both ends kept."""
+    """At most ``count`` of the sorted ``candidates``, evenly spread over them, both ends kept.
+
+    Parameters
+    ----------
+    candidates : np.ndarray
+        The values to choose from, sorted.
+    count : int
+        The most values kept.
+
+    Returns
+    -------
+    kept : np.ndarray
+        ``candidates`` themselves when there are at most ``count``; else ``count`` of them,
+        evenly spread by position.
+    """
     if len(candidates) <= count:
         return candidates
     return candidates[np.unique(np.linspace(0, len(candidates) - 1, count).round().astype(int))]
@@ -55,11 +92,31 @@ def spread(candidates: np.ndarray, count: int) -> np.ndarray:
 def batch_axis(seq_len: int, lo: float, hi: float, count: int = CELLS) -> np.ndarray:
     """Global batches [tokens] from ``lo`` to ``hi``: whole sequences, 2^k or 3·2^k of them.
 
+    Parameters
+    ----------
+    seq_len : int
+        T, the sequence length [tokens].
+    lo : float
+        The smallest global batch B allowed [tokens].
+    hi : float
+        The largest global batch B allowed [tokens].
+    count : int, default CELLS
+        The most batches kept, the map's columns (1 to ``MAX_CELLS``).
+
+    Returns
+    -------
+    batches : np.ndarray
+        The global batches, ascending, at most ``count`` of them spread evenly [tokens].
+
     Raises
     ------
     ValueError
         Naming ``seq_len`` when there are no sequences, ``batches`` when the range holds no such
         batch.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.7 (the strategy map: its axes).
     """
     if seq_len is None:
         raise refuse("seq_len", "a sequence length: the map's batches are whole sequences", None)
@@ -80,10 +137,31 @@ def chip_axis(chip: Chip, lo: int, hi: int, count: int = CELLS) -> np.ndarray:
     """Counts of chips from ``lo`` to ``hi`` the chip has slices of (2^k or 3·2^k of them; on GPUs
     whole nodes or a power of two), or whole pods (2^k or 3·2^k pods).
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its slices, its pod and, on GPUs, its node.
+    lo : int
+        The fewest chips allowed [chips].
+    hi : int
+        The most chips allowed [chips].
+    count : int, default CELLS
+        The most counts kept, the map's rows (1 to ``MAX_CELLS``).
+
+    Returns
+    -------
+    chips : np.ndarray
+        The counts of chips, ascending, at most ``count`` of them spread evenly [chips].
+
     Raises
     ------
     ValueError
         Naming ``chips`` when the range holds no such count.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.7 (the strategy map: its axes) and §B.5 (GPU clusters: whole nodes,
+       or nodes of a power of two).
     """
     lo, hi = (Whole(high=2**22)("chips", v) for v in (lo, hi))
     count = Whole(1, MAX_CELLS)("rows", count)

@@ -95,28 +95,96 @@ class Plan:
         return len(self.order)
 
     def knobs(self, index: int | np.integer) -> dict[str, Any]:
-        """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included."""
+        """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included.
+
+        Parameters
+        ----------
+        index : int
+            The layout's position in ``layouts``, in evaluation order.
+
+        Returns
+        -------
+        knobs : dict of str to Any
+            "slice_shape" (the slice in the order the layout uses) and each of ``KNOBS``;
+            "etp" None where the experts split over TP as the rest (the default).
+        """
         knobs = {k: self.layouts[k][index].item() for k in KNOBS}
         if knobs["etp"] == knobs["y"]:  # the experts split over TP as the rest: the default
             knobs["etp"] = None
         return {"slice_shape": self.axis_orders[self.layouts["axis_order"][index]], **knobs}
 
     def layout(self, rank: int) -> dict[str, Any]:
-        """The knobs of the layout at ``rank`` (0 is the best), slice_shape in the order it uses."""
+        """The knobs of the layout at ``rank`` (0 is the best), slice_shape in the order it uses.
+
+        Parameters
+        ----------
+        rank : int
+            The layout's place among those that fit, 0 the best.
+
+        Returns
+        -------
+        knobs : dict of str to Any
+            As ``knobs`` gives them: "slice_shape" and each of ``KNOBS``.
+        """
         return self.knobs(self.order[rank])
 
     def values(self, rank: int) -> tuple[Cluster, Workload, Layout, Options]:
-        """The four values ``evaluate`` takes for the layout at ``rank``."""
+        """The four values ``evaluate`` takes for the layout at ``rank``.
+
+        Parameters
+        ----------
+        rank : int
+            The layout's place among those that fit, 0 the best.
+
+        Returns
+        -------
+        cluster : Cluster
+            The plan's cluster, its slice in the order the layout uses.
+        workload : Workload
+            The plan's workload.
+        layout : Layout
+            The plan's shared layout with the layout's knobs.
+        options : Options
+            The plan's options.
+        """
         return self.values_at(self.order[rank])
 
     def values_at(self, index: int | np.integer) -> tuple[Cluster, Workload, Layout, Options]:
-        """The four values of evaluated layout ``index`` (in evaluation order)."""
+        """The four values of evaluated layout ``index`` (in evaluation order).
+
+        Parameters
+        ----------
+        index : int
+            The layout's position in ``layouts``, in evaluation order.
+
+        Returns
+        -------
+        cluster : Cluster
+            The plan's cluster, its slice in the order the layout uses.
+        workload : Workload
+            The plan's workload.
+        layout : Layout
+            The plan's shared layout with the layout's knobs.
+        options : Options
+            The plan's options.
+        """
         knobs = self.knobs(index)
         cluster = dataclasses.replace(self.cluster, slice_shape=knobs.pop("slice_shape"))
         return cluster, self.workload, dataclasses.replace(self.base, **knobs), self.options
 
     def estimate(self, rank: int) -> Estimate:
-        """The full estimate of the layout at ``rank``: the very numbers of its row."""
+        """The full estimate of the layout at ``rank``: the very numbers of its row.
+
+        Parameters
+        ----------
+        rank : int
+            The layout's place among those that fit, 0 the best.
+
+        Returns
+        -------
+        estimate : Estimate
+            ``evaluate``'s estimate of the layout (times [s], memory [bytes], batch [tokens]).
+        """
         return evaluate(*self.values(rank))
 
 
@@ -152,13 +220,79 @@ def plan(
     offer, ``FRAMEWORK_REMAT``), ``schedule`` the pipeline schedule (default: each the stack
     runs). ``max_tp`` and ``max_pp`` cap TP and the pipeline stages. ``rank_by`` "wall" ranks by the
     whole run's wall clock (with ``tokens``; on one cluster chip-hours, energy and cost rank alike).
-    Raises ``ValueError`` saying what would be needed when no layout fits.
+
+    Parameters
+    ----------
+    model : Model
+        The model: its D, F, L, N_h, K, H, V and, for a mixture of experts, its experts.
+    chip : Chip
+        The chip: a preset (``presets.HARDWARE``) or one of your own.
+    batch : float
+        B, the global batch, every sequence together [tokens]; one number.
+    seq_len : int
+        T, the sequence length [tokens]; one number.
+    slice_shape : tuple of int, optional
+        One pod's slice, its axis lengths [chips]: a TPU slice, or (nodes, GPUs per node); every
+        order of a TPU slice's axes is tried, the one given first. None: ``chips`` sets it, or
+        else the chip's default slice.
+    chips : int, optional
+        N, the GPUs of one pod [chips], placed on nodes (``gpu_slice``); GPUs only. None:
+        ``slice_shape`` sets the pod.
+    pods : int, default 1
+        P, the pods the data-center network joins, each holding the same slice.
+    mfu : float, optional
+        η, the share of peak the chips sustain on the FLOPs they do. None: the step is predicted
+        term by term (MODEL.md §C).
+    precision : Precision, optional
+        The bytes a parameter and an activation (MODEL.md §B.2). None: ``Workload``'s default,
+        the chapter's 10 bytes a parameter.
+    ep : int, optional
+        The expert-parallel degree EP, held for every layout. None: searched.
+    etp : int, optional
+        The routed experts' tensor parallelism, held: 1 folds EP over TP x X. None: both ways
+        are tried.
+    cp : int, optional
+        The context-parallel degree CP, held for every layout. None: searched.
+    cp_kind : str, optional
+        How CP passes keys and values, one of ``CP_KINDS``. None: "ring".
+    remat : str, optional
+        The recompute policy, one of ``REMAT_POLICIES``. None: each the frameworks offer,
+        ``FRAMEWORK_REMAT``.
+    schedule : str, optional
+        The pipeline schedule, one of ``SCHEDULES``. None: each the stack runs.
+    max_tp : int, optional
+        The largest tensor degree Y tried. None: no cap.
+    max_pp : int, optional
+        The most pipeline stages Z tried. None: no cap.
+    rank_by : str, default "step"
+        "step" ranks by the step time [s]; "wall" by the whole run's wall clock [s].
+    **options
+        Any of ``OPTIONS`` by name, passed on to ``estimate`` for every layout.
 
     Returns
     -------
     plan : Plan
         Every evaluated layout, and those that fit ranked best first (``Plan.layout(rank)``,
         ``Plan.estimate(rank)``).
+
+    Raises
+    ------
+    ValueError
+        Saying what would be needed when no layout fits.
+    InputError
+        Naming the field, for a value out of range, a keyword that is not of ``OPTIONS``, an
+        array where the plan needs one number, or when no layout the planner tries can run
+        (the EP, expert TP or CP degree held, else the batch).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C (the planner), §A.3 (the strategies and the split), §A.6
+       (pipeline), §B.3 (ZeRO stages), §B.4 (recompute), §B.6 (pipeline schedules), §D.2 and
+       §D.3 (expert and context parallelism) and §H (the wall clock).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
+       Tensor Parallelism; Pipelining; Scaling Between Pods.
 
     Examples
     --------
@@ -201,7 +335,34 @@ def plan(
 
 def held_knobs(ep, etp, cp, cp_kind, remat, schedule) -> dict[str, Any]:
     """What a plan holds as given rather than searches, checked: EP, expert TP, CP and its kind
-    (``fixed_degrees``), the recompute policies and the pipeline schedules it tries."""
+    (``fixed_degrees``), the recompute policies and the pipeline schedules it tries.
+
+    Parameters
+    ----------
+    ep : int, optional
+        The expert-parallel degree EP. None: searched.
+    etp : int, optional
+        The routed experts' tensor parallelism (1 folds EP over TP). None: searched.
+    cp : int, optional
+        The context-parallel degree CP. None: searched.
+    cp_kind : str, optional
+        How CP passes keys and values, one of ``CP_KINDS``. None: "ring".
+    remat : str, optional
+        The recompute policy, one of ``REMAT_POLICIES``. None: each of ``FRAMEWORK_REMAT``.
+    schedule : str, optional
+        The pipeline schedule, one of ``SCHEDULES``. None: the stack's (``stack_schedules``).
+
+    Returns
+    -------
+    held : dict of str to Any
+        "ep", "etp", "cp", "cp_kind" (``fixed_degrees``), "remat" (a tuple of policies) and
+        "schedules" (a tuple of one name, or None): ``evaluate_order``'s keywords.
+
+    Raises
+    ------
+    InputError
+        Naming the field, for a degree that is not a whole number or a name not of its choices.
+    """
     held = {**fixed_degrees(ep, etp, cp, cp_kind), "remat": _policies(remat)}
     held["schedules"] = None if schedule is None else (Choice(NAMES)("schedule", schedule),)
     return held
@@ -219,6 +380,24 @@ def evaluated_layouts(
     """Every layout of the cluster that can run, evaluated: one ``evaluate_order`` call per order
     of the slice's axes (an order whose placements all repeat an earlier's has none). With
     ``batches``, every layout at each of them (a "batch" column, the strategy map's).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips, checked: the chip, the slice in the user's order, and the pods.
+    workload : Workload
+        What is trained, checked: the model, the batch B [tokens], its sequences.
+    base : Layout
+        The checked layout that holds what every layout shares.
+    options : Options
+        How the numbers are read, checked.
+    held : dict
+        What the plan holds rather than searches (``held_knobs``).
+    limits : dict
+        "max_tp" and "max_pp" where given: the largest Y and Z tried (``splits``).
+    batches : np.ndarray, optional
+        Global batches B [tokens], each layout evaluated at every one. None: at
+        ``workload.batch``.
 
     Returns
     -------
@@ -260,6 +439,17 @@ def plan_keywords(
     """The keywords of ``plan`` for the cluster and the workload of these values, with their
     options: a plan for a scenario (its layout's knobs are what the plan chooses).
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and the pods.
+    workload : Workload
+        What is trained: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        The scenario's layout; only its fields of ``OPTIONS`` are kept.
+    options : Options
+        How the numbers are read.
+
     Returns
     -------
     keywords : dict of str to Any
@@ -270,7 +460,50 @@ def plan_keywords(
 
 
 def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):
-    """The four values a plan is for, checked: one batch, sequence length, count of pods and MFU."""
+    """The four values a plan is for, checked: one batch, sequence length, count of pods and MFU.
+
+    Parameters
+    ----------
+    model : Model
+        The model.
+    chip : Chip
+        The chip.
+    batch : float
+        B, the global batch [tokens].
+    seq_len : int
+        T, the sequence length [tokens].
+    slice_shape : tuple of int, optional
+        One pod's slice [chips]. None: ``chips`` sets it, or else the chip's default slice.
+    chips : int, optional
+        N, the GPUs of one pod [chips], placed on nodes (``gpu_slice``); GPUs only. None:
+        ``slice_shape`` sets the pod.
+    pods : int
+        P, the pods the data-center network joins.
+    mfu : float, optional
+        η, the MFU given. None: the step is predicted.
+    precision : Precision, optional
+        The bytes a parameter and an activation. None: ``Workload``'s default.
+    options : dict of str to Any
+        The other fields, each of ``OPTIONS``.
+
+    Returns
+    -------
+    cluster : Cluster
+        The chips.
+    workload : Workload
+        What is trained.
+    base : Layout
+        What every layout shares, its strategy ``BEST``.
+    options : Options
+        How the numbers are read.
+
+    Raises
+    ------
+    InputError
+        Naming the field: a keyword not of ``OPTIONS``, no ``seq_len``, ``chips`` for a TPU, an
+        array where the plan needs one number, a value out of range, or values that cannot run
+        together (``feasible.together``).
+    """
     for name in options:
         if name not in OPTIONS:
             raise refuse(

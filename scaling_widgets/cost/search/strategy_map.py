@@ -41,10 +41,27 @@ NONE_FITS = -1  # the family of a cell where no layout fits (or none runs)
 def families(*, y, z, zero, ep, cp) -> np.ndarray:
     """Each layout's family, an index into ``FAMILIES`` (see the module's docstring).
 
+    Parameters
+    ----------
+    y : int or array_like
+        Y, the tensor degree [chips].
+    z : int or array_like
+        Z, the pipeline stages.
+    zero : int or array_like
+        The ZeRO stage, 0 to 3.
+    ep : int or array_like
+        EP, the expert-parallel degree [chips].
+    cp : int or array_like
+        CP, the context-parallel degree [chips].
+
     Returns
     -------
     family : np.ndarray
         One index per layout.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.7 (the strategy map: a cell's family).
 
     Examples
     --------
@@ -99,7 +116,21 @@ class StrategyMap:
 
     def layout(self, row: int, column: int) -> dict[str, Any] | None:
         """The best layout's knobs at a cell, slice_shape in the order it uses (as
-        ``Plan.layout``), with the cell's pods; None where nothing fits."""
+        ``Plan.layout``), with the cell's pods; None where nothing fits.
+
+        Parameters
+        ----------
+        row : int
+            The cell's row, an index into ``chips``.
+        column : int
+            The cell's column, an index into ``batches``.
+
+        Returns
+        -------
+        knobs : dict of str to Any or None
+            "slice_shape", each of ``KNOBS`` and "pods"; "etp" None where the experts split
+            over TP as the rest (the default). None where nothing fits.
+        """
         if not self.fits[row, column]:
             return None
         knobs = {k: _item(self.knobs[k][row, column]) for k in ("slice_shape", *KNOBS)}
@@ -108,7 +139,20 @@ class StrategyMap:
         return {**knobs, "pods": self.clusters[row][1]}
 
     def plan_keywords(self, row: int, column: int) -> dict[str, Any]:
-        """The keywords of the ``plan`` whose first row is the cell's best layout."""
+        """The keywords of the ``plan`` whose first row is the cell's best layout.
+
+        Parameters
+        ----------
+        row : int
+            The cell's row, an index into ``chips``.
+        column : int
+            The cell's column, an index into ``batches``.
+
+        Returns
+        -------
+        keywords : dict of str to Any
+            ``keywords`` with the cell's "batch" [tokens], "slice_shape" and "pods".
+        """
         shape, pods = self.clusters[row]
         batch = float(self.batches[column])
         return {**self.keywords, "batch": batch, "slice_shape": shape, "pods": pods}
@@ -124,10 +168,41 @@ def strategy_map(
     ``chips`` are counts the chip has slices of (a TPU's powers of two, whole GPU nodes), or whole
     pods.
 
+    Parameters
+    ----------
+    model : Model
+        The model: its D, F, L, N_h, K, H, V and, for a mixture of experts, its experts.
+    chip : Chip
+        The chip: a preset (``presets.HARDWARE``) or one of your own.
+    batches : float or array_like
+        The global batches B, the columns [tokens].
+    chips : int or array_like
+        The counts of chips in all, the rows [chips].
+    seq_len : int
+        T, the sequence length [tokens].
+    **keywords
+        ``plan``'s other keywords but ``batch``, ``slice_shape``, ``chips``, ``pods`` and
+        ``rank_by``: those of ``HELD``, ``max_tp``, ``max_pp``, ``mfu``, ``precision`` and any of
+        ``OPTIONS``; the same for every cell.
+
     Returns
     -------
     strategy_map : StrategyMap
         Each cell's best layout, its step, MFU and memory.
+
+    Raises
+    ------
+    InputError
+        Naming the field: ``batches`` or ``chips`` empty, a count of chips the chip has no slice
+        of and that is not whole pods, or a value ``plan`` refuses.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.7 (the strategy map), §C (the planner) and §A.3 (the thresholds
+       over it).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP); Mixed FSDP and Tensor Parallelism.
 
     Examples
     --------
@@ -191,7 +266,24 @@ def _fill_row(i, merged, orders, columns, knobs, cells) -> None:
 
 
 def map_keywords(cluster, workload, layout, options) -> dict[str, Any]:
-    """``strategy_map``'s keywords for these values: the plan's (``plan_keywords``) but its axes."""
+    """``strategy_map``'s keywords for these values: the plan's (``plan_keywords``) but its axes.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The chips: the chip, one pod's slice and the pods.
+    workload : Workload
+        What is trained: the model, the batch B [tokens], its sequences.
+    layout : Layout
+        The scenario's layout; only its fields of ``OPTIONS`` are kept.
+    options : Options
+        How the numbers are read.
+
+    Returns
+    -------
+    keywords : dict of str to Any
+        ``plan_keywords``'s, without "batch", "slice_shape" and "pods".
+    """
     keywords = plan_keywords(cluster, workload, layout, options)
     for axis in AXES:
         del keywords[axis]
@@ -203,10 +295,24 @@ def crossovers(layouts: dict) -> dict[str, float]:
     layout of one stage, without EP or CP, is compute-bound per layer, FSDP or DP alone (Y = 1)
     and with TP (any Y; the best split's); NaN where none is.
 
+    Parameters
+    ----------
+    layouts : dict of str to np.ndarray
+        One cluster's evaluated layouts (``evaluated_layouts``, every order's joined), one entry
+        per layout: "y", "z", "ep", "cp" and "crossover" [tokens] among them.
+
     Returns
     -------
     thresholds : dict of str to float
         "fsdp" and "fsdp+tp" [tokens].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (compute-bound, pass by pass), §A.10 (the crossover batch) and
+       §C.7 (the thresholds over the map).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP); Mixed FSDP and Tensor Parallelism.
     """
     plain = (layouts["z"] == 1) & (layouts["ep"] == 1) & (layouts["cp"] == 1)
     found = {"fsdp": plain & (layouts["y"] == 1), "fsdp+tp": plain}
@@ -220,6 +326,18 @@ def crossovers(layouts: dict) -> dict[str, float]:
 def clusters(chip: Chip, chips) -> list[tuple[tuple[int, ...], int]]:
     """Each count's (slice_shape, pods), ascending and each once: the chip's slice of that many
     chips, else whole pods.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its slices and its pod.
+    chips : iterable of int
+        The counts of chips in all [chips].
+
+    Returns
+    -------
+    clusters : list of tuple
+        Each count's (slice_shape, pods): one pod's slice [chips] and P, the pods.
 
     Raises
     ------

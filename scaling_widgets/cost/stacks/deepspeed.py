@@ -1,4 +1,17 @@
-"""DeepSpeed ZeRO with bf16."""
+"""DeepSpeed ZeRO with bf16.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.1 (what the peak holds), §E.2
+   (stacks) and §F.2 (stack behaviour).
+.. [2] ``deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641,
+   deepspeed/runtime/engine.py`` (``DeepSpeedEngine.compile``).
+.. [3] ``deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641,
+   deepspeed/runtime/pipe/schedule.py`` (``TrainSchedule``).
+.. [4] ``deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641,
+   deepspeed/runtime/zero/config.py``
+   (``DeepSpeedZeroConfig``: ``reduce_bucket_size``, ``allgather_bucket_size``).
+"""
 
 NAME, ORDER = "deepspeed", 2
 # torch.compile of the engine's module: DeepSpeed's ``engine.compile()`` (runtime/engine.py).

@@ -1,4 +1,25 @@
-"""PyTorch FSDP2, as torchtitan runs it."""
+"""PyTorch FSDP2, as torchtitan runs it.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.1 (what the peak holds), §E.2
+   (stacks) and §F.2 (stack behaviour).
+.. [2] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+   torchtitan/config/job_config.py`` (``Compile``, ``Parallelism.pipeline_parallel_schedule``).
+.. [3] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+   torchtitan/models/llama3/infra/parallelize.py`` (``apply_tp``, ``apply_fsdp``;
+   ``parallelize_llama.py`` before June 2025).
+.. [4] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+   torchtitan/components/loss.py`` (``cross_entropy_loss``).
+.. [5] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+   torchtitan/distributed/activation_checkpoint.py``
+   (``_apply_op_sac``: every other matmul saved).
+.. [6] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+   torchtitan/components/metrics.py`` (the peak reserved memory).
+.. [7] ``pytorch/pytorch, torch/distributed/pipelining/schedules.py`` (``ScheduleGPipe``,
+   ``Schedule1F1B``, ``ScheduleInterleaved1F1B``, ``ScheduleZBVZeroBubble``,
+   ``ScheduleDualPipeV``).
+"""
 
 NAME, ORDER = "fsdp2", 1
 # torch.compile per transformer block: torchtitan's job config ``[compile]`` (``training.compile``

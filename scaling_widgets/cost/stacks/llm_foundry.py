@@ -1,4 +1,13 @@
-"""MosaicML's llm-foundry on Composer: PyTorch FSDP (the first API), flash attention."""
+"""MosaicML's llm-foundry on Composer: PyTorch FSDP (the first API), flash attention.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.1 (what the peak holds), §E.2
+   (stacks) and §F.2 (stack behaviour).
+.. [2] ``mosaicml/llm-foundry@8c8dd48f72168c5d51e2f7b151595892a8fba43d,
+   llmfoundry/command_utils/train.py`` (``train``: its ``compile_config``, which
+   scripts/train/train.py held before July 2024).
+"""
 
 NAME, ORDER = "llm-foundry", 5
 # torch.compile through Composer: llm-foundry's ``compile_config`` (scripts/train/train.py).

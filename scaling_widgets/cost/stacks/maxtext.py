@@ -1,4 +1,14 @@
-"""MaxText on XLA."""
+"""MaxText on XLA.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.1 (what the peak holds), §E.2
+   (stacks) and §F.2 (stack behaviour).
+.. [2] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+   src/maxtext/layers/pipeline.py`` (``NNXPipeline``).
+.. [3] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+   src/maxtext/configs/base.yml`` (``weight_dtype``, ``grad_dtype``, ``mu_dtype``).
+"""
 
 NAME, ORDER = "maxtext", 3
 # Its pipeline runs every microbatch's forward through the stages, then the backward by autodiff of

@@ -1,4 +1,26 @@
-"""Megatron-LM with its distributed optimizer."""
+"""Megatron-LM with its distributed optimizer.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.1 (what the peak holds), §E.2
+   (stacks) and §F.2 (stack behaviour).
+.. [2] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/core/pipeline_parallel/schedules.py``
+   (``forward_backward_pipelining_without_interleaving``,
+   ``forward_backward_pipelining_with_interleaving``).
+.. [3] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/core/pipeline_parallel/combined_1f1b.py``.
+.. [4] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/core/transformer/transformer_config.py``
+   (``TransformerConfig.__post_init__``).
+.. [5] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/training/theoretical_memory_usage.py``
+   (``compute_weight_and_optimizer_memory``: 6 + 12/DP bytes a parameter).
+.. [6] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/core/tensor_parallel/cross_entropy.py`` (``VocabParallelCrossEntropy``).
+.. [7] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/training/utils/common_utils.py`` (``report_memory``).
+"""
 
 NAME, ORDER = "megatron-lm", 0
 # Its pipeline schedules: 1F1B and interleaved 1F1B (core/pipeline_parallel/schedules.py,

@@ -1,6 +1,16 @@
 """Megatron-LM as it ran in 2021-22 (Narayanan et al. 2021; Korthikanti et al. 2022): attention
 not fused, so the s x s scores go through HBM (softmax, mask and dropout), and no distributed
-optimizer."""
+optimizer.
+
+References
+----------
+.. [1] docs/MODEL.md §B.6 (where each schedule runs), §E.2 (stacks: the A100's default profile)
+   and §F.2 (stack behaviour).
+.. [2] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
+   Megatron-LM", SC 2021, sec. 2.2 (the 1F1B and interleaved schedules).
+.. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+   MLSys 2023.
+"""
 
 from . import megatron_lm
 

@@ -3,13 +3,8 @@ achieves (MODEL.md §A.5, §A.10, §B.1)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import ArrayLike
-
-if TYPE_CHECKING:
-    pass
 
 
 def step_time(
@@ -32,17 +27,37 @@ def step_time(
 
     Parameters
     ----------
-    batch : B, the global batch [tokens]
-    params : Ψ, the parameters [parameters]
-    chips, flops, mfu : N, the chips; C, each chip's peak [FLOP/s]; η, the share of it sustained
-    comm_time : the exposed communication of a step [s]
-    bubble : the pipeline's idle time relative to useful work
-    flops_per_token : f [FLOP/token]; None: 6·Ψ
+    batch : float or array_like
+        B, the global batch [tokens].
+    params : float or array_like
+        Ψ, the model's parameters [parameters].
+    chips : float or array_like
+        N, the chips of every pod [chips].
+    flops : float or array_like
+        C, each chip's peak bf16 matmul rate [FLOP/s].
+    mfu : float or array_like
+        η, the share of C sustained on every FLOP done (the model-FLOPs utilisation).
+    comm_time : float or array_like, default 0.0
+        The exposed communication of a step [s].
+    bubble : float or array_like, default 0.0
+        The pipeline's idle time relative to useful work, (Z − 1)/m; 0 without a pipeline.
+    flops_per_token : float or array_like, optional
+        f, the FLOPs done per token [FLOP/token]; None: 6·Ψ.
 
     Returns
     -------
     step_time : float or np.ndarray
         The time of one step [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (step time with an MFU given), §A.10 (what is reported) and §B.1
+       (FLOPs, MFU and HFU).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP).
+    .. [3] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020
+       (6·N FLOPs a token).
 
     Examples
     --------
@@ -60,10 +75,26 @@ def time_to_train(
 ) -> float | np.ndarray:
     """Seconds to train on ``tokens``: tokens / B steps of ``step_time`` each (MODEL.md §A.10).
 
+    Parameters
+    ----------
+    tokens : float or array_like
+        The tokens to train on [tokens].
+    batch : float or array_like
+        B, the global batch of a step [tokens].
+    step_time : float or array_like
+        The time of one step [s].
+
     Returns
     -------
     time : float or np.ndarray
         The time to train [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (time to train is tokens/B steps) and §A.10 (what is reported).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       Fully-Sharded Data Parallelism (FSDP).
 
     Examples
     --------
@@ -87,10 +118,28 @@ def utilisation(
     With model FLOPs per token this is the MFU; with hardware FLOPs (recompute counted) the HFU.
     Calibration: give a measured step time and read off the MFU it implies.
 
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the global batch [tokens].
+    flops_per_token : float or array_like
+        f, the FLOPs a token: the model FLOPs for the MFU, the hardware FLOPs (recompute
+        counted) for the HFU [FLOP/token].
+    chips : float or array_like
+        N, the chips of every pod [chips].
+    flops : float or array_like
+        C, each chip's peak bf16 matmul rate [FLOP/s].
+    step_time : float or array_like
+        t, the time of one step, predicted or measured [s].
+
     Returns
     -------
     utilisation : float or np.ndarray
         The share of the chips' peak FLOP/s the step uses (the MFU or the HFU).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.1 (full accounting: FLOPs, MFU and HFU).
 
     Examples
     --------

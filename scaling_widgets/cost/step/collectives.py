@@ -29,17 +29,30 @@ def collective_time(
 
     Parameters
     ----------
-    nbytes : the array each chip holds [bytes]
-    group : n, the chips in the group
-    bandwidth, efficiency : the ring's bandwidth per chip [bytes/s], and the share of it achieved
-    latency : per step of the ring [s]
-    kind : "all-reduce", or any other name for an all-gather or a reduce-scatter
-    axes : a, the torus axes the group spans (1 on GPUs: one ring over all of them)
+    nbytes : float or array_like
+        V, the array each chip holds, in its gathered form [bytes].
+    group : int or array_like
+        n, the chips in the group [chips].
+    bandwidth : float or array_like
+        W, the ring's bandwidth per chip (``group_bandwidth``) [bytes/s].
+    efficiency : float or array_like
+        e, the share of W the ring achieves (``link_efficiency``).
+    latency : float or array_like
+        λ, the latency of one step of the ring [s].
+    kind : str, default "all-reduce"
+        "all-reduce", or any other name for an all-gather or a reduce-scatter.
+    axes : int or array_like, default 1
+        a, the torus axes the group spans (1 on GPUs: one ring over all of them).
 
     Returns
     -------
     time : np.ndarray
         The collective's time [s]; 0 for a group of one.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.2 (collectives at ring bandwidth, a latency a step), §A.2 (a
+       collective over a ring) and §F.1 (each tier's share and latency, from nccl-tests).
 
     Examples
     --------
@@ -65,10 +78,29 @@ def ring_costs(
     (n − 1)/(n·W·e), and seconds of its steps' latency, a·(n^(1/a) − 1)·λ; both 0 for a group of
     one. Several collectives over one group share them.
 
+    Parameters
+    ----------
+    group : int or array_like
+        n, the chips in the group [chips].
+    bandwidth : float or array_like
+        W, the ring's bandwidth per chip (``group_bandwidth``) [bytes/s].
+    efficiency : float or array_like
+        e, the share of W the ring achieves (``link_efficiency``).
+    latency : float or array_like
+        λ, the latency of one step of the ring [s].
+    axes : int or array_like, default 1
+        a, the torus axes the group spans (1 on GPUs: one ring over all of them).
+
     Returns
     -------
-    per_byte, per_round : np.ndarray
-        [s/byte] and [s].
+    per_byte : np.ndarray
+        The seconds a round takes per byte of the array [s/byte].
+    per_round : np.ndarray
+        The seconds of a round's steps of latency [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.2 (collectives at ring bandwidth, a latency a step).
     """
     n = np.asarray(group, dtype=float)
     alone = n <= 1
@@ -98,10 +130,29 @@ def group_bandwidth(
     NIC, so a group of whole nodes has every NIC of a node (nccl-tests across DGX nodes reach a
     node's NIC bandwidth as bus bandwidth, MODEL.md §F.1), and a group of one GPU a node one.
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip: a TPU (its W_ici a mesh axis) or a GPU (NVLink, its NIC, its node).
+    span : float or array_like
+        M, the mesh axes the group spans on a TPU (M_X or M_Y); not read on GPUs.
+    crosses : bool or array_like, default False
+        Whether the group leaves its NVLink node (``crosses_nodes``); not read on a TPU.
+    per_node : int or array_like, default 1
+        The group's GPUs in each node, each sending through its own NIC [chips]; not read on a
+        TPU.
+
     Returns
     -------
     bandwidth : float or np.ndarray
         The group's bandwidth per chip [bytes/s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.2 (a group across nodes gets the NICs of its GPUs in each node, at
+       most NVLink), §B.5 (GPU clusters) and §A.1 (M·W_ici for a group spanning M axes).
+    .. [2] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
     """
     if not chip.is_gpu:
         return np.asarray(span, dtype=float) * chip.ici_bw
@@ -111,6 +162,14 @@ def group_bandwidth(
 
 def crosses_nodes(chip: Chip, *inner_groups: ArrayLike) -> np.bool_ | np.ndarray:
     """Whether a group leaves its NVLink node: the groups inside it (TP first) outgrow the node.
+
+    Parameters
+    ----------
+    chip : Chip
+        The GPU, whose ``node_size`` is its NVLink domain [chips].
+    *inner_groups : int or array_like
+        The size of the group and of the groups placed in the node before it (Y alone for TP;
+        X and Y for the data group) [chips].
 
     Returns
     -------
@@ -128,6 +187,17 @@ def link_efficiency(
 ) -> np.ndarray:
     """The achievable share of the tier a group crosses: ICI on a TPU; on GPUs NVLink inside a
     node, the NIC across nodes (``crosses``).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: a TPU or a GPU.
+    profile : Profile
+        The chip's measured shares: ``link_ici``, ``link_nvlink`` and ``link_nic``.
+    span : float or array_like
+        M, the mesh axes the group spans; only its shape is read.
+    crosses : bool or array_like, default False
+        Whether the group leaves its NVLink node (``crosses_nodes``); not read on a TPU.
 
     Returns
     -------

@@ -22,7 +22,36 @@ def tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
     """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
     all-reduces of b·D·2 bytes a pass, two more under full recompute (the attention's one more
     under the chapter's checkpoints); the MLP's only where its experts are TP-sharded
-    (``experts.mlp_tp_share``)."""
+    (``experts.mlp_tp_share``).
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its chip, model, layout and placement.
+    profile : Profile
+        The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
+    b : float or array_like
+        b, the tokens of one microbatch on one data replica, B/(X·P·m) [tokens].
+    remat_forward : float or array_like
+        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+    layer_matmul : float or array_like
+        One layer's matmuls for the microbatch, recompute included: at most o_tp of it hides
+        the collectives [s].
+    rest_forward : float or array_like, default 0.0
+        1 where everything but the MLP is recomputed (the chapter's checkpoints: the
+        attention's all-reduce once more), else 0.
+
+    Returns
+    -------
+    exposed : np.ndarray
+        One layer's TP collectives for the microbatch that do not hide [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.1 (TP collectives) and §D.2 (EP folded over TP).
+    .. [2] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021.
+    """
     chip, Y = e.chip, e.y
     per_pass = 1 + mlp_tp_share(e.model, folds_over_tp(e.layout.etp, Y))  # attention's, MLP's
     crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
@@ -42,7 +71,31 @@ def all_to_alls(e, profile, stage_layers, remat_forward):
     """One microbatch's expert all-to-alls on a stage (MODEL.md §D.2): dispatch and combine each
     pass (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden.
     One all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m
-    microbatches."""
+    microbatches.
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its chip, model, layout and placement.
+    profile : Profile
+        The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
+    stage_layers : int or array_like
+        The busiest stage's layers, v·ceil(L/(Z·v)) [layers].
+    remat_forward : float or array_like
+        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+
+    Returns
+    -------
+    seconds : float or np.ndarray
+        The stage's expert all-to-alls for one microbatch, latencies included; 0.0 for a dense
+        model [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.2 (expert parallelism) and §C.2 (expert all-to-alls, exposed).
+    .. [2] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
+    """
     model, chip, EP = e.model, e.chip, np.asarray(e.layout.ep)
     if model.moe is None:
         return 0.0
@@ -63,7 +116,30 @@ def context_exchange(e, profile, stage_layers, remat_forward):
     """One microbatch's context-parallel traffic on a stage (MODEL.md §D.3): what the ring does not
     hide under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
     again under full recompute: the layer's forward CP time (``LayerTimes.cp``) over m
-    microbatches."""
+    microbatches.
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its chip, model, layout and placement.
+    profile : Profile
+        The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
+    stage_layers : int or array_like
+        The busiest stage's layers, v·ceil(L/(Z·v)) [layers].
+    remat_forward : float or array_like
+        The share of the forward pass whose attention runs again: 1 under full recompute, and
+        under the chapter's checkpoints (``predict`` passes remat_forward + rest_forward), 0
+        without.
+
+    Returns
+    -------
+    seconds : float or np.ndarray
+        The stage's context-parallel traffic for one microbatch; 0.0 without CP [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.3 (context parallelism) and §C.2 (its traffic, exposed).
+    """
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
@@ -78,10 +154,37 @@ def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_f
     Megatron-LM's combined 1F1B (``ep_overlap``) the all-to-alls alone. The forward's share is 2
     of an MoE layer's 4 + 2r all-to-alls (r the recompute) and 1 of the 3 + r CP exchanges.
 
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its schedule, Z, m, v and ``ep_overlap``.
+    all_to_all : float or array_like
+        One microbatch's expert all-to-alls on the stage (``all_to_alls``) [s].
+    context : float or array_like
+        One microbatch's context-parallel exchange on the stage (``context_exchange``) [s].
+    forward : float or array_like
+        The stage's forward matmuls for one microbatch: what the backward's traffic hides
+        under [s].
+    backward : float or array_like
+        The stage's backward matmuls for one microbatch, a recomputed forward included: what
+        the forward's traffic hides under [s].
+    remat_forward : float or array_like
+        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+    rest_forward : float or array_like
+        1 where everything but the MLP is recomputed (the chapter's checkpoints), else 0.
+
     Returns
     -------
     hidden : tuple of two np.ndarray
         The all-to-alls' and the exchange's seconds that hide [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (what pairs hide; Megatron-LM's combined 1F1B).
+    .. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
+    .. [3] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/pipeline_parallel/combined_1f1b.py``
+       (``combined_1f1b_schedule_for_interleaved_pipelining``).
     """
     Z, m, v = e.z, e.microbatches, e.layout.virtual_stages
     both = paired_share(schedule=e.layout.schedule, stages=Z, microbatches=m)
@@ -107,7 +210,46 @@ def data_parallel(
 ) -> dict:
     """The reductions over X and the pods, and ZeRO-3's per-layer traffic, beyond what hides;
     gradients move in the dtype the stack keeps them (fp32 for Megatron-LM's main gradients,
-    torchtitan's reduce dtype and MaxText's), weights in bf16."""
+    torchtitan's reduce dtype and MaxText's), weights in bf16.
+
+    Parameters
+    ----------
+    e : Estimate
+        The evaluated layout: its chip, model, layout and placement.
+    profile : Profile
+        The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
+    psi_layer : float or array_like
+        Ψ_layer, one layer's parameters a data replica holds before TP splits them, the routed
+        experts on other EP chips left out: what ZeRO-3 gathers [parameters].
+    stage_layers : int or array_like
+        The busiest stage's layers, v·ceil(L/(Z·v)) [layers].
+    m : int or array_like
+        m, the microbatches a step.
+    layer_matmul : float or array_like
+        One layer's matmuls for a microbatch, recompute included: what ZeRO-3's traffic hides
+        under, up to o_dp [s].
+    backward_last : float or array_like
+        The stage's last backward pass, its layers' matmuls for one microbatch without
+        recompute: what the reductions hide under, up to o_dp and o_dcn [s].
+    elsewhere : float or array_like
+        The routed experts' parameters held on other EP chips, left out of a chip's
+        gradients [parameters].
+
+    Returns
+    -------
+    exposed : dict of str to np.ndarray
+        "dp_exposed" (the reduction over X, ZeRO 0–2), "fsdp_exposed" (ZeRO-3's gathers and
+        scatters) and "dcn_exposed" (the reduction across pods), each what does not hide [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.2 (a step: data parallelism) and §B.3 (ZeRO stages).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Scaling Between Pods.
+    .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+       Parameter Models", SC 2020.
+    """
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
     # the DP group's GPUs in one node: the node's share not taken by TP

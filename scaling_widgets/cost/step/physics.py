@@ -110,6 +110,11 @@ PHYSICS: dict[str, ChipPhysics] = {
 def physics_of(chip: Chip) -> ChipPhysics:
     """A chip's measured curves, or ``DATASHEET``'s plausible shares for a chip with none.
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip, looked up by its id.
+
     Returns
     -------
     physics : ChipPhysics
@@ -123,13 +128,21 @@ def matmul_efficiency(*, gemm_flops: ArrayLike, e_max: float, g_half: float) -> 
 
     Parameters
     ----------
-    gemm_flops : g, the per-chip FLOPs of the GEMM [FLOP]
-    e_max, g_half : the chip's efficiency of large GEMMs, and the g that reaches half of it [FLOP]
+    gemm_flops : float or array_like
+        g, the per-chip FLOPs of the GEMM, 2·M·N·K [FLOP].
+    e_max : float
+        e_max, the share of the peak large GEMMs reach.
+    g_half : float
+        g_half, the FLOPs of a GEMM that reaches half of e_max [FLOP].
 
     Returns
     -------
     efficiency : float or np.ndarray
         The share of the chip's peak the GEMM runs at.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §F.1 (chip physics: GEMMs) and §C.1 (the matmuls of a microbatch).
 
     Examples
     --------
@@ -153,14 +166,27 @@ def attention_efficiency(
 
     Parameters
     ----------
-    keys : s', the keys a query sees on average (s, or s/2 under causal masking) [tokens]
-    head_dim : H
-    attention_max, attention_half, attention_head_half : the chip's curve
+    keys : float or array_like
+        s', the keys a query sees on average (s, or s/2 under causal masking) [tokens].
+    head_dim : float or array_like
+        H, the head dimension [features].
+    attention_max : float
+        a_max, the share of the peak the forward pass reaches at long sequences and wide
+        heads.
+    attention_half : float
+        s_half, the keys a query sees at half of a_max [tokens].
+    attention_head_half : float
+        H_half, the head dimension at half of a_max [features].
 
     Returns
     -------
     efficiency : float or np.ndarray
         The share of the chip's peak the forward pass runs at.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §F.1 (chip physics: fused attention) and §C.1 (the matmuls of a
+       microbatch).
 
     Examples
     --------
@@ -178,10 +204,23 @@ def slowest_of(chips: ArrayLike) -> np.ndarray:
     inverted by Abramowitz and Stegun's 26.2.23; within 1 % of the exact expectation): 0 for one
     chip, 1.43 for 8, 2.59 for 128, 3.96 for 16,384 (MODEL.md §F.1).
 
+    Parameters
+    ----------
+    chips : int or array_like
+        N, the chips of the job; fewer than one counts as one [chips].
+
     Returns
     -------
     z : np.ndarray
         The slowest chip's lag, in spreads (≥ 0).
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §C.2 (the slowest chip) and §F.1 (the spread of identical chips'
+       speed).
+    .. [2] G. Blom, *Statistical Estimates and Transformed Beta-Variables*, Wiley, 1958.
+    .. [3] M. Abramowitz and I. A. Stegun, *Handbook of Mathematical Functions*, National
+       Bureau of Standards, 1964, formula 26.2.23.
 
     Examples
     --------

@@ -14,10 +14,29 @@ from numpy.typing import ArrayLike
 def bubble_fraction(*, stages: ArrayLike, microbatches: ArrayLike) -> float | np.ndarray:
     """Share of a GPipe/1F1B step that each stage idles: (Z − 1) / (m + Z − 1) (MODEL.md §A.6).
 
+    Parameters
+    ----------
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+
     Returns
     -------
     fraction : float or np.ndarray
         The share of the step each stage idles, from 0 (one stage) towards 1.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (pipeline).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Pipelining.
+    .. [3] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
+    .. [4] Y. Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
+       Parallelism", NeurIPS 2019.
+    .. [5] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021.
 
     Examples
     --------
@@ -34,10 +53,31 @@ def bubble_overhead(
     """Idle time relative to the useful work: (Z − 1) / m for GPipe and 1F1B (MODEL.md §A.6), and
     (Z − 1) / (v·m) for interleaved 1F1B with v virtual stages per device (MODEL.md §B.6).
 
+    Parameters
+    ----------
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+
     Returns
     -------
     overhead : float or np.ndarray
         The idle time over the useful work of a step.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (pipeline) and §B.6 (pipeline schedules).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Pipelining.
+    .. [3] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
+    .. [4] Y. Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
+       Parallelism", NeurIPS 2019.
+    .. [5] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021.
 
     Examples
     --------
@@ -64,10 +104,33 @@ def stage_traffic_time(
     Each microbatch of B/m tokens moves 2·(B/m)·D bytes each way (MODEL.md §A.6); ``bandwidth`` is
     that of the link between neighbouring stages. Zero with one stage.
 
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the tokens whose activations cross the stages: the global batch, or a chip's share
+        b_c = B/(X·Y·P) for the time one chip sends (MODEL.md §A.6) [tokens].
+    d_model : float or array_like
+        D, the model width [features].
+    stages : int or array_like
+        Z, the pipeline stages.
+    microbatches : int or array_like
+        m, the microbatches a step.
+    bandwidth : float or array_like
+        W, the bandwidth of the link between neighbouring stages [bytes/s].
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+
     Returns
     -------
     time : float or np.ndarray
         The seconds a step spends sending activations between stages [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (stage-to-stage traffic) and §B.6 (v times the traffic
+       interleaved).
+    .. [2] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021.
 
     Examples
     --------
@@ -88,10 +151,23 @@ def busiest_stage_layers(
     """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
     405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
 
+    Parameters
+    ----------
+    layers : int or array_like
+        L, the model's layers [layers].
+    stages : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+
     Returns
     -------
     layers : np.integer or np.ndarray
         The layers the busiest stage holds (a whole number for whole inputs) [layers].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (uneven stages) and §E.1 (the stage).
 
     Examples
     --------
@@ -106,6 +182,15 @@ def stage_share(
     *, layers: ArrayLike, stages: ArrayLike, virtual_stages: ArrayLike = 1
 ) -> float | np.ndarray:
     """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly.
+
+    Parameters
+    ----------
+    layers : int or array_like
+        L, the model's layers [layers].
+    stages : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
 
     Returns
     -------

@@ -133,6 +133,11 @@ def default_stack(chip: Chip) -> str:
     """The stack a chip runs unless told otherwise: ``DEFAULT_STACK``'s, else MaxText on a TPU and
     today's Megatron-LM on a GPU.
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip, looked up by its id.
+
     Returns
     -------
     stack : str
@@ -144,6 +149,14 @@ def default_stack(chip: Chip) -> str:
 @functools.lru_cache(maxsize=64)  # every evaluation asks; a chip and a stack are few
 def profile_for(chip: Chip, stack: str | None = None) -> Profile:
     """A chip's physics with a stack's behaviour and memory (``default_stack`` when None).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip whose measured physics the profile takes (``physics_of``).
+    stack : str, optional
+        A stack's name in ``stacks.REGISTRY`` ("megatron-lm", "fsdp2", "deepspeed", "maxtext",
+        ...); None: the chip's ``default_stack``.
 
     Returns
     -------
@@ -159,6 +172,13 @@ def profile_for(chip: Chip, stack: str | None = None) -> Profile:
 def runs_on(profile: Profile, chip: Chip) -> bool:
     """Whether ``profile`` may run on ``chip``: one made for any chip, or for this one by its id
     (your own chip, which has none, by its name; so does a profile saved before chips had ids).
+
+    Parameters
+    ----------
+    profile : Profile
+        The profile, whose ``chip`` names the chip it was made for ("" for any).
+    chip : Chip
+        The chip to run it on.
 
     Returns
     -------
@@ -176,6 +196,14 @@ TAKEN_IN = MappingProxyType({"stack": None, "flash_attention": None, "torch_comp
 def with_stack(profile: Profile, stack: str | None) -> Profile:
     """``profile`` keeping in memory what ``stack`` keeps (MODEL.md §E.2), its physics and
     behaviour its own; a calibrated activation factor carries over. None: the profile as it is.
+
+    Parameters
+    ----------
+    profile : Profile
+        The profile whose physics and behaviour are kept.
+    stack : str, optional
+        A stack's name in ``stacks.REGISTRY``, whose ``MEMORY_FIELDS`` replace the profile's;
+        None: the profile as it is.
 
     Returns
     -------

@@ -64,6 +64,47 @@ def whole_run(
     """The wall clock, goodput, chip-hours, energy and cost of a run of ``ideal`` seconds of steps
     on ``chips`` chips (MODEL.md §H).
 
+    Parameters
+    ----------
+    chips : float or array_like
+        N, the chips of the job [chips].
+    ideal : float or array_like
+        The run without failures: tokens/B steps of the step time [s].
+    checkpoint_bytes : float or array_like
+        What one chip writes to a checkpoint: the weights and optimizer state it holds [bytes].
+    write_bw : float
+        The checkpoint bandwidth of one chip (``CHECKPOINT_BW``: 122 MB/s) [bytes/s].
+    failure_rate : float
+        λ, the unexpected interruptions a chip-hour (``FAILURES_PER_CHIP_HOUR``: 1.97e-5);
+        0: nothing fails.
+    restart : float
+        R, what a restart after a failure takes (``RESTART_S``: 600 s) [s].
+    interval : float, optional
+        τ, the wall clock between checkpoint starts [s]; None: Young/Daly's √(2·δ·M).
+    power : float, default 0.0
+        What a chip draws [W]; 0: not known, and no energy is reported.
+    pue : float, default PUE
+        The data center's power usage effectiveness (1.1).
+    price : float, optional
+        The price of a chip-hour, in the currency you count in; None: no cost is reported.
+
+    Returns
+    -------
+    run : Run
+        The ideal time, δ, τ, M, the goodput, the wall clock [s], the chip-hours, the energy
+        [J] and the cost, one entry per layout.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §H (the whole run: failures, checkpoints, energy and cost).
+    .. [2] J. W. Young, "A first order approximation to the optimum checkpoint interval", CACM
+       1974; J. T. Daly, "A higher order estimate of the optimum checkpoint interval for
+       restart dumps", FGCS 2006.
+    .. [3] A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv:2407.21783, 2024,
+       sec. 3.3.1 (storage) and 3.3.4 (interruptions): the default failure rate and checkpoint
+       bandwidth.
+    .. [4] Google, 2024 Environmental Report: the default PUE.
+
     Examples
     --------
     >>> r = whole_run(chips=16_384, ideal=54 * 86400.0, checkpoint_bytes=10e9, write_bw=1e9,

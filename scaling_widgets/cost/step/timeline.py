@@ -64,16 +64,43 @@ def timeline(
 
     Parameters
     ----------
-    schedule : a name of ``SCHEDULES``
-    stages, microbatches, virtual_stages : Z, m and v, whole numbers with Z·m·v up to 20,000
-    combined : each forward after one more warm-up forward runs paired with the backward the
-        schedule runs next (Megatron-LM's combined 1F1B, a layout's ``ep_overlap``)
+    schedule : str
+        A name of ``SCHEDULES``: "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zbv",
+        "dualpipe" or "dualpipev"; with one stage, 1F1B stands for any.
+    stages : int
+        Z, the pipeline stages, with Z·m·v up to 20,000.
+    microbatches : int
+        m, the microbatches a step.
+    virtual_stages : int, default 1
+        v, the chunks of layers a device holds (interleaved 1F1B).
+    combined : bool, default False
+        Each forward after one more warm-up forward runs paired with the backward the
+        schedule runs next (Megatron-LM's combined 1F1B, a layout's ``ep_overlap``).
 
     Returns
     -------
     timeline : Timeline
         Every pass of the step: its device, start and end [slots], whether it is a backward,
         its microbatch.
+
+    Raises
+    ------
+    InputError
+        For more than 20,000 passes (Z·m·v), or a schedule whose passes wait on each other.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.6 (pipeline schedules, drawn slot by slot) and §A.6 (pipeline).
+    .. [2] Y. Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
+       Parallelism", NeurIPS 2019.
+    .. [3] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+       Using Megatron-LM", SC 2021.
+    .. [4] P. Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024.
+    .. [5] P. Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024.
+    .. [6] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
+    .. [7] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/core/pipeline_parallel/schedules.py`` (``get_pp_rank_microbatches``: one
+       more warm-up forward under ``overlap_moe_expert_parallel_comm``).
 
     Examples
     --------

@@ -37,16 +37,31 @@ def activation_bytes_per_layer(
 
     Parameters
     ----------
-    seq_len, microbatch_seqs : s [tokens] and b [sequences] of a microbatch
-    d_model, heads : h and a
-    tp : t, the tensor-parallel degree
-    remat : "none", "selective" or "full"; any other name is read as "none"
-    sequence_parallel : whether the activations outside the TP regions are split over t too
+    seq_len : float or array_like
+        s, the tokens of a sequence (the book's T) [tokens].
+    microbatch_seqs : float or array_like
+        b, the sequences of a microbatch [sequences].
+    d_model : float or array_like
+        h, the model width (the book's D) [features].
+    heads : float or array_like
+        a, the attention heads (the book's N_h).
+    tp : float or array_like, default 1
+        t, the tensor-parallel degree (the book's Y) [chips].
+    remat : str, default "none"
+        "none", "selective" or "full"; any other name is read as "none".
+    sequence_parallel : bool or array_like, default False
+        Whether the activations outside the TP regions are split over t too.
 
     Returns
     -------
     activation_bytes : float or np.ndarray
         Bytes of activations one layer keeps per chip for the backward pass [bytes].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.4 (activation memory and recompute).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
 
     Examples
     --------
@@ -100,20 +115,44 @@ def layer_activation_bytes(
 
     Parameters
     ----------
-    model : the model (its widths, heads, gate, dropout and experts)
-    seq_len : s, the tokens of a sequence on the chip (s/CP under context parallelism)
-    tp : the tensor-parallel degree Y
-    remat : the recompute policy, one name (``REMAT_POLICIES``)
-    sequence_parallel : whether sequence parallelism splits the norms' activations over TP
-    flash : whether flash attention runs (no softmax of the scores kept)
-    compiled : whether torch.compile runs the layer
-    selective : what "selective" recomputes: "attention" or "alternate-matmuls"
-    activation_bytes : A, the bytes of an activation's element [bytes]
+    model : Model
+        The model (its widths, heads, gate, dropout and experts).
+    seq_len : float or array_like
+        s, the tokens of a sequence on the chip (s/CP under context parallelism) [tokens].
+    tp : int or array_like
+        Y, the tensor-parallel degree [chips].
+    remat : str
+        The recompute policy, one name (``REMAT_POLICIES``): "none", "selective", "full" or
+        "checkpoints"; any other name is read as "checkpoints".
+    sequence_parallel : bool or array_like
+        Whether sequence parallelism splits the norms' activations over TP.
+    flash : bool
+        Whether flash attention runs (no softmax of the scores kept).
+    selective : str
+        What "selective" recomputes: "attention" (Megatron-LM) or "alternate-matmuls"
+        (torchtitan); any other name is read as "alternate-matmuls".
+    activation_bytes : float, default 2.0
+        A, the bytes of an activation's element [bytes].
+    compiled : bool, default False
+        Whether torch.compile runs the layer.
 
     Returns
     -------
     bytes : float or np.ndarray
         What one layer keeps, per token of a microbatch on the chip [bytes/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.4 (activation memory and recompute), §E.1 (what the peak holds: the
+       activations) and §F.5 (torch.compile: the activations kept).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
+    .. [3] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Some
+       Problems to Work" (the checkpoints after the three big matmuls, 2·L·B·(D + 2F)).
+    .. [4] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/distributed/activation_checkpoint.py`` (``_apply_op_sac``: op-level selective
+       recompute saves the outputs of the ops it lists, every second matmul's excepted).
 
     Examples
     --------
@@ -155,6 +194,13 @@ def working_layers(remat: str, selective: str) -> float:
     """Layers' worth of whole activations that exist besides what is kept, while one layer runs
     its backward pass: the gradients of its activations, as large as they are, and when the layer
     is recomputed, its recomputed activations too.
+
+    Parameters
+    ----------
+    remat : str
+        The recompute policy, one name (``REMAT_POLICIES``).
+    selective : str
+        What "selective" recomputes: "attention" or "alternate-matmuls".
 
     Returns
     -------

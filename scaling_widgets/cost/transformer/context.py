@@ -32,9 +32,12 @@ def kv_bytes_per_token(
 
     Parameters
     ----------
-    model : the model, for K (``kv_heads``) and H (``head_dim``)
-    y : Y, the tensor-parallel degree
-    bytes_per_element : bytes of one key or value element
+    model : Model
+        The model, for K (``kv_heads``) and H (``head_dim``).
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree [chips].
+    bytes_per_element : float, default 2.0
+        Bytes of one key or value element [bytes].
 
     Returns
     -------
@@ -52,10 +55,14 @@ def attention_seconds_per_token(
 
     Parameters
     ----------
-    chip : the chip, for its peak C
-    model : the model, for N_h, H and whether it is causal
-    seq_len : s, the keys each query may see [tokens]
-    y : Y, the tensor-parallel degree
+    chip : Chip
+        The chip, for its peak C [FLOP/s].
+    model : Model
+        The model, for N_h, H and whether it is causal.
+    seq_len : float or array_like
+        s, the keys each query may see [tokens].
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree [chips].
 
     Returns
     -------
@@ -92,13 +99,23 @@ def cp_seconds_per_token(
 
     Parameters
     ----------
-    chip, model : the chip (its links) and the model (its heads)
-    cp : CP, the chips that split each sequence
-    kind : "ring", "all-gather" or "ulysses" (``CP_KINDS``); any other name is read as "ring"
-    seq_len : s, the whole sequence [tokens]
-    x, mx : X, the data axis the CP group is taken from, and M_X, the torus axes X spans (a TPU's;
-        on GPUs the group uses NVLink while CP·Y GPUs fit in a node, else the NIC)
-    y : Y, the tensor-parallel degree
+    chip : Chip
+        The chip: its peak C and its links (``cp_bandwidth``).
+    model : Model
+        The model: its heads (N_h, K, H) and whether it is causal.
+    cp : int or array_like
+        CP, the chips that split each sequence [chips].
+    kind : str, default "ring"
+        "ring", "all-gather" or "ulysses" (``CP_KINDS``); any other name is read as "ring".
+    seq_len : float or array_like
+        s, the whole sequence [tokens].
+    x : int or array_like, default 1
+        X, the data axis the CP group is taken from (a TPU's; on GPUs the group uses NVLink
+        while CP·Y GPUs fit in a node, else the NIC) [chips].
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree [chips].
+    mx : float or array_like, default 1
+        M_X, the torus axes X spans (a TPU's).
 
     Returns
     -------
@@ -129,6 +146,26 @@ def cp_bandwidth(
     NVLink while the group fits in a node with its TP, else each GPU's NIC; on a TPU the links of
     the torus axes the group spans [bytes/s].
 
+    Parameters
+    ----------
+    chip : Chip
+        The chip: on a GPU its node size, NVLink egress (``ici_bw``) and NIC (``scaleout_bw``); on
+        a TPU W_ici (``ici_bw``).
+    cp : int or array_like
+        CP, the chips that split each sequence [chips].
+    x : int or array_like, default 1
+        X, the data axis the CP group is taken from (TPU only) [chips].
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree, which shares the node with the group (GPU only) [chips].
+    mx : float or array_like, default 1
+        M_X, the torus axes X spans (TPU only).
+
+    Returns
+    -------
+    bandwidth : float or np.ndarray
+        W, the bandwidth the group passes keys and values at; on a TPU at least W_ici
+        [bytes/s].
+
     Examples
     --------
     >>> from scaling_widgets.presets import HARDWARE
@@ -154,6 +191,23 @@ def ring_hides(
     """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking,
     W the bandwidth the CP group passes at (``cp_bandwidth``: a GPU's NIC once the group leaves
     its node). Returns (what s/CP must reach, what it is).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its peak C and its links (``cp_bandwidth``).
+    model : Model
+        The model: N_h, K and whether it is causal.
+    seq_len : float or array_like
+        s, the whole sequence [tokens].
+    cp : int or array_like
+        CP, the chips that split each sequence [chips].
+    x : int or array_like, default 1
+        X, the data axis the CP group is taken from (TPU only) [chips].
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree (GPU only) [chips].
+    mx : float or array_like, default 1
+        M_X, the torus axes X spans (TPU only).
 
     Returns
     -------

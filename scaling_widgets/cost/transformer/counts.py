@@ -71,17 +71,42 @@ def param_count(
 
     Parameters
     ----------
-    layers, d_model, d_ff, heads, kv_heads, head_dim, vocab : L, D, F, N_h, K, H, V
-    gated : whether the MLP has a gate (three matrices, else two)
-    tied_embeddings : whether the input and output embeddings are one matrix
-    moe : the MoE layers (``MoE``), or None for a dense model
-    mla : the latent attention (``MLA``), or None for N_h query and K key/value heads
+    layers : int or array_like
+        L, the layers.
+    d_model : int or array_like
+        D, the model width [features].
+    d_ff : int or array_like
+        F, the MLP width of a dense layer [features].
+    heads : int or array_like
+        N_h, the query heads.
+    kv_heads : int or array_like
+        K, the key/value heads.
+    head_dim : int or array_like
+        H, the head size [features].
+    vocab : int or array_like
+        V, the vocabulary [tokens].
+    gated : bool or array_like, default True
+        Whether the MLP has a gate (three matrices, else two).
+    tied_embeddings : bool or array_like, default False
+        Whether the input and output embeddings are one matrix.
+    moe : MoE, optional
+        The MoE layers; None for a dense model.
+    mla : MLA, optional
+        The latent attention; None for N_h query and K key/value heads.
 
     Returns
     -------
     params : ParamCount
         The parameters by part (MLP, attention, embeddings), and the MLP a token goes through
         [parameters].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (parameters) and §D.1 (mixture-of-experts models).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Some
+       Problems to Work" (Question 1, LLaMA-2 13B's parameters).
+    .. [3] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
 
     Examples
     --------
@@ -115,13 +140,22 @@ def mla_attention(D: ArrayLike, N_h: ArrayLike, mla: MLA) -> float | np.ndarray:
 
     Parameters
     ----------
-    D, N_h : the model width and its query heads (floats: their products may exceed int64)
-    mla : the latent attention's ranks and head widths (``MLA``)
+    D : float or array_like
+        D, the model width (a float: its products may exceed int64) [features].
+    N_h : float or array_like
+        N_h, the query heads (a float: its products may exceed int64).
+    mla : MLA
+        The latent attention's ranks and head widths.
 
     Returns
     -------
     params : float or np.ndarray
         The attention parameters of one layer [parameters].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.1 (mixture-of-experts models: multi-head latent attention).
+    .. [2] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
 
     Examples
     --------
@@ -144,10 +178,26 @@ def mla_attention(D: ArrayLike, N_h: ArrayLike, mla: MLA) -> float | np.ndarray:
 def training_flops(*, params: ArrayLike, tokens: ArrayLike) -> float | np.ndarray:
     """Training FLOPs ≈ 6 · params · tokens (MODEL.md §A.5).
 
+    Parameters
+    ----------
+    params : float or array_like
+        Ψ, the parameters a token uses [parameters].
+    tokens : float or array_like
+        The tokens trained on [tokens].
+
     Returns
     -------
     flops : float or np.ndarray
         The FLOPs of training on ``tokens`` tokens [FLOP].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.5 (parameters, FLOPs, step time).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``:
+       "Fully-Sharded Data Parallelism (FSDP)" (LLaMA-3 70B on 15e12 tokens: 6.3e24 FLOPs).
+    .. [3] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020
+       (6·N FLOPs a token).
 
     Examples
     --------
@@ -181,14 +231,29 @@ def flops_per_token(
 
     Parameters
     ----------
-    params : Ψ, the parameters a token uses
-    layers, seq_len, heads, head_dim : L, T, N_h, H
-    attention : whether the attention scores and their weighted sum are counted
+    params : float or array_like
+        Ψ, the parameters a token uses [parameters].
+    layers : int or array_like
+        L, the layers.
+    seq_len : int or array_like
+        T, the sequence length [tokens].
+    heads : int or array_like
+        N_h, the query heads.
+    head_dim : int or array_like
+        H, the head size [features].
+    attention : bool or array_like, default False
+        Whether the attention scores and their weighted sum are counted.
 
     Returns
     -------
     flops : float or np.ndarray
         Model FLOPs per trained token, forward and backward [FLOP/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.1 (full accounting: FLOPs, MFU and HFU).
+    .. [2] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020
+       (6·N FLOPs a token).
 
     Examples
     --------
@@ -218,14 +283,34 @@ def recompute_flops_per_token(
 
     Parameters
     ----------
-    params, layers, seq_len, heads, head_dim : Ψ, L, T, N_h, H, as for ``flops_per_token``
-    remat : the recompute policy, one name (``REMAT_POLICIES``; ``per_choice`` for an array)
-    attention : whether the attention scores and their weighted sum are counted
+    params : float or array_like
+        Ψ, the parameters a token uses [parameters].
+    layers : int or array_like
+        L, the layers.
+    seq_len : int or array_like
+        T, the sequence length [tokens].
+    heads : int or array_like
+        N_h, the query heads.
+    head_dim : int or array_like
+        H, the head size [features].
+    remat : str, default "checkpoints"
+        The recompute policy, one name (``REMAT_POLICIES``; ``per_choice`` for an array); a name
+        other than "full" and "selective" adds nothing.
+    attention : bool or array_like, default True
+        Whether the attention scores and their weighted sum are counted (in "full"'s forward
+        pass again; "selective" counts them whatever this says).
 
     Returns
     -------
     flops : float or np.ndarray
         The FLOPs recomputation adds per trained token [FLOP/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.1 (full accounting: FLOPs, MFU and HFU) and §B.4 (activation memory
+       and recompute).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023.
 
     Examples
     --------
@@ -247,6 +332,11 @@ def _floats(*values) -> tuple[np.ndarray, ...]:
 def padding_flops(model: Model) -> float:
     """6·(CF − 1)·k/(k + S) of the experts' active parameters: the padded tokens' FLOPs per
     token.
+
+    Parameters
+    ----------
+    model : Model
+        The model: its MoE layers (k, S, F_e and CF), its gate, D and L.
 
     Returns
     -------

@@ -62,16 +62,36 @@ def corrected(
 
     Parameters
     ----------
-    exact : the corrections (``Exactness``)
-    strategy : the strategy's name, or an array of them (one per layout), for its collectives
-    x, y, dcn : the chapter's times of each axis, (forward, backward) [s]
-    X, Y, P : the sizes of the X and Y groups and the pods
-    wrap_x, wrap_y : whether the X and Y groups are rings
+    exact : Exactness
+        The corrections, each on or off.
+    strategy : str or np.ndarray
+        The strategy's name, or an array of them (one per layout), for its collectives
+        (``COLLECTIVES``).
+    x : tuple of (float or np.ndarray, float or np.ndarray)
+        The chapter's time of the X axis, (forward, backward) [s].
+    y : tuple of (float or np.ndarray, float or np.ndarray)
+        The chapter's time of the Y axis, (forward, backward) [s].
+    dcn : tuple of (float or np.ndarray, float or np.ndarray)
+        The chapter's time across pods, (forward, backward) [s].
+    X : float or np.ndarray
+        X, the size of the data/FSDP group [chips].
+    Y : float or np.ndarray
+        Y, the size of the tensor group [chips].
+    P : float or np.ndarray
+        P, the pods over DCN.
+    wrap_x : bool or array_like
+        Whether the X group is a ring.
+    wrap_y : bool or array_like
+        Whether the Y group is a ring.
 
     Returns
     -------
-    x, y, dcn : tuple of (float or np.ndarray, float or np.ndarray)
-        The corrected times of each axis, (forward, backward) [s].
+    x : tuple of (float or np.ndarray, float or np.ndarray)
+        The corrected time of the X axis, (forward, backward) [s].
+    y : tuple of (float or np.ndarray, float or np.ndarray)
+        The corrected time of the Y axis, (forward, backward) [s].
+    dcn : tuple of (float or np.ndarray, float or np.ndarray)
+        The corrected time across pods, (forward, backward) [s].
     """
     scale = {"x": 1.0, "y": 1.0, "dcn": 1.0}
     if exact.ring_factor:

@@ -22,10 +22,27 @@ def folds_over_tp(etp: ArrayLike | None, y: ArrayLike) -> bool | np.ndarray:
     """Whether the EP group folds over TP (MODEL.md §D.2): expert tensor parallelism 1 while TP
     is more than one chip. ``etp`` None (or equal to Y) is the experts TP-sharded as the rest.
 
+    Parameters
+    ----------
+    etp : int, array_like or None
+        The experts' tensor-parallel degree (Megatron-Core's expert tensor parallelism): 1 folds
+        the group over TP; None or any other value leaves the experts TP-sharded as the rest of
+        the layer.
+    y : int or array_like
+        Y, the tensor-parallel degree [chips].
+
     Returns
     -------
     folded : bool or np.ndarray
         Whether each layout takes its EP group from TP x X.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.2 (expert parallelism: folded over TP).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/parallel_state.py`` (``initialize_model_parallel``: the expert groups;
+       ``expert_tensor_parallel_size`` is TP's unless given, and in the order "tp-cp-ep-dp-pp"
+       EP takes the ranks next to it).
     """
     if etp is None:
         return False
@@ -37,10 +54,28 @@ def ep_of_data(ep: ArrayLike, y: ArrayLike, etp: ArrayLike | None = None) -> np.
     when the group lies inside TP). Each chip holds (E/e)/Y of the routed experts either way, and
     X/e chips hold the same ones (their data-parallel group).
 
+    Parameters
+    ----------
+    ep : int or array_like
+        EP, the chips that split each MoE layer's routed experts [chips].
+    y : int or array_like
+        Y, the tensor-parallel degree [chips].
+    etp : int or array_like, optional
+        The experts' tensor-parallel degree: 1 folds the group over TP (``folds_over_tp``);
+        None or any other value leaves the experts TP-sharded as the rest of the layer.
+
     Returns
     -------
     e : np.ndarray
         EP over its share of TP [chips of X].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.2 (expert parallelism: folded over TP).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/parallel_state.py`` (``initialize_model_parallel``: the expert groups;
+       ``expert_tensor_parallel_size`` is TP's unless given, and in the order "tp-cp-ep-dp-pp"
+       EP takes the ranks next to it).
     """
     EP = np.asarray(ep, dtype=float)
     return np.where(folds_over_tp(etp, y), EP / np.asarray(y), EP)
@@ -50,6 +85,13 @@ def mlp_tp_share(model: Model, folded: ArrayLike) -> float | np.ndarray:
     """The share of the layers whose MLP still has TP collectives: all of them, but where the EP
     group folds over TP the routed experts are whole on each chip, and a MoE layer without shared
     experts has none (its shared experts, TP-sharded, still gather and scatter the tokens).
+
+    Parameters
+    ----------
+    model : Model
+        The model: its layers, and its MoE layers' shared experts and dense layers.
+    folded : bool or array_like
+        Whether the EP group folds over TP (``folds_over_tp``).
 
     Returns
     -------
@@ -67,10 +109,21 @@ def in_node(chip: Chip, ep: ArrayLike, y: ArrayLike, folded: ArrayLike = False) 
     taken from the data axis (TP fills the rest of the node), min(EP, node) when it folds over
     TP.
 
+    Parameters
+    ----------
+    chip : Chip
+        The GPU, for its node size.
+    ep : int or array_like
+        EP, the chips that split each MoE layer's routed experts [chips].
+    y : int or array_like
+        Y, the tensor-parallel degree [chips].
+    folded : bool or array_like, default False
+        Whether the EP group folds over TP (``folds_over_tp``).
+
     Returns
     -------
     n : np.ndarray
-        Chips of the EP group per node.
+        Chips of the EP group per node [chips].
     """
     per_node = np.where(folded, chip.node_size, chip.node_size // np.asarray(y))
     return np.minimum(np.asarray(ep), np.maximum(per_node, 1))
@@ -80,10 +133,18 @@ def held_width(model: Model, ep: ArrayLike = 1) -> float | np.ndarray:
     """The MLP width one chip holds of a (MoE) layer before FSDP or TP: (E/EP + S)·F_e (F if
     dense).
 
+    Parameters
+    ----------
+    model : Model
+        The model: F, or its MoE layers' E, S and F_e.
+    ep : float or array_like, default 1
+        EP, the chips that split the routed experts; its callers pass e, the group's extent over
+        the data axis (``ep_of_data``) [chips].
+
     Returns
     -------
     width : float or np.ndarray
-        The MLP width one chip holds of each (MoE) layer, of the shape of ``ep``.
+        The MLP width one chip holds of each (MoE) layer, of the shape of ``ep`` [features].
     """
     if model.moe is None:
         return float(model.d_ff) * np.ones_like(np.asarray(ep, dtype=float))
@@ -93,6 +154,11 @@ def held_width(model: Model, ep: ArrayLike = 1) -> float | np.ndarray:
 
 def routed_params(model: Model) -> float:
     """The routed experts' parameters, all layers: what EP divides (c·D·F_e each, MODEL.md §D.1).
+
+    Parameters
+    ----------
+    model : Model
+        The model: its MoE layers (E, F_e, L_dense), its gate, D and L.
 
     Returns
     -------
@@ -111,8 +177,10 @@ def dispatch_bytes(model: Model, activation_bytes: float) -> float:
 
     Parameters
     ----------
-    model : the model, for its MoE layers
-    activation_bytes : A, bytes per activation element
+    model : Model
+        The model, for its MoE layers (k, CF, L_dense), D and L.
+    activation_bytes : float
+        A, the bytes of an activation's element [bytes].
 
     Returns
     -------
@@ -149,6 +217,26 @@ def layer_keywords(
 
     The group is taken from the data axis X of M_X axes, or folded over TP (``etp`` 1), Y's M_Y
     axes first.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its links, and on a GPU its node.
+    model : Model
+        The model; a dense one gives no keywords.
+    ep : int or array_like
+        EP, the chips that split each MoE layer's routed experts [chips].
+    etp : int, array_like or None
+        The experts' tensor-parallel degree: 1 folds the group over TP (``folds_over_tp``);
+        None or any other value leaves the experts TP-sharded as the rest of the layer.
+    x : int or array_like
+        X, the data axis [chips].
+    y : int or array_like
+        Y, the tensor-parallel degree [chips].
+    mx : float or array_like
+        M_X, the axes the X group spans.
+    my : float or array_like
+        M_Y, the axes the Y group spans.
 
     Returns
     -------
@@ -193,17 +281,32 @@ def all_to_all_seconds(
 
     Parameters
     ----------
-    chip, model : the chip (its links, its node) and the model (k, CF, D, node-limited routing)
-    ep : EP, the chips that split each MoE layer's experts
-    y : Y, the tensor-parallel degree (GPUs: how many EP chips share a node)
-    mx : M, the torus axes the EP group spans (TPU only)
-    bytes_per_element : bytes of one activation element
-    folded : whether the group folds over TP (``folds_over_tp``)
+    chip : Chip
+        The chip: its links (W_ici, on a GPU NVLink's and the NIC's) and its node.
+    model : Model
+        The model: k, CF, D and node-limited routing.
+    ep : int or array_like
+        EP, the chips that split each MoE layer's experts [chips].
+    y : int or array_like, default 1
+        Y, the tensor-parallel degree (GPUs: how many EP chips share a node) [chips].
+    mx : float or array_like, default 1
+        M, the torus axes the EP group spans (TPU only).
+    bytes_per_element : float, default 2.0
+        Bytes of one activation element [bytes].
+    folded : bool or array_like, default False
+        Whether the group folds over TP (``folds_over_tp``).
 
     Returns
     -------
     seconds : float or np.ndarray
         One all-to-all's time per token a chip sends; 0 for a dense model [s/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §D.2 (expert parallelism).
+    .. [2] J. Austin et al., "How to Think About GPUs", in *How to Scale Your Model*, 2025;
+       jax-ml/scaling-book, ``gpus.md``.
+    .. [3] DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, 2024.
     """
     EP = np.asarray(ep, dtype=float)
     if model.moe is None:

@@ -106,7 +106,19 @@ class LayerTimes:
         return self.t_math + self.t_comms
 
     def comm_ratio(self, axis: str) -> float | np.ndarray:
-        """Communication over compute time of one axis, in its worst pass."""
+        """Communication over compute time of one axis, in its worst pass.
+
+        Parameters
+        ----------
+        axis : str
+            The field of that axis's (forward, backward) times: "x", "y", "dcn" or "ep"
+            (``AXES``), or "cp".
+
+        Returns
+        -------
+        ratio : float or np.ndarray
+            The larger of the forward and the backward pass's communication over compute.
+        """
         times = getattr(self, axis)
         return np.maximum(times[0] / self.math[0], times[1] / self.math[1])
 
@@ -165,29 +177,68 @@ def layer_times(
 
     Parameters
     ----------
-    strategy : one of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout)
-    batch : global batch [tokens]; d_model, d_ff : D, F
-    d_ff_weights : the width the layer holds as weights, when it is not the width a token goes
+    strategy : str or np.ndarray
+        One of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout).
+    batch : float or array_like
+        B, the global batch [tokens].
+    d_model : float or array_like
+        D, the model width [features].
+    d_ff : float or array_like
+        F, the MLP width a token goes through [features].
+    x : int or array_like, default 1
+        X, the chips sharding the batch (and, under FSDP, the weights) [chips].
+    y : int or array_like, default 1
+        Y, the chips sharding the tensor dimension [chips].
+    pods : int or array_like, default 1
+        P, the pods over DCN.
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    ici_bw : float or array_like
+        W_ici, a chip's ICI bandwidth along one mesh axis, both ways (on GPUs its NVLink egress)
+        [bytes/s].
+    dcn_bw : float or array_like
+        W_dcn, a chip's share of the data-center network, one direction [bytes/s].
+    mx : float or array_like, default 1
+        M_X, the physical mesh axes the X group spans (on GPUs its bandwidth in units of
+        NVLink's, MODEL.md §B.5).
+    my : float or array_like, default 1
+        M_Y, the physical mesh axes the Y group spans (on GPUs as for ``mx``).
+    exact : Exactness, default CHAPTER
+        The MODEL.md §B.7 corrections; ``CHAPTER``: none, the chapter's model.
+    wrap_x : bool or array_like, default True
+        Whether the X group is a ring (read by the §B.7 corrections only).
+    wrap_y : bool or array_like, default True
+        Whether the Y group is a ring (read by the §B.7 corrections only).
+    d_ff_weights : float or array_like, optional
+        F_w, the width the layer holds as weights, when it is not the width a token goes
         through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (MODEL.md §D.1). The
         weights' traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
-    ep_seconds : a MoE layer's all-to-all, seconds per token a chip sends (``experts``): two
-        a pass, over the B/(P·X·Y) tokens of each chip (MODEL.md §D.2); 0 without expert
-        parallelism.
-    cp_seconds : context parallelism's exposed traffic, seconds per token a chip holds, forward
-        (``context``), over its B/(P·X) tokens; twice that backward (MODEL.md §D.3).
-    tp_share : the share of the layers whose MLP gathers and scatters over TP (None: all; less
-        where the EP group folds over TP: ``experts.mlp_tp_share``, MODEL.md §D.2).
-    x, y, pods : chips sharding the batch/FSDP, the tensor dimension, and pods over DCN
-    flops, ici_bw, dcn_bw : C [FLOP/s], W_ici per axis and W_dcn [bytes/s]
-    mx, my : physical mesh axes spanned by the X and Y groups
-    exact, wrap_x, wrap_y : the MODEL.md §B.7 corrections (``Exactness``) and whether X and Y are
-    rings
+        None: F [features].
+    ep_seconds : float or array_like, default 0.0
+        A MoE layer's all-to-all, seconds per token a chip sends (``experts``): two a pass, over
+        the B/(P·X·Y) tokens of each chip (MODEL.md §D.2); 0 without expert parallelism
+        [s/token].
+    cp_seconds : float or array_like, default 0.0
+        Context parallelism's exposed traffic, seconds per token a chip holds, forward
+        (``context``), over its B/(P·X) tokens; twice that backward (MODEL.md §D.3) [s/token].
+    tp_share : float or array_like, optional
+        The share of the layers whose MLP gathers and scatters over TP (None: all; less where
+        the EP group folds over TP: ``experts.mlp_tp_share``, MODEL.md §D.2).
 
     Returns
     -------
     times : LayerTimes
         The compute and each axis' communication of the forward and backward pass, per chip and
         layer [s].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.2 (the layer), §A.3 (strategies, per layer and per chip), §D.1 (a
+       MoE layer's two widths), §D.2 (expert parallelism) and §D.3 (context parallelism).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Data
+       Parallelism", "Fully-Sharded Data Parallelism (FSDP)", "Tensor Parallelism", "Mixed FSDP
+       and Tensor Parallelism" and "Scaling Between Pods".
 
     Examples
     --------
@@ -273,13 +324,64 @@ def crossover_batch(
 
     Parameters
     ----------
-    strategy, d_model, d_ff, x, y, pods, flops, ici_bw, dcn_bw, mx, my, exact, wrap_x, wrap_y,
-    d_ff_weights, ep_seconds, cp_seconds, tp_share : as for ``layer_times``
+    strategy : str or np.ndarray
+        One of "dp", "fsdp", "tp", "fsdp+tp", "dp+tp", or an array of them (one per layout).
+    d_model : float or array_like
+        D, the model width [features].
+    d_ff : float or array_like
+        F, the MLP width a token goes through [features].
+    x : int or array_like, default 1
+        X, the chips sharding the batch (and, under FSDP, the weights) [chips].
+    y : int or array_like, default 1
+        Y, the chips sharding the tensor dimension [chips].
+    pods : int or array_like, default 1
+        P, the pods over DCN.
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    ici_bw : float or array_like
+        W_ici, a chip's ICI bandwidth along one mesh axis, both ways (on GPUs its NVLink egress)
+        [bytes/s].
+    dcn_bw : float or array_like
+        W_dcn, a chip's share of the data-center network, one direction [bytes/s].
+    mx : float or array_like, default 1
+        M_X, the physical mesh axes the X group spans (on GPUs its bandwidth in units of
+        NVLink's, MODEL.md §B.5).
+    my : float or array_like, default 1
+        M_Y, the physical mesh axes the Y group spans (on GPUs as for ``mx``).
+    exact : Exactness, default CHAPTER
+        The MODEL.md §B.7 corrections; ``CHAPTER``: none, the chapter's model.
+    wrap_x : bool or array_like, default True
+        Whether the X group is a ring (read by the §B.7 corrections only).
+    wrap_y : bool or array_like, default True
+        Whether the Y group is a ring (read by the §B.7 corrections only).
+    d_ff_weights : float or array_like, optional
+        F_w, the width the layer holds as weights, when it is not the width a token goes
+        through: a MoE layer computes (k + S)·F_e and holds (E + S)·F_e (MODEL.md §D.1). The
+        weights' traffic (FSDP, DP, DCN) scales with it, the compute and TP's traffic do not.
+        None: F [features].
+    ep_seconds : float or array_like, default 0.0
+        A MoE layer's all-to-all, seconds per token a chip sends (``experts``): two a pass, over
+        the B/(P·X·Y) tokens of each chip (MODEL.md §D.2); 0 without expert parallelism
+        [s/token].
+    cp_seconds : float or array_like, default 0.0
+        Context parallelism's exposed traffic, seconds per token a chip holds, forward
+        (``context``), over its B/(P·X) tokens; twice that backward (MODEL.md §D.3) [s/token].
+    tp_share : float or array_like, optional
+        The share of the layers whose MLP gathers and scatters over TP (None: all; less where
+        the EP group folds over TP: ``experts.mlp_tp_share``, MODEL.md §D.2).
 
     Returns
     -------
     batch : float or np.ndarray
         The smallest compute-bound global batch; inf where the layout never is [tokens].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (strategies, per layer and per chip), §A.8 (example 10) and §A.10
+       (the crossover batch).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Mixed FSDP
+       and Tensor Parallelism".
 
     Examples
     --------
@@ -314,6 +416,15 @@ def crossover_of(at_zero: LayerTimes, at_batch: LayerTimes, batch: ArrayLike) ->
     """``crossover_batch`` from one layout's layer times at no batch and at ``batch`` (every time
     is a + b·B, the compute m·B): an evaluation that has the layer at its batch already needs only
     the times at none.
+
+    Parameters
+    ----------
+    at_zero : LayerTimes
+        The layout's layer times at a batch of 0.
+    at_batch : LayerTimes
+        The same layout's layer times at ``batch``.
+    batch : float or array_like
+        The batch of ``at_batch``, more than 0 [tokens].
 
     Returns
     -------

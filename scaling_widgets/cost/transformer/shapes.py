@@ -108,7 +108,7 @@ class Model:
     Each dimension is a whole number up to a ceiling (``LARGEST_DIMS``) far above any model ever
     trained: 2**20 for layers, heads, kv_heads and head_dim, 2**31 for d_model, d_ff and vocab.
     Within them a model has fewer than 1e28 parameters, under the 1e30 the cost functions take, and
-    every product of its dimensions (in float64, see ``training``) is finite.
+    every product of its dimensions (in float64, see ``counts``) is finite.
     """
 
     name: str
@@ -195,7 +195,13 @@ class Model:
         )
 
     def dims(self) -> dict:
-        """The dimensions as keyword arguments for the cost functions."""
+        """The dimensions as keyword arguments for the cost functions.
+
+        Returns
+        -------
+        dims : dict of str to int or bool or MoE or MLA
+            Every field but the name, ``causal`` and ``dropout``, by name.
+        """
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)

@@ -26,22 +26,41 @@ def critical_tokens_per_chip(
     batch threshold (NaN; see ``tp_limit``). α = C / W_ici. With Z pipeline stages, a chip
     sees 1/Z of the tokens of a stage's layer, so the per-chip threshold is divided by Z.
     A MoE layer holds F_w = (E + S)·F_e of weights for F = (k + S)·F_e of compute (MODEL.md §D.1,
-    D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
+    §D.2): the weights' traffic per FLOP grows by r = F_w/F, and so does DP's and FSDP's threshold
     (r·α/M_X, the "(E/k)·C/W" of data parallelism over experts); FSDP + TP's is α²·r/(M_X·M_Y·F).
 
     Parameters
     ----------
-    strategy : one of ``STRATEGIES``: "dp", "fsdp", "tp" or "fsdp+tp"
-    flops, ici_bw : C [FLOP/s] and W_ici [bytes/s]
-    d_ff : F, the MLP width a token goes through
-    mx, my : M_X, M_Y, the mesh axes the X and Y groups span
-    stages : Z, the pipeline stages
-    d_ff_weights : F_w, the width held as weights when it is not F (a MoE layer); None: F
+    strategy : str
+        One of ``STRATEGIES``: "dp", "fsdp", "tp" or "fsdp+tp".
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    ici_bw : float or array_like
+        W_ici, a chip's ICI bandwidth along one mesh axis, both ways [bytes/s].
+    d_ff : float or array_like
+        F, the MLP width a token goes through [features].
+    mx : float or array_like, default 1
+        M_X, the mesh axes the data group X spans.
+    my : float or array_like, default 1
+        M_Y, the mesh axes the tensor group Y spans.
+    stages : int or array_like, default 1
+        Z, the pipeline stages.
+    d_ff_weights : float or array_like, optional
+        F_w, the MLP width held as weights when it is not F (a MoE layer's (E + S)·F_e); None:
+        F [features].
 
     Returns
     -------
     tokens : float or np.ndarray
         Tokens per chip above which the strategy is compute-bound; NaN for pure TP [tokens].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the strategies per layer), §A.10 (what is reported), §D.1 (a
+       MoE layer's two widths) and §D.2 (data parallelism over experts).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Data
+       Parallelism; Fully-Sharded Data Parallelism (FSDP); Mixed FSDP and Tensor Parallelism.
 
     Examples
     --------
@@ -63,10 +82,28 @@ def tp_limit(
 ) -> float | np.ndarray:
     """The largest tensor-parallel degree that stays compute-bound: Y < M_Y·F/α (MODEL.md §A.3).
 
+    Parameters
+    ----------
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    ici_bw : float or array_like
+        W_ici, a chip's ICI bandwidth along one mesh axis, both ways [bytes/s].
+    d_ff : float or array_like
+        F, the MLP width a token goes through [features].
+    my : float or array_like, default 1
+        M_Y, the mesh axes the tensor group Y spans.
+
     Returns
     -------
     y : float or np.ndarray
         M_Y·F/α, the (continuous) TP degree below which TP stays compute-bound [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (strategies, per layer and per chip) and §A.10 (the TP limit).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Tensor
+       Parallelism".
 
     Examples
     --------
@@ -84,10 +121,28 @@ def critical_tokens_per_pod(
     §A.3), times F_w/F for a MoE model (``weights_per_compute``, MODEL.md §D.2): its gradients per
     FLOP.
 
+    Parameters
+    ----------
+    flops : float or array_like
+        C, a chip's peak bf16 matmul rate [FLOP/s].
+    dcn_bw : float or array_like
+        W_dcn, a chip's share of the data-center network, one direction [bytes/s].
+    weights_per_compute : float or array_like, default 1.0
+        r = F_w/F, the MLP width held as weights over the width a token goes through (a MoE
+        layer's (E + S)·F_e over (k + S)·F_e); 1 for a dense model.
+
     Returns
     -------
     tokens : float or np.ndarray
         Tokens per pod above which data parallelism over DCN is compute-bound [tokens].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (strategies, per layer and per chip: across pods), §D.1 (a MoE
+       layer's two widths) and §D.2 (the width a chip holds under EP).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Scaling
+       Between Pods".
 
     Examples
     --------
@@ -107,10 +162,31 @@ def x_opt(
     stage. (The translated chapter drops the square root: MODEL.md §A.9.) FSDP moves weights, so for
     a MoE layer F is the width it holds, (E + S)·F_e (MODEL.md §D.1).
 
+    Parameters
+    ----------
+    batch : float or array_like
+        B, the batch of one pod [tokens].
+    d_ff : float or array_like
+        F, the MLP width the layer holds as weights [features].
+    chips : float or array_like
+        N, the pod's chips per pipeline stage [chips].
+    mx : float or array_like, default 1
+        M_X, the mesh axes the data group X spans.
+    my : float or array_like, default 1
+        M_Y, the mesh axes the tensor group Y spans.
+
     Returns
     -------
     x : float or np.ndarray
         X_opt, the FSDP degree (not rounded) that balances the two traffics [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split), §A.9 (the square root the translated chapter drops)
+       and §D.1 (a MoE layer's two widths).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Mixed
+       FSDP and Tensor Parallelism".
 
     Examples
     --------
@@ -127,6 +203,13 @@ def nearest_split(*, x_opt: ArrayLike, chips: ArrayLike) -> tuple[np.ndarray, np
     Y runs over the powers of two that divide N; the one whose X = N/Y is nearest X_opt on a
     log scale wins (MODEL.md §A.8 examples 8, 13 and 16). Returns (X, Y) as int arrays.
 
+    Parameters
+    ----------
+    x_opt : float or array_like
+        X_opt, the continuous FSDP degree (``x_opt``) [chips].
+    chips : int or array_like
+        N, the chips to split into X·Y, a pod's per pipeline stage [chips].
+
     Returns
     -------
     X : np.ndarray
@@ -134,6 +217,13 @@ def nearest_split(*, x_opt: ArrayLike, chips: ArrayLike) -> tuple[np.ndarray, np
     Y : np.ndarray
         The TP degree, a power of two dividing N, int64 (a numpy integer for scalar inputs)
         [chips].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.3 (the split) and §A.8 (examples 8, 13 and 16).
+    .. [2] J. Austin et al., "How to Parallelize a Transformer for Training", in *How to Scale
+       Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: "Mixed
+       FSDP and Tensor Parallelism".
 
     Examples
     --------

@@ -53,8 +53,10 @@ def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate)
 
     Parameters
     ----------
-    strategies : strategy -> its ``Estimate``, or the ``InputError`` saying why it cannot run
-    current : the current layout's estimate, which replaces its strategy's
+    strategies : dict of str to Estimate or InputError
+        By strategy name: its ``Estimate``, or the ``InputError`` saying why it cannot run.
+    current : Estimate
+        The current layout's estimate, which replaces its strategy's.
 
     Returns
     -------

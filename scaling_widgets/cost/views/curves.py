@@ -43,7 +43,20 @@ class RooflineData:
     labels: dict = field(default_factory=dict)  # curve -> its name (``text/views.py``)
 
     def compute_at(self, batch: ArrayLike, passes: str = "both") -> float | np.ndarray:
-        """The compute line at any batch (it is proportional to the batch)."""
+        """The compute line at any batch (it is proportional to the batch).
+
+        Parameters
+        ----------
+        batch : float or array_like
+            B, the global batch [tokens].
+        passes : str, default "both"
+            "fwd", the forward pass, or "both", the whole layer.
+
+        Returns
+        -------
+        time : float or np.ndarray
+            The layer's compute per chip at ``batch`` [s].
+        """
         per_token = self.compute[passes][0] / self.batch[0]
         return np.asarray(batch, dtype=float) * per_token
 
@@ -55,8 +68,10 @@ def batch_grid(batch: float, chips: int = 1) -> np.ndarray:
 
     Parameters
     ----------
-    batch : the current global batch [tokens]
-    chips : all the chips of all pods
+    batch : float
+        B, the current global batch [tokens].
+    chips : int, default 1
+        N, all the chips of all pods [chips].
 
     Returns
     -------
@@ -86,6 +101,11 @@ def roofline(current: Estimate) -> RooflineData:
     """The chapter's per-layer times over a grid of batches, token by token (no sequences): each
     strategy's own layout, the split in use held fixed, and the chapter's split re-chosen per
     batch.
+
+    Parameters
+    ----------
+    current : Estimate
+        The current layout's estimate (one layout): its values, split and point.
 
     Returns
     -------

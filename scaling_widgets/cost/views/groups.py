@@ -42,6 +42,11 @@ class MeshData:
 def mesh(e: Estimate) -> MeshData:
     """Where the groups of one layout sit on its slice: each axis's share of X, Y and Z.
 
+    Parameters
+    ----------
+    e : Estimate
+        One evaluated layout (not an array of them).
+
     Returns
     -------
     data : MeshData

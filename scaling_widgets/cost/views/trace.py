@@ -24,6 +24,18 @@ US = 1e6  # the format counts microseconds
 def step_trace(e) -> dict:
     """The step of one evaluated layout ``e`` as a trace: ``{"traceEvents": [...]}``.
 
+    Parameters
+    ----------
+    e : Estimate
+        One evaluated layout: its step, predicted (with ``step_breakdown``) or at an MFU given
+        or measured.
+
+    Returns
+    -------
+    trace : dict
+        The Trace Event Format's object: "traceEvents", each event's time and duration in
+        microseconds, and "displayTimeUnit".
+
     Raises
     ------
     InputError

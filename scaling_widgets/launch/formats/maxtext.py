@@ -60,12 +60,43 @@ APPROXIMATED: dict = {}
 
 
 def detects(text: str, name: str) -> bool:
-    """A YAML file, or a script or overrides that name MaxText or its parallelism axes."""
+    """A YAML file, or a script or overrides that name MaxText or its parallelism axes.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    name : str
+        The file's name; "" when it has none.
+
+    Returns
+    -------
+    found : bool
+        Whether the name ends in ``.yml`` or ``.yaml``, or the text holds "maxtext" or
+        "_parallelism".
+    """
     return name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text
 
 
 def overrides(text: str) -> dict:
-    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them."""
+    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them.
+
+    Parameters
+    ----------
+    text : str
+        A YAML file over ``base.yml``, or a script (or bare words) whose launch line gives
+        ``key=value`` overrides.
+
+    Returns
+    -------
+    table : dict
+        Key -> value, ``base_config`` left out.
+
+    Raises
+    ------
+    InputError
+        For text that looks like YAML and is not.
+    """
     if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
         try:
             table = yaml.safe_load(text)
@@ -80,7 +111,57 @@ def overrides(text: str) -> dict:
 
 def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
     """The layout of a MaxText run: the slices (``pods``, else ``num_slices``, else one) its DCN
-    axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest)."""
+    axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest).
+
+    As MaxText counts: a key left out is ``base.yml``'s (``BASE``: ``ici_fsdp_parallelism`` and
+    ``dcn_data_parallelism`` -1, the other axes 1); the global batch is the chips times
+    ``per_device_batch_size`` times ``gradient_accumulation_steps`` [sequences]; DP is the data,
+    fsdp and expert axes times the slices; pipelined, the microbatches are
+    ``num_pipeline_microbatches``, or the stages where it is -1. The fsdp axis is ZeRO-3, the
+    data axis ZeRO-0; a remat policy is read as its nearest of ours (``REMAT``; the offloading
+    ones as full). The model is ``model_name``'s preset, or ``base.yml``'s model scaled by
+    ``global_parameter_scale``.
+
+    Parameters
+    ----------
+    text : str
+        A YAML file over ``base.yml``, or a script of ``key=value`` overrides.
+    chips : int, optional
+        The chips in all, every slice [chips]; a MaxText config does not say, so None is
+        refused.
+    model : str or Model, optional
+        A preset's name or a ``Model``; None: the model ``model_name`` names, or the one the
+        ``base_*`` keys describe.
+    pods : int, optional
+        P, the slices across the data-center network; None: ``num_slices`` where it is above 0,
+        else one.
+
+    Returns
+    -------
+    read : LaunchFile
+        The degrees, the model, the keys ignored, the notes, and the stack "maxtext" (with flash
+        attention off for ``attention: dot_product``).
+
+    Raises
+    ------
+    InputError
+        Naming the key: one MaxText has not, an axis the model cannot price, DCN parallelism
+        other than data, axes that do not multiply to the chips, a remat policy or quantization
+        the model cannot price; ``chips`` when none are given.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in MaxText's keys).
+    .. [2] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/configs/base.yml`` (the keys and their defaults; ``remat_policy``'s choices).
+    .. [3] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/configs/pyconfig_deprecated.py`` (``calculate_global_batch_sizes``;
+       ``get_individual_scales``; ``set_and_validate_pipeline_config``: -1 microbatches are the
+       stages).
+    .. [4] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/utils/max_utils.py`` (``fill_unspecified_mesh_axes``: one axis of -1 filled
+       with what the others leave).
+    """
     got, ignored, notes = checked_keys(NAME, overrides(text), READ, UNPRICED, APPROXIMATED)
     value = {**BASE, **got}
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
@@ -191,7 +272,43 @@ def _scales(scale: int) -> tuple[int, int, int, int]:
 
 
 def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
-    """The degrees as a YAML over base.yml: its text, the knobs chosen, what it cannot say."""
+    """The degrees as a YAML over base.yml: its text, the knobs chosen, what it cannot say.
+
+    ``per_device_batch_size`` is the global batch over the chips, and over the microbatches
+    accumulated where it does not pipeline (sequences per chip, TP's chips included, so it may
+    be below one); a pipeline's microbatches are ``num_pipeline_microbatches``. Each slice's data
+    ranks, EP's on the expert axis, go on the fsdp axis under ZeRO (ZeRO 1 and 2 written as 3),
+    else on the data axis; the slices go on ``dcn_data_parallelism``.
+
+    Parameters
+    ----------
+    d : Degrees
+        The layout as the frameworks count it.
+    model : Model
+        The model: its ``model_name`` where MaxText has a config of it (``NAMES``), else its
+        dimensions as ``base_*`` keys.
+    chip : Chip
+        The chip; not read (the file names no hardware).
+
+    Returns
+    -------
+    text : str
+        The YAML.
+    chosen : list of str
+        The knobs chosen for it (a fraction of a sequence per chip), one line each.
+    cannot : list of str
+        What MaxText cannot express (another schedule, ZeRO 1 or 2, sequence parallelism…), one
+        line each.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in MaxText's keys).
+    .. [2] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/configs/base.yml`` (the keys written).
+    .. [3] ``AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8,
+       src/maxtext/configs/pyconfig_deprecated.py`` (``calculate_global_batch_sizes``: the
+       global batch is chips x ``per_device_batch_size`` x ``gradient_accumulation_steps``).
+    """
     chosen, cannot = [], []
     model = catalog.name_of(model, MODELS) or model
     lines = ['base_config: "base.yml"']

@@ -62,7 +62,19 @@ SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3
 
 
 def flags(words: list[str]) -> dict:
-    """``--flag value…`` words as flag -> value (one word), values (several) or True (none)."""
+    """``--flag value…`` words as flag -> value (one word), values (several) or True (none).
+
+    Parameters
+    ----------
+    words : list of str
+        Command-line words; ``--flag=value`` is read as ``--flag value``, and words before the
+        first flag are left out.
+
+    Returns
+    -------
+    flags : dict
+        Flag, its dashes kept -> a str, a list of str, or True.
+    """
     out, name = {}, None
     for word in words:
         if word.startswith("--"):
@@ -77,7 +89,21 @@ def flags(words: list[str]) -> dict:
 
 
 def detects(text: str, name: str) -> bool:
-    """A script that runs ``pretrain_*.py``, or Megatron-LM's flags."""
+    """A script that runs ``pretrain_*.py``, or Megatron-LM's flags.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    name : str
+        The file's name; not read: the text alone says.
+
+    Returns
+    -------
+    found : bool
+        Whether the text names ``pretrain_``, ``--num-layers`` or
+        ``--tensor-model-parallel-size``.
+    """
     return any(
         word in text for word in ("pretrain_", "--num-layers", "--tensor-model-parallel-size")
     )
@@ -88,11 +114,51 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     ``--nnodes`` unless ``chips`` is given; the model a preset of the same shape, the user's
     ``model``, or one built from the flags.
 
+    As Megatron-LM counts: DP = world/(TP·PP·CP); the global batch, left out, is the micro
+    batch times DP; ``--recompute-activations`` is selective recompute; the experts' TP, left
+    out, is TP; virtual stages make the schedule interleaved. A micro batch left out is one
+    sequence and a sequence length left out 2048 (Megatron-LM has no default for either).
+
+    Parameters
+    ----------
+    text : str
+        A script whose launch line runs ``pretrain_*.py``, or a file of flags.
+    chips : int, optional
+        The GPUs in all [chips]; None: torchrun's ``--nproc_per_node`` x ``--nnodes`` (each 1
+        when the line does not say).
+    model : str or Model, optional
+        A preset's name or a ``Model``; None: the preset of the flags' shape, else a model built
+        from them (``model_of``).
+    pods : int, optional
+        Not read here: the degrees are one pod's, and ``read_config`` sets the pods.
+
+    Returns
+    -------
+    read : LaunchFile
+        The degrees, the model, the flags ignored, the notes, and the stack "megatron-lm".
+
     Raises
     ------
     InputError
         Naming the flag: one Megatron-LM has not, one the model cannot price, or degrees that do
         not divide the world.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in Megatron-LM's flags).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (``parse_args``: the world from ``WORLD_SIZE``;
+       ``validate_args``: data_parallel_size, the default global batch and experts' TP,
+       ``--recompute-activations`` as selective; the flags read, each added by name).
+    .. [3] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+       megatron/training/arguments.py`` (``_add_distributed_args``:
+       ``--data-parallel-sharding-strategy``, by default ``optim_grads_params``).
+    .. [4] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/transformer/transformer_config.py`` (``cp_comm_type``: "p2p",
+       "all_gather", "a2a").
+    .. [5] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/core/pipeline_parallel/schedules.py`` (``get_forward_backward_func``: virtual
+       stages run the interleaved schedule).
     """
     before, after = launch_args(text, PROGRAM)
     got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
@@ -213,7 +279,40 @@ def _cp_kind(name: str) -> str:
 
 def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
     """The degrees as a script of one ``torchrun … pretrain_gpt.py`` line: its text, the knobs
-    chosen for it, and what it cannot say."""
+    chosen for it, and what it cannot say.
+
+    The world in nodes: ``GPUS_PER_NODE`` the greatest common divisor of a node's GPUs and the world
+    (a chip without nodes: the whole world), ``NUM_NODES`` the rest. ZeRO-1 is the distributed
+    optimizer, ZeRO-2 and 3 Megatron FSDP's sharding strategies; the chapter's checkpoints are
+    written as selective recompute.
+
+    Parameters
+    ----------
+    d : Degrees
+        The layout as the frameworks count it.
+    model : Model
+        The model, written as its shape's flags (``shape_flags``).
+    chip : Chip
+        The chip; its ``node_size`` sets the GPUs a node.
+
+    Returns
+    -------
+    text : str
+        The script.
+    chosen : list of str
+        The knobs chosen for it (the microbatches), one line each.
+    cannot : list of str
+        What Megatron-LM cannot express (another schedule, torch.compile, the checkpoints), one
+        line each.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in Megatron-LM's flags).
+    .. [2] ``NVIDIA/Megatron-LM@ddc55cd3731378ade5585748d96c35f873c0bb73,
+       megatron/training/arguments.py`` (the flags written, each added by name;
+       ``--data-parallel-sharding-strategy``'s ``optim``, ``optim_grads`` and
+       ``optim_grads_params``).
+    """
     chosen, cannot = [], []
     per_node = math.gcd(chip.node_size or d.world, d.world)  # whole nodes (a TPU: one host)
     layout = [

@@ -81,7 +81,20 @@ APPROXIMATED = {
 
 
 def detects(text: str, name: str) -> bool:
-    """A TOML file: by its name, or its first table."""
+    """A TOML file: by its name, or its first table.
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    name : str
+        The file's name; "" when it has none.
+
+    Returns
+    -------
+    found : bool
+        Whether the name ends in ``.toml`` or the text starts with a table (``[``).
+    """
     return name.endswith(".toml") or text.lstrip().startswith("[")
 
 
@@ -89,11 +102,50 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     """A job TOML's layout on ``chips`` chips, its model the flavor's preset unless ``model``
     (a preset's name or a ``Model``) is given.
 
+    As torchtitan counts: DP = replicate x shard, a shard degree of -1 filling the GPUs the other
+    degrees leave; a global batch of -1 is the local batch times DP; FSDP2 reshards after the
+    forward pass (ZeRO-3) unless it pipelines or is told ``"never"`` (ZeRO-2), and a shard
+    degree of 1 is DDP (ZeRO-0); TP shards the sequence; a multi-stage schedule runs two virtual
+    stages a device unless the layers a stage say otherwise. A key left out takes torchtitan's
+    default, but for ``model.flavor`` ("8B" here) and ``training.steps`` (none: no tokens).
+
+    Parameters
+    ----------
+    text : str
+        The job TOML.
+    chips : int, optional
+        The GPUs in all [chips]; a job file does not say, so None is refused.
+    model : str or Model, optional
+        A preset's name or a ``Model``; None: the preset of ``[model] name`` and ``flavor``.
+    pods : int, optional
+        Not read here: the degrees are one pod's, and ``read_config`` sets the pods.
+
+    Returns
+    -------
+    read : LaunchFile
+        The degrees, the model, the keys ignored, the notes, and the stack "fsdp2".
+
     Raises
     ------
     InputError
         Naming the key: one torchtitan has not, one whose setting the model cannot price, or
         degrees that do not divide the chips; ``chips`` when none are given.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in torchtitan's keys).
+    .. [2] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/config/job_config.py`` (``Training``, ``Parallelism``,
+       ``ActivationCheckpoint``, ``Compile``: the keys and their defaults).
+    .. [3] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/distributed/parallel_dims.py`` (``ParallelDims._validate``: a shard degree of
+       -1 fills the world).
+    .. [4] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/distributed/pipeline_parallel.py`` (``pipeline_llm``: ceil((L + 2)/layers a
+       stage) virtual stages, else two a rank for a multi-stage schedule).
+    .. [5] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/models/llama3/infra/parallelize.py`` (``apply_fsdp``: the policy "default"
+       reshards unless pipelining; ``apply_tp``: the norms sequence-parallel).
     """
     try:
         table = flat(tomllib.loads(text))
@@ -173,7 +225,42 @@ def _data_degrees(one: dict, chips: int, *, tp: int, pp: int, cp: int) -> tuple[
 
 
 def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
-    """The degrees as a job TOML: its text, the knobs chosen for it, and what it cannot say."""
+    """The degrees as a job TOML: its text, the knobs chosen for it, and what it cannot say.
+
+    Data parallelism is HSDP's replicas over the pods and a shard within each (ZeRO 2 or 3), or
+    replicas alone (ZeRO-0); ZeRO-1 is written as ZeRO-2. Pipelined, the local batch is a rank's
+    share of the global batch, cut into microbatches of ``d.micro_batch`` sequences; otherwise it is
+    one microbatch, and global/(local·DP) of them are accumulated. More than two virtual stages a
+    device are written as the layers a stage, where ceil((L + 2)/(Z·v)) gives back Z·v stages.
+
+    Parameters
+    ----------
+    d : Degrees
+        The layout as the frameworks count it.
+    model : Model
+        The model, written as torchtitan's name and flavor (``FLAVORS``; else "custom").
+    chip : Chip
+        The chip; not read (a job file names no hardware).
+
+    Returns
+    -------
+    text : str
+        The job TOML.
+    chosen : list of str
+        The knobs chosen for it (the layers a stage, the microbatches), one line each.
+    cannot : list of str
+        What torchtitan cannot express (ZeRO-1, another schedule, TP without sequence
+        parallelism, CP other than a ring…), one line each.
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §G (degrees, batch, ZeRO and recompute in torchtitan's keys).
+    .. [2] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/config/job_config.py`` (``Parallelism``: the keys written).
+    .. [3] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
+       torchtitan/distributed/pipeline_parallel.py`` (``pipeline_llm``: the virtual stages of
+       ``pipeline_parallel_layers_per_stage``).
+    """
     chosen, cannot, layers = [], [], model.layers
     model = catalog.name_of(model, MODELS) or model.name
     name, flavor = FLAVORS.get(model, (model, CUSTOM))
