@@ -12,6 +12,7 @@ fields/, text/, the presets and cost/; app.py composes it.
 from .compare import Compare
 from .exactness_controls import ExactnessControls
 from .export import Export
+from .inputs import BatchInput, StepInput
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
 from .model_picker import ModelPicker
@@ -26,6 +27,7 @@ from .summary import Summary
 from .training_controls import TrainingControls
 
 __all__ = [
+    "BatchInput",
     "Compare",
     "ExactnessControls",
     "Export",
@@ -38,6 +40,7 @@ __all__ = [
     "RooflinePlot",
     "RunControls",
     "StepBreakdown",
+    "StepInput",
     "MapPlot",
     "StrategyMapView",
     "StrategySelector",

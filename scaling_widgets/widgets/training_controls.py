@@ -6,7 +6,6 @@ the software stack whose memory the peak counts and a measured peak that calibra
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as w
 
@@ -16,6 +15,7 @@ from ..cost.step.profiles import TAKEN_IN
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs, control
+from .inputs import BatchInput, StepInput
 from .scenario import Scenario
 
 
@@ -53,45 +53,24 @@ class TrainingControls(Bound, w.VBox):
     def _workload_rows(self) -> list:
         """The batch (a log slider and a "3M" field showing one value), the sequence length and
         the tokens to train."""
-        self._batch = w.FloatLogSlider(
-            description="Batch",
-            min=3,
-            max=9,
-            step=0.01,
-            base=10,
-            readout=False,
-            continuous_update=True,
-            layout=w.Layout(width="330px"),
-        )
-        self._batch_text = w.Text(description="tokens", **_text())
+        self._batch = BatchInput()
         self._seq_len = control("seq_len", w.Text, **_text())
         self._tokens = control("tokens", w.Text, **_text())
-        self._batch.observe(self._on_batch_change, "value")  # a slider in steps: see below
-        self._bind(self._batch_text, "batch", parse=_parser(parse_count, "batch"), show=tokens)
+        self._batch.observe(self._on_batch_error, "error")
+        self._bind(self._batch, "batch")
         self._bind(self._seq_len, "seq_len", parse=_parser(parse_whole, "seq_len"), show=str)
         self._bind(self._tokens, "tokens", parse=_parser(parse_count, "tokens"), show=tokens)
-        return [w.HBox([self._batch, self._batch_text]), w.HBox([self._seq_len, self._tokens])]
+        return [self._batch, w.HBox([self._seq_len, self._tokens])]
 
     def _step_rows(self) -> list:
         """The step: predicted, or at an MFU given (40 %, the chapter's, one click away); the
         precision, the recompute policy and whether attention's FLOPs count."""
-        self._mfu = control(
-            "mfu", w.FloatSlider, min=0.01, max=1.0, step=0.01, value=0.4, readout_format=".0%"
-        )
-        self._predict = w.Checkbox(description="predict the step", indent=False)
+        self._step = StepInput()
         self._precision = control("precision")
         self._remat = control("remat")
         self._compile = _stacks_own(control("torch_compile"))
         self._attention = control("attention_flops")
-        self._bind(
-            self._mfu, "mfu", parse=float, show=lambda mfu: self._mfu.value if mfu is None else mfu
-        )
-        self._bind(
-            self._predict,
-            "mfu",
-            parse=lambda on: None if on else self._mfu.value,
-            show=lambda mfu: mfu is None,
-        )
+        self._bind(self._step, "mfu")
         self._bind(
             self._precision,
             "precision",
@@ -102,7 +81,7 @@ class TrainingControls(Bound, w.VBox):
         self._bind(self._compile, "torch_compile", parse=_SWITCH.__getitem__, show=_switch_word)
         self._bind(self._attention, "attention_flops")
         return [
-            w.HBox([self._mfu, self._predict, self._precision]),
+            w.HBox([self._step, self._precision]),
             w.HBox([self._remat, self._compile, self._attention]),
         ]
 
@@ -142,12 +121,9 @@ class TrainingControls(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         s = self.scenario
-        self._batch.max = max(9, math.ceil(math.log10(s.batch)))
-        self._batch.value = s.batch
         super()._show_scenario()
         self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
-        # derived or predicted instead
-        self._mfu.disabled = s.measured_step_time is not None or s.mfu is None
+        self._step.locked = s.measured_step_time is not None  # the MFU it implies, instead
         self._forget.layout.display = "" if s.profile is not None else "none"
         self._profile.value = (
             "" if s.profile is None else f"Predicting with <i>{html.escape(s.profile.name)}</i>."
@@ -187,14 +163,12 @@ class TrainingControls(Bound, w.VBox):
         self._measured_peak.value = ""
         self._apply(profile=profile, **TAKEN_IN)
 
-    def _on_batch_change(self, change) -> None:
-        # The slider moves in steps of 10^0.01; within one step of the batch it is not a move
-        # of the user's but the browser rounding an exact value (3M) that it cannot show.
-        if (
-            abs(math.log10(change["new"]) - math.log10(self.scenario.batch))
-            > self._batch.step / 2 + 1e-9
-        ):
-            self._apply(batch=float(change["new"]))
+    def _on_batch_error(self, change) -> None:
+        """A batch typed that does not read: said here; one that does clears it."""
+        if change["new"]:
+            self._message.show(change["new"])
+        else:
+            self._message.clear()
 
 
 def _text() -> dict:

@@ -193,13 +193,13 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
 def test_training_controls_accept_3m_and_reject_nonsense():
     s = Scenario(**EXAMPLE_16)
     controls = TrainingControls(s)
-    controls._batch_text.value = "1.5M"
-    assert s.batch == 1.5e6 and controls._batch.value == pytest.approx(1.5e6)
-    controls._batch_text.value = "lots"
+    controls._batch._text.value = "1.5M"
+    assert s.batch == 1.5e6 and controls._batch._slider.value == pytest.approx(1.5e6)
+    controls._batch._text.value = "lots"
     assert "batch must be a number > 0" in controls._message.text
     # The scenario keeps its batch; the text stays as typed, to mend, and a valid one clears it.
-    assert s.batch == 1.5e6 and controls._batch_text.value == "lots"
-    controls._batch_text.value = "1.5M"
+    assert s.batch == 1.5e6 and controls._batch._text.value == "lots"
+    controls._batch._text.value = "1.5M"
     assert controls._message.text == "" and s.batch == 1.5e6
 
 
@@ -224,7 +224,7 @@ def test_explore_shows_example_16():
     panel.scenario.batch = 5e5  # set from code: every part follows
     assert (
         "roofline): communication-bound" in panel.summary.value
-        and panel.training._batch_text.value == "500K"
+        and panel.training._batch._text.value == "500K"
     )
 
 
@@ -266,7 +266,7 @@ def test_a_measured_step_time_calibrates_the_mfu_in_the_panel():
     # 3M rounded to 92 whole sequences of 32K: 3,014,656 tokens
     assert abs(float(e.mfu) - 0.2504) < 0.0001
     assert r"\cdot 0.5} = 25.0\%" in panel.summary.value  # η = B·f/(N·C·t) = 25.0%, in LaTeX
-    assert panel.training._mfu.disabled
+    assert panel.training._step._mfu.disabled
     panel.training._remat.value = "full"
     assert (
         abs(float(panel.analysis.estimate.hfu) / float(panel.analysis.estimate.mfu) - 4 / 3) < 1e-3
@@ -344,9 +344,9 @@ def test_predicting_the_step_shows_its_breakdown_and_a_measured_step_calibrates_
     panel = sw.explore(**EXAMPLE_16)
     training, bar = panel.training, panel.step_breakdown
     assert "at the given MFU" in bar.title and panel.analysis.estimate.step_breakdown is None
-    training._predict.value = True
+    training._step._predict.value = True
     e = panel.analysis.estimate
-    assert panel.scenario.mfu is None and training._mfu.disabled
+    assert panel.scenario.mfu is None and training._step._mfu.disabled
     assert (
         np.asarray(bar._bars.y).sum() == pytest.approx(float(e.step_time))
         and "Predicted step" in bar.title
@@ -596,3 +596,35 @@ def test_the_export_makes_the_steps_trace_when_asked_and_forgets_it_on_a_change(
     assert stages == {0, 1, 2, 3}
     panel.scenario.update(batch=2**23)
     assert export._trace.value == ""
+
+
+def test_the_batch_input_shows_one_value_in_its_slider_and_its_field():
+    from scaling_widgets.widgets import BatchInput
+
+    batch = BatchInput(value=3e6)
+    assert batch._text.value == "3M" and batch._slider.value == pytest.approx(3e6)
+    batch._text.value = "8M"  # typed: the value, and the slider, follow
+    assert batch.value == 8e6 and batch._slider.value == pytest.approx(8e6) and batch.error == ""
+    batch._slider.value = 8.01e6  # the browser rounding 8M to its step: not a move
+    assert batch.value == 8e6
+    batch._slider.value = 2e7  # a move
+    assert batch.value == 2e7 and batch._text.value == "20M"
+    batch._text.value = "lots"  # unreadable: said, the value kept
+    assert batch.value == 2e7 and "batch must be" in batch.error
+    batch._text.value = "20M"  # the same value again, read: the error goes
+    assert batch.error == ""
+
+
+def test_the_step_input_is_an_mfu_given_or_none_when_predicted():
+    from scaling_widgets.widgets import StepInput
+
+    step = StepInput()
+    assert step.value is None and step._predict.value and step._mfu.disabled
+    step._predict.value = False  # the slider's 40 %, the chapter's
+    assert step.value == pytest.approx(0.4) and not step._mfu.disabled
+    step._mfu.value = 0.55
+    assert step.value == pytest.approx(0.55)
+    step.locked = True  # a measured step sets the utilisation
+    assert step._mfu.disabled and step.value == pytest.approx(0.55)
+    step.value = None
+    assert step._predict.value and step._mfu.value == pytest.approx(0.55)
