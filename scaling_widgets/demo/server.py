@@ -8,6 +8,7 @@ dashboard has run (rather than at the culler's turn).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import stat
@@ -28,9 +29,27 @@ NOT_EMBEDDED = "403: the panel opens as a page of its own, not inside another si
 
 
 class DemoKernels(AsyncMappingKernelManager):
-    """Jupyter Server's kernel manager less a race: the culler goes round a list of the kernels
-    taken before it waits on each, and a kernel its page shut down meanwhile was logged as a
-    KeyError with its traceback."""
+    """Jupyter Server's kernel manager less two races.
+
+    The culler goes round a list of the kernels taken before it waits on each, and a kernel its
+    page shut down meanwhile was logged as a KeyError with its traceback. And a server stopped
+    while a kernel was starting (the warm pool refilling, under load) asked Jupyter Server to
+    shut down a kernel it did not know yet, "Kernel does not exist", and exited 1 with that
+    kernel left behind.
+    """
+
+    async def shutdown_all(self, now: bool = False) -> None:
+        """Shut every kernel down, each still starting once it has started.
+
+        Parameters
+        ----------
+        now : bool, default False
+            Kill the kernels at once rather than ask them to stop.
+        """
+        # jupyter_client lists a starting kernel among those to shut down before it is one of
+        # the kernels Jupyter Server's shutdown accepts: let every start end first.
+        await asyncio.gather(*self._pending_kernels.values(), return_exceptions=True)
+        await super().shutdown_all(now=now)
 
     async def cull_kernel_if_idle(self, kernel_id: str) -> None:
         """Cull the kernel as Jupyter Server does, if it is still there.

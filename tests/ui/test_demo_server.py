@@ -196,3 +196,25 @@ def test_the_kernels_sockets_are_files_where_their_path_fits_and_ports_elsewhere
     # macOS's per-user folder: a socket's path there would pass the system's limit
     monkeypatch.setattr(tempfile, "gettempdir", lambda: "/var/folders/7k/" + "x" * 32 + "/T")
     assert kernel_transport() == "tcp"
+
+
+def test_a_server_stopped_while_a_kernel_starts_shuts_that_kernel_down_too():
+    """The warm pool refills as a page takes its kernel; a stop in that window (a slow start,
+    under load) shut the known kernels down, refused the starting one as unknown, exited 1 and
+    left it running. Now every start ends first, then every kernel is shut down."""
+    import asyncio
+
+    from scaling_widgets.demo.server import DemoKernels
+
+    async def stop_while_starting():
+        kernels = DemoKernels()
+        start = asyncio.create_task(kernels.start_kernel(kernel_name="python3"))
+        deadline = time.monotonic() + 30
+        while not kernels._pending_kernels and time.monotonic() < deadline:  # starting
+            await asyncio.sleep(0.005)
+        assert kernels._pending_kernels and not kernels.list_kernel_ids()
+        await kernels.shutdown_all()
+        return await start, kernels.list_kernel_ids()
+
+    started, left = asyncio.run(stop_while_starting())
+    assert started and left == []
