@@ -21,6 +21,9 @@ from ..cost.step.profiles import default_stack, runs_on
 from ..text import mended as words
 from .state import checked, coerced, filled
 
+# the fields whose change can leave another impossible (a slider's batch cannot: it stays instant)
+TRIGGERS = ("hardware", "slice_shape", "stack", "model")
+
 
 def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """``changes`` with the fields they leave impossible mended, and the line that says so.
@@ -50,6 +53,8 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
     said : str
         What was mended, in one line; "" when nothing was.
     """
+    if not set(changes) & set(TRIGGERS):  # a batch, a split...: nothing to mend, nothing read
+        return dict(changes), ""
     try:
         before = filled(coerced(state))
         new = coerced({k: v for k, v in changes.items() if k in before})
