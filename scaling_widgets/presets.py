@@ -10,13 +10,18 @@ from .cost.hardware.chip import Chip
 from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 
 # TPU numbers: MODEL.md §A.7, from the Scaling Book's TPU chapter and Google Cloud's TPU pages.
-# ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth.
+# ici_bw is W_ici, bidirectional per axis = 2 x the one-way link bandwidth. hbm_bytes is the
+# chapter's; hbm_limit what XLA lets a program allocate (the device's bytes_limit): v5p 95.74 GiB
+# (MaxText's docs/guides/monitoring_and_debugging/understand_logs_and_metrics.md, "Using (GB)
+# 44.63 / 95.74"), v6e 31.25 GiB and v5e 15.75 GiB (XLA's "Used ...G of 31.25G hbm" and "of
+# 15.75G hbm" in public compile errors, e.g. EnzymeAD/Enzyme-JAX#2422); v4 its 32 GiB.
 _TPUS = (
     Chip(
         "TPU v4p",
         id="tpu-v4p",
         flops=2.75e14,  # bf16
         hbm_bytes=32e9,
+        hbm_limit=32 * 2**30,
         hbm_bw=1.2e12,
         ici_bw=2 * 4.5e10,
         pod_shape=(16, 16, 16),
@@ -28,6 +33,7 @@ _TPUS = (
         id="tpu-v5e",
         flops=1.97e14,
         hbm_bytes=16e9,
+        hbm_limit=15.75 * 2**30,
         hbm_bw=8.2e11,
         ici_bw=2 * 4.5e10,
         pod_shape=(16, 16),
@@ -39,6 +45,7 @@ _TPUS = (
         id="tpu-v5p",
         flops=4.59e14,  # MODEL.md §A.7: not the superseded 4.46e14 of older text
         hbm_bytes=96e9,
+        hbm_limit=95.74 * 2**30,
         hbm_bw=2.8e12,
         ici_bw=2 * 9e10,
         pod_shape=(16, 20, 28),  # 8960 chips
@@ -50,6 +57,7 @@ _TPUS = (
         id="tpu-v6e",
         flops=9.20e14,
         hbm_bytes=32e9,
+        hbm_limit=31.25 * 2**30,
         hbm_bw=1.6e12,
         ici_bw=2 * 9e10,
         pod_shape=(16, 16),

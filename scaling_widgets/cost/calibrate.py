@@ -47,7 +47,7 @@ CURVES_DOWN = (
     "speed_spread",
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
-WORDS = ("selective", "measures", "chip", "calibration")  # fields that are names
+WORDS = ("selective", "gradients", "gathered", "measures", "chip", "calibration")  # names
 SWITCHES = ("flash_attention", "pipeline_unsharded", "torch_compile")  # true or false
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs

@@ -43,8 +43,8 @@ from .step.profiles import Profile
 from .step.run import CHECKPOINT_BW, FAILURES_PER_CHIP_HOUR, PUE, RESTART_S
 from .strategies import STRATEGIES
 from .transformer.context import CP_KINDS
-from .transformer.counts import REMAT_POLICIES
 from .transformer.exactness import CHAPTER, Exactness
+from .transformer.recompute import REMAT_CHOICE
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
@@ -281,7 +281,10 @@ class Layout:
         "interleaved" (a V-shaped schedule, "zbv" or "dualpipev", runs its own 2).
     remat : str or array_like, default "checkpoints"
         The recompute policy, one of ``REMAT_POLICIES``: "checkpoints" (the chapter's count),
-        "none", "selective" or "full" (MODEL.md §A.4, §B.4).
+        "none", "selective" or "full" (MODEL.md §A.4, §B.4), or a framework's own by its name
+        (``transformer/recompute.py``, MODEL.md §E.4): MaxText's ``remat_policy`` values,
+        Megatron-LM's "selective:<modules>" and "full:<uniform|block>:<N>", torchtitan's
+        "selective:op" and "selective:<N>".
     sequence_parallel : bool, default False
         Shard the norms' and dropout's activations over TP (MODEL.md §B.4, §E.1).
     ep_overlap : bool, default False
@@ -322,7 +325,7 @@ class Layout:
     microbatch_seqs: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     schedule: str | np.ndarray = checked("1f1b", Choice(tuple(SCHEDULES), per_layout=True))
     virtual_stages: int | np.ndarray = checked(1, Whole(per_layout=True))
-    remat: str | np.ndarray = checked("checkpoints", Choice(REMAT_POLICIES, per_layout=True))
+    remat: str | np.ndarray = checked("checkpoints", REMAT_CHOICE)
     sequence_parallel: bool = checked(False, Switch())
     ep_overlap: bool = checked(False, Switch())
     axis_roles: tuple | None = None

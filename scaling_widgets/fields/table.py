@@ -18,7 +18,6 @@ from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
-from ..cost.transformer.counts import REMAT_POLICIES
 from ..cost.transformer.shapes import Precision
 from ..cost.values import MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS
 from ..presets import HARDWARE, MODELS, PRECISIONS
@@ -222,8 +221,10 @@ FIELDS_TABLE = (
           label="EP overlap"),
     Field("microbatch_seqs", "layout.microbatch_seqs", "sequences per microbatch",
           flag="--microbatch-seqs", parse=WHOLE, commands=("estimate",), since=4),
-    Field("remat", "layout.remat", "recompute policy", flag="--remat", choices=REMAT_POLICIES,
-          label="Recompute"),
+    Field("remat", "layout.remat", "recompute policy: checkpoints (the chapter's count), none,"
+          " selective or full, or a stack's own (MaxText's remat_policy values, Megatron-LM's"
+          " selective:<modules> or full:<uniform|block>:<N>, torchtitan's selective:op or"
+          " selective:<N>)", flag="--remat", metavar="POLICY", label="Recompute"),
     Field("mx", "layout.mx", "override: mesh axes the X group spans", flag="--mx", parse=COUNT,
           commands=("estimate",), since=4),
     Field("my", "layout.my", "override: mesh axes the Y group spans", flag="--my", parse=COUNT,

@@ -225,7 +225,7 @@ def verdict(e: Estimate) -> Line:
         fit, then the layer's verdict by the chapter's roofline (MODEL.md §A.10).
     """
     if not e.fits:
-        total, limit = float(e.peak.reserved), e.fits_below * e.chip.hbm_bytes
+        total, limit = float(e.peak.reserved), e.fits_below * e.chip.usable_hbm
         return Line.of(
             "verdict",
             f"Does not fit: a peak of {units.nbytes(total)} per chip, over the"

@@ -109,7 +109,7 @@ def peak(e: Estimate) -> Line:
         allocated peak against HBM [bytes], the share of HBM it may use when below 100 %, and
         whether it fits.
     """
-    p, hbm = e.peak, e.chip.hbm_bytes
+    p, hbm = e.peak, e.chip.usable_hbm
     parts = " + ".join(
         f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}"
         for k in PARTS
@@ -117,11 +117,13 @@ def peak(e: Estimate) -> Line:
     )
     reserved = float(p.reserved)
     below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
+    usable = " usable" if e.chip.usable_hbm != e.chip.hbm_bytes else ""
     verdict = "fits" if e.fits else "DOES NOT FIT"
     return Line.of(
         "memory",
         f"Peak per chip ({stage_name(e)}; {stack_name(e)}): {parts} = {units.nbytes(reserved)}"
-        f" reserved, {units.nbytes(float(p.allocated))} allocated, of {units.nbytes(hbm)} HBM"
+        f" reserved, {units.nbytes(float(p.allocated))} allocated,"
+        f" of {units.nbytes(hbm)}{usable} HBM"
         f" ({reserved / hbm:.0%}){below}: {verdict}",
     )
 

@@ -115,6 +115,7 @@ def _memory(e: Estimate) -> dict:
         },
         "peak_memory_bytes": memory.peak_record(e),
         "hbm_bytes": e.chip.hbm_bytes,
+        "usable_hbm_bytes": e.chip.usable_hbm,
     }
 
 
@@ -359,4 +360,4 @@ def plan_table(ranked, ranks) -> str:
 
 def _left(ranked, index) -> str:
     """The share of HBM a plan's row leaves free at its peak."""
-    return f"{1 - float(ranked.memory[index]) / ranked.cluster.chip.hbm_bytes:.0%}"
+    return f"{1 - float(ranked.memory[index]) / ranked.cluster.chip.usable_hbm:.0%}"

@@ -256,7 +256,7 @@ def binds(e: Estimate) -> str:
         return f"the {collective}, {ratio:.2f}x the ideal compute, hidden under the utilisation"
     if float(e.bubble) >= 0.05:
         return f"the pipeline bubble, +{float(e.bubble):.0%}"
-    used = float(e.peak.reserved) / e.chip.hbm_bytes
+    used = float(e.peak.reserved) / e.chip.usable_hbm
     if used >= 0.9:
         return f"memory, {used:.0%} of HBM"
     return f"compute (slowest: the {collective}, {ratio:.2f}x)"

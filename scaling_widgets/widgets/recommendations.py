@@ -98,7 +98,7 @@ class Row:
             float(p.step_time[index]),
             float(e.mfu),
             memory,
-            1 - memory / e.chip.hbm_bytes,
+            1 - memory / e.chip.usable_hbm,
             binds(e),
             (),
         )

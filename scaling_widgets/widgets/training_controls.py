@@ -11,7 +11,9 @@ import ipywidgets as w
 
 from ..catalog import name_of
 from ..cost.calibrate import calibrate, calibrate_memory
-from ..cost.step.profiles import TAKEN_IN
+from ..cost.step.profiles import TAKEN_IN, default_stack
+from ..cost.transformer.counts import REMAT_POLICIES
+from ..cost.transformer.recompute import offered
 from ..presets import PRECISIONS
 from ..text.units import parse_count, parse_whole, tokens
 from ._base import Bound, Message, check_kwargs, control
@@ -48,7 +50,7 @@ class TrainingControls(Bound, w.VBox):
         ]
         super().__init__(rows, **kwargs)
         self.add_class("sw-training-controls")
-        self._resync_on("measured_step_time", "profile")
+        self._resync_on("measured_step_time", "profile", "hardware")
 
     def _workload_rows(self) -> list:
         """The batch (a log slider and a "3M" field showing one value), the sequence length and
@@ -67,7 +69,7 @@ class TrainingControls(Bound, w.VBox):
         precision, the recompute policy and whether attention's FLOPs count."""
         self._step = StepInput()
         self._precision = control("precision")
-        self._remat = control("remat")
+        self._remat = control("remat", w.Dropdown, options=REMAT_POLICIES)
         self._compile = _stacks_own(control("torch_compile"))
         self._attention = control("attention_flops")
         self._bind(self._step, "mfu")
@@ -121,6 +123,9 @@ class TrainingControls(Bound, w.VBox):
 
     def _show_scenario(self) -> None:
         s = self.scenario
+        # the stack's own recompute policies, and the one in use if a file or the API set another
+        named = offered(s.stack or default_stack(s.hardware))
+        self._remat.options = (*named, *(() if s.remat in named else (s.remat,)))
         super()._show_scenario()
         self._measured.value = "" if s.measured_step_time is None else f"{s.measured_step_time:g}"
         self._step.locked = s.measured_step_time is not None  # the MFU it implies, instead

@@ -122,12 +122,12 @@ def test_a_layout_picked_from_an_array_of_knobs_reads_like_a_single_one():
 
 
 def test_the_default_split_fits_where_one_can():
-    # LLaMA-2 13B at 16M tokens on v5e 16x16: 256 x 1 holds too much at any accumulation; TP 2
+    # LLaMA-2 70B at 4M tokens on v5e 16x16: 256 x 1 holds too much at any accumulation; TP
     # with more microbatches fits. The split chosen is one that fits.
     from scaling_widgets import estimate as with_cli_names
 
-    e = with_cli_names(model="llama-2-13b", hardware="tpu-v5e", mesh="16x16", batch="16M")
+    e = with_cli_names(model="llama-2-70b", hardware="tpu-v5e", mesh="16x16", batch="4M")
     assert bool(e.fits) and int(e.y) > 1
-    over = with_cli_names(model="llama-2-13b", hardware="tpu-v5e", mesh="16x16", batch="16M",
+    over = with_cli_names(model="llama-2-70b", hardware="tpu-v5e", mesh="16x16", batch="4M",
                           tp=1)  # fmt: skip
     assert not bool(over.fits)

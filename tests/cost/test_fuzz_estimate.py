@@ -306,6 +306,6 @@ def test_plan_refuses_naming_the_field_or_ranks_sound_layouts(kw):
     _sound("memory", ranked.memory)
     assert len(ranked) and np.all(np.diff(ranked.step_time[ranked.order]) >= 0)
     # Every ranked layout's peak fits: what the planner drops is what would run out of memory.
-    limit = ranked.options.fits_below * ranked.cluster.chip.hbm_bytes
+    limit = ranked.options.fits_below * ranked.cluster.chip.usable_hbm
     assert np.all(ranked.memory[ranked.order] <= limit)
     _check_estimate(ranked.estimate(0))

@@ -271,7 +271,7 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     every = plan(model=L13, chip=V5P, batch=16e6, seq_len=4096, slice_shape=(16, 16, 16))
     assert data["evaluated"] == len(every.memory)
     assert (
-        data["fit"] == (every.memory <= 0.9 * V5P.hbm_bytes).sum()
+        data["fit"] == (every.memory <= 0.9 * V5P.usable_hbm).sum()
         and 0 < data["fit"] < data["evaluated"]
     )
     assert all(layout["fits"] for layout in data["layouts"])  # the peak within HBM

@@ -98,11 +98,13 @@ def test_the_map_reads_like_the_chapters_picture():
     one_pod = m.chips <= V5P.pod_chips
     assert m.thresholds["fsdp"][one_pod] / m.chips[one_pod] == pytest.approx(850)
     assert np.all(m.thresholds["fsdp+tp"][one_pod] < m.thresholds["fsdp"][one_pod])
-    # Where a batch gives each chip fewer tokens than FSDP + TP's threshold, the best layout
-    # pipelines or splits sequences; at many tokens a chip, data parallelism wins alone.
+    # At many tokens a chip, data parallelism wins, alone or with at most a pair of TP chips
+    # (which halves the norms' memory-bound work at a near-tie of step times).
     family = m.family
     many = m.batches[None, :] / m.chips[:, None] > 4 * m.thresholds["fsdp"][:, None]
-    assert set(family[many & m.fits]) <= {FAMILIES.index("dp"), FAMILIES.index("fsdp")}
+    for i, j in np.argwhere(many & m.fits):
+        data_parallel = family[i, j] in (FAMILIES.index("dp"), FAMILIES.index("fsdp"))
+        assert data_parallel or m.layout(i, j)["y"] <= 2, m.layout(i, j)
 
 
 def test_families_take_the_most_elaborate_parallelism():

@@ -71,7 +71,8 @@ def test_a_config_with_flags_on_top_answers_what_if(capsys):
         (("[training]", "[training]\nenable_cpu_offload = true"),
          "training.enable_cpu_offload must be False: another setting is not priced; got True"),
         (('mode = "full"', 'mode = "memory_budget"'),
-         "activation_checkpoint.mode must be 'none', 'selective' or 'full'; got memory_budget"),
+         "activation_checkpoint.mode must be 'none', 'selective' or 'full' (memory_budget is not"
+         " priced); got memory_budget"),
     ],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line_naming_the_key(change, named, capsys, tmp_path):

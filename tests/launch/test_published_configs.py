@@ -45,15 +45,15 @@ def read(name: str, hardware: str, chips: int | None = None):
         # PP 4 x EP 8 on 4 nodes: DP 8, EP out of it, 256 sequences of 4,096
         ("megatron_mixtral_8x7b.sh", "h100", 32,
          ("mixtral-8x7b", 8, 1, 4, 1, 32, 256 * 4096, 4096, "none", 8, 1)),
-        # FSDP over a 512-chip v5p slice, 4 sequences a chip; save_dot_except_mlpwi ~ selective
+        # FSDP over a 512-chip v5p slice, 4 sequences a chip, MaxText's own recompute policy
         ("maxtext_v5p_llama2_70b.sh", "tpu-v5p", 512,
-         ("llama-2-70b", 512, 1, 1, 3, 1, 2048 * 4096, 4096, "selective", 1, 1)),
+         ("llama-2-70b", 512, 1, 1, 3, 1, 2048 * 4096, 4096, "save_dot_except_mlpwi", 1, 1)),
         # TP 8 x FSDP 16 (fsdp -1 fills the slice), one sequence of 2,048 a chip
         ("maxtext_v5p_128b.sh", "tpu-v5p", 128,
-         (MAXTEXT_128B, 16, 8, 1, 3, 1, 128 * 2048, 2048, "selective", 1, 1)),
-        # v5e-256: 2 sequences a chip; its qkv_proj_offloaded keeps HBM as full recompute does
+         (MAXTEXT_128B, 16, 8, 1, 3, 1, 128 * 2048, 2048, "minimal", 1, 1)),
+        # v5e-256: 2 sequences a chip; qkv_proj_offloaded keeps Q, K and V in host memory
         ("maxtext_v5e_llama2_70b.sh", "tpu-v5e", 256,
-         ("llama-2-70b", 256, 1, 1, 3, 1, 512 * 2048, 2048, "full", 1, 1)),
+         ("llama-2-70b", 256, 1, 1, 3, 1, 512 * 2048, 2048, "qkv_proj_offloaded", 1, 1)),
     ],
 )  # fmt: skip
 def test_a_published_file_reads_into_the_layout_it_describes(name, hardware, chips, layout):
@@ -110,7 +110,7 @@ def test_a_hugging_face_config_beside_the_file_gives_the_model(tmp_path):
         ("maxtext_v5p_128b.sh", ("ici_tensor_parallelism=8", "ici_tensor_parallelism=3"),
          "tpu-v5p", 128, r"^ici_fsdp_parallelism must be degrees multiplying to 128; got 3"),
         ("maxtext_v5p_128b.sh", ("remat_policy=minimal", "remat_policy=minimal_offloaded_x"),
-         "tpu-v5p", 128, r"^remat_policy must be one of full, minimal"),
+         "tpu-v5p", 128, r"^remat_policy must be one of MaxText's: full, minimal"),
     ],
 )  # fmt: skip
 def test_a_bad_script_is_refused_naming_the_key(name, change, hardware, chips, named):

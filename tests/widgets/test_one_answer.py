@@ -392,7 +392,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert seconds(data["step_time_s"]) in summary
     assert (
         f"= {nbytes(peak['reserved'])} reserved" in summary
-        and f"of {nbytes(data['hbm_bytes'])} HBM" in summary
+        and f"of {nbytes(data['usable_hbm_bytes'])}" in summary
     )
     assert f"{100 * data['mfu']:.1f}" in summary
     assert ("DOES NOT FIT" in summary) == (not data["fits"])

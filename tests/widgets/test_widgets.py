@@ -6,6 +6,7 @@ import pytest
 
 import scaling_widgets as sw
 from scaling_widgets.cost import Model, compare_strategies
+from scaling_widgets.presets import HARDWARE
 from scaling_widgets.text.units import nbytes
 from scaling_widgets.widgets import (
     MemoryBar,
@@ -166,7 +167,8 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     assert bar._totals.colors[:2] == [color("error"), color("green")] and bar._totals.colors[
         3
     ] == color("green")
-    assert bar._hbm.y[0] == pytest.approx(96)
+    usable = HARDWARE["tpu-v5p"].usable_hbm / 1e9  # the HBM XLA lets a program allocate
+    assert bar._hbm.y[0] == pytest.approx(usable)
     # TP over 4096 chips cannot split the 40 heads: an empty bar labelled so.
     assert bar.data.labels[2] == "TP: cannot run" and np.all(np.asarray(bar._bars.y)[:, 2] == 0)
     assert bar._totals.text[2] == "cannot run" and bar._bars.x[2] == "TP"
@@ -175,7 +177,7 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
     assert weights_tp > 0 and bar.data.labels[2] == "TP Y=8"  # each bar is named by its layout
     # DP's copy of the model and the batch's activations on 8 chips: far above HBM, clipped at the
     # top of the scale (twice HBM) so the others stay readable; its label gives the whole value.
-    assert np.asarray(bar._bars.y)[:, 0].sum() == pytest.approx(2 * 96) and bar._totals.text[
+    assert np.asarray(bar._bars.y)[:, 0].sum() == pytest.approx(2 * usable) and bar._totals.text[
         0
     ].endswith("▲")
     assert str(bar._bars.x[3]).startswith("● ")  # the layout in use
@@ -288,7 +290,8 @@ def test_exactness_controls_reach_the_cost_model_and_the_memory_bar():
     # with the buffers
     assert bar.data.parts.shape[0] == 7 and bar.data.parts[5][0] == pytest.approx(before + 8e9)
     panel.exactness._fits_below.value = 0.9
-    assert bar._limit.visible and bar._limit.y[0] == pytest.approx(86.4)
+    usable = HARDWARE["tpu-v5p"].usable_hbm
+    assert bar._limit.visible and bar._limit.y[0] == pytest.approx(0.9 * usable / 1e9)
     panel.exactness._latency.value = "fast"
     assert (
         "latency must be a number" in panel.exactness._message.text and panel.scenario.latency == 0

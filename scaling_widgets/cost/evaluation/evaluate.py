@@ -254,7 +254,8 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     keywords = on_mesh(cluster, workload, layout, options, placed)
     layer = layer_times(batch=B, **keywords)
     params = param_count(**model.dims())
-    flops = token_flops(workload, layout, options, params.active)  # the experts a token meets
+    chunk = model.layers / (Z * v)  # a pipeline chunk's layers, on average
+    flops = token_flops(workload, layout, options, params, chunk)  # the experts a token meets
     idle = bubble(schedule=layout.schedule, stages=Z, microbatches=m, virtual_stages=v)
     chips, C = math.prod(cluster.slice_shape) * P, chip.flops
     times = chapter_step(workload, options, layer, flops, params.active, chips, C, idle)

@@ -44,6 +44,7 @@ from ..step.profiles import Profile
 from ..transformer.experts import ep_of_data, routed_params
 
 if TYPE_CHECKING:
+    from ..transformer.recompute import Rerun
     from .result import Estimate
 
 TERMS = (
@@ -75,16 +76,12 @@ def predict(
     *,
     e: Estimate,
     profile: Profile,
-    remat_forward: float | np.ndarray,
-    attention_forward: float | np.ndarray,
-    rest_forward: float | np.ndarray = 0.0,
+    rerun: Rerun,
 ) -> dict[str, np.ndarray]:
     """The step's terms [s] (MODEL.md §C.5) for an estimate's placement: the step is their sum.
 
-    ``remat_forward`` is the share of the forward pass recomputed (1 full, 0 none),
-    ``attention_forward`` whether the attention core is recomputed (selective), and
-    ``rest_forward`` whether everything but the MLP is (the chapter's checkpoints keep only the
-    MLP's matmul outputs: the attention block is run again from the layer's input).
+    ``rerun`` holds the shares of a layer's forward work its recompute policy runs again: the
+    attention's projections and core, the MLP, and the rest of the layer with them.
 
     Parameters
     ----------
@@ -92,12 +89,9 @@ def predict(
         The evaluated layout: its placement (X, Y, Z, P, m, v), parameters, memory and bubble.
     profile : Profile
         The chip's physics and the stack's behaviour (MODEL.md §C.3, §F.1, §F.2).
-    remat_forward : float or array_like
-        The share of the forward pass recomputed: 1 under full recompute, 0 without.
-    attention_forward : float or array_like
-        1 where the attention core is recomputed (selective recompute), else 0.
-    rest_forward : float or array_like, default 0.0
-        1 where everything but the MLP is recomputed (the chapter's checkpoints), else 0.
+    rerun : Rerun
+        The shares of a layer's forward work run again (``transformer/recompute.py``), each a
+        float or an array over the layouts.
 
     Returns
     -------
@@ -120,9 +114,8 @@ def predict(
     D, L = model.d_model, model.layers
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
-    recompute = (remat_forward, attention_forward, rest_forward)
-    layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, *recompute)
-    layer_memory, layer_tp, layer_fixed = _layer_rest(e, profile, b, layer_matmul, *recompute)
+    layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, rerun)
+    layer_memory, layer_tp, layer_fixed = _layer_rest(e, profile, b, layer_matmul, rerun)
     head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
@@ -134,8 +127,8 @@ def predict(
         e.params.mlp - elsewhere + e.params.attention
     ) / L  # the weights a chip's layer holds: FSDP's
     data = data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
-    all_to_all = all_to_alls(e, profile, l, remat_forward)
-    exchange = context_exchange(e, profile, l, remat_forward + rest_forward)
+    all_to_all = all_to_alls(e, profile, l, rerun.mlp)
+    exchange = context_exchange(e, profile, l, rerun.dense)
     # a schedule's pairs hide part of them under the other pass's matmuls (forward half a backward)
     hidden = under_pairs(
         e,
@@ -143,8 +136,7 @@ def predict(
         exchange,
         l * backward_last / 2,
         l * (layer_matmul - backward_last / 2),
-        remat_forward,
-        rest_forward,
+        rerun,
     )
     terms = {
         "matmul": m * (l * layer_matmul + head_matmul),
@@ -174,17 +166,17 @@ def predict(
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
 
 
-def _layer_rest(e, profile, b, matmul, remat_forward, attention_forward, rest_forward) -> tuple:
+def _layer_rest(e, profile, b, matmul, rerun) -> tuple:
     """A layer's passes on a microbatch of ``b`` tokens beside its matmuls [s]: its memory-bound
     work, its exposed TP traffic (against its ``matmul`` time) and its fixed costs."""
     hbm = e.chip.hbm_bw * profile.hbm_efficiency
-    memory = _layer_traffic(e, profile, b, remat_forward, attention_forward) / hbm
-    tp = tp_exposed(e, profile, b, remat_forward, matmul, rest_forward)
-    fixed = profile.layer_overhead * (2 + remat_forward)  # forward, backward, recompute
+    memory = _layer_traffic(e, profile, b, rerun) / hbm
+    tp = tp_exposed(e, profile, b, rerun, matmul)
+    fixed = profile.layer_overhead * (2 + rerun.whole)  # forward, backward, recompute
     return memory, tp, fixed
 
 
-def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
+def _matmuls(e, profile, b, rerun):
     """One layer's matmuls on a chip for a microbatch of b tokens, recompute included; the output
     layer's; and one layer's backward pass without recompute (what the reductions hide under) [s].
 
@@ -223,9 +215,9 @@ def _matmuls(e, profile, b, remat_forward, attention_forward, rest_forward=0.0):
     forward = forward_rest + forward_mlp / e_mlp
     backward = 2 * (forward_dense / e_mm + attention / e_att_back + forward_mlp / e_mlp)
     recomputed = (
-        (remat_forward + rest_forward) * forward_rest
-        + attention_forward * attention / e_att
-        + remat_forward * forward_mlp / e_mlp
+        rerun.dense * forward_dense / e_mm
+        + rerun.core * attention / e_att
+        + rerun.mlp * forward_mlp / e_mlp
     )
     layer = (forward + backward + recomputed) / chip.flops
     head = 6 * b * D * model.vocab / Y / (chip.flops * e_bf16)  # the output layer, last stage
@@ -248,16 +240,18 @@ def _linear(profile, chip, gemm_flops, fp8: bool):
     return chip.flops_fp8 / chip.flops * e8
 
 
-def _layer_traffic(e, profile, b, remat_forward, attention_forward):
+def _layer_traffic(e, profile, b, rerun):
     """One layer's memory-bound bytes for a microbatch on a chip: κ·b·D a pass (÷ Y under
     sequence parallelism), compiled a third of it (MODEL.md §F.5), and without flash
     attention the scores, κ_s·b·s·N_h/Y a pass [bytes]."""
     Y, s = e.y, e.seq_len or 1
     sp = np.where(np.asarray(e.layout.sequence_parallel) & (Y > 1), Y, 1)
-    passes = 3 + remat_forward
+    passes = 3 + rerun.whole
     kappa = profile.kappa * (COMPILED_SHARE if profile.torch_compile else 1.0)
     scores = 0.0 if profile.flash_attention else profile.kappa_scores * b * s * e.model.heads / Y
-    return kappa * b * e.model.d_model / sp * passes + scores * (passes + attention_forward)
+    # the scores once more with the attention core, when it runs again without the whole layer
+    scores_passes = passes + rerun.core * (1 - rerun.dense)
+    return kappa * b * e.model.d_model / sp * passes + scores * scores_passes
 
 
 def _loss_traffic(e, profile, b):

@@ -171,8 +171,8 @@ class Estimate:
     @property
     def fits(self) -> np.bool_ | np.ndarray:
         """The busiest chip's peak, reserved by its allocator and overhead included, within
-        ``fits_below`` of HBM (MODEL.md §B.8, §E)."""
-        return self.peak.reserved <= self.fits_below * self.chip.hbm_bytes
+        ``fits_below`` of the HBM a program may use (MODEL.md §B.8, §E)."""
+        return self.peak.reserved <= self.fits_below * self.chip.usable_hbm
 
 
 def pick(result: T, index: int | slice | tuple | ArrayLike) -> T:

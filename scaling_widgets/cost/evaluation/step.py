@@ -7,6 +7,7 @@ the options name (``profile_of``).
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import astuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -15,17 +16,29 @@ from ..ground.choices import per_choice
 from ..ground.refusals import refuse
 from ..hardware.chip import Chip
 from ..step.chapter import time_to_train
+from ..step.pipeline import busiest_stage_layers
 from ..step.profiles import Profile, profile_for, with_stack
 from ..step.run import whole_run
-from ..transformer.counts import flops_per_token, padding_flops, recompute_flops_per_token
+from ..transformer.counts import (
+    REMAT_POLICIES,
+    ParamCount,
+    flops_per_token,
+    padding_flops,
+    recompute_flops_per_token,
+)
 from ..transformer.layer import LayerTimes
+from ..transformer.recompute import Rerun, rerun_of
 from ..values import Layout, Options, Workload
 from .predict import predict
 from .result import Estimate
 
 
 def token_flops(
-    workload: Workload, layout: Layout, options: Options, Psi: ArrayLike
+    workload: Workload,
+    layout: Layout,
+    options: Options,
+    params: ParamCount,
+    chunk_layers: ArrayLike = 1.0,
 ) -> dict[str, float | np.ndarray]:
     """Model FLOPs per token, and hardware FLOPs with the recompute (MODEL.md §B.1) and a MoE's
     padding to its capacity factor (MODEL.md §D.1): work done that trains nothing.
@@ -39,8 +52,12 @@ def token_flops(
         The layout: its recompute policy ``remat``.
     options : Options
         How the numbers are read: whether attention FLOPs are counted.
-    Psi : float or array_like
-        Ψ, the parameters a token uses (``ParamCount.active``) [parameters].
+    params : ParamCount
+        The model's parameters by part: Ψ, those a token uses (``ParamCount.active``), and the
+        attention's and the MLP's a token meets [parameters].
+    chunk_layers : float or array_like, default 1.0
+        The layers of a pipeline chunk, L/(Z·v), for a policy that recomputes the first N of
+        each [layers].
 
     Returns
     -------
@@ -56,7 +73,7 @@ def token_flops(
     .. [3] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
        Models", MLSys 2023.
     """
-    model = workload.model
+    model, Psi = workload.model, params.active
     shape = dict(
         layers=model.layers,
         seq_len=workload.seq_len or 1,
@@ -66,9 +83,16 @@ def token_flops(
     f = flops_per_token(params=Psi, attention=options.attention_flops, **shape)
 
     def recompute(policy):
-        return recompute_flops_per_token(
-            params=Psi, remat=policy, attention=options.attention_flops, **shape
-        )
+        if policy in REMAT_POLICIES:
+            return recompute_flops_per_token(
+                params=Psi, remat=policy, attention=options.attention_flops, **shape
+            )
+        # a framework's own policy: the work it runs again, a share of each part's forward
+        r = rerun_of(policy, chunk_layers=chunk_layers)
+        attention = 4 * model.layers * shape["seq_len"] * model.heads * model.head_dim
+        whole = 2 * Psi + attention * options.attention_flops
+        parts = r.core * attention + 2 * (r.dense * params.attention + r.mlp * params.mlp_used)
+        return r.whole * whole + (1 - r.whole) * parts
 
     return {"model": f, "hardware": f + per_choice(layout.remat, recompute) + padding_flops(model)}
 
@@ -192,13 +216,14 @@ def predicted(e: Estimate, profile) -> Estimate:
     # those would run the attention block again backward. Its memory stays the chapter's count;
     # the predicted step, and the hardware FLOPs, pay for that recompute (MODEL.md §C.2).
     checkpoints = (remat == "checkpoints") * 1.0
-    terms = predict(
-        e=e,
-        profile=profile,
-        remat_forward=(remat == "full") * 1.0,
-        attention_forward=(remat == "selective") * 1.0,
-        rest_forward=checkpoints,
-    )
+    chunk = busiest_stage_layers(
+        layers=e.model.layers, stages=e.z, virtual_stages=e.layout.virtual_stages
+    ) / np.asarray(e.layout.virtual_stages)
+
+    def rerun(policy):
+        return astuple(rerun_of(policy, profile.selective, chunk))
+
+    terms = predict(e=e, profile=profile, rerun=Rerun(*per_choice(e.remat, rerun)))
     hidden = {"ep": terms.pop("ep_hidden"), "cp": terms.pop("cp_hidden")}
     step = sum(terms.values())
     peak = e.chips * e.chip.flops

@@ -116,14 +116,31 @@ class Choice:
 
     options: tuple
     per_layout: bool = False
+    also: Callable[[str], bool] | None = None  # names beyond the options it takes: a grammar
+    also_said: str = ""  # those names, worded to follow the options
 
     @property
     def allowed(self) -> str:
-        listed = ", ".join(map(repr, self.options))
+        listed = ", ".join(map(repr, self.options)) + (f", {self.also_said}" if self.also else "")
         return f"one of {listed}" + (", or an array of them" if self.per_layout else "")
 
+    def takes(self, value: str) -> bool:
+        """Whether one name is among the options, or what ``also`` takes.
+
+        Parameters
+        ----------
+        value : str
+            The name given.
+
+        Returns
+        -------
+        ok : bool
+            True for a name the choice takes.
+        """
+        return value in self.options or (self.also is not None and self.also(value))
+
     def __call__(self, name: str, value: object) -> str | np.ndarray:
-        if isinstance(value, str) and value in self.options:
+        if isinstance(value, str) and self.takes(value):
             return value
         if isinstance(value, str) or not self.per_layout:
             raise refuse(name, self.allowed, shown(value))
@@ -135,6 +152,8 @@ class Choice:
             bad = np.ones(a.shape, dtype=bool)
         else:
             bad = ~np.isin(a, list(self.options))
+            for other in np.unique(a[bad]) if self.also is not None and bad.any() else ():
+                bad &= ~((a == other) & self.also(other))  # each name once, not each layout
         if bad.any() or a.ndim == 0 or a.size == 0:
             got = shown(value)
             if a.ndim and bad.any():

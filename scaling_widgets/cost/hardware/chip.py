@@ -37,12 +37,16 @@ class Chip:
     flops_fp8: float = 0.0  # peak dense fp8 matmul FLOP/s; 0: no fp8 matmuls
     power: float = 0.0  # rated board power [W], for a run's energy; 0: none published
     id: str = ""  # the preset's key ("h100"), by which its tables find it; "" for your own chip
+    hbm_limit: float = 0.0  # what the runtime lets a program allocate [bytes]; 0: hbm_bytes
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
         require(self, "id", isinstance(self.id, str), "a string")
         for field in ("flops", "hbm_bytes", "hbm_bw", "ici_bw", "dcn_bw"):
             require(self, field, is_positive(getattr(self, field)), "a number > 0 and < 1e30")
+        limit = self.hbm_limit
+        ok = is_number(limit) and 0 <= limit < 1e30
+        require(self, "hbm_limit", ok, "bytes from 0 (HBM's own) to 1e30")
         power = self.power
         ok = isinstance(power, (int, float)) and not isinstance(power, bool) and 0 <= power < 1e6
         require(self, "power", ok, "watts from 0 (none published) to 1e6")
@@ -86,6 +90,12 @@ class Chip:
                 nic >= 1e-30,
                 "a number > 0 and < 1e30 on a GPU (node_size > 0)",
             )
+
+    @property
+    def usable_hbm(self) -> float:
+        """The HBM a program may allocate, as the runtime reports it (XLA's bytes_limit, CUDA's
+        total memory) [bytes]: what a framework's peak is held against (MODEL.md §E.5)."""
+        return self.hbm_limit or self.hbm_bytes
 
     @property
     def is_gpu(self) -> bool:

@@ -15,6 +15,8 @@ from ..schedules import in_flight_microbatches, weight_copies
 from ..step.pipeline import stage_share
 from ..transformer.activations import activation_bytes_per_layer
 from ..transformer.experts import dispatch_bytes, ep_of_data, routed_params
+from ..transformer.kept import kept_bytes, tensor_bytes
+from ..transformer.recompute import policy as policy_of
 
 if TYPE_CHECKING:
     from ..layout.placement import Placement
@@ -271,6 +273,10 @@ def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
     )
 
 
+# the policies §B.4 counts by Korthikanti et al.'s table
+KORTHIKANTI = ("none", "selective", "full")
+
+
 def _activations(workload, layout, placed, P, Z_busiest, checkpoints):
     """The activations of the microbatches a stage holds at once (MODEL.md §B.4, §B.6): the
     chapter's ``checkpoints`` of one microbatch, or Korthikanti et al.'s bytes for a recompute
@@ -286,20 +292,29 @@ def _activations(workload, layout, placed, P, Z_busiest, checkpoints):
     def kept(policy):
         if policy == "checkpoints":
             return checkpoints / m * in_flight
-        per_layer = activation_bytes_per_layer(  # a chip's s/CP tokens of each of its sequences
-            seq_len=workload.seq_len / layout.cp,
-            microbatch_seqs=workload.batch / workload.seq_len / (X / layout.cp * P * m),
-            d_model=model.d_model,
-            heads=model.heads,
-            tp=Y,
-            remat=policy,
-            sequence_parallel=layout.sequence_parallel,
-        )
+        seq_len = workload.seq_len / layout.cp  # a chip's s/CP tokens of each of its sequences
+        seqs = workload.batch / workload.seq_len / (X / layout.cp * P * m)
+        if policy in KORTHIKANTI:
+            per_layer = activation_bytes_per_layer(
+                seq_len=seq_len,
+                microbatch_seqs=seqs,
+                d_model=model.d_model,
+                heads=model.heads,
+                tp=Y,
+                remat=policy,
+                sequence_parallel=layout.sequence_parallel,
+            )
+        else:  # a framework's own policy: its tensors, the scores kept as §B.4 keeps them
+            sizes = tensor_bytes(model, seq_len, Y, layout.sequence_parallel, flash=False)
+            chunk = model.layers / Z_busiest / layout.virtual_stages
+            per_layer = kept_bytes(policy_of(policy), sizes, chunk_layers=chunk) * seq_len * seqs
         return per_layer * model.layers / Z_busiest * in_flight
 
-    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt backward.
+    # Full recompute keeps only each layer's input: the dispatch buffers are rebuilt backward; a
+    # framework's own policy counts them among its tensors.
     dispatch = _dispatch_buffers(workload, placed, P, in_flight, Z_busiest)
-    return per_choice(layout.remat, kept) + dispatch * (np.asarray(layout.remat) != "full")
+    counted = np.isin(layout.remat, ("checkpoints", "none", "selective"))
+    return per_choice(layout.remat, kept) + dispatch * counted
 
 
 def _dispatch_buffers(workload, placed, P, in_flight, Z_busiest):

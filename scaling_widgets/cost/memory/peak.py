@@ -26,8 +26,9 @@ from numpy.typing import ArrayLike
 from ..ground.choices import per_choice
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
 from ..step.pipeline import busiest_stage_layers
-from ..transformer.activations import layer_activation_bytes, working_layers
 from ..transformer.experts import ep_of_data, routed_params
+from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
+from ..transformer.recompute import policy
 
 if TYPE_CHECKING:
     from ..layout.placement import Placement
@@ -99,7 +100,7 @@ def peak_memory(
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
 
-    Weights, gradients and optimizer state: ``_state``. Activations: ``layer_activation_bytes``
+    Weights, gradients and optimizer state: ``_state``. Activations: ``recompute.kept_bytes``
     x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
     flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
     microbatch in flight there (GPipe: all). The first and the last stage are compared; the
@@ -144,18 +145,19 @@ def peak_memory(
     layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
 
-    def kept(policy):
-        return layer_activation_bytes(
-            model=model,
-            seq_len=(workload.seq_len or 1) / layout.cp,
-            tp=Y,
-            remat=policy,
-            sequence_parallel=layout.sequence_parallel,
-            flash=profile.flash_attention,
-            selective=profile.selective,
-            activation_bytes=precision.activation_bytes,
-            compiled=profile.torch_compile,
-        )
+    sizes = tensor_bytes(  # each tensor of a layer, per token of a microbatch on the chip
+        model,
+        (workload.seq_len or 1) / layout.cp,
+        Y,
+        layout.sequence_parallel,
+        profile.flash_attention,
+        precision.activation_bytes,
+    )
+    compiled = profile.torch_compile
+
+    def kept(name):
+        p = policy(name, profile.selective)
+        return kept_bytes(p, sizes, compiled, chunk_layers=layers / v)
 
     per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
 
@@ -173,7 +175,10 @@ def peak_memory(
     first, at_last = on_stage(0), on_stage(last) + logits
     busiest = np.where(at_last > first, last, 0)
     working = per_choice(
-        layout.remat, lambda policy: kept("none") * working_layers(policy, profile.selective)
+        layout.remat,
+        lambda name: working_bytes(
+            policy(name, profile.selective), sizes, compiled, profile.gradients
+        ),
     )
     state = _state(workload, layout, placed, pods, params, profile, layers, fp8)
     parts = dict(
@@ -235,8 +240,8 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
             + layer_routed * layers / np.where(sharded, X / e, 1)
         ) / Y
 
-    # ZeRO-3 gathers a layer, or the output layer
-    unit = np.maximum(layer + layer_routed, embedding) / Y
+    # ZeRO-3 gathers a layer (or one weight of it), or the output layer
+    unit = np.maximum(_gathered(model, profile, layer + layer_routed, e), embedding) / Y
     gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
     if (
         profile.pipeline_unsharded
@@ -255,3 +260,17 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
+
+
+def _gathered(model, profile, layer, e):
+    """ZeRO-3's unit of gathering [parameters]: a layer, as PyTorch's FSDP wraps each block, or
+    under XLA (``profile.gathered`` "weight") the largest weight of a layer, each gathered just
+    before the matmul that reads it: a projection D·N_h·H, the MLP's D·F, or one of the experts'
+    three weights over the E/e experts a chip holds (MODEL.md §E.1)."""
+    if profile.gathered == "layer":
+        return layer
+    D = model.d_model
+    weights = [D * model.heads * model.head_dim, D * model.d_ff]
+    if model.moe is not None:
+        weights.append(model.moe.experts / e * D * model.moe.d_ff)
+    return np.maximum.reduce(np.broadcast_arrays(*map(np.asarray, weights)))

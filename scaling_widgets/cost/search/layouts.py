@@ -485,7 +485,9 @@ def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> 
 
 
 def _rank_of(values: np.ndarray, names) -> np.ndarray:
-    """Each value's position in ``names``."""
+    """Each value's position in ``names``; one past the last for a name not among them (a
+    framework's own recompute policy, held)."""
     names = np.asarray(names)
     sorter = np.argsort(names)
-    return sorter[np.searchsorted(names, values, sorter=sorter)]
+    at = sorter[np.minimum(np.searchsorted(names, values, sorter=sorter), len(names) - 1)]
+    return np.where(names[at] == values, at, len(names))

@@ -43,7 +43,8 @@ from ..hardware.nodes import gpu_slice
 from ..layout import feasible
 from ..schedules import NAMES
 from ..strategies import BEST
-from ..transformer.counts import FRAMEWORK_REMAT, REMAT_POLICIES
+from ..transformer.counts import FRAMEWORK_REMAT
+from ..transformer.recompute import REMAT_CHOICE
 from ..values import VALUES, Cluster, Layout, Options, Workload, as_asked, split_keywords
 from .layouts import (
     KNOBS,
@@ -430,7 +431,7 @@ def evaluated_layouts(
 
 def _policies(remat: str | None) -> tuple:
     """The recompute policies to try: the one given, else each the frameworks offer."""
-    return FRAMEWORK_REMAT if remat is None else (Choice(REMAT_POLICIES)("remat", remat),)
+    return FRAMEWORK_REMAT if remat is None else (REMAT_CHOICE("remat", remat),)
 
 
 def plan_keywords(
@@ -569,7 +570,7 @@ def _what_would_fit(
     """The refusal when no layout fits: what the leanest needs, and how many more chips would do."""
     chip, model, pods = cluster.chip, workload.model, cluster.pods
     need, overhead = float(merged["memory"].min()), float(options.overhead_bytes)
-    limit = options.fits_below * chip.hbm_bytes
+    limit = options.fits_below * chip.usable_hbm
     # overhead does not shrink
     more = math.ceil((need - overhead) / (limit - overhead)) if overhead < limit else 0
     return ValueError(

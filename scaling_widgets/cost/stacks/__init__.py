@@ -13,7 +13,8 @@ stacks that fuse nothing of their own; XLA compiles MaxText whole, Megatron-LM f
 always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so. Its
 ``PIPELINE_SCHEDULES`` are the schedules (``schedules/``) it can pipeline with: the planner
 searches those; its ``EP_OVERLAP`` says it can pair one microbatch's forward with another's backward
-to hide the expert all-to-alls (a layout's ``ep_overlap``). Each keeps
+to hide the expert all-to-alls (a layout's ``ep_overlap``); its ``RECOMPUTE`` names the recompute
+policies it offers by its own names (``transformer/recompute.py``). Each keeps
 mixed-precision Adam's fp32 master copy and moments, whatever the precision (which sets the
 chapter's count). Each module cites the lines of the stack's source it was read from.
 
@@ -77,6 +78,7 @@ class Stack:
     tp_shards_sequence: bool = False  # its TP always runs with sequence parallelism
     schedules: tuple = ()  # the pipeline schedules it runs
     pairs_passes: bool = False  # a forward and another microbatch's backward, as one
+    recompute: tuple = ()  # the recompute policies it offers by its own names
 
 
 def _member(module) -> Stack:
@@ -90,6 +92,7 @@ def _member(module) -> Stack:
         tp_shards_sequence=getattr(module, "TP_SEQUENCE_PARALLEL", False),
         schedules=tuple(module.PIPELINE_SCHEDULES),
         pairs_passes=getattr(module, "EP_OVERLAP", False),
+        recompute=tuple(getattr(module, "RECOMPUTE", ())),
     )
 
 

@@ -40,3 +40,6 @@ BEHAVIOUR = dict(
     layer_overhead=0.0001589,
     step_overhead=0.1514,
 )
+# Its activation checkpointing recomputes each layer whole (Megatron-DeepSpeed's
+# --checkpoint-activations, --checkpoint-num-layers N: one input kept for N layers)
+RECOMPUTE = ("full", "full:uniform:2")

@@ -60,3 +60,6 @@ BEHAVIOUR = dict(
     layer_overhead=4.07e-05,
     step_overhead=0.0475,
 )
+# The recompute policies it offers by name: activation_checkpoint.mode none, full, or selective
+# by op or every Nth layer (selective_ac_option)
+RECOMPUTE = ("selective:op", "selective:2", "full")

@@ -39,3 +39,5 @@ BEHAVIOUR = dict(
     layer_overhead=0.0002,
     step_overhead=0.03004,
 )
+# activation_checkpointing: true recomputes each block whole
+RECOMPUTE = ("full",)

@@ -20,6 +20,10 @@ References
    megatron/core/tensor_parallel/cross_entropy.py`` (``VocabParallelCrossEntropy``).
 .. [7] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
    megatron/training/utils/common_utils.py`` (``report_memory``).
+.. [8] ``NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+   megatron/core/transformer/transformer_config.py`` (``recompute_granularity``,
+   ``recompute_method``, ``recompute_num_layers``, ``recompute_modules``) and
+   ``megatron/core/recompute.py`` (``checkpointed_forward``: uniform and block).
 """
 
 NAME, ORDER = "megatron-lm", 0
@@ -54,3 +58,27 @@ BEHAVIOUR = dict(
     layer_overhead=0.0001974,
     step_overhead=0.1366,
 )
+# --recompute-modules (default core_attn): what recomputing each stops keeping of a layer's
+# tensors (transformer/recompute.py), and which forward work it runs again
+# (transformer_config.py L560-582; attention.py _checkpointed_attention_forward;
+# transformer_layer.py _run_mlp; moe/moe_layer.py; moe/experts.py; multi_latent_attention.py).
+# Under flash attention core_attn drops only the kernel's log-sum-exp; with TransformerEngine's
+# fused LayerNorm-Linear the norms are no modules of their own, so layernorm drops nothing; the
+# gated-delta-net and mHC modules are parts our models do not have.
+RECOMPUTE_MODULES = {
+    "core_attn": (("scores",), ("core",)),
+    "mlp": (("mlp_gate", "mlp_up", "mlp_activation"), ("mlp",)),
+    "moe": (("mlp_gate", "mlp_up", "mlp_activation", "dispatch"), ("mlp",)),
+    "moe_act": (("mlp_activation",), ()),
+    "layernorm": ((), ()),
+    "mla_up_proj": (("query", "key", "value"), ("dense",)),
+    "shared_experts": ((), ()),
+    "gdn_norm_out": ((), ()),
+    "gdp_in_proj": ((), ()),
+    "gdp_qkv": ((), ()),
+    "mhc": ((), ()),
+}
+# The recompute policies it offers by name (--recompute-granularity, --recompute-modules,
+# --recompute-method and --recompute-num-layers); any set of RECOMPUTE_MODULES is one too.
+RECOMPUTE = ("selective:core_attn", "selective:core_attn,mlp", "selective:core_attn,moe_act",
+             "selective:core_attn,moe", "full", "full:uniform:1", "full:block:1")  # fmt: skip

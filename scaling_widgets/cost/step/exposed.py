@@ -18,7 +18,7 @@ from .collectives import (
 )
 
 
-def tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
+def tp_exposed(e, profile, b, rerun, layer_matmul):
     """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
     all-reduces of b·D·2 bytes a pass, two more under full recompute (the attention's one more
     under the chapter's checkpoints); the MLP's only where its experts are TP-sharded
@@ -32,14 +32,12 @@ def tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
         The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
     b : float or array_like
         b, the tokens of one microbatch on one data replica, B/(X·P·m) [tokens].
-    remat_forward : float or array_like
-        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+    rerun : Rerun
+        The shares of the layer's forward work run again (``transformer/recompute.py``): the
+        attention's collective once more with its projections, the MLP's with its matmuls.
     layer_matmul : float or array_like
         One layer's matmuls for the microbatch, recompute included: at most o_tp of it hides
         the collectives [s].
-    rest_forward : float or array_like, default 0.0
-        1 where everything but the MLP is recomputed (the chapter's checkpoints: the
-        attention's all-reduce once more), else 0.
 
     Returns
     -------
@@ -63,13 +61,15 @@ def tp_exposed(e, profile, b, remat_forward, layer_matmul, rest_forward=0.0):
         latency=np.where(crosses, profile.latency_nic, profile.latency),
         axes=1 if chip.is_gpu else e.my,
     )
-    count = per_pass * (2 + remat_forward) + rest_forward
+    mlp = per_pass - 1
+    count = per_pass * 2 + rerun.dense + mlp * rerun.mlp
     return np.maximum(0.0, one * count - profile.o_tp * layer_matmul)
 
 
-def all_to_alls(e, profile, stage_layers, remat_forward):
+def all_to_alls(e, profile, stage_layers, rerun_mlp):
     """One microbatch's expert all-to-alls on a stage (MODEL.md §D.2): dispatch and combine each
-    pass (again under full recompute) in each MoE layer, over the chip's b/Y tokens, none hidden.
+    pass (again where the MoE layer is recomputed) in each MoE layer, over the chip's b/Y
+    tokens, none hidden.
     One all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m
     microbatches.
 
@@ -81,8 +81,8 @@ def all_to_alls(e, profile, stage_layers, remat_forward):
         The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
     stage_layers : int or array_like
         The busiest stage's layers, v·ceil(L/(Z·v)) [layers].
-    remat_forward : float or array_like
-        The share of the forward pass recomputed: 1 under full recompute, 0 without.
+    rerun_mlp : float or array_like
+        The share of the MLP's forward run again (``Rerun.mlp``): 1 under full recompute.
 
     Returns
     -------
@@ -109,13 +109,13 @@ def all_to_alls(e, profile, stage_layers, remat_forward):
     moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
     step = np.where(crosses, profile.latency_nic, profile.latency)
     latency = np.maximum(EP - 1, 0) * step  # one message to each other chip of the group
-    return moe_layers * (4 + 2 * remat_forward) * (seconds + latency)
+    return moe_layers * (4 + 2 * rerun_mlp) * (seconds + latency)
 
 
-def context_exchange(e, profile, stage_layers, remat_forward):
+def context_exchange(e, profile, stage_layers, rerun_dense):
     """One microbatch's context-parallel traffic on a stage (MODEL.md §D.3): what the ring does not
     hide under the attention, or all of the all-gather's or Ulysses', forward, about twice backward,
-    again under full recompute: the layer's forward CP time (``LayerTimes.cp``) over m
+    again where K and V are made again: the layer's forward CP time (``LayerTimes.cp``) over m
     microbatches.
 
     Parameters
@@ -126,10 +126,9 @@ def context_exchange(e, profile, stage_layers, remat_forward):
         The chip's link shares and latencies (MODEL.md §F.1) and the stack's overlaps (§F.2).
     stage_layers : int or array_like
         The busiest stage's layers, v·ceil(L/(Z·v)) [layers].
-    remat_forward : float or array_like
-        The share of the forward pass whose attention runs again: 1 under full recompute, and
-        under the chapter's checkpoints (``predict`` passes remat_forward + rest_forward), 0
-        without.
+    rerun_dense : float or array_like
+        The share of the attention's projections run again (``Rerun.dense``): 1 under full
+        recompute and the chapter's checkpoints, 0 without.
 
     Returns
     -------
@@ -143,16 +142,17 @@ def context_exchange(e, profile, stage_layers, remat_forward):
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
-    return stage_layers * (3 + remat_forward) * e.layer.cp[0] / e.microbatches / efficiency
+    return stage_layers * (3 + rerun_dense) * e.layer.cp[0] / e.microbatches / efficiency
 
 
-def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_forward):
+def under_pairs(e, all_to_all, context, forward, backward, rerun):
     """What of one microbatch's expert all-to-alls and CP exchange hides under a paired pass
     (MODEL.md §B.6), each [s]: in a pair of one microbatch's forward and another's backward, the
     forward's traffic hides under the backward's compute and the backward's under the forward's,
     up to that compute, on the share of the passes that are paired: DualPipe's pairs hide both,
     Megatron-LM's combined 1F1B (``ep_overlap``) the all-to-alls alone. The forward's share is 2
-    of an MoE layer's 4 + 2r all-to-alls (r the recompute) and 1 of the 3 + r CP exchanges.
+    of an MoE layer's 4 + 2r all-to-alls (r the MLP's rerun) and 1 of the 3 + r CP exchanges (r
+    the projections').
 
     Parameters
     ----------
@@ -168,10 +168,8 @@ def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_f
     backward : float or array_like
         The stage's backward matmuls for one microbatch, a recomputed forward included: what
         the forward's traffic hides under [s].
-    remat_forward : float or array_like
-        The share of the forward pass recomputed: 1 under full recompute, 0 without.
-    rest_forward : float or array_like
-        1 where everything but the MLP is recomputed (the chapter's checkpoints), else 0.
+    rerun : Rerun
+        The shares of a layer's forward work run again (``transformer/recompute.py``).
 
     Returns
     -------
@@ -190,8 +188,8 @@ def under_pairs(e, all_to_all, context, forward, backward, remat_forward, rest_f
     both = paired_share(schedule=e.layout.schedule, stages=Z, microbatches=m)
     combined = combined_share(stages=Z, microbatches=m, virtual_stages=v) * e.layout.ep_overlap
     a_share, c_share = np.maximum(both, combined), both
-    a_ahead = all_to_all * 2 / (4 + 2 * remat_forward)
-    c_ahead = context / (3 + remat_forward + rest_forward)
+    a_ahead = all_to_all * 2 / (4 + 2 * rerun.mlp)
+    c_ahead = context / (3 + rerun.dense)
     a_behind, c_behind = all_to_all - a_ahead, context - c_ahead
     # each side's traffic that pairs share the other pass's compute
     ahead = a_ahead * (a_share > 0) + c_ahead * (c_share > 0)

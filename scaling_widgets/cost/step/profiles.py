@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # ``values`` imports this module
 
 # what a stack's "selective" recompute recomputes (MODEL.md §E.2)
 SELECTIVE = ("attention", "alternate-matmuls")
+# what gradients exist beside a layer's activations in its backward (``recompute.working_bytes``)
+GRADIENTS = ("layer", "mlp-inputs")
 MEASURES = ("allocated", "reserved")  # what a stack's own peak counts
 
 
@@ -73,8 +75,10 @@ class Profile:
     selective: str = (
         "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
     )
+    gradients: str = "layer"  # a layer's activation gradients held at once, or the MLP inputs'
     logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
-    gathered_units: float = 2.0  # ZeRO-3: layers gathered at once (one computing, one prefetched)
+    gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
+    gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     pipeline_unsharded: bool = (
         False  # ZeRO-3 under pipelining keeps a stage gathered, its gradients unsharded
     )
@@ -93,6 +97,8 @@ class Profile:
         self,
     ) -> None:  # however it was built (JSON, a stack, calibration), its names make sense
         Choice(SELECTIVE)("profile selective", self.selective)
+        Choice(GRADIENTS)("profile gradients", self.gradients)
+        Choice(("layer", "weight"))("profile gathered", self.gathered)
         Choice(MEASURES)("profile measures", self.measures)
         if not (isinstance(self.allocator, (int, float)) and 1 <= self.allocator < 1e30):
             raise refuse(
@@ -109,8 +115,10 @@ MEMORY_FIELDS = (
     "grad_bytes",
     "optimizer_bytes",
     "selective",
+    "gradients",
     "logits_bytes",
     "gathered_units",
+    "gathered",
     "pipeline_unsharded",
     "bucket_bytes",
     "allocator",

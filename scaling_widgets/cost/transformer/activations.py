@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .experts import dispatch_bytes
+from .kept import kept_bytes, tensor_bytes
+from .recompute import policy
 
 if TYPE_CHECKING:
     from .shapes import Model
@@ -93,6 +94,7 @@ def layer_activation_bytes(
     selective: str,
     activation_bytes: float = 2.0,
     compiled: bool = False,
+    chunk_layers: ArrayLike = 1.0,
 ) -> float | np.ndarray:
     """Bytes one layer keeps for its backward pass, per token of a microbatch on one chip (MODEL.md
     §B.4, §E.1, §F.5).
@@ -109,6 +111,7 @@ def layer_activation_bytes(
     ("attention", Megatron-LM), or the layer's input, every other matmul's output and the
     attention's, A·(2D + 2·N_h·H + K·H + F), under op-level recompute ("alternate-matmuls",
     torchtitan). "full" keeps the layer's input, A·D; "checkpoints" the chapter's A·(D + 2F).
+    A framework's own policy keeps its own tensors (``recompute.py``).
     Compiled (torch.compile), the backward recomputes what a pointwise kernel made from what it
     keeps anyway: the norms' outputs (their inputs kept, 2·A·D) and the MLP's activation (the
     up-projections kept, A·2F gated, A·F not).
@@ -122,8 +125,8 @@ def layer_activation_bytes(
     tp : int or array_like
         Y, the tensor-parallel degree [chips].
     remat : str
-        The recompute policy, one name (``REMAT_POLICIES``): "none", "selective", "full" or
-        "checkpoints"; any other name is read as "checkpoints".
+        The recompute policy, one name (``recompute.policy``): "none", "selective", "full",
+        "checkpoints" or a framework's own; ValueError for a name no framework uses.
     sequence_parallel : bool or array_like
         Whether sequence parallelism splits the norms' activations over TP.
     flash : bool
@@ -135,6 +138,9 @@ def layer_activation_bytes(
         A, the bytes of an activation's element [bytes].
     compiled : bool, default False
         Whether torch.compile runs the layer.
+    chunk_layers : float or array_like, default 1.0
+        The layers of a pipeline chunk, for a policy that recomputes only the first N of them
+        (Megatron-LM's block method) [layers].
 
     Returns
     -------
@@ -162,53 +168,5 @@ def layer_activation_bytes(
     >>> (kept / 1024).tolist()
     [268.0, 33.5]
     """
-    D, F, s, t, A = (
-        model.d_model,
-        model.active_width,
-        seq_len,
-        np.asarray(tp, dtype=float),
-        activation_bytes,
-    )
-    q, kv, dropout = (
-        model.heads * model.head_dim,
-        model.kv_heads * model.head_dim,
-        model.dropout > 0,
-    )
-    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
-    norms = 2.0 if compiled else 4.0  # two norms' inputs, and eager their outputs
-    mlp = (2.0 if model.gated else 1.0) + (0.0 if compiled else 1.0)  # and the activation
-    every_chip = (norms * A + 2 * dropout) * D / sp
-    layer = every_chip + (A * (2 * q + 2 * kv + mlp * F) + dispatch_bytes(model, A)) / t
-    if remat == "none":
-        return layer + (0.0 if flash else (A + (1 + A) * dropout) * model.heads * s / t)
-    if remat == "selective" and selective == "attention":
-        return layer
-    if remat == "selective":
-        return 2 * A * D / sp + (A * (2 * q + kv + F) + dispatch_bytes(model, A)) / t
-    if remat == "full":
-        return A * D / sp
-    return A * (D + (2.0 if model.gated else 1.0) * F) / t  # the chapter's checkpoints
-
-
-def working_layers(remat: str, selective: str) -> float:
-    """Layers' worth of whole activations that exist besides what is kept, while one layer runs
-    its backward pass: the gradients of its activations, as large as they are, and when the layer
-    is recomputed, its recomputed activations too.
-
-    Parameters
-    ----------
-    remat : str
-        The recompute policy, one name (``REMAT_POLICIES``).
-    selective : str
-        What "selective" recomputes: "attention" or "alternate-matmuls".
-
-    Returns
-    -------
-    layers : float
-        2.0 when the layer is recomputed (``remat`` "full" or "checkpoints", or "selective" with
-        ``selective`` "alternate-matmuls"), else 1.0 [layers].
-    """
-    recomputed = remat in ("full", "checkpoints") or (
-        remat == "selective" and selective == "alternate-matmuls"
-    )
-    return 2.0 if recomputed else 1.0
+    sizes = tensor_bytes(model, seq_len, tp, sequence_parallel, flash, activation_bytes)
+    return kept_bytes(policy(remat, selective), sizes, compiled, chunk_layers)

@@ -68,7 +68,7 @@ def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate)
     parts = np.array(
         [[_bar_part(e, kinds) for e in estimates.values()] for kinds in BAR_PARTS.values()]
     )
-    hbm = current.chip.hbm_bytes
+    hbm = current.chip.usable_hbm
     return MemoryData(
         strategies=tuple(estimates),
         estimates=tuple(estimates.values()),

@@ -13,6 +13,7 @@ import yaml
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
+from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees
@@ -42,15 +43,14 @@ NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": 
          "gemma-7b": "gemma-7b", "gpt-3-175b": "gpt3-175b", "mixtral-8x7b": "mixtral-8x7b",
          "mixtral-8x22b": "mixtral-8x22b", "qwen3-30b-a3b": "qwen3-30b-a3b",
          "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek3-671b"}  # fmt: skip
-# MaxText's remat policies as ours: what each keeps is nearest to
-REMAT = {"full": "full", "minimal": "selective", "minimal_with_context": "selective",
-         "save_dot_except_mlpwi": "selective", "save_dot_except_mlp": "selective",
-         "save_dot_with_context_except_mlp": "selective", "save_qkv_proj": "selective",
-         "save_out_proj": "selective"}  # fmt: skip
-# offloading to host memory: its HBM is nearest full recompute's, which the step then pays for
-OFFLOADED = {"qkv_proj_offloaded": "full", "minimal_offloaded": "full"}
+# remat_policy's values, each a policy of ours by its own name (cost/stacks/maxtext.py); custom
+# keeps on the device the checkpoint names set to "device" (base.yml's per-tensor keys, their
+# defaults here); "none" is full recompute, as MaxText's decoder remats every layer and without a
+# policy saves nothing in it (layers/decoders.py, Decoder.__call__)
+REMAT = ("full", *SAVED_BY_POLICY)
+CUSTOM = {name: "device" if name == "decoder_layer_input" else "remat" for name in CHECKPOINT_NAMES}
 CP_KINDS = {"ring": "ring", "all_gather": "all-gather", "ulysses": "ulysses"}
-READ = (*BASE, "num_slices",
+READ = (*BASE, "num_slices", *CUSTOM,
         *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
 # other axes and offloading: not priced, so refused unless at base.yml's value
 UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
@@ -109,6 +109,22 @@ def overrides(text: str) -> dict:
     return {key: yaml.safe_load(value) if value else "" for key, value in pairs}
 
 
+def _remat(value: dict, notes: list) -> str:
+    """The recompute policy a MaxText config names, by its own name (``REMAT``)."""
+    policy = str(value["remat_policy"])
+    if policy == "custom":
+        kept = [n for n, default in CUSTOM.items() if value.get(n, default) == "device"]
+        return "custom:" + ",".join(kept)
+    if policy in ("none", ""):
+        notes.append("remat_policy none: MaxText's decoder saves nothing in a layer, as full")
+        return "full"
+    if policy not in REMAT:
+        raise refuse("remat_policy", f"one of MaxText's: {', '.join(REMAT)}, custom", policy)
+    if policy.endswith("_offloaded"):
+        notes.append(f"remat_policy {policy}: in host memory, its transfers not priced")
+    return policy
+
+
 def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
     """The layout of a MaxText run: the slices (``pods``, else ``num_slices``, else one) its DCN
     axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest).
@@ -118,9 +134,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     ``per_device_batch_size`` times ``gradient_accumulation_steps`` [sequences]; DP is the data,
     fsdp and expert axes times the slices; pipelined, the microbatches are
     ``num_pipeline_microbatches``, or the stages where it is -1. The fsdp axis is ZeRO-3, the
-    data axis ZeRO-0; a remat policy is read as its nearest of ours (``REMAT``; the offloading
-    ones as full). The model is ``model_name``'s preset, or ``base.yml``'s model scaled by
-    ``global_parameter_scale``.
+    data axis ZeRO-0; a remat policy is read by its own name (``REMAT``; custom as the
+    checkpoint names it keeps on the device). The model is ``model_name``'s preset, or
+    ``base.yml``'s model scaled by ``global_parameter_scale``.
 
     Parameters
     ----------
@@ -185,12 +201,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         notes.append("ici_data x ici_fsdp: charged as ZeRO-3 over both")
     micro = int(value["num_pipeline_microbatches"])
     m = (micro if micro > 0 else pp) if pp > 1 else accumulate
-    remat = REMAT.get(value["remat_policy"]) or OFFLOADED.get(value["remat_policy"])
-    if value["remat_policy"] in OFFLOADED:
-        notes.append(f"remat_policy {value['remat_policy']}: offloaded, charged as full recompute")
-    if remat is None:
-        raise refuse("remat_policy", f"one of {', '.join(REMAT)} (offloading is not priced)",
-                     value["remat_policy"])  # fmt: skip
+    remat = _remat(value, notes)
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
@@ -271,6 +282,22 @@ def _scales(scale: int) -> tuple[int, int, int, int]:
     return 2 ** (base + int(rem > 1)), 2**heads, 2**heads, 2**base
 
 
+def _remat_lines(remat: str, cannot: list) -> list:
+    """remat_policy for a policy of ours: its own name, custom's per-tensor keys, or the nearest
+    MaxText has."""
+    if remat in REMAT:
+        return [f'remat_policy: "{remat}"']
+    if remat.startswith("custom:"):
+        kept = set(remat.partition(":")[2].split(","))
+        on = [f"{n}: {'device' if n in kept else 'remat'}" for n in CUSTOM]
+        return ['remat_policy: "custom"', *on]
+    full = remat.startswith("full")
+    nearest = "full" if full else {"none": "minimal_with_context"}.get(remat, "minimal")
+    if remat != "selective":
+        cannot.append(f"recompute {remat}: written as MaxText's {nearest}")
+    return [f'remat_policy: "{nearest}"']
+
+
 def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list[str]]:
     """The degrees as a YAML over base.yml: its text, the knobs chosen, what it cannot say.
 
@@ -330,10 +357,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
             cannot.append(f"the schedule {d.schedule}: MaxText pipelines as GPipe does")
     else:
         lines.append(f"gradient_accumulation_steps: {d.microbatches}")
-    policy = {"full": "full", "selective": "minimal"}.get(d.remat)
-    if policy is None:
-        cannot.append(f"recompute {d.remat}: written as MaxText's minimal")
-    lines.append(f'remat_policy: "{policy or "minimal"}"')
+    lines += _remat_lines(d.remat, cannot)
     if d.zero in (1, 2):
         cannot.append(f"ZeRO-{d.zero}: MaxText's fsdp axis shards all three; written as ZeRO-3")
     per_slice_dp = d.dp // d.pods // d.ep

@@ -304,17 +304,13 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
             chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
         else:
             cannot.append(f"{d.vp} chunks a device over {layers} layers")
-    if d.remat == "checkpoints":
-        cannot.append("the chapter's checkpoints; written as selective recompute")
     if d.tp > 1 and not d.sequence_parallel:
         cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
     if d.cp > 1 and d.cp_kind != "ring":
         cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
-    mode = {"checkpoints": "selective"}.get(d.remat, d.remat)
-    lines += ["", "[activation_checkpoint]", f'mode = "{mode}"']
-    lines += ['selective_ac_option = "op"'] if mode == "selective" else []
+    lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
     lines += ["", "[compile]", f"enable = {'true' if d.compile else 'false'}"]
     if d.steps:
         lines.insert(lines.index("[parallelism]") - 1, f"steps = {d.steps}")
@@ -364,15 +360,31 @@ def _chunks(one: dict, schedule: str, pp: int, layers: int) -> int:
     return stages // pp
 
 
+def _remat_lines(remat: str, cannot: list) -> list:
+    """[activation_checkpoint] for a policy of ours: torchtitan's own, or its nearest."""
+    head, _, option = remat.partition(":")
+    if remat in ("none", "full") or (head == "selective" and option.isdigit()):
+        lines = [f'mode = "{head}"']
+        return lines + ([f'selective_ac_option = "{option}"'] if option else [])
+    if remat not in ("selective", "selective:op"):
+        nearest = "full" if head == "full" else "selective"
+        cannot.append(f"recompute {remat}; written as torchtitan's {nearest}")
+        if nearest == "full":
+            return ['mode = "full"']
+    return ['mode = "selective"', 'selective_ac_option = "op"']
+
+
 def _remat(got: dict) -> str:
+    """activation_checkpoint as a policy of ours: none, full, selective by op ("selective", the
+    stack's own) or every Nth layer ("selective:N", releases before March 2026)."""
     mode = got.get("activation_checkpoint.mode", "selective")
-    option = got.get("activation_checkpoint.selective_ac_option", "2")
+    option = str(got.get("activation_checkpoint.selective_ac_option", "2"))
     if mode not in ("none", "selective", "full"):
-        raise refuse("activation_checkpoint.mode", "'none', 'selective' or 'full'", mode)
-    if mode == "selective" and option != "op":
-        raise refuse(
-            "activation_checkpoint.selective_ac_option",
-            "'op' (per-layer selective recompute is not priced)",
-            option,
-        )
-    return mode
+        allowed = "'none', 'selective' or 'full' (memory_budget is not priced)"
+        raise refuse("activation_checkpoint.mode", allowed, mode)
+    if mode != "selective" or option == "op":
+        return mode
+    if not (option.isdigit() and int(option) >= 1):
+        allowed = "'op' or a whole number N >= 1 (every Nth layer)"
+        raise refuse("activation_checkpoint.selective_ac_option", allowed, option)
+    return f"selective:{option}"

@@ -1,0 +1,167 @@
+"""What a layer keeps for its backward pass under a recompute policy, per token (MODEL.md §B.4,
+§E.1, §E.4): each of its tensors' bytes (``tensor_bytes``), the ones a policy keeps
+(``kept_bytes``), and what exists beside them while a layer runs its backward (``working_bytes``).
+
+Tier 3 of cost/, with the transformer's other formulas (``tests/test_tiers.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .experts import dispatch_bytes
+from .recompute import NONE, Policy
+
+if TYPE_CHECKING:
+    from .shapes import Model
+
+# What torch.compile's pointwise kernels make again from what is kept anyway (MODEL.md §F.5)
+COMPILED_AWAY = frozenset({"attention_norm", "mlp_norm", "mlp_activation"})
+
+
+def tensor_bytes(
+    model: Model,
+    seq_len: ArrayLike,
+    tp: ArrayLike,
+    sequence_parallel: ArrayLike,
+    flash: bool,
+    activation_bytes: float = 2.0,
+) -> dict:
+    """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
+    chip.
+
+    With A bytes an element: the input, the norms' outputs, the residual and the output
+    projections, A·D (split over TP under sequence parallelism); Q and the attention output
+    A·N_h·H, K and V A·K·H, the MLP's gate, up-projection and activation A·F (no gate in a plain
+    MLP), split over TP; dropout's two byte masks, 2·D; a MoE's dispatched copies; and without
+    flash attention the softmax of the scores and, with dropout, its mask and output,
+    (A + (1 + A)·[p > 0])·N_h·s over TP. "chapter_input" is the chapter's count of the input,
+    A·D over TP.
+
+    Parameters
+    ----------
+    model : Model
+        The model: its widths, heads, gate, dropout and experts.
+    seq_len : float or array_like
+        s, the tokens of a sequence on the chip (s/CP under context parallelism) [tokens].
+    tp : int or array_like
+        Y, the tensor-parallel degree [chips].
+    sequence_parallel : bool or array_like
+        Whether the D-wide tensors are split over TP too.
+    flash : bool
+        Whether a flash kernel keeps the scores out of HBM.
+    activation_bytes : float, default 2.0
+        A, the bytes of an activation's element [bytes].
+
+    Returns
+    -------
+    sizes : dict of str to float or np.ndarray
+        Each tensor's bytes for one token on the chip [bytes/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §E.1 (the activations) and §E.4 (recompute as frameworks name it).
+    .. [2] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+       Models", MLSys 2023 (Table 2, generalised to grouped KV heads and a gated MLP).
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import MODELS
+    >>> sizes = tensor_bytes(MODELS["llama-3-70b"], 4096, 8, True, flash=True)
+    >>> [float(sizes[n]) for n in ("input", "query", "mlp_gate")]
+    [2048.0, 2048.0, 7168.0]
+    """
+    A, D, F = activation_bytes, model.d_model, model.active_width
+    t = np.asarray(tp, dtype=float)
+    sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
+    q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
+    dropout = model.dropout > 0
+    scores = 0.0 if flash else (A + (1 + A) * dropout) * model.heads * seq_len / t
+    width = {"query": q, "context": q, "key": kv, "value": kv, "mlp_gate": F, "mlp_activation": F}
+    width["mlp_up"] = F if model.gated else 0
+    d_wide = ("input", "attention_norm", "out_proj", "mlp_input", "mlp_norm", "mlp_out")
+    sizes = {n: A * D / sp for n in d_wide}
+    sizes |= {n: A * w / t for n, w in width.items()}
+    sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
+    return sizes | {"scores": scores, "chapter_input": A * D / t}
+
+
+def kept_bytes(
+    p: Policy, sizes: dict, compiled: bool = False, chunk_layers: ArrayLike = 1.0
+) -> float | np.ndarray:
+    """What a layer keeps under a policy, per token, averaged over a pipeline chunk's layers:
+    the policy's tensors (one input for every ``p.every`` layers) on the layers it applies to,
+    everything on the others. A policy that runs the attention core again keeps no scores;
+    compiled, the norms' outputs and the MLP's activation are made again (``COMPILED_AWAY``).
+
+    Parameters
+    ----------
+    p : Policy
+        The recompute policy (``recompute.policy``).
+    sizes : dict of str to float or np.ndarray
+        Each tensor's bytes for one token (``tensor_bytes``) [bytes/token].
+    compiled : bool, default False
+        Whether torch.compile runs the layer.
+    chunk_layers : float or array_like, default 1.0
+        The layers of a pipeline chunk, for a policy that applies to the first N [layers].
+
+    Returns
+    -------
+    kept : float or np.ndarray
+        Bytes one layer keeps for one token, on average [bytes/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §B.4 (activation memory and recompute), §E.4 (recompute as frameworks
+       name it) and §F.5 (torch.compile: the activations kept).
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import MODELS
+    >>> from scaling_widgets.cost.transformer.recompute import policy
+    >>> sizes = tensor_bytes(MODELS["llama-2-70b"], 4096, 1, False, flash=True)
+    >>> [round(float(kept_bytes(policy(n), sizes)) / 1024) for n in ("none", "minimal", "full")]
+    [268, 164, 16]
+    """
+    away = COMPILED_AWAY if compiled else frozenset()
+    keeps = p.keeps - away - ({"scores"} if p.reruns.core else frozenset())
+    mine = sum(sizes[n] for n in keeps) / p.every
+    share = p.share(chunk_layers)
+    return share * mine + (1 - share) * sum(sizes[n] for n in NONE.keeps - away)
+
+
+def working_bytes(
+    p: Policy, sizes: dict, compiled: bool = False, gradients: str = "layer"
+) -> float | np.ndarray:
+    """What exists beside the kept activations while a layer runs its backward pass, per token:
+    the whole activations of the layers recomputed at once, and the gradients of a layer's
+    activations: all of them as PyTorch's autograd holds them ("layer"), or under XLA, which
+    reuses each residual's buffer once the backward has read it, the largest set alive at once:
+    the gradients of the MLP's gate and up-projection ("mlp-inputs").
+
+    Parameters
+    ----------
+    p : Policy
+        The recompute policy (``recompute.policy``).
+    sizes : dict of str to float or np.ndarray
+        Each tensor's bytes for one token (``tensor_bytes``) [bytes/token].
+    compiled : bool, default False
+        Whether torch.compile runs the layer.
+    gradients : str, default "layer"
+        The stack's gradients held at once: "layer" or "mlp-inputs" (``Profile.gradients``).
+
+    Returns
+    -------
+    working : float or np.ndarray
+        Bytes beside the kept activations, for one token [bytes/token].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §E.1 (the backward working set).
+    """
+    whole = kept_bytes(NONE, sizes, compiled)
+    held = whole if gradients == "layer" else sizes["mlp_gate"] + sizes["mlp_up"]
+    return p.recomputed * whole + held
