@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog
-from .cost import Cluster, Layout, Model, Options, Workload, param_count
+from .cost import Cluster, Layout, Options, Workload, param_count
 from .cost.hardware.chip import Chip
 from .cost.hardware.nodes import gpu_slice
+from .cost.hardware.slices import slice_of
 from .cost.stacks import REGISTRY
 from .presets import PRECISIONS
 
@@ -422,6 +423,8 @@ def _convention(case: dict) -> str:
 
 
 DEV_MEMORY = DEV_RUNS.with_name("dev_memory.json")
+# measured peaks held out from development (docs/VALIDATION.md)
+PUBLIC_MEMORY = DEV_RUNS.with_name("public_memory.json")
 # The stack a source ran, read from its citation: the framework named there (MODEL.md §E.2).
 FRAMEWORKS = {
     "torchtitan": "fsdp2",
@@ -473,9 +476,10 @@ def _memory_case(case: dict, data: dict) -> MemoryCase:
         if own
         else catalog.hardware(case["hardware"])
     )
-    cluster = Cluster(chip, gpu_slice(chips=case["chips"], node_size=chip.node_size), pods=1)
+    shape = gpu_slice(chips=case["chips"], node_size=chip.node_size) if chip.is_gpu else None
+    cluster = Cluster(chip, shape or slice_of(chip, case["chips"]), pods=1)
     seq_len = case["seq_len"]
-    model = Model(**case["model"], dropout=_dropout(case))
+    model = catalog.model_from_json({**case["model"], "dropout": _dropout(case)})
     workload = Workload(
         model,
         batch=case["global_batch_seqs"] * seq_len,
@@ -484,7 +488,7 @@ def _memory_case(case: dict, data: dict) -> MemoryCase:
     )
     layout = case_layout(case["layout"])
     source = data["sources"][case["group"]]["citation"]
-    stack = next(
+    stack = case.get("stack") or next(
         name
         for word, name in FRAMEWORKS.items()
         if word.lower() in (source + case["source"]).lower()
@@ -495,7 +499,8 @@ def _memory_case(case: dict, data: dict) -> MemoryCase:
         if published["value"] is None
         else published["value"] * data["units"][published["unit"]]
     )
-    values = (cluster, workload, layout, Options(mfu=None, stack=stack))
+    options = Options(mfu=None, stack=stack, **case.get("options", {}))
+    values = (cluster, workload, layout, options)
     return MemoryCase(case["id"], values, peak, published["measures"], published["outcome"], case)
 
 

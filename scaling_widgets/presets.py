@@ -65,13 +65,15 @@ _TPUS = (
         wraparound="full-axis",
     ),
 )
-# GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB,
-# GB200 NVL72) and DGX system guides. HBM as the frameworks see it (nvidia-smi, CUDA's total
-# memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB (modal-labs/modal-client#2797),
-# the B200 178.35 GiB (pytorch/ao#4002); the H200 and GB200 as NVIDIA states them. ici_bw is
-# the NVLink egress per GPU (half the bidirectional figure), scaleout_bw the NIC per GPU,
-# pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432 for NVL72). Between "pods"
-# the NIC is the DCN too.
+# GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB, GB200
+# NVL72) and DGX system guides; the H800 is an H100 SXM whose NVLink is cut to 400 GB/s, as
+# DeepSeek trained V3 on it (DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.1:
+# NVLink within a node, 400 Gb/s InfiniBand across, 50 GB/s a GPU). HBM as the frameworks see it
+# (nvidia-smi, CUDA's total memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB
+# (modal-labs/modal-client#2797), the B200 178.35 GiB (pytorch/ao#4002); the H200 and GB200 as
+# NVIDIA states them. ici_bw is the NVLink egress per GPU (half the bidirectional figure),
+# scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432
+# for NVL72). Between "pods" the NIC is the DCN too.
 _DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched")
 _GPUS = (
     Chip(
@@ -98,6 +100,19 @@ _GPUS = (
         dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
         **_DGX,
         power=700.0,  # H100 SXM datasheet: up to 700 W
+    ),
+    Chip(
+        "H800",
+        id="h800",
+        flops=9.9e14,
+        flops_fp8=1.979e15,
+        hbm_bytes=81_559 * 2**20,
+        hbm_bw=3.35e12,
+        ici_bw=2e11,  # NVLink cut to 400 GB/s bidirectional (DeepSeek measured 160 GB/s of it)
+        scaleout_bw=5e10,
+        dcn_bw=5e10,  # eight 400 Gb/s InfiniBand NICs a node, one a GPU
+        **_DGX,
+        power=700.0,
     ),
     Chip(
         "H200",

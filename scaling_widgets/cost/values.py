@@ -427,8 +427,9 @@ class Options:
         The corrections the chapter leaves out (MODEL.md §B.7); ``CHAPTER`` has them all off.
     overhead_bytes : float or array_like, default 0.0
         The runtime's memory per chip [bytes] (MODEL.md §B.8).
-    fits_below : float or array_like, default 0.9
-        The share of HBM a layout's peak may fill; 1 for no headroom (MODEL.md §B.8).
+    fits_below : float or array_like, default 1.0
+        The share of HBM a layout's peak may fill, before its uncertainty (MODEL.md §B.8,
+        §E.5).
     stack : str, optional
         The software stack, one of ``STACKS``: "megatron-lm", "fsdp2", "deepspeed", "maxtext",
         "megatron-lm-2021" or "llm-foundry" (MODEL.md §E.2, §F.2). None: the profile's own.
@@ -466,10 +467,10 @@ class Options:
     attention_flops: bool = checked(False, Switch())
     exact: Exactness = checked(CHAPTER, Instance(Exactness, where=""))
     overhead_bytes: float | np.ndarray = checked(0.0, Number(low=0, unit="bytes", per_layout=True))
-    # Headroom: the predicted peak has come out up to 6 % below measured peaks (MODEL.md §E), so
-    # a layout is said to fit with a tenth of HBM to spare.
+    # The share of HBM a peak may fill: all of it, the peak's own uncertainty being the
+    # verdict's (MODEL.md §E.5); less for a margin of your own.
     fits_below: float | np.ndarray = checked(
-        0.9, Number(high=1, closed=True, what="a share of HBM", per_layout=True)
+        1.0, Number(high=1, closed=True, what="a share of HBM", per_layout=True)
     )
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))

@@ -7,6 +7,7 @@ Each sentence is a ``Line`` (``lines.py``); the CLI prints it as text, the panel
 from __future__ import annotations
 
 from ..cost import Estimate
+from ..cost.memory.verdict import UNCERTAINTY
 from ..cost.schedules import SCHEDULES
 from ..cost.transformer.experts import folds_over_tp
 from . import memory, units
@@ -224,15 +225,17 @@ def verdict(e: Estimate) -> Line:
         A strong "verdict" line: the peak against the HBM it may use when the layout does not
         fit, then the layer's verdict by the chapter's roofline (MODEL.md §A.10).
     """
-    if not e.fits:
-        total, limit = float(e.peak.reserved), e.fits_below * e.chip.usable_hbm
-        return Line.of(
-            "verdict",
-            f"Does not fit: a peak of {units.nbytes(total)} per chip, over the"
-            f" {units.nbytes(limit)} it may use. " + plain(_bound(e)),
-            strong=True,
-        )
-    return _bound(e)
+    said = str(e.verdict)
+    if said == "fits":
+        return _bound(e)
+    total, limit = float(e.peak.reserved), float(e.memory_limit)
+    words = {
+        "tight": f"Tight: a peak of {units.nbytes(total)} per chip against the"
+        f" {units.nbytes(limit)} it may use, within the peak's ±{UNCERTAINTY:.0%}. ",
+        "does not fit": f"Does not fit: a peak of {units.nbytes(total)} per chip, over the"
+        f" {units.nbytes(limit)} it may use. ",
+    }
+    return Line.of("verdict", words[said] + plain(_bound(e)), strong=True)
 
 
 def _beside_the_roofline(e: Estimate) -> str:

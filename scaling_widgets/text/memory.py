@@ -8,6 +8,7 @@ import numpy as np
 from ..cost import Estimate
 from ..cost.evaluation.step import profile_of
 from ..cost.memory.peak import PARTS
+from ..cost.memory.verdict import UNCERTAINTY
 from . import units
 from .lines import Line
 
@@ -118,13 +119,14 @@ def peak(e: Estimate) -> Line:
     reserved = float(p.reserved)
     below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
     usable = " usable" if e.chip.usable_hbm != e.chip.hbm_bytes else ""
-    verdict = "fits" if e.fits else "DOES NOT FIT"
+    verdict = {"does not fit": "DOES NOT FIT"}.get(str(e.verdict), str(e.verdict))
+    margin = f", within the peak's ±{UNCERTAINTY:.0%}" if str(e.verdict) == "tight" else ""
     return Line.of(
         "memory",
         f"Peak per chip ({stage_name(e)}; {stack_name(e)}): {parts} = {units.nbytes(reserved)}"
         f" reserved, {units.nbytes(float(p.allocated))} allocated,"
         f" of {units.nbytes(hbm)}{usable} HBM"
-        f" ({reserved / hbm:.0%}){below}: {verdict}",
+        f" ({reserved / hbm:.0%}){below}: {verdict}{margin}",
     )
 
 

@@ -135,6 +135,7 @@ def _step(e: Estimate) -> dict:
         "flops_per_token": _num(e.flops_per_token),
         "hardware_flops_per_token": _num(e.hardware_flops_per_token),
         "fits": _num(e.fits),
+        "memory_verdict": str(e.verdict),
         "bubble": _num(e.bubble),
         "schedule": _num(e.schedule),
         "stage_traffic_s": _num(e.stage_traffic),
@@ -267,7 +268,8 @@ def _table(others: dict):
         ratio = float(o.layer.worst_ratio)
         bound = "compute" if o.compute_bound else f"{o.bottleneck} ({ratio:.2f}x)"
         peak, step = units.nbytes(float(o.peak.reserved)), units.seconds(float(o.step_time))
-        rows.append((name, _named_in_full(o), peak, "yes" if o.fits else "no", bound, step))
+        fit = {"fits": "yes", "tight": "tight"}.get(str(o.verdict), "no")
+        rows.append((name, _named_in_full(o), peak, fit, bound, step))
     width = max([len(head[1])] + [len(r[1]) for r in rows if len(r) > 2])
     line = "{:<9} {:<" + str(width) + "}  {:>9}  {:<4}  {:<18} {:>9}"
     yield line.format(*head)

@@ -44,6 +44,11 @@ def clipped_at(data) -> float:
     return min(float(max(hbm, data.totals.max() / GB) * 1.15), 2 * hbm)
 
 
+# each verdict (MODEL.md §E.5) beside a bar's total, and its colour
+SAID = {"fits": "", "tight": " tight", "does not fit": " too big", "": ""}
+VERDICT_COLORS = {"fits": "green", "tight": "orange", "does not fit": "error", "": "grey"}
+
+
 class MemoryBar(bq.Figure):
     """One stacked bar per strategy, side by side, with the chip's HBM as a red line: the busiest
     chip's peak as its stack holds it, reserved by the allocator (MODEL.md §E). With pipelining, the
@@ -135,7 +140,6 @@ class MemoryBar(bq.Figure):
         if d is None:
             return
         totals, hbm, limit = d.totals / GB, d.hbm_bytes / GB, d.limit_bytes / GB
-        fits = totals <= limit
         top = clipped_at(d)
         clipped = totals > top
         # its parts in proportion
@@ -163,17 +167,14 @@ class MemoryBar(bq.Figure):
             self._limit.display_legend = bool(limit < hbm)
         with self._totals.hold_sync():
             self._totals.x, self._totals.y = labels, np.clip(totals, top * 0.04, top * 0.97)
-            over = " > HBM" if limit == hbm else " too big"
             runs = d.runs or (True,) * len(totals)
+            said = d.verdicts or ("fits",) * len(totals)
             self._totals.text = [
-                "cannot run"
-                if not run
-                else f"{nbytes(t * GB)}{'' if ok else over}{' ▲' if cut else ''}"
-                for t, ok, run, cut in zip(totals, fits, runs, clipped)
+                "cannot run" if not run else f"{nbytes(t * GB)}{SAID[v]}{' ▲' if cut else ''}"
+                for t, v, run, cut in zip(totals, said, runs, clipped)
             ]
             self._totals.colors = [
-                color("grey") if not run else color("green") if ok else color("error")
-                for ok, run in zip(fits, runs)
+                color("grey") if not run else color(VERDICT_COLORS[v]) for v, run in zip(said, runs)
             ]
 
     def _on_bars_hover(self, mark, event) -> None:

@@ -45,11 +45,11 @@ def test_the_measured_peaks_are_met_within_5_percent_on_average():
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_every_run_and_oom_statement_agrees_with_fits(case):
+def test_every_run_and_oom_statement_agrees_with_the_verdict(case):
+    # what ran fits or is tight; what ran out of memory does not fit
     e = evaluate(*case.values)
-    assert bool(e.fits) == (case.outcome == "ran"), (
-        f"{case.id}: {float(e.peak.reserved) / GiB:.1f} GiB reserved"
-    )
+    allowed = ("fits", "tight") if case.outcome == "ran" else ("does not fit",)
+    assert str(e.verdict) in allowed, f"{case.id}: {float(e.peak.reserved) / GiB:.1f} GiB reserved"
 
 
 def test_each_source_reads_as_its_own_stack():

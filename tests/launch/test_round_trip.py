@@ -48,7 +48,7 @@ def test_every_plan_row_reads_back_to_itself(model, hardware, where, batch, seq_
     ranked = plan(model=MODELS[model], chip=HARDWARE[hardware], batch=batch, seq_len=seq_len,
                   **where)  # fmt: skip
     checked = 0
-    for rank in range(min(8, len(ranked))):
+    for rank in range(min(40, len(ranked))):  # the best rows, past those no file can say
         row = ranked.estimate(rank)
         for framework in FORMATS:
             back, cannot = read_back(framework, row)

@@ -371,7 +371,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     # named by its layout (in the tooltip)
     assert mem.labels[i] == data["layout_name"].split(", ")[0]
     total_text = panel.memory_bar._totals.text[i]
-    over = "" if data["fits"] else " > HBM" if s.fits_below == 1 else " too big"
+    over = {"fits": "", "tight": " tight", "does not fit": " too big"}[data["memory_verdict"]]
     assert total_text == nbytes(peak["reserved"]) + over + (" ▲" if clipped else "")
     # The other strategies' bars are the JSON's strategies; one that cannot run is an empty bar
     # saying so.
@@ -395,7 +395,7 @@ def assert_panel_shows(panel, data: dict) -> None:
         and f"of {nbytes(data['usable_hbm_bytes'])}" in summary
     )
     assert f"{100 * data['mfu']:.1f}" in summary
-    assert ("DOES NOT FIT" in summary) == (not data["fits"])
+    assert ("DOES NOT FIT" in summary) == (data["memory_verdict"] == "does not fit")
 
 
 @settings(**SETTINGS)

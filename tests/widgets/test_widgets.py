@@ -160,7 +160,7 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
         for n, e in compare_strategies(*s.values()).items()
         if not isinstance(e, Exception)
     }
-    # above the line a layout may fill (0.9 of HBM by default)
+    # past the HBM a program may use, even at the low end of its uncertainty
     assert bar._totals.text[0].startswith(nbytes(peaks["dp"]) + " too big") and bar._totals.text[
         1
     ] == nbytes(peaks["fsdp"])

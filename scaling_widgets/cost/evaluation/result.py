@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from ..memory.chapter import MemoryPerChip
 from ..memory.peak import PeakMemory
+from ..memory.verdict import fits, verdict
 from ..step.run import Run
 from ..transformer.counts import ParamCount
 from ..transformer.layer import LayerTimes
@@ -169,10 +170,20 @@ class Estimate:
         return self.layer.bottleneck
 
     @property
+    def memory_limit(self) -> float | np.ndarray:
+        """The bytes a chip may use: ``fits_below`` of the HBM a program may allocate."""
+        return self.fits_below * self.chip.usable_hbm
+
+    @property
     def fits(self) -> np.bool_ | np.ndarray:
-        """The busiest chip's peak, reserved by its allocator and overhead included, within
-        ``fits_below`` of the HBM a program may use (MODEL.md §B.8, §E)."""
-        return self.peak.reserved <= self.fits_below * self.chip.usable_hbm
+        """The busiest chip's peak, reserved by its allocator and overhead included, fits with
+        its uncertainty (MODEL.md §B.8, §E.5)."""
+        return fits(self.peak.reserved, self.memory_limit)
+
+    @property
+    def verdict(self) -> np.ndarray:
+        """ "fits", "tight" or "does not fit" (MODEL.md §E.5)."""
+        return verdict(self.peak.reserved, self.memory_limit)
 
 
 def pick(result: T, index: int | slice | tuple | ArrayLike) -> T:

@@ -12,6 +12,7 @@ array, not a pass that builds a mask.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,6 +119,7 @@ class Choice:
     per_layout: bool = False
     also: Callable[[str], bool] | None = None  # names beyond the options it takes: a grammar
     also_said: str = ""  # those names, worded to follow the options
+    known: tuple = ()  # names of the grammar to suggest as the nearest
 
     @property
     def allowed(self) -> str:
@@ -139,11 +141,20 @@ class Choice:
         """
         return value in self.options or (self.also is not None and self.also(value))
 
+    def _nearest(self, value: object) -> str:
+        """What was given, and the nearest name it may mean where one is close."""
+        close = (
+            difflib.get_close_matches(value, (*self.options, *self.known), n=1)
+            if isinstance(value, str)
+            else []
+        )
+        return shown(value) + (f" (the nearest: {close[0]!r})" if close else "")
+
     def __call__(self, name: str, value: object) -> str | np.ndarray:
         if isinstance(value, str) and self.takes(value):
             return value
         if isinstance(value, str) or not self.per_layout:
-            raise refuse(name, self.allowed, shown(value))
+            raise refuse(name, self.allowed, self._nearest(value))
         try:
             a = np.asarray(value)
         except (TypeError, ValueError):  # a ragged list: no array at all

@@ -105,6 +105,9 @@ PHYSICS: dict[str, ChipPhysics] = {
                                hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
                                latency=4.299e-06, latency_nic=2.46e-06, speed_spread=0.02052),
 }  # fmt: skip
+# The H800 is the H100's die and HBM with its NVLink cut (presets.py): its kernels and the shares
+# of each link they reach are the H100's; its links' bandwidths are its own chip's.
+PHYSICS["h800"] = PHYSICS["h100"]
 
 
 def physics_of(chip: Chip) -> ChipPhysics:

@@ -342,4 +342,5 @@ REMAT_CHOICE = Choice(
     also_said="or a framework's own: MaxText's remat_policy values, Megatron-LM's"
     " selective:<modules> or full:<uniform|block>:<N>, torchtitan's selective:op or"
     " selective:<N>",
+    known=(*SAVED_BY_POLICY, *(n for stack in REGISTRY.values() for n in stack.recompute)),
 )

@@ -42,6 +42,11 @@ class MemoryData:
         return self.parts.sum(axis=0)
 
     @property
+    def verdicts(self) -> tuple[str, ...]:
+        """Per strategy: "fits", "tight" or "does not fit" ("" where it cannot run)."""
+        return tuple(str(e.verdict) if isinstance(e, Estimate) else "" for e in self.estimates)
+
+    @property
     def runs(self) -> tuple[bool, ...]:
         """Per strategy: False where it cannot run here (its bar is empty)."""
         return tuple(isinstance(e, Estimate) for e in self.estimates)

@@ -207,7 +207,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
         zero=3 if ici["fsdp"] > 1 else 0, seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
-        schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=False,
+        schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
         fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
         cp_kind=CP_KINDS.get(value["context_parallel_strategy"], "all-gather"),
     )  # fmt: skip
@@ -293,8 +293,7 @@ def _remat_lines(remat: str, cannot: list) -> list:
         return ['remat_policy: "custom"', *on]
     full = remat.startswith("full")
     nearest = "full" if full else {"none": "minimal_with_context"}.get(remat, "minimal")
-    if remat != "selective":
-        cannot.append(f"recompute {remat}: written as MaxText's {nearest}")
+    cannot.append(f"recompute {remat}: written as MaxText's {nearest}")
     return [f'remat_policy: "{nearest}"']
 
 
@@ -373,8 +372,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         lines.append(f"steps: {d.steps}")
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
-    if d.sequence_parallel:
-        cannot.append("sequence parallelism: MaxText shards activations by its own axis rules")
+    if d.tp > 1 and not d.sequence_parallel:
+        cannot.append("TP without sequence parallelism: MaxText's shards the embedding axis")
     if pdbs != int(pdbs):
         chosen.append(f"{pdbs:g} sequences a chip: fewer than one, the rest of its batch on TP")
     return "\n".join(lines) + "\n", chosen, cannot

@@ -1,0 +1,138 @@
+"""How well the predicted peak memory transfers (MODEL.md §E.5), and the verdict's uncertainty.
+
+The memory model fits nothing: its bytes are the frameworks' own, read from their source. So its
+leave-one-source-out is its error on the sources of measured peaks held out from its
+development (``scaling_widgets/data/public_memory.json``): each source's mean |error|, and the
+mean over sources, which is the peak's uncertainty the verdict reads (``cost/memory/verdict.py``,
+``UNCERTAINTY``). The development set (``dev_memory.json``) is shown after it, labelled
+in-sample. Then the verdicts on the configs frameworks ship (``tests/data/shipped/``) and on the
+out-of-memory reports (``tests/data/oom_reports.json``).
+
+Run: ``python benchmarks/bench_memory.py`` prints it; ``--write`` rewrites the memory section of
+``docs/VALIDATION.md``. It asserts nothing; ``tests/cost/test_memory_validation.py`` holds the
+verdict's uncertainty and the document to what this computes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from scaling_widgets.cost import evaluate  # noqa: E402
+from scaling_widgets.measured import DEV_MEMORY, PUBLIC_MEMORY, load_memory_cases  # noqa: E402
+from tests.launch.test_shipped_configs import MANIFEST, NOT_YET, key, verdict  # noqa: E402
+
+DOC = ROOT / "docs" / "VALIDATION.md"
+OOM_REPORTS = ROOT / "tests" / "data" / "oom_reports.json"
+BEGIN, END = "<!-- memory: begin (benchmarks/bench_memory.py --write) -->", "<!-- memory: end -->"
+
+
+def peak_errors(path) -> dict[str, list[tuple[str, float]]]:
+    """By source: each measured peak's id and signed error, predicted over measured minus one,
+    the peak counted as its source counts it (allocated or reserved)."""
+    by_source: dict[str, list[tuple[str, float]]] = {}
+    for case in load_memory_cases(path):
+        if case.peak_bytes is None:
+            continue
+        peak = evaluate(*case.values).peak
+        predicted = float(peak.reserved if case.measures == "reserved" else peak.allocated)
+        by_source.setdefault(case.case["group"], []).append(
+            (case.id, predicted / case.peak_bytes - 1)
+        )
+    return by_source
+
+
+def uncertainty(by_source) -> float:
+    """The mean over sources of each source's mean |error|: each source counted once."""
+    return float(np.mean([np.mean([abs(e) for _, e in rows]) for rows in by_source.values()]))
+
+
+def table(by_source, title: str) -> list[str]:
+    lines = [f"{title:36s} peaks  mean|err|  worst", "-" * 60]
+    every = [e for rows in by_source.values() for _, e in rows]
+    for source, rows in by_source.items():
+        errors = [abs(e) for _, e in rows]
+        lines.append(f"{source:36s} {len(rows):5d}  {np.mean(errors):8.1%}  {max(errors):6.1%}")
+    lines.append(
+        f"{'all peaks':36s} {len(every):5d}  {np.mean(np.abs(every)):8.1%}"
+        f"  {np.max(np.abs(every)):6.1%}"
+    )
+    lines.append(f"{'mean over sources':36s}        {uncertainty(by_source):8.1%}")
+    return lines
+
+
+def cases(by_source) -> list[str]:
+    return [f"  {case:44s} {e:+7.1%}" for rows in by_source.values() for case, e in rows]
+
+
+def oom_verdicts() -> list[tuple[str, str]]:
+    """Each out-of-memory report's id and the verdict on its configuration."""
+    return [
+        (case.id, str(evaluate(*case.values).verdict)) for case in load_memory_cases(OOM_REPORTS)
+    ]
+
+
+def shipped_verdicts() -> dict[str, str]:
+    """Each shipped config a reader takes (none in the test's list of those it cannot), and its
+    verdict on the hardware its source names."""
+    return {
+        key(e): verdict(e) for e in MANIFEST if key(e) not in NOT_YET or "fit" in NOT_YET[key(e)]
+    }
+
+
+def verdict_lines() -> list[str]:
+    shipped, ooms = shipped_verdicts(), oom_verdicts()
+    said = list(shipped.values())
+    lines = [
+        f"Configs frameworks ship ({len(MANIFEST)} in tests/data/shipped/), {len(shipped)} read:"
+        f" {said.count('fits')} fit, {said.count('tight')} tight,"
+        f" {said.count('does not fit')} do not fit.",
+        "",
+        "```text",
+        *(f"  {k:52s} {v}" for k, v in shipped.items() if v != "fits"),
+        "```",
+        "",
+        f"Out-of-memory reports ({len(ooms)}, tests/data/oom_reports.json):"
+        f' {sum(v == "does not fit" for _, v in ooms)} read "does not fit".',
+        "",
+        "```text",
+        *(f"  {case:44s} {v}" for case, v in ooms),
+        "```",
+    ]
+    return lines
+
+
+def section() -> str:
+    """The memory section of docs/VALIDATION.md, as this benchmark computes it."""
+    held, dev = peak_errors(PUBLIC_MEMORY), peak_errors(DEV_MEMORY)
+    out = ["```text", *table(held, "held-out source"), "", *cases(held), "```", ""]
+    out += [
+        f"The verdict's uncertainty is the mean over held-out sources: {uncertainty(held):.1%}.",
+        "",
+        "In-sample (these peaks were used to develop the model):",
+        "",
+        "```text",
+        *table(dev, "development source"),
+        "```",
+        "",
+        *verdict_lines(),
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> None:
+    text = section()
+    print(text)
+    if "--write" in argv:
+        doc = DOC.read_text(encoding="utf-8")
+        head, _, rest = doc.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

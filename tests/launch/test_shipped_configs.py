@@ -1,0 +1,94 @@
+"""Configs as frameworks ship them (tests/data/shipped/, MANIFEST.json): each ran on the hardware
+its source names, so its verdict is "fits" or "tight" there (docs/MODEL.md §E.5). Those a reader
+cannot take yet, or that the memory model still misjudges, are listed with the reason, expected to
+fail, strictly: the day one passes, the list must shrink."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scaling_widgets import fields
+from scaling_widgets.cost import evaluate
+from scaling_widgets.launch import read_config
+from scaling_widgets.presets import HARDWARE
+
+SHIPPED = Path(__file__).parent.parent / "data" / "shipped"
+MANIFEST = json.loads((SHIPPED / "MANIFEST.json").read_text(encoding="utf-8"))
+# the manifest's chips as our presets
+CHIPS = {"a100": "a100", "a100-80gb": "a100", "h100": "h100", "h100-80gb": "h100", "h200": "h200",
+         "b200": "b200", **{tpu: tpu for tpu in ("tpu-v5p", "tpu-v5e", "tpu-v6e")}}  # fmt: skip
+TORCHTITAN_REGISTRY = "torchtitan's Python config_registry.py is not read yet"
+FLAVOR = "torchtitan's flavor has no preset of ours"
+OLD_TOML = "a TOML of before 2025 (model.norm_type) is refused"
+FOUNDRY = "llm-foundry's YAML is not read"
+DEEPSPEED = "a DeepSpeed script and its ds_config are not read"
+NO_CHIP = "no preset of its chip"
+QUOTES = "the script's shell quoting is refused"
+# key (file, or file:function) -> why it is expected to fail today
+NOT_YET = {
+    "torchtitan/llama4_17bx16e.toml": FLAVOR,
+    "torchtitan/qwen3_32b.toml": NO_CHIP + " (H100 96GB)",
+    "torchtitan/2024-10_llama2_13b.toml": OLD_TOML,
+    "torchtitan/2024-10_llama2_70b.toml": OLD_TOML,
+    "torchtitan/2024-08_llama3_405b.toml": OLD_TOML,
+    "torchtitan/2025-04_llama4_17bx16e.toml": OLD_TOML,
+    "torchtitan/llama3_config_registry.py:llama3_8b": TORCHTITAN_REGISTRY,
+    "torchtitan/llama3_config_registry.py:llama3_70b": TORCHTITAN_REGISTRY,
+    "torchtitan/llama3_config_registry.py:llama3_405b": TORCHTITAN_REGISTRY,
+    "torchtitan/qwen3_config_registry.py:qwen3_32b": TORCHTITAN_REGISTRY,
+    "megatron/train_llama3_8b_h100_fp8.sh": "does not fit: --fp8-param-gather and"
+    " --grad-reduce-in-bf16 are not read, and fp8 inputs are kept as bf16",
+    "megatron/gptoss_02_train.sh": NO_CHIP + " (GB300)",
+    "maxtext/gpt3_175b_v5p_12288.sh": "a v5p slice of 6,144 chips (v5p-12288) is refused",
+    "maxtext/v6e_gemma2_9b.sh": "ici_fsdp_transpose_parallelism is refused",
+    "maxtext/v6e_gemma2_27b.sh": "ici_fsdp_transpose_parallelism is refused",
+    "maxtext/a3_llama_2_7b_1vm.sh": QUOTES,
+    "maxtext/a3_llama_2_7b_16vm.sh": QUOTES,
+    "maxtext/a3_llama_3.1_405b_128vm.sh": "a script that names a YAML beside it is refused",
+    **{f"llm-foundry/mpt-{n}.yaml": FOUNDRY for n in ("125m", "1b", "7b", "13b", "30b", "70b")},
+    "deepspeed/dschat_step1_opt_single_node_run_13b.sh": NO_CHIP + " (A100 40GB)",
+    "deepspeed/dschat_step1_opt_multi_node_run_66b.sh": DEEPSPEED,
+    "deepspeed/finetune_llama-70b_4gpu.sh": NO_CHIP + " (GH200)",
+    "deepspeed/finetune_qwen3-30b-a3b_2gpu.sh": NO_CHIP + " (GH200)",
+    "deepspeed/domino_pretrain_gpt3_13b.sh": QUOTES,
+    "deepspeed/ds_pretrain_gpt_13B.sh": NO_CHIP + " (V100 32GB)",
+    "deepspeed/ds_pretrain_gpt_125M_flashattn.sh": DEEPSPEED,
+    "deepspeed/pretrain_gpt_30B_seq_parallel.sh": NO_CHIP + " (A100 40GB)",
+}
+
+
+def key(entry: dict) -> str:
+    return entry["file"] + (f":{entry['function']}" if entry.get("function") else "")
+
+
+def verdict(entry: dict) -> str:
+    """The config read on the hardware its source names, and its memory verdict."""
+    hardware = entry["hardware"]
+    chip = HARDWARE[CHIPS[hardware["chip"]]]
+    # a Megatron-LM script says its world itself; the others need the chips
+    chips = None if entry["framework"] == "megatron" else hardware["chips"]
+    got, _ = read_config(str(SHIPPED / entry["file"]), chip=chip, chips=chips)
+    state = fields.checked({**fields.defaults(), **got}, tuple(got))
+    return str(evaluate(*fields.values(state)).verdict)
+
+
+def _param(entry):
+    reason = NOT_YET.get(key(entry))
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(entry, id=key(entry), marks=marks)
+
+
+def test_the_corpus_is_forty_configs_or_more_each_with_its_source():
+    assert len(MANIFEST) >= 40 and len({key(e) for e in MANIFEST}) == len(MANIFEST)
+    for entry in MANIFEST:
+        assert (SHIPPED / entry["file"]).exists() and len(entry["commit"]) == 40
+        assert entry["url"].startswith("https://github.com/") and entry["hardware_source"]
+    assert set(NOT_YET) <= {key(e) for e in MANIFEST}
+
+
+@pytest.mark.parametrize("entry", [_param(e) for e in MANIFEST])
+def test_a_shipped_config_fits_where_its_source_runs_it(entry):
+    assert verdict(entry) in ("fits", "tight")
