@@ -47,7 +47,7 @@ def test_a_field_takes_its_default_and_its_check_from_the_value_that_declares_it
 def test_the_cli_offers_exactly_the_fields_the_table_offers(command_name, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([command_name, "--help"])
-    flags = set(re.findall(r"(--[a-z][a-z-]*)", capsys.readouterr().out))
+    flags = set(re.findall(r"(--[a-z][a-z0-9-]*)", capsys.readouterr().out))
     for field in FIELDS_TABLE:
         if field.flag is None:
             continue

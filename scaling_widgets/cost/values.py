@@ -48,6 +48,7 @@ from .transformer.recompute import REMAT_CHOICE
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
+GRAD_DTYPES = ("fp32", "bf16")  # what a stack keeps and reduces gradients in (MODEL.md §E.4)
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
 MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (about 61M)
@@ -435,6 +436,12 @@ class Options:
         "megatron-lm-2021" or "llm-foundry" (MODEL.md §E.2, §F.2). None: the profile's own.
     matmul_dtype : str, default "bf16"
         What the layers' linear matmuls run in: "bf16" or "fp8" (MODEL.md §F.4).
+    grad_dtype : str, optional
+        What the gradients are kept and reduced in: "fp32" or "bf16" (Megatron-LM's
+        ``--grad-reduce-in-bf16``). None: the stack's (MODEL.md §E.4).
+    fp8_params : bool, default False
+        Keep the layers' weights in fp8, with no bf16 copy (Megatron-LM's
+        ``--fp8-param-gather``); with fp8 matmuls only (MODEL.md §E.4).
     flash_attention : bool, optional
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional
@@ -474,6 +481,8 @@ class Options:
     )
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
+    grad_dtype: str | None = checked(None, Maybe(Choice(GRAD_DTYPES)))
+    fp8_params: bool = checked(False, Switch())
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     failure_rate: float = checked(

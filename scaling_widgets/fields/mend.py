@@ -66,8 +66,9 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
         mends.update(_lacked(before, new["hardware"]))
         if "slice_shape" not in changes:
             mends.update(_nearest_slice(before, {**new, **mends}, changes))
-    if "slice_shape" in moved:
-        mends.update(_onto_slice({**before, **new}, new["slice_shape"]))
+    if "slice_shape" in moved:  # None: the chip's default slice
+        shape = filled({**before, **new})["slice_shape"]
+        mends.update(_onto_slice({**before, **new, "slice_shape": shape}, shape))
     after = {**before, **mends, **new}
     if moved & {"hardware", "stack"}:
         mends.update(_switches_kept(after))

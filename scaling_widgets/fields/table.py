@@ -19,7 +19,7 @@ from ..cost.stacks import STACKS
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.shapes import Precision
-from ..cost.values import MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS
+from ..cost.values import GRAD_DTYPES, MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from .field import Field, Flag
@@ -266,6 +266,12 @@ FIELDS_TABLE = (
     Field("matmul_dtype", "options.matmul_dtype", "the layers' linear matmuls in bf16 or fp8"
           " (attention and the output layer stay bf16; fp8 on H100, H200, B200, GB200)",
           flag="--matmul-dtype", choices=MATMUL_DTYPES, since=7, label="Matmuls"),
+    Field("grad_dtype", "options.grad_dtype", "what gradients are kept and reduced in (default:"
+          " the stack's; Megatron-LM's --grad-reduce-in-bf16 is bf16)", flag="--grad-dtype",
+          choices=GRAD_DTYPES, since=12, label="Grads"),
+    Field("fp8_params", "options.fp8_params", "keep the layers' weights in fp8, no bf16 copy"
+          " (Megatron-LM's --fp8-param-gather; with fp8 matmuls)", flag="--fp8-params",
+          switch=True, since=12, label="fp8 weights"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),

@@ -46,6 +46,8 @@ class Degrees:
     ep_overlap: bool = False
     fp8: bool = False
     compile: bool | None = None
+    grad_dtype: str | None = None  # None: the stack's
+    fp8_params: bool = False
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     steps: int | None = None  # to train on the workload's tokens
 
@@ -143,6 +145,8 @@ def degrees_of(e: Estimate) -> Degrees:
         ep_overlap=bool(e.layout.ep_overlap),
         fp8=options.matmul_dtype == "fp8",
         compile=options.torch_compile,
+        grad_dtype=options.grad_dtype,
+        fp8_params=bool(options.fp8_params),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
     )
@@ -240,6 +244,8 @@ def fields_of(d: Degrees, chip) -> dict:
         ep_overlap=d.ep_overlap,
         matmul_dtype="fp8" if d.fp8 else "bf16",
         torch_compile=d.compile,
+        grad_dtype=d.grad_dtype,
+        fp8_params=d.fp8_params,
     )
     if d.tokens is not None:
         fields["tokens"] = d.tokens

@@ -3,6 +3,8 @@ counted by hand from the framework's source, and how a name that no framework us
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,7 @@ from scaling_widgets.cost.transformer.recompute import is_policy, offered, polic
 from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.presets import HARDWARE, MODELS
 
+SHIPPED = Path(__file__).parents[1] / "data" / "shipped"
 L70 = MODELS["llama-2-70b"]  # D 8,192, 64 query heads and 8 KV heads of 128, F 28,672, gated
 SIZES = tensor_bytes(L70, 4096, 1, False, flash=True)  # bf16, one chip, no TP
 D, Q, KV, F = 8192, 64 * 128, 8 * 128, 28_672
@@ -107,3 +110,22 @@ def test_every_offered_policy_keeps_no_more_than_nothing_recomputed(name, tp, sp
     sizes = tensor_bytes(L70, 4096, tp, sp, flash=True)
     value = float(kept_bytes(policy(name), sizes, chunk_layers=chunk))
     assert np.isfinite(value) and 0 < value <= float(kept_bytes(policy("none"), sizes)) + 1e-9
+
+
+def test_megatrons_llama3_8b_fp8_example_by_hand():
+    # examples/llama/train_llama3_8b_h100_fp8.sh: DP 8 with the distributed optimizer, one
+    # sequence of 8,192 at a time, no recompute, --fp8-param-gather, --grad-reduce-in-bf16
+    path = SHIPPED / "megatron" / "train_llama3_8b_h100_fp8.sh"
+    got, _ = read_config(str(path), chip=HARDWARE["h100"])
+    assert (got["grad_dtype"], got["fp8_params"], got["matmul_dtype"]) == ("bf16", True, "fp8")
+    state = fields.checked({**fields.defaults(), **got}, tuple(got))
+    peak = evaluate(*fields.values(state)).peak
+    psi = 8.029995008e9
+    # a byte a weight, bf16 gradients, fp32 master and moments over the 8 ranks
+    assert (float(peak.weights), float(peak.grads)) == pytest.approx((psi, 2 * psi))
+    assert float(peak.optimizer) == pytest.approx(12 * psi / 8)
+    # a layer keeps, per token: the input and residual, Q, K, V and the MLP's gate, up in bf16;
+    # the linear layers' inputs (the norms, the attention's output, the activation) in fp8
+    bf16 = 2 * (2 * 4096 + 4096 + 2 * 1024 + 2 * 14_336)
+    fp8 = 4096 + 4096 + 4096 + 14_336
+    assert float(peak.activations) == pytest.approx(32 * 8192 * (bf16 + fp8))

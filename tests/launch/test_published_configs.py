@@ -105,8 +105,9 @@ def test_a_hugging_face_config_beside_the_file_gives_the_model(tmp_path):
     [
         ("megatron_mixtral_8x7b.sh", ("--moe-grouped-gemm", "--moe-grouped-gem"), "h100", 32,
          r"^--moe-grouped-gem must be a key of megatron's configuration \(did you mean"),
-        ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --recompute-modules core_attn"), "h100",
-         32, r"^--recompute-modules must be True: another setting is not priced"),
+        ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --recompute-granularity selective"
+         " --recompute-modules core_attn attn"), "h100", 32,
+         r"^--recompute-modules must be some of core_attn, mlp, moe"),
         ("maxtext_v5p_128b.sh", ("ici_tensor_parallelism=8", "ici_tensor_parallelism=3"),
          "tpu-v5p", 128, r"^ici_fsdp_parallelism must be degrees multiplying to 128; got 3"),
         ("maxtext_v5p_128b.sh", ("remat_policy=minimal", "remat_policy=minimal_offloaded_x"),

@@ -82,6 +82,8 @@ PLAUSIBLE = {
     "chip_power": [None, 500.0],
     "price_per_chip_hour": [None, 2.5],
     "matmul_dtype": ["bf16", "fp8", "fp8"],
+    "grad_dtype": [None, "fp32", "bf16"],
+    "fp8_params": [False, True],
     "microbatch_seqs": [
         None,
         1,

@@ -109,8 +109,8 @@ def test_json_round_trip_loses_nothing():
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
         (
-            {"version": 12},
-            r"scenario version must be one of \(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11\); got 12",
+            {"version": 13},
+            r"scenario version must be one of \(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12\); got 13",
         ),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
         ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e11; got '3M'"),

@@ -333,6 +333,9 @@ def with_run(e):
     return dataclasses.replace(e, run=run)
 
 
+GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}  # a gradient's bytes, by its dtype
+
+
 def profile_of(chip: Chip, options: Options) -> Profile:
     """The profile an evaluation reads: the chip's with ``options.stack``'s behaviour and memory,
     or ``options.profile``, whose behaviour is the user's (measured, calibrated) and which takes
@@ -345,8 +348,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     chip : Chip
         The chip the profile is for.
     options : Options
-        How the numbers are read: ``profile``, ``stack``, ``flash_attention`` and
-        ``torch_compile``.
+        How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
+        ``torch_compile``, ``grad_dtype`` and ``fp8_params``.
 
     Returns
     -------
@@ -362,4 +365,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         for name in ("flash_attention", "torch_compile")
         if (value := getattr(options, name)) is not None
     }
+    if options.grad_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
+        switches["grad_bytes"] = GRAD_BYTES[options.grad_dtype]
+    if options.fp8_params:  # a byte a weight, and no copy cast from bf16
+        switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches) if switches else profile

@@ -96,6 +96,7 @@ def peak_memory(
     profile: Profile,
     overhead: ArrayLike = 0.0,
     fp8: bool = False,
+    fp8_matmuls: bool = False,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -124,7 +125,10 @@ def peak_memory(
     overhead : float or array_like, default 0.0
         The runtime's own bytes per chip (MODEL.md §B.8) [bytes].
     fp8 : bool, default False
-        Whether the layers' matmuls run in fp8: their weights are also held cast, a byte each.
+        Whether the layers' weights are also held cast to fp8 for fp8 matmuls, a byte each.
+    fp8_matmuls : bool, default False
+        Whether the layers' matmuls run in fp8: a stack that keeps their inputs as read
+        (``Profile.fp8_inputs_kept``) keeps them a byte each.
 
     Returns
     -------
@@ -152,6 +156,7 @@ def peak_memory(
         layout.sequence_parallel,
         profile.flash_attention,
         precision.activation_bytes,
+        fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
     )
     compiled = profile.torch_compile
 

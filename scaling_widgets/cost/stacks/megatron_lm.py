@@ -37,7 +37,10 @@ PIPELINE_SCHEDULES = ("1f1b", "interleaved")
 EP_OVERLAP = True
 # bf16 weights, fp32 main gradients unsharded below ZeRO-2, fp32 master and Adam sharded (its own
 # estimate: 6 + 12/DP bytes a parameter); the loss keeps the fp32 softmax beside the bf16 logits;
-# gradients reduced in place; report_memory: allocated.
+# gradients reduced in place; report_memory: allocated. Under fp8, TransformerEngine's linear layers
+# keep the fp8 copies of their inputs for the backward (core/extensions/transformer_engine.py,
+# set_save_original_input: "Some transformer-engine modules would save the quantized tensors by
+# default in fp8 training").
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=4.0,
@@ -46,6 +49,7 @@ MEMORY = dict(
     logits_bytes=6.0,
     bucket_bytes=0.0,
     measures="allocated",
+    fp8_inputs_kept=True,
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 6 runs on B200 (SimuMax's measured
 # Megatron-LM runs on one node), drawn towards the typical stack. Nothing on a bound.

@@ -79,6 +79,7 @@ class Profile:
     logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
+    fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
     pipeline_unsharded: bool = (
         False  # ZeRO-3 under pipelining keeps a stage gathered, its gradients unsharded
     )
@@ -119,6 +120,7 @@ MEMORY_FIELDS = (
     "logits_bytes",
     "gathered_units",
     "gathered",
+    "fp8_inputs_kept",
     "pipeline_unsharded",
     "bucket_bytes",
     "allocator",

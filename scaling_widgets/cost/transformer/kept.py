@@ -18,6 +18,8 @@ from .recompute import NONE, Policy
 if TYPE_CHECKING:
     from .shapes import Model
 
+# The linear layers' inputs: what an fp8 matmul reads cast, and TransformerEngine keeps so
+FP8_INPUTS = ("attention_norm", "context", "mlp_norm", "mlp_activation")
 # What torch.compile's pointwise kernels make again from what is kept anyway (MODEL.md §F.5)
 COMPILED_AWAY = frozenset({"attention_norm", "mlp_norm", "mlp_activation"})
 
@@ -29,6 +31,7 @@ def tensor_bytes(
     sequence_parallel: ArrayLike,
     flash: bool,
     activation_bytes: float = 2.0,
+    fp8_inputs: bool = False,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -55,6 +58,10 @@ def tensor_bytes(
         Whether a flash kernel keeps the scores out of HBM.
     activation_bytes : float, default 2.0
         A, the bytes of an activation's element [bytes].
+    fp8_inputs : bool, default False
+        Whether the linear layers keep their inputs as the fp8 copies their fp8 matmuls read, a
+        byte each (TransformerEngine): the attention's norm and output, the MLP's norm and
+        activation.
 
     Returns
     -------
@@ -86,6 +93,8 @@ def tensor_bytes(
     sizes = {n: A * D / sp for n in d_wide}
     sizes |= {n: A * w / t for n, w in width.items()}
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
+    if fp8_inputs:  # the linear layers' inputs, kept as their fp8 matmuls read them
+        sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
     return sizes | {"scores": scores, "chapter_input": A * D / t}
 
 

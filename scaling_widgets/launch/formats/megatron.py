@@ -10,6 +10,8 @@ import re
 
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
+from ...cost.stacks.megatron_lm import RECOMPUTE_MODULES
+from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees
 from ..keys import LaunchFile, checked_keys, layers_of
@@ -38,7 +40,8 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--global-batch-size", "--seq-length", "--recompute-granularity",
           "--recompute-activations", "--recompute-method", "--recompute-num-layers",
           "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
-          "--train-samples")  # fmt: skip
+          "--train-samples", "--recompute-modules", "--grad-reduce-in-bf16",
+          "--fp8-param-gather")  # fmt: skip
 # flags the model cannot price: refused when given
 UNPRICED = {
     flag: True
@@ -48,7 +51,6 @@ UNPRICED = {
         "--decoder-first-pipeline-num-layers",
         "--decoder-last-pipeline-num-layers",
         "--hierarchical-context-parallel-sizes",
-        "--recompute-modules",
     )
 }
 APPROXIMATED = {
@@ -201,6 +203,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         sequence_parallel="--sequence-parallel" in got and tp > 1,
         ep_overlap="--overlap-moe-expert-parallel-comm" in got,
         fp8="--fp8-format" in got,
+        grad_dtype="bf16" if "--grad-reduce-in-bf16" in got else None,
+        fp8_params="--fp8-param-gather" in got,
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
         steps=_steps(got, global_batch),
     )
@@ -248,7 +252,9 @@ def _zero(got: dict) -> int:
 
 
 def _remat(got: dict) -> str:
-    """Full recompute of every layer, selective (the attention core), or none."""
+    """The recompute policy by Megatron-LM's names (docs/MODEL.md §E.4): none; full, of every
+    layer or by ``--recompute-method`` and ``--recompute-num-layers``; selective, of the
+    attention core (its default) or of ``--recompute-modules``."""
     granularity = got.get(
         "--recompute-granularity", "selective" if "--recompute-activations" in got else None
     )
@@ -257,18 +263,39 @@ def _remat(got: dict) -> str:
     if granularity == "full":
         method, count = (
             got.get("--recompute-method", "uniform"),
-            _int(got, "--recompute-num-layers", 1),
+            got.get("--recompute-num-layers", 1),
         )
-        if method != "uniform" or count != 1:
+        name = f"full:{method}:{count}"
+        if not is_policy(name):
             raise refuse(
-                "--recompute-num-layers",
-                "1 with --recompute-method uniform (recomputing some layers alone is not priced)",
-                f"{count} ({method})",
+                "--recompute-method", "uniform or block, with --recompute-num-layers N", name
             )
-        return "full"
+        return "full" if name == "full:uniform:1" else name
     if granularity != "selective":
         raise refuse("--recompute-granularity", "'full' or 'selective'", granularity)
-    return "selective"
+    modules = got.get("--recompute-modules", ["core_attn"])
+    modules = [modules] if isinstance(modules, str) else list(modules)
+    name = "selective:" + ",".join(modules)
+    if not is_policy(name):
+        raise refuse("--recompute-modules", f"some of {', '.join(RECOMPUTE_MODULES)}", modules)
+    return "selective" if modules == ["core_attn"] else name
+
+
+def _remat_flags(remat: str, cannot: list) -> list[str]:
+    """A policy of ours as Megatron-LM's recompute flags: its own, or the nearest it has."""
+    head, _, rest = remat.partition(":")
+    if remat == "none":
+        return []
+    if head == "full":
+        method, _, count = (rest or "uniform:1").partition(":")
+        return [f"--recompute-granularity {head}", f"--recompute-method {method}",
+                f"--recompute-num-layers {count}"]  # fmt: skip
+    mine = head == "selective" and bool(rest) and set(rest.split(",")) <= set(RECOMPUTE_MODULES)
+    modules = rest.split(",") if mine else ["core_attn"]
+    if not mine and remat != "selective":  # another framework's own, or the chapter's
+        cannot.append(f"recompute {remat}: written as selective recompute of the attention core")
+    extra = [f"--recompute-modules {' '.join(modules)}"] * (modules != ["core_attn"])
+    return ["--recompute-granularity selective", *extra]
 
 
 def _cp_kind(name: str) -> str:
@@ -339,18 +366,9 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     elif d.zero > 1:
         sharding = _their(SHARDING, d.zero)
         layout += ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {sharding}"]
-    if d.remat == "checkpoints":
-        cannot.append("the chapter's checkpoints: written as selective recompute")
-    remat = {
-        "full": [
-            "--recompute-granularity full",
-            "--recompute-method uniform",
-            "--recompute-num-layers 1",
-        ],
-        "none": [],
-    }
-    layout += remat.get(d.remat, ["--recompute-granularity selective"])
-    layout += ["--fp8-format hybrid"] * d.fp8
+    layout += _remat_flags(d.remat, cannot)
+    layout += ["--fp8-format hybrid"] * d.fp8 + ["--fp8-param-gather"] * d.fp8_params
+    layout += ["--grad-reduce-in-bf16"] * (d.grad_dtype == "bf16")
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile:
