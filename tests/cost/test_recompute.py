@@ -18,7 +18,7 @@ from scaling_widgets.cost.transformer.recompute import is_policy, offered, polic
 from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.presets import HARDWARE, MODELS
 
-SHIPPED = Path(__file__).parents[1] / "data" / "shipped"
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 L70 = MODELS["llama-2-70b"]  # D 8,192, 64 query heads and 8 KV heads of 128, F 28,672, gated
 SIZES = tensor_bytes(L70, 4096, 1, False, flash=True)  # bf16, one chip, no TP
 D, Q, KV, F = 8192, 64 * 128, 8 * 128, 28_672
@@ -115,7 +115,7 @@ def test_every_offered_policy_keeps_no_more_than_nothing_recomputed(name, tp, sp
 def test_megatrons_llama3_8b_fp8_example_by_hand():
     # examples/llama/train_llama3_8b_h100_fp8.sh: DP 8 with the distributed optimizer, one
     # sequence of 8,192 at a time, no recompute, --fp8-param-gather, --grad-reduce-in-bf16
-    path = SHIPPED / "megatron" / "train_llama3_8b_h100_fp8.sh"
+    path = CONFIGS / "megatron_llama3_8b_h100_fp8.sh"
     got, _ = read_config(str(path), chip=HARDWARE["h100"])
     assert (got["grad_dtype"], got["fp8_params"], got["matmul_dtype"]) == ("bf16", True, "fp8")
     state = fields.checked({**fields.defaults(), **got}, tuple(got))
