@@ -114,13 +114,41 @@ def name_of(preset, table: dict) -> str | None:
     return next((name for name, value in table.items() if value == preset), None)
 
 
+def model_name_of(model) -> str | None:
+    """The preset a model is, its multi-token-prediction modules aside (a framework's flavor or
+    ``model_name`` is the model without them; MODEL.md §D.1).
+
+    Parameters
+    ----------
+    model : str or Model
+        A preset's name or a ``Model``.
+
+    Returns
+    -------
+    name : str or None
+        The preset's name in ``MODELS``; None for a model of your own.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from scaling_widgets.presets import MODELS
+    >>> model_name_of(dataclasses.replace(MODELS["deepseek-v3"], mtp_layers=0))
+    'deepseek-v3'
+    """
+    if isinstance(model, str):
+        return name_of(model, MODELS)
+    same = (n for n, p in MODELS.items() if dataclasses.replace(p, mtp_layers=model.mtp_layers) == model)
+    return next(same, None)
+
+
 def model_from_json(source: str | Path | dict) -> Model:
     """A ``Model`` from a JSON file, a JSON string or a dict: a Hugging Face ``config.json`` as
     published (``hf_config``), or our own keys.
 
     Our keys: layers, d_model, d_ff, heads, kv_heads, head_dim, vocab, gated, tied_embeddings, and
     optionally name, causal (false for a model whose attention is not masked; MODEL.md §C.4), moe
-    (the keys of ``MoE``) and mla (those of ``MLA``). Unknown and missing keys are errors.
+    (the keys of ``MoE``), mla (those of ``MLA``), dropout and mtp_layers (multi-token
+    prediction modules, MODEL.md §D.1). Unknown and missing keys are errors.
 
     Parameters
     ----------
@@ -146,7 +174,8 @@ def model_from_json(source: str | Path | dict) -> Model:
         for key, cls in (("moe", MoE), ("mla", MLA))
         if data.get(key) is not None
     }
-    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None, "dropout": 0.0}
+    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None, "dropout": 0.0,
+                "mtp_layers": 0}
     return _from_json(Model, {**data, **parts}, optional=optional)
 
 

@@ -138,6 +138,7 @@ def model_from_hf(config: dict, name: str | None = None) -> Model:
         tied_embeddings=bool(config.get("tie_word_embeddings", True)),
         moe=_moe(config, kind),
         mla=mla,
+        mtp_layers=config.get("num_nextn_predict_layers") or 0,  # DeepSeek-V3's MTP modules
     )
 
 

@@ -303,10 +303,10 @@ MODELS = {
     ),  # fmt: skip
     # deepseek-ai/DeepSeek-V3 (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", sec. 4.2): 61
     # layers, the first 3 dense (18432), then 256 routed experts of 2048, top 8, and 1 shared;
-    # multi-head latent attention. 671B in total, 37B active (the hub's 685B adds the
-    # multi-token-prediction module, which we leave out). head_dim: the mean of the query-key (192)
-    # and value (128) widths. Node-limited routing: a token's experts on at most 4 nodes (sec.
-    # 3.2.2).
+    # multi-head latent attention. 671B in total, 37B active; one multi-token-prediction module
+    # (sec. 2.2), 11.6B of its own beside them (13.5B with the copies of the embeddings and output
+    # layer the hub stores with it: its 685B). head_dim: the mean of the query-key (192) and value
+    # (128) widths. Node-limited routing: a token's experts on at most 4 nodes (sec. 3.2.2).
     "deepseek-v3": Model(
         "DeepSeek-V3",
         layers=61,
@@ -324,6 +324,7 @@ MODELS = {
             v_head_dim=128,
             q_lora_rank=1536,
         ),
+        mtp_layers=1,
     ),  # fmt: skip
 }
 """Models by name."""

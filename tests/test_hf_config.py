@@ -142,7 +142,7 @@ def test_the_cli_reads_a_config_and_reports_total_and_active_parameters(capsys):
     assert data["params"] / 1e9 == pytest.approx(671, rel=0.001)
     assert data["params_active"] / 1e9 == pytest.approx(37.55, rel=0.001)
     main(args)
-    assert "(671B params, 37.6B active)" in capsys.readouterr().out
+    assert "(671B params, 37.6B active; + 11.6B in 1 MTP module)" in capsys.readouterr().out
 
 
 def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load():

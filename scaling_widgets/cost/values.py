@@ -49,6 +49,7 @@ from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
 GRAD_DTYPES = ("fp32", "bf16")  # what a stack keeps and reduces gradients in (MODEL.md §E.4)
+MOMENT_DTYPES = ("fp32", "bf16")  # what Adam's two moments are kept in (MODEL.md §E.4)
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
 MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (about 61M)
@@ -442,6 +443,10 @@ class Options:
     fp8_params : bool, default False
         Keep the layers' weights in fp8, with no bf16 copy (Megatron-LM's
         ``--fp8-param-gather``); with fp8 matmuls only (MODEL.md §E.4).
+    moment_dtype : str, optional
+        What Adam's two moments are kept in: "fp32" or "bf16" (Megatron-LM's
+        ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype``; DeepSeek-V3's). None: fp32, as every
+        stack keeps them by default (MODEL.md §E.4).
     flash_attention : bool, optional
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional
@@ -483,6 +488,7 @@ class Options:
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
     grad_dtype: str | None = checked(None, Maybe(Choice(GRAD_DTYPES)))
     fp8_params: bool = checked(False, Switch())
+    moment_dtype: str | None = checked(None, Maybe(Choice(MOMENT_DTYPES)))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     failure_rate: float = checked(

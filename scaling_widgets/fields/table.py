@@ -19,7 +19,7 @@ from ..cost.stacks import STACKS
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.shapes import Precision
-from ..cost.values import GRAD_DTYPES, MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS
+from ..cost.values import GRAD_DTYPES, MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS, MOMENT_DTYPES
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from .field import Field, Flag
@@ -272,6 +272,9 @@ FIELDS_TABLE = (
     Field("fp8_params", "options.fp8_params", "keep the layers' weights in fp8, no bf16 copy"
           " (Megatron-LM's --fp8-param-gather; with fp8 matmuls)", flag="--fp8-params",
           switch=True, since=12, label="fp8 weights"),
+    Field("moment_dtype", "options.moment_dtype", "what Adam's two moments are kept in (default"
+          " fp32; Megatron-LM's --exp-avg-dtype and --exp-avg-sq-dtype)", flag="--moment-dtype",
+          choices=MOMENT_DTYPES, since=13, label="Adam moments"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),

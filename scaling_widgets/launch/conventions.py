@@ -48,6 +48,7 @@ class Degrees:
     compile: bool | None = None
     grad_dtype: str | None = None  # None: the stack's
     fp8_params: bool = False
+    moment_dtype: str | None = None  # None: fp32
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     steps: int | None = None  # to train on the workload's tokens
 
@@ -147,6 +148,7 @@ def degrees_of(e: Estimate) -> Degrees:
         compile=options.torch_compile,
         grad_dtype=options.grad_dtype,
         fp8_params=bool(options.fp8_params),
+        moment_dtype=options.moment_dtype,
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
     )
@@ -246,6 +248,7 @@ def fields_of(d: Degrees, chip) -> dict:
         torch_compile=d.compile,
         grad_dtype=d.grad_dtype,
         fp8_params=d.fp8_params,
+        moment_dtype=d.moment_dtype,
     )
     if d.tokens is not None:
         fields["tokens"] = d.tokens

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..cost.ground.refusals import refuse
 from ..cost.transformer.shapes import MLA, Model, MoE
@@ -29,8 +30,9 @@ def model_of(got: dict) -> str | Model:
 
     A flag left out takes Megatron-LM's default where the model reads one: an MLP of 4D, or with
     ``--swiglu`` 2/3 of it in multiples of 64; a head size H of D/N_h; experts as wide as the MLP,
-    the router's top 2. A preset matches on L, D, N_h, K, the (expert) MLP width and the experts,
-    and on the vocabulary where the flags give one.
+    the router's top 2; no MTP modules without ``--mtp-num-layers``. A preset matches on L, D,
+    N_h, K, the (expert) MLP width and the experts, and on the vocabulary where the flags give
+    one; it takes the flags' MTP modules.
 
     Parameters
     ----------
@@ -76,10 +78,11 @@ def model_of(got: dict) -> str | Model:
             dense_layers=_dense_layers(got.get("--moe-layer-freq", "1")),
         )
     vocab = got.get("--vocab-size") or TOKENIZER_VOCAB.get(got.get("--tokenizer-type"))
+    mtp = number("--mtp-num-layers", 0)  # Megatron's default: no MTP modules
     for name, preset in MODELS.items():
         same = _shape(preset) == (L, D, H, K, moe.d_ff if moe else F, experts)
         if same and (vocab is None or int(vocab) == preset.vocab):
-            return name
+            return name if preset.mtp_layers == mtp else replace(preset, mtp_layers=mtp)
     if vocab is None:
         raise refuse(
             "--vocab-size",
@@ -100,6 +103,7 @@ def model_of(got: dict) -> str | Model:
         tied_embeddings="--untie-embeddings-and-output-weights" not in got,
         moe=moe,
         mla=_mla(got),
+        mtp_layers=mtp,
     )
 
 
@@ -157,7 +161,7 @@ def shape_flags(model: Model) -> list[str]:
             f"--v-head-dim {a.v_head_dim}",
         ]
         out += [f"--q-lora-rank {a.q_lora_rank}"] * (a.q_lora_rank > 0)
-    return out
+    return out + [f"--mtp-num-layers {model.mtp_layers}"] * (model.mtp_layers > 0)
 
 
 def _default_ffn(D: int, gated: bool) -> int:

@@ -15,7 +15,8 @@ from .lines import Line, Math
 
 
 def params(e: Estimate) -> str:
-    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts.
+    """ "13.0B params", or "671B params, 37.6B active" for a mixture of experts, and the weights of
+    its multi-token-prediction modules (MODEL.md §D.1) beside them.
 
     Parameters
     ----------
@@ -28,9 +29,16 @@ def params(e: Estimate) -> str:
         Ψ, the model's parameters, and for a MoE model the active ones beside it.
     """
     total = f"{units.count(float(e.params.total))} params"
-    return (
-        total if e.model.moe is None else f"{total}, {units.count(float(e.params.active))} active"
-    )
+    active = "" if e.model.moe is None else f", {units.count(float(e.params.active))} active"
+    return total + active + _mtp(e.model, e.params)
+
+
+def _mtp(model, p) -> str:
+    """ "; + 11.6B in 1 MTP module" for a model trained with multi-token prediction."""
+    n = model.mtp_layers
+    if not n:
+        return ""
+    return f"; + {units.count(float(p.mtp))} in {n} MTP module{'s' * (n > 1)}"
 
 
 def model_summary(model) -> str:
@@ -62,7 +70,7 @@ def model_summary(model) -> str:
         )
     if model.mla is not None:
         text += "; multi-head latent attention"
-    return text
+    return text + _mtp(model, p)
 
 
 def held(e: Estimate) -> float:

@@ -77,6 +77,7 @@ def _workload(e: Estimate) -> dict:
         "params_by_part": {
             k: _num(getattr(e.params, k)) for k in ("mlp", "attention", "embeddings")
         },
+        "params_mtp": _num(e.params.mtp),  # multi-token prediction's modules, beside params
         "chips": _num(e.chips),
         "batch_tokens": _num(e.batch),
         "seq_len": e.seq_len,

@@ -84,6 +84,7 @@ PLAUSIBLE = {
     "matmul_dtype": ["bf16", "fp8", "fp8"],
     "grad_dtype": [None, "fp32", "bf16"],
     "fp8_params": [False, True],
+    "moment_dtype": [None, "fp32", "bf16"],
     "microbatch_seqs": [
         None,
         1,

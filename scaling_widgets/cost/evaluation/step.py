@@ -333,7 +333,7 @@ def with_run(e):
     return dataclasses.replace(e, run=run)
 
 
-GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}  # a gradient's bytes, by its dtype
+GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}  # a gradient's bytes, by its dtype; a moment's too
 
 
 def profile_of(chip: Chip, options: Options) -> Profile:
@@ -349,7 +349,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         The chip the profile is for.
     options : Options
         How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
-        ``torch_compile``, ``grad_dtype`` and ``fp8_params``.
+        ``torch_compile``, ``grad_dtype``, ``fp8_params`` and ``moment_dtype``.
 
     Returns
     -------
@@ -367,6 +367,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     }
     if options.grad_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
         switches["grad_bytes"] = GRAD_BYTES[options.grad_dtype]
+    if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
+        switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches) if switches else profile

@@ -104,8 +104,9 @@ def peak_memory(
     Weights, gradients and optimizer state: ``_state``. Activations: ``recompute.kept_bytes``
     x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
     flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
-    microbatch in flight there (GPipe: all). The first and the last stage are compared; the
-    busier one is reported.
+    microbatch in flight there (GPipe: all). Each MTP module adds a layer's activations and its
+    logits to the last stage. The first and the last stage are compared; the busier one is
+    reported.
 
     Parameters
     ----------
@@ -172,12 +173,16 @@ def peak_memory(
         )
         return profile.activation_factor * per_layer * tokens * layers * held
 
-    # the stage whose device runs the output layer: the last, or the first in a V or both ways
+    # the stage whose device runs the output layer: the last, or the first in a V or both ways;
+    # each MTP module runs after it, a layer and logits more while a microbatch's logits are
+    # held (MODEL.md §D.1)
     together = ends_together(layout.schedule)
     last = np.where(together, 0, np.asarray(Z) - 1)
     in_flight = logits_in_flight(schedule=layout.schedule, stages=Z, microbatches=m)
-    logits = profile.activation_factor * tokens * model.vocab / Y * profile.logits_bytes * in_flight
-    first, at_last = on_stage(0), on_stage(last) + logits
+    one_logits = tokens * model.vocab / Y * profile.logits_bytes
+    at_the_end = profile.activation_factor * in_flight * tokens * model.mtp_layers * per_layer
+    logits = profile.activation_factor * in_flight * one_logits * (1 + model.mtp_layers)
+    first, at_last = on_stage(0), on_stage(last) + at_the_end + logits
     busiest = np.where(at_last > first, last, 0)
     working = per_choice(
         layout.remat,
@@ -206,8 +211,8 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
-    the first stage, the output layer's on the last, both on a single stage or on the first device
-    of a V-shaped or two-way schedule) over TP, routed experts over EP too (whole
+    the first stage, the output layer's and the MTP modules on the last, both on a single stage or
+    on the first device of a V-shaped or two-way schedule) over TP, routed experts over EP too (whole
     where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what the
     ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
@@ -225,7 +230,10 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
     )
     weight_bytes = profile.weight_bytes or precision.weight_bytes
     grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
-    optimizer_bytes = profile.optimizer_bytes or precision.optimizer_bytes
+    # Adam's two moments, counted as fp32 in either, at the bytes they are kept in (§E.4)
+    optimizer_bytes = (profile.optimizer_bytes or precision.optimizer_bytes) - 2 * (
+        4.0 - profile.moment_bytes
+    )
     routed, embedding = routed_params(model), float(model.vocab * model.d_model)
     # a stage holds one end's embeddings; one stage, or a V's or DualPipe's first device, both
     stage_embedding = np.where(
@@ -238,11 +246,14 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     layer_routed = routed / model.layers / e
 
+    # the MTP modules, with the output layer (MODEL.md §D.1)
+    mtp, mtp_routed = params.mtp - params.mtp_routed, params.mtp_routed / e
+
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
         return (
-            (layer * layers + stage_embedding) / np.where(sharded, X, 1)
-            + layer_routed * layers / np.where(sharded, X / e, 1)
+            (layer * layers + stage_embedding + mtp) / np.where(sharded, X, 1)
+            + (layer_routed * layers + mtp_routed) / np.where(sharded, X / e, 1)
         ) / Y
 
     # ZeRO-3 gathers a layer (or one weight of it), or the output layer

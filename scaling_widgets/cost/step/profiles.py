@@ -71,7 +71,8 @@ class Profile:
     # What the stack holds in memory (MODEL.md §E.2, ``peak.py``):
     weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
-    optimizer_bytes: float = 0.0  # 0: the precision's
+    optimizer_bytes: float = 0.0  # 0: the precision's; either counts Adam's moments as fp32
+    moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
     selective: str = (
         "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
     )

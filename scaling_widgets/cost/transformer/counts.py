@@ -26,6 +26,8 @@ class ParamCount:
     attention: np.ndarray
     embeddings: np.ndarray
     mlp_active: np.ndarray | None = None
+    mtp: float | np.ndarray = 0.0  # the MTP modules' own weights, beside the total (§D.1)
+    mtp_routed: float | np.ndarray = 0.0  # their routed experts'
 
     def __repr__(self):
         return f"ParamCount(total={np.asarray(self.total)!r}, active={np.asarray(self.active)!r})"
@@ -59,6 +61,7 @@ def param_count(
     tied_embeddings: ArrayLike = False,
     moe: MoE | None = None,
     mla: MLA | None = None,
+    mtp_layers: ArrayLike = 0,
 ) -> ParamCount:
     """Parameters of a LLaMA-style decoder (MODEL.md §A.5), with MoE layers and latent attention
     (D.1).
@@ -67,7 +70,10 @@ def param_count(
     K and V are D x K·H); embeddings 2·V·D (V·D when tied). Norms and biases are ignored.
     With ``moe`` (a ``MoE``) the layers after its first ``dense_layers`` hold (E + S) experts of
     c·D·F_e and a router D·E each, of which a token uses k + S; with ``mla`` (an ``MLA``) the
-    attention is counted projection by projection (``mla_attention``).
+    attention is counted projection by projection (``mla_attention``). Each of ``mtp_layers``
+    multi-token-prediction modules holds one more layer like the last and a 2D x D projection,
+    and shares the embeddings and the output layer: its weights are ``mtp``, beside the total, as
+    the model's size is published without them.
 
     Parameters
     ----------
@@ -93,6 +99,8 @@ def param_count(
         The MoE layers; None for a dense model.
     mla : MLA, optional
         The latent attention; None for N_h query and K key/value heads.
+    mtp_layers : int or array_like, default 0
+        D_mtp, the multi-token-prediction modules (DeepSeek-V3: 1).
 
     Returns
     -------
@@ -110,6 +118,10 @@ def param_count(
 
     Examples
     --------
+    >>> from scaling_widgets.presets import MODELS
+    >>> v3 = param_count(**MODELS["deepseek-v3"].dims())
+    >>> [round(float(n) / 1e9, 1) for n in (v3.total, v3.active, v3.mtp, v3.mtp + v3.embeddings)]
+    [671.0, 37.6, 11.6, 13.5]
     >>> p = param_count(layers=40, d_model=5120, d_ff=13_824, heads=40, kv_heads=40,
     ...                 head_dim=128, vocab=32_000)
     >>> round(float(p.total) / 1e9, 1)
@@ -119,16 +131,22 @@ def param_count(
     c = np.where(gated, 3.0, 2.0)  # matrices per MLP: in, out, and the gate
     attention = (2 * D * (N_h + K) * H if mla is None else mla_attention(D, N_h, mla)) * L
     embeddings = np.where(tied_embeddings, 1.0, 2.0) * V * D
+    M = np.asarray(mtp_layers, dtype=float)
+    projection = 2 * D * D  # an MTP module's merge of the hidden state and the next embedding
     if moe is None:
-        return ParamCount(mlp=c * L * D * F, attention=attention, embeddings=embeddings)
+        mtp = M * (c * D * F + attention / L + projection)
+        return ParamCount(mlp=c * L * D * F, attention=attention, embeddings=embeddings, mtp=mtp)
     dense, moe_layers = c * moe.dense_layers * D * F, L - moe.dense_layers
-    router = moe_layers * moe.experts * D
-    experts = moe_layers * c * D * moe.d_ff  # per expert, over the MoE layers
+    per_expert = c * D * moe.d_ff
+    router, experts = moe.experts * D, per_expert * moe_layers  # per MoE layer; per expert
     return ParamCount(
-        mlp=dense + (moe.experts + moe.shared) * experts + router,
+        mlp=dense + (moe.experts + moe.shared) * experts + moe_layers * router,
         attention=attention,
         embeddings=embeddings,
-        mlp_active=dense + (moe.top_k + moe.shared) * experts + router,
+        mlp_active=dense + (moe.top_k + moe.shared) * experts + moe_layers * router,
+        # each an MoE layer, as the model's last
+        mtp=M * ((moe.experts + moe.shared) * per_expert + router + attention / L + projection),
+        mtp_routed=M * moe.experts * per_expert,
     )
 
 

@@ -18,8 +18,9 @@ from .recompute import NONE, Policy
 if TYPE_CHECKING:
     from .shapes import Model
 
-# The linear layers' inputs: what an fp8 matmul reads cast, and TransformerEngine keeps so
-FP8_INPUTS = ("attention_norm", "context", "mlp_norm", "mlp_activation")
+# The linear layers' inputs: what an fp8 matmul reads cast, and TransformerEngine keeps so; a
+# MoE's dispatched copies are its experts' first matmul's input (GroupedLinear)
+FP8_INPUTS = ("attention_norm", "context", "mlp_norm", "mlp_activation", "dispatch")
 # What torch.compile's pointwise kernels make again from what is kept anyway (MODEL.md §F.5)
 COMPILED_AWAY = frozenset({"attention_norm", "mlp_norm", "mlp_activation"})
 
@@ -61,7 +62,7 @@ def tensor_bytes(
     fp8_inputs : bool, default False
         Whether the linear layers keep their inputs as the fp8 copies their fp8 matmuls read, a
         byte each (TransformerEngine): the attention's norm and output, the MLP's norm and
-        activation.
+        activation, a MoE's dispatched copies.
 
     Returns
     -------

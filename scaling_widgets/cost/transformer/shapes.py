@@ -127,9 +127,18 @@ class Model:
         None  # latent attention (MODEL.md §D.1); None: N_h query and K key/value heads
     )
     dropout: float = 0.0  # hidden dropout: above 0 each layer keeps two byte masks (MODEL.md §E.1)
+    # multi-token prediction: modules of one more layer each, trained beside the model and
+    # sharing its embeddings and output layer (DeepSeek-V3's 1; MODEL.md §D.1)
+    mtp_layers: int = 0
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
+        require(
+            self,
+            "mtp_layers",
+            is_whole(self.mtp_layers, 2**10, smallest=0),
+            "a whole number from 0 to 1024",
+        )
         for field, largest in LARGEST_DIMS.items():
             ok = is_whole(getattr(self, field), largest)
             require(self, field, ok, f"a whole number from 1 to 2**{largest.bit_length() - 1}")

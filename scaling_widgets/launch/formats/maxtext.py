@@ -6,6 +6,7 @@ the defaults of the keys read here (``BASE``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import yaml
@@ -14,7 +15,7 @@ from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
-from ...cost.transformer.shapes import Model, MoE
+from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees
 from ..keys import LaunchFile, checked_keys
@@ -35,7 +36,10 @@ BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             num_experts_per_tok=1, base_moe_mlp_dim=-1, per_device_batch_size=12.0,
             max_target_length=2048, gradient_accumulation_steps=1, remat_policy="full",
             quantization="", steps=150_001, num_pipeline_microbatches=-1,
-            context_parallel_strategy="all_gather", attention="autoselected")  # fmt: skip
+            context_parallel_strategy="all_gather", attention="autoselected",
+            first_num_dense_layers=0, shared_experts=0, attention_type="global", q_lora_rank=0,
+            kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+            mtp_num_layers=0)  # fmt: skip
 AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
 # our presets as MaxText's model_name (configs/models/*.yml)
 NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": "llama2-70b",
@@ -242,21 +246,18 @@ def _fp8(quantization: str) -> bool:
 
 
 def _model(value: dict) -> str | Model:
-    """MaxText's model_name as our preset, or base.yml's model at its global_parameter_scale."""
-    name = value["model_name"]
+    """MaxText's model_name as our preset, or the model its ``base_*``, MoE, MLA and MTP keys
+    describe at its global_parameter_scale; the MTP modules as ``mtp_num_layers`` says."""
+    name, mtp = value["model_name"], int(value["mtp_num_layers"])
     for ours, theirs in NAMES.items():
-        if theirs == name:
-            return ours
+        if theirs == name:  # the preset, with MaxText's MTP modules (none unless asked)
+            same = MODELS[ours].mtp_layers == mtp
+            return ours if same else dataclasses.replace(MODELS[ours], mtp_layers=mtp)
     if name != "default":
         raise refuse("model_name", "one with a preset of ours ("
                      + ", ".join(NAMES.values()) + "), or give --model", name)  # fmt: skip
     emb, heads, mlp, layers = _scales(int(value["global_parameter_scale"]))
-    experts = int(value["num_experts"])
-    moe = None
-    if experts > 1:
-        moe_mlp = int(value["base_moe_mlp_dim"])
-        moe = MoE(experts=experts, top_k=int(value["num_experts_per_tok"]),
-                  d_ff=(moe_mlp if moe_mlp > 0 else int(value["base_mlp_dim"])) * mlp)  # fmt: skip
+    mla = _mla(value)
     return Model(
         f"MaxText default x{value['global_parameter_scale']}",
         layers=int(value["base_num_decoder_layers"]) * layers,
@@ -264,12 +265,39 @@ def _model(value: dict) -> str | Model:
         d_ff=int(value["base_mlp_dim"]) * mlp,
         heads=int(value["base_num_query_heads"]) * heads,
         kv_heads=int(value["base_num_kv_heads"]) * heads,
-        head_dim=int(value["head_dim"]),
+        # with latent attention, the mean of the query-key and value widths (as hf_config)
+        head_dim=int(value["head_dim"]) if mla is None
+        else (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim) // 2,
         vocab=int(value["vocab_size"]),
         gated=len(value["mlp_activations"]) > 1,
         tied_embeddings=bool(value["logits_via_embedding"]),
-        moe=moe,
-    )
+        moe=_moe(value, mlp),
+        mla=mla,
+        mtp_layers=mtp,
+    )  # fmt: skip
+
+
+def _moe(value: dict, mlp: int) -> MoE | None:
+    """num_experts above 1: the experts base_moe_mlp_dim wide (base_mlp_dim where it is -1), the
+    shared ones as many of that width, after first_num_dense_layers dense layers."""
+    experts = int(value["num_experts"])
+    if experts <= 1:
+        return None
+    moe_mlp = int(value["base_moe_mlp_dim"])
+    return MoE(experts=experts, top_k=int(value["num_experts_per_tok"]),
+               d_ff=(moe_mlp if moe_mlp > 0 else int(value["base_mlp_dim"])) * mlp,
+               shared=int(value["shared_experts"]),
+               dense_layers=int(value["first_num_dense_layers"]))  # fmt: skip
+
+
+def _mla(value: dict) -> MLA | None:
+    """attention_type "mla": the latent attention's ranks and head widths."""
+    if value["attention_type"] != "mla":
+        return None
+    return MLA(kv_lora_rank=int(value["kv_lora_rank"]),
+               qk_rope_head_dim=int(value["qk_rope_head_dim"]),
+               qk_nope_head_dim=int(value["qk_nope_head_dim"]),
+               v_head_dim=int(value["v_head_dim"]), q_lora_rank=int(value["q_lora_rank"]))  # fmt: skip
 
 
 def _scales(scale: int) -> tuple[int, int, int, int]:
@@ -336,10 +364,12 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
        global batch is chips x ``per_device_batch_size`` x ``gradient_accumulation_steps``).
     """
     chosen, cannot = [], []
-    model = catalog.name_of(model, MODELS) or model
+    mtp = (MODELS[model] if isinstance(model, str) else model).mtp_layers
+    model = catalog.model_name_of(model) or model
     lines = ['base_config: "base.yml"']
     if isinstance(model, str) and model in NAMES:
         lines.append(f'model_name: "{NAMES[model]}"')
+        lines += [f"mtp_num_layers: {mtp}"] * (mtp > 0)
     else:
         m = MODELS[model] if isinstance(model, str) else model
         cannot.append(f"the model {m.name}: MaxText has no config of it; written by its dims")

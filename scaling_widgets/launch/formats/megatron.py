@@ -31,7 +31,7 @@ SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-
          "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--multi-latent-attention",
          "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
-         "--v-head-dim")  # fmt: skip
+         "--v-head-dim", "--mtp-num-layers")  # fmt: skip
 LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
           "--context-parallel-size", "--cp-comm-type", "--expert-model-parallel-size",
@@ -41,7 +41,8 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--recompute-activations", "--recompute-method", "--recompute-num-layers",
           "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
           "--train-samples", "--recompute-modules", "--grad-reduce-in-bf16",
-          "--fp8-param-gather")  # fmt: skip
+          "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
+          "--exp-avg-sq-dtype", "--main-grads-dtype")  # fmt: skip
 # flags the model cannot price: refused when given
 UNPRICED = {
     flag: True
@@ -203,8 +204,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         sequence_parallel="--sequence-parallel" in got and tp > 1,
         ep_overlap="--overlap-moe-expert-parallel-comm" in got,
         fp8="--fp8-format" in got,
-        grad_dtype="bf16" if "--grad-reduce-in-bf16" in got else None,
+        grad_dtype="bf16" if "--grad-reduce-in-bf16" in got else _aware(got, "--main-grads-dtype"),
         fp8_params="--fp8-param-gather" in got,
+        moment_dtype=_moments(got, notes),
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
         steps=_steps(got, global_batch),
     )
@@ -237,6 +239,29 @@ def _chunks(got: dict, pp: int, layers: int) -> int:
         allowed = f"a count dividing the {layers} layers over {pp} stages"
         raise refuse("--num-layers-per-virtual-pipeline-stage", allowed, per_chunk)
     return layers // (pp * per_chunk)
+
+
+def _aware(got: dict, flag: str) -> str | None:
+    """A dtype TransformerEngine's precision-aware optimizer keeps: bf16, or None for its fp32
+    (without ``--use-precision-aware-optimizer`` Megatron-LM ignores the flag)."""
+    if "--use-precision-aware-optimizer" not in got:
+        return None
+    dtype = got.get(flag, "fp32")
+    if dtype not in ("fp32", "bf16", "fp16"):
+        raise refuse(flag, "fp32, bf16 or fp16 (fp8 moments are not priced)", dtype)
+    return None if dtype == "fp32" else "bf16"  # fp16: two bytes, as bf16
+
+
+def _moments(got: dict, notes: list) -> str | None:
+    """Adam's moments as ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype`` keep them: both two
+    bytes (bf16 or fp16), or both fp32 (docs/MODEL.md §E.4)."""
+    first, second = _aware(got, "--exp-avg-dtype"), _aware(got, "--exp-avg-sq-dtype")
+    if first != second:
+        raise refuse("--exp-avg-sq-dtype", f"as --exp-avg-dtype ({got.get('--exp-avg-dtype', 'fp32')}):"
+                     " the two moments in one dtype are priced", got.get("--exp-avg-sq-dtype", "fp32"))  # fmt: skip
+    if first and "fp16" in (got.get("--exp-avg-dtype"), got.get("--exp-avg-sq-dtype")):
+        notes.append("fp16 moments: priced as bf16, two bytes each")
+    return first
 
 
 def _zero(got: dict) -> int:
@@ -369,6 +394,9 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     layout += _remat_flags(d.remat, cannot)
     layout += ["--fp8-format hybrid"] * d.fp8 + ["--fp8-param-gather"] * d.fp8_params
     layout += ["--grad-reduce-in-bf16"] * (d.grad_dtype == "bf16")
+    if d.moment_dtype == "bf16":
+        layout += ["--use-precision-aware-optimizer", "--exp-avg-dtype bf16",
+                   "--exp-avg-sq-dtype bf16"]  # fmt: skip
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from dataclasses import replace
 
 from ... import catalog
 from ...cost.ground.refusals import refuse
@@ -261,11 +262,13 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
        torchtitan/distributed/pipeline_parallel.py`` (``pipeline_llm``: the virtual stages of
        ``pipeline_parallel_layers_per_stage``).
     """
-    chosen, cannot, layers = [], [], model.layers
-    model = catalog.name_of(model, MODELS) or model.name
+    chosen, cannot, layers, mtp = [], [], model.layers, model.mtp_layers
+    model = catalog.model_name_of(model) or model.name
     name, flavor = FLAVORS.get(model, (model, CUSTOM))
     if flavor == CUSTOM:
         cannot.append(f"the model {model}: torchtitan has no flavor of it; register one")
+    if mtp:
+        cannot.append(f"{mtp} MTP module(s): a job TOML's flavor has none (num_mtp_layers)")
     if d.zero == 1:
         cannot.append("ZeRO-1: FSDP2 shards the gradients too; written as ZeRO-2")
     shard = d.dp // d.pods if d.zero else 1
@@ -319,10 +322,11 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     return "\n".join(lines) + "\n", chosen, cannot
 
 
-def _preset(name: str, flavor: str) -> str:
+def _preset(name: str, flavor: str) -> str | Model:
     for preset, known in FLAVORS.items():
-        if known == (name, flavor):
-            return preset
+        if known == (name, flavor):  # a flavor without MTP modules (num_mtp_layers' default)
+            model = MODELS[preset]
+            return preset if not model.mtp_layers else replace(model, mtp_layers=0)
     if flavor == CUSTOM and name in MODELS:  # written by us for a model torchtitan has not
         return name
     raise refuse(
