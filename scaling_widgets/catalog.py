@@ -137,7 +137,9 @@ def model_name_of(model) -> str | None:
     """
     if isinstance(model, str):
         return name_of(model, MODELS)
-    same = (n for n, p in MODELS.items() if dataclasses.replace(p, mtp_layers=model.mtp_layers) == model)
+    same = (
+        n for n, p in MODELS.items() if dataclasses.replace(p, mtp_layers=model.mtp_layers) == model
+    )
     return next(same, None)
 
 
@@ -174,8 +176,14 @@ def model_from_json(source: str | Path | dict) -> Model:
         for key, cls in (("moe", MoE), ("mla", MLA))
         if data.get(key) is not None
     }
-    optional = {"name": "custom model", "causal": True, "moe": None, "mla": None, "dropout": 0.0,
-                "mtp_layers": 0}
+    optional = {
+        "name": "custom model",
+        "causal": True,
+        "moe": None,
+        "mla": None,
+        "dropout": 0.0,
+        "mtp_layers": 0,
+    }
     return _from_json(Model, {**data, **parts}, optional=optional)
 
 

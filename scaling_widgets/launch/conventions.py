@@ -154,6 +154,25 @@ def degrees_of(e: Estimate) -> Degrees:
     )
 
 
+def precision_unwritten(d: Degrees) -> list[str]:
+    """What a framework file without Megatron-LM's precision flags cannot say: gradients, Adam's
+    moments or weights kept in another dtype than its default (docs/MODEL.md §E.4).
+
+    Parameters
+    ----------
+    d : Degrees
+        The layout as the frameworks count it.
+
+    Returns
+    -------
+    cannot : list of str
+        One line for each precision option set.
+    """
+    said = {"gradients": d.grad_dtype, "Adam's moments": d.moment_dtype,
+            "the weights": "fp8" if d.fp8_params else None}  # fmt: skip
+    return [f"{what} in {dtype}: written as its default" for what, dtype in said.items() if dtype]
+
+
 def _schedule(name: str, stages: int, chunks: int) -> str:
     """One stage has no schedule; interleaving one chunk a device is 1F1B."""
     return "1f1b" if stages == 1 or (name == "interleaved" and chunks == 1) else name

@@ -23,20 +23,30 @@ _spec.loader.exec_module(bench)
 OOMS = load_memory_cases(bench.OOM_REPORTS)
 # the reports the verdict still misses, and why (docs/VALIDATION.md)
 MISSED = {
-    "MAXTEXT-2957-l2-70b-v5p-128-pdbs4": "tight: 0.96 of HBM, inside the peak's uncertainty",
-    "TT1993-dsv3-16b-b200-noac-lbs8": "tight: 0.91 of HBM",
-    "ALPACA-223-l7b-5xv100": "fits: Hugging Face's Trainer with FSDP keeps more than torchtitan",
-    "EASYLM-98-l7b-v4-128chips": "fits: EasyLM's fp32 activations and its remat policy not priced",
-    "LLAMAFACTORY-1158-bc13b-4xa800": "tight: 0.99 of HBM",
-    "DEEPSPEED-192-gpt2-1.5b-v100-mb32": "tight: 0.89 of HBM",
-    "LLMFOUNDRY-468-mpt-7b-1xa100": "tight: 1.33 of HBM, just inside the uncertainty",
+    # the report's own numbers put the need inside the peak's uncertainty: 1.0 to 1.1 of HBM
+    "MAXTEXT-2957-l2-70b-v5p-128-pdbs4": "tight: 0.96 of HBM; the fix halved the batch, no figure",
+    "TT1993-dsv3-16b-b200-noac-lbs8": "tight: 0.91 of HBM; the same PR's runs put it near 1.09",
+    "DEEPSPEED-192-gpt2-1.5b-v100-mb32": "tight: 1.06 of HBM; the tutorial's DP 64 ran at 1.00",
+    # a term the model lacks
+    "ALPACA-223-l7b-5xv100": "fits: 0.81 of HBM; eager attention's fp32 softmax and FSDP1's"
+    " gathered root not priced (the report: about 1.0)",
+    "LLAMAFACTORY-1158-bc13b-4xa800": "tight: 0.99 of HBM; DeepSpeed's fp32 gradient partition"
+    " at the optimizer step not priced (the report decodes to 1.2)",
 }
 
 
 def test_the_verdicts_uncertainty_is_what_the_held_out_peaks_measure():
-    held = bench.peak_errors(PUBLIC_MEMORY)
-    assert len(held) >= 4 and sum(map(len, held.values())) >= 10
-    assert UNCERTAINTY == round(bench.uncertainty(held), 3)
+    held, first = bench.peak_errors(PUBLIC_MEMORY), bench.first_looks(PUBLIC_MEMORY)
+    assert len(held) >= 9 and sum(map(len, held.values())) >= 22
+    assert UNCERTAINTY == round(bench.uncertainty(held, first), 3)
+
+
+def test_a_source_seen_since_its_first_look_cannot_lower_the_uncertainty():
+    held, first = bench.peak_errors(PUBLIC_MEMORY), bench.first_looks(PUBLIC_MEMORY)
+    assert set(first) == set(held)
+    perfect = {source: [(case, 0.0) for case, _ in rows] for source, rows in held.items()}
+    floor = sum(f["mean_abs_error"] for f in first.values()) / len(first)
+    assert bench.uncertainty(perfect, first) == pytest.approx(floor)
 
 
 def test_the_validation_page_is_what_the_benchmark_prints():

@@ -129,3 +129,24 @@ def test_megatrons_llama3_8b_fp8_example_by_hand():
     bf16 = 2 * (2 * 4096 + 4096 + 2 * 1024 + 2 * 14_336)
     fp8 = 4096 + 4096 + 4096 + 14_336
     assert float(peak.activations) == pytest.approx(32 * 8192 * (bf16 + fp8))
+
+
+def test_megatrons_precision_aware_optimizer_keeps_bf16_moments(tmp_path):
+    # --use-precision-aware-optimizer with bf16 moments: two bytes each, with the fp32 master
+    text = (CONFIGS / "megatron_llama3_8b_h100_fp8.sh").read_text()
+    script = tmp_path / "train.sh"
+    flags = "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16"
+    script.write_text(text.replace("--grad-reduce-in-bf16", f"--grad-reduce-in-bf16 {flags}"))
+    got, _ = read_config(str(script), chip=HARDWARE["h100"])
+    assert got["moment_dtype"] == "bf16"
+    state = fields.checked({**fields.defaults(), **got}, tuple(got))
+    peak = evaluate(*fields.values(state)).peak
+    assert float(peak.optimizer) == pytest.approx((4 + 2 + 2) * 8.029995008e9 / 8)
+    script.write_text(
+        text.replace(
+            "--grad-reduce-in-bf16",
+            "--grad-reduce-in-bf16 --use-precision-aware-optimizer --exp-avg-dtype bf16",
+        )
+    )
+    with pytest.raises(ValueError, match="--exp-avg-sq-dtype must be as --exp-avg-dtype"):
+        read_config(str(script), chip=HARDWARE["h100"])

@@ -212,9 +212,9 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
 
     The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
     the first stage, the output layer's and the MTP modules on the last, both on a single stage or
-    on the first device of a V-shaped or two-way schedule) over TP, routed experts over EP too (whole
-    where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what the
-    ZeRO stage shards: from 1 the optimizer state, from 2 the
+    on the first device of a V-shaped or two-way schedule) over TP, routed experts over EP too
+    (whole where EP folds over TP), and over X (X/e for experts, e = EP over its share of TP) what
+    the ZeRO stage shards: from 1 the optimizer state, from 2 the
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
     With fp8 matmuls the layers' weights are also held cast to fp8, a byte each: the stage's
     (cast once a step, kept across its microbatches), or under ZeRO-3 the layer gathered

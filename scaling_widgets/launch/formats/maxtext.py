@@ -17,7 +17,7 @@ from ...cost.hardware.chip import Chip
 from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
-from ..conventions import Degrees
+from ..conventions import Degrees, precision_unwritten
 from ..keys import LaunchFile, checked_keys
 from ..shell import launch_args
 
@@ -294,10 +294,8 @@ def _mla(value: dict) -> MLA | None:
     """attention_type "mla": the latent attention's ranks and head widths."""
     if value["attention_type"] != "mla":
         return None
-    return MLA(kv_lora_rank=int(value["kv_lora_rank"]),
-               qk_rope_head_dim=int(value["qk_rope_head_dim"]),
-               qk_nope_head_dim=int(value["qk_nope_head_dim"]),
-               v_head_dim=int(value["v_head_dim"]), q_lora_rank=int(value["q_lora_rank"]))  # fmt: skip
+    keys = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
+    return MLA(**{key: int(value[key]) for key in keys})
 
 
 def _scales(scale: int) -> tuple[int, int, int, int]:
@@ -400,6 +398,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines.append(f'quantization: "{"fp8" if d.fp8 else ""}"')
     if d.steps:
         lines.append(f"steps: {d.steps}")
+    cannot += precision_unwritten(d)
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     if d.tp > 1 and not d.sequence_parallel:

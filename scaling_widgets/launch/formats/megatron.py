@@ -256,10 +256,11 @@ def _moments(got: dict, notes: list) -> str | None:
     """Adam's moments as ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype`` keep them: both two
     bytes (bf16 or fp16), or both fp32 (docs/MODEL.md §E.4)."""
     first, second = _aware(got, "--exp-avg-dtype"), _aware(got, "--exp-avg-sq-dtype")
+    given = (got.get("--exp-avg-dtype", "fp32"), got.get("--exp-avg-sq-dtype", "fp32"))
     if first != second:
-        raise refuse("--exp-avg-sq-dtype", f"as --exp-avg-dtype ({got.get('--exp-avg-dtype', 'fp32')}):"
-                     " the two moments in one dtype are priced", got.get("--exp-avg-sq-dtype", "fp32"))  # fmt: skip
-    if first and "fp16" in (got.get("--exp-avg-dtype"), got.get("--exp-avg-sq-dtype")):
+        why = f"as --exp-avg-dtype ({given[0]}): the two moments in one dtype are priced"
+        raise refuse("--exp-avg-sq-dtype", why, given[1])
+    if first and "fp16" in given:
         notes.append("fp16 moments: priced as bf16, two bytes each")
     return first
 
