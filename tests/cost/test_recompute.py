@@ -14,7 +14,7 @@ from scaling_widgets import estimate, fields
 from scaling_widgets.cost import InputError, evaluate
 from scaling_widgets.cost.stacks import REGISTRY
 from scaling_widgets.cost.transformer.kept import kept_bytes, tensor_bytes
-from scaling_widgets.cost.transformer.recompute import is_policy, offered, policy
+from scaling_widgets.cost.transformer.recompute import is_policy, offered, policy, rerun_of
 from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.presets import HARDWARE, MODELS
 
@@ -150,3 +150,17 @@ def test_megatrons_precision_aware_optimizer_keeps_bf16_moments(tmp_path):
     )
     with pytest.raises(ValueError, match="--exp-avg-sq-dtype must be as --exp-avg-dtype"):
         read_config(str(script), chip=HARDWARE["h100"])
+
+
+def test_megatrons_mlp_module_recomputes_dense_layers_and_its_moe_modules_moe_layers():
+    # transformer_layer.py: "mlp" only `if not self.is_moe_layer`; the MoE's modules on MoE layers
+    moe = MODELS["mixtral-8x7b"]
+    sizes = tensor_bytes(moe, 4096, 1, False, flash=True)
+    nothing = float(kept_bytes(policy("none", moe=True), sizes))
+    assert float(kept_bytes(policy("selective:mlp", moe=True), sizes)) == nothing
+    assert float(kept_bytes(policy("selective:moe_act", moe=True), sizes)) < nothing
+    dense = tensor_bytes(L70, 4096, 1, False, flash=True)
+    assert float(kept_bytes(policy("selective:moe_act"), dense)) == float(
+        kept_bytes(policy("none"), dense)
+    )
+    assert rerun_of("selective:mlp", moe=True).mlp == 0 and rerun_of("selective:mlp").mlp == 1

@@ -6,6 +6,7 @@ import pytest
 from traitlets import TraitError
 
 from scaling_widgets.cost import Model
+from scaling_widgets.fields import READABLE, VERSION
 from scaling_widgets.presets import HARDWARE
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
 
@@ -109,8 +110,9 @@ def test_json_round_trip_loses_nothing():
     [
         ({"colour": "red"}, "unknown scenario key 'colour'"),
         (
-            {"version": 13},
-            r"scenario version must be one of \(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12\); got 13",
+            {"version": VERSION + 1},
+            rf"scenario version must be one of \({', '.join(map(str, READABLE))}\);"
+            rf" got {VERSION + 1}",
         ),
         ({"pods": "2"}, "pods must be a whole number from 1 to 4,194,304; got '2'"),
         ({"batch": "3M"}, r"batch must be a number of tokens > 0 and < 1e11; got '3M'"),

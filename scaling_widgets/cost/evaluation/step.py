@@ -88,7 +88,7 @@ def token_flops(
                 params=Psi, remat=policy, attention=options.attention_flops, **shape
             )
         # a framework's own policy: the work it runs again, a share of each part's forward
-        r = rerun_of(policy, chunk_layers=chunk_layers)
+        r = rerun_of(policy, chunk_layers=chunk_layers, moe=model.moe is not None)
         attention = 4 * model.layers * shape["seq_len"] * model.heads * model.head_dim
         whole = 2 * Psi + attention * options.attention_flops
         parts = r.core * attention + 2 * (r.dense * params.attention + r.mlp * params.mlp_used)
@@ -221,7 +221,7 @@ def predicted(e: Estimate, profile) -> Estimate:
     ) / np.asarray(e.layout.virtual_stages)
 
     def rerun(policy):
-        return astuple(rerun_of(policy, profile.selective, chunk))
+        return astuple(rerun_of(policy, profile.selective, chunk, e.model.moe is not None))
 
     terms = predict(e=e, profile=profile, rerun=Rerun(*per_choice(e.remat, rerun)))
     hidden = {"ep": terms.pop("ep_hidden"), "cp": terms.pop("cp_hidden")}

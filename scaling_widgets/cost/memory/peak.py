@@ -161,8 +161,10 @@ def peak_memory(
     )
     compiled = profile.torch_compile
 
+    moe = model.moe is not None
+
     def kept(name):
-        p = policy(name, profile.selective)
+        p = policy(name, profile.selective, moe)
         return kept_bytes(p, sizes, compiled, chunk_layers=layers / v)
 
     per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
@@ -187,7 +189,7 @@ def peak_memory(
     working = per_choice(
         layout.remat,
         lambda name: working_bytes(
-            policy(name, profile.selective), sizes, compiled, profile.gradients
+            policy(name, profile.selective, moe), sizes, compiled, profile.gradients
         ),
     )
     state = _state(workload, layout, placed, pods, params, profile, layers, fp8)

@@ -82,6 +82,10 @@ RECOMPUTE_MODULES = {
     "gdp_qkv": ((), ()),
     "mhc": ((), ()),
 }
+# the layers a module is part of: "mlp" is recomputed on dense layers only
+# (transformer_layer.py: ``if not self.is_moe_layer``), the MoE's modules on MoE layers
+DENSE_ONLY = ("mlp",)
+MOE_ONLY = ("moe", "moe_act", "shared_experts")
 # The recompute policies it offers by name (--recompute-granularity, --recompute-modules,
 # --recompute-method and --recompute-num-layers); any set of RECOMPUTE_MODULES is one too.
 RECOMPUTE = ("selective:core_attn", "selective:core_attn,mlp", "selective:core_attn,moe_act",

@@ -27,7 +27,7 @@ import numpy as np
 from ..ground.checks import Choice
 from ..stacks import REGISTRY
 from ..stacks.maxtext import CHECKPOINT_NAMES, NOT_RESIDUALS, SAVED_BY_POLICY
-from ..stacks.megatron_lm import RECOMPUTE_MODULES
+from ..stacks.megatron_lm import DENSE_ONLY, MOE_ONLY, RECOMPUTE_MODULES
 from .counts import REMAT_POLICIES
 
 # A layer's tensors the backward pass may need, in its forward order: the layer's input, the
@@ -150,7 +150,7 @@ TORCHTITAN_OP = Policy(
 )
 
 
-def policy(name: str, selective: str = "attention") -> Policy:
+def policy(name: str, selective: str = "attention", moe: bool = False) -> Policy:
     """The policy a name means (the module docstring's names).
 
     Parameters
@@ -160,6 +160,9 @@ def policy(name: str, selective: str = "attention") -> Policy:
     selective : str, default "attention"
         What the stack's own "selective" is (``Profile.selective``): "attention" (Megatron-LM's
         attention core) or "alternate-matmuls" (torchtitan's op-level policy).
+    moe : bool, default False
+        Whether the model's layers are MoE layers: Megatron-LM's ``mlp`` module recomputes a
+        dense layer's MLP only, ``moe``, ``moe_act`` and ``shared_experts`` a MoE layer's.
 
     Returns
     -------
@@ -180,11 +183,14 @@ def policy(name: str, selective: str = "attention") -> Policy:
     >>> policy("save_dot_except_mlpwi").reruns
     Rerun(dense=0.0, core=1.0, mlp=0.6666666666666666, whole=0.0)
     """
-    return _policy(SELECTIVE.get(selective, "selective:op") if name == "selective" else name)
+    return _policy(SELECTIVE.get(selective, "selective:op") if name == "selective" else name, moe)
 
 
 def rerun_of(
-    name: str, selective: str = "attention", chunk_layers: float | np.ndarray = 1.0
+    name: str,
+    selective: str = "attention",
+    chunk_layers: float | np.ndarray = 1.0,
+    moe: bool = False,
 ) -> Rerun:
     """The shares of a layer's forward work a policy runs again, averaged over a pipeline
     chunk's layers (``Policy.share``).
@@ -197,6 +203,8 @@ def rerun_of(
         What the stack's own "selective" is (``Profile.selective``).
     chunk_layers : float or array_like, default 1.0
         The layers of a pipeline chunk [layers].
+    moe : bool, default False
+        Whether the model's layers are MoE layers (``policy``).
 
     Returns
     -------
@@ -207,7 +215,7 @@ def rerun_of(
     ----------
     .. [1] docs/MODEL.md §C.1 (what recompute adds to a microbatch) and §E.4.
     """
-    p = policy(name, selective)
+    p = policy(name, selective, moe)
     return p.reruns.times(p.share(chunk_layers))
 
 
@@ -249,7 +257,7 @@ def is_policy(name: object) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _policy(name: str) -> Policy:
+def _policy(name: str, moe: bool = False) -> Policy:
     if name in GENERIC:
         return GENERIC[name]
     if name in SAVED_BY_POLICY:
@@ -263,7 +271,7 @@ def _policy(name: str) -> Policy:
     if head == "selective" and rest.isdigit() and int(rest) >= 1:
         return replace(FULL, applies="every", count=int(rest))
     if head == "selective" and rest:
-        return _megatron_modules(tuple(rest.split(",")))
+        return _megatron_modules(tuple(rest.split(",")), moe)
     method, _, layers = rest.partition(":")
     if head == "full" and method in ("uniform", "block") and layers.isdigit() and int(layers) >= 1:
         n = int(layers)
@@ -273,12 +281,16 @@ def _policy(name: str) -> Policy:
     raise ValueError(f"{name!r} is not a recompute policy")
 
 
-def _megatron_modules(modules: tuple) -> Policy:
+def _megatron_modules(modules: tuple, moe: bool = False) -> Policy:
     """Megatron-LM's selective recompute of ``modules`` (``--recompute-modules``): each stops
-    keeping what it drops and runs its forward again (``stacks/megatron_lm.py``)."""
+    keeping what it drops and runs its forward again (``stacks/megatron_lm.py``), in the layers
+    it applies to: a MoE model's MoE layers (the few dense ones aside, as its tensors count them),
+    or a dense model's."""
     unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
     if unknown or not modules:
         raise ValueError(f"{unknown} are not Megatron-LM recompute modules")
+    # "mlp" recomputes a dense layer's MLP only; the MoE modules a MoE layer's (MODEL.md §E.4)
+    modules = tuple(m for m in modules if m not in (DENSE_ONLY if moe else MOE_ONLY))
     dropped = frozenset().union(*(RECOMPUTE_MODULES[m][0] for m in modules))
     shares = {part for m in modules for part in RECOMPUTE_MODULES[m][1]}
     reruns = Rerun(**{part: 1.0 for part in shares})
