@@ -14,14 +14,15 @@ from .cost.transformer.shapes import BOOK_PRECISION, MLA, Model, MoE, Precision
 # chapter's; hbm_limit what XLA lets a program allocate (the device's bytes_limit): v5p 95.74 GiB
 # (MaxText's docs/guides/monitoring_and_debugging/understand_logs_and_metrics.md, "Using (GB)
 # 44.63 / 95.74"), v6e 31.25 GiB and v5e 15.75 GiB (XLA's "Used ...G of 31.25G hbm" and "of
-# 15.75G hbm" in public compile errors, e.g. EnzymeAD/Enzyme-JAX#2422); v4 its 32 GiB.
+# 15.75G hbm" in public compile errors, e.g. EnzymeAD/Enzyme-JAX#2422), v4 30.75 GiB ("Used
+# 87.08G of 30.75G hbm", young-geng/EasyLM#98).
 _TPUS = (
     Chip(
         "TPU v4p",
         id="tpu-v4p",
         flops=2.75e14,  # bf16
         hbm_bytes=32e9,
-        hbm_limit=32 * 2**30,
+        hbm_limit=30.75 * 2**30,
         hbm_bw=1.2e12,
         ici_bw=2 * 4.5e10,
         pod_shape=(16, 16, 16),
@@ -71,16 +72,22 @@ _TPUS = (
 # NVLink within a node, 400 Gb/s InfiniBand across, 50 GB/s a GPU). HBM as the frameworks see it
 # (nvidia-smi, CUDA's total memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB
 # (modal-labs/modal-client#2797), the B200 178.35 GiB (pytorch/ao#4002); the H200 and GB200 as
-# NVIDIA states them. ici_bw is the NVLink egress per GPU (half the bidirectional figure),
+# NVIDIA states them. hbm_limit is CUDA's total as PyTorch reports it where an error message says
+# it: 79.11 GiB on an H100 (NVIDIA-NeMo/Automodel#2673), 79.35 GiB on an A800, an A100 80GB
+# (hiyouga/LlamaFactory#1158). runtime_bytes is what a process holds outside PyTorch's allocator,
+# CUDA's context and NCCL's buffers: total less reserved less free in two such messages, 1.03 GiB
+# on a V100 (tatsu-lab/stanford_alpaca#223) and 1.38 GiB on an A800 (LlamaFactory#1158); every
+# GPU preset takes their mean, 1.2 GiB. ici_bw is the NVLink egress per GPU (half the bidirectional figure),
 # scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432
 # for NVL72). Between "pods" the NIC is the DCN too.
-_DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched")
+_DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched", runtime_bytes=1.2 * 2**30)
 _GPUS = (
     Chip(
         "A100",
         id="a100",
         flops=3.12e14,
         hbm_bytes=81_920 * 2**20,
+        hbm_limit=79.35 * 2**30,
         hbm_bw=2.039e12,
         ici_bw=3e11,  # NVLink 3: 600 GB/s bidirectional
         scaleout_bw=2.5e10,
@@ -94,6 +101,7 @@ _GPUS = (
         flops=9.9e14,
         flops_fp8=1.979e15,  # dense fp8, the datasheet's 3,958 TFLOP/s with sparsity halved
         hbm_bytes=81_559 * 2**20,
+        hbm_limit=79.11 * 2**30,
         hbm_bw=3.35e12,
         ici_bw=4.5e11,  # NVLink 4: 900 GB/s bidirectional
         scaleout_bw=5e10,
@@ -107,6 +115,7 @@ _GPUS = (
         flops=9.9e14,
         flops_fp8=1.979e15,
         hbm_bytes=81_559 * 2**20,
+        hbm_limit=79.11 * 2**30,
         hbm_bw=3.35e12,
         ici_bw=2e11,  # NVLink cut to 400 GB/s bidirectional (DeepSeek measured 160 GB/s of it)
         scaleout_bw=5e10,
@@ -153,6 +162,7 @@ _GPUS = (
         pod_shape=(256, 72),
         node_size=72,
         wraparound="switched",
+        runtime_bytes=1.2 * 2**30,
         power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
     ),
 )

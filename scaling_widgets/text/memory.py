@@ -119,14 +119,16 @@ def peak(e: Estimate) -> Line:
     reserved = float(p.reserved)
     below = f" (below {e.fits_below:.0%} of it)" if e.fits_below < 1 else ""
     usable = " usable" if e.chip.usable_hbm != e.chip.hbm_bytes else ""
+    beside = e.chip.runtime_bytes  # held outside the allocator, named (MODEL.md §E.5)
+    runtime = f"; CUDA's context and NCCL hold {units.nbytes(beside)} beside it" if beside else ""
     verdict = {"does not fit": "DOES NOT FIT"}.get(str(e.verdict), str(e.verdict))
     margin = f", within the peak's ±{UNCERTAINTY:.0%}" if str(e.verdict) == "tight" else ""
     return Line.of(
         "memory",
         f"Peak per chip ({stage_name(e)}; {stack_name(e)}): {parts} = {units.nbytes(reserved)}"
         f" reserved, {units.nbytes(float(p.allocated))} allocated,"
-        f" of {units.nbytes(hbm)}{usable} HBM"
-        f" ({reserved / hbm:.0%}){below}: {verdict}{margin}",
+        f" of {units.nbytes(hbm)}{usable} HBM ({reserved / hbm:.0%}{runtime}){below}:"
+        f" {verdict}{margin}",
     )
 
 

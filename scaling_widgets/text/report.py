@@ -117,6 +117,7 @@ def _memory(e: Estimate) -> dict:
         "peak_memory_bytes": memory.peak_record(e),
         "hbm_bytes": e.chip.hbm_bytes,
         "usable_hbm_bytes": e.chip.usable_hbm,
+        "runtime_bytes": e.chip.runtime_bytes,  # CUDA's context and NCCL, outside the allocator
     }
 
 

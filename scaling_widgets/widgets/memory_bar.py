@@ -160,7 +160,8 @@ class MemoryBar(bq.Figure):
         self.axes[1].scale.max = top / (1 - LEGEND_BAND)
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
-            self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
+            beside = f" ({nbytes(d.runtime_bytes)} to CUDA, NCCL)" if d.runtime_bytes else ""
+            self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}{beside}"]
         with self._limit.hold_sync():
             self._limit.y, self._limit.visible = [limit, limit], bool(limit < hbm)
             self._limit.labels = [f"fits below {limit / hbm:.0%}"]

@@ -631,3 +631,15 @@ def test_the_step_input_is_an_mfu_given_or_none_when_predicted():
     assert step._mfu.disabled and step.value == pytest.approx(0.55)
     step.value = None
     assert step._predict.value and step._mfu.value == pytest.approx(0.55)
+
+
+def test_on_a_gpu_the_memory_bars_hbm_line_names_cuda_and_nccl():
+    # what a process holds beside PyTorch's allocator is named on the line, not hidden in it
+    s = Scenario(**EXAMPLE_16)
+    bar = MemoryBar(s)
+    assert bar._hbm.labels == [f"HBM {nbytes(HARDWARE['tpu-v5p'].usable_hbm)}"]
+    s.update(hardware=HARDWARE["h100"], slice_shape=None)
+    h100 = HARDWARE["h100"]
+    assert bar._hbm.y[0] == pytest.approx(h100.usable_hbm / 1e9)
+    assert h100.usable_hbm == pytest.approx((79.11 - 1.2) * 2**30)
+    assert bar._hbm.labels == [f"HBM {nbytes(h100.usable_hbm)} (1.29 GB to CUDA, NCCL)"]

@@ -38,6 +38,8 @@ class Chip:
     power: float = 0.0  # rated board power [W], for a run's energy; 0: none published
     id: str = ""  # the preset's key ("h100"), by which its tables find it; "" for your own chip
     hbm_limit: float = 0.0  # what the runtime lets a program allocate [bytes]; 0: hbm_bytes
+    # held outside the framework's allocator: CUDA's context and NCCL's buffers [bytes]
+    runtime_bytes: float = 0.0
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
@@ -47,6 +49,9 @@ class Chip:
         limit = self.hbm_limit
         ok = is_number(limit) and 0 <= limit < 1e30
         require(self, "hbm_limit", ok, "bytes from 0 (HBM's own) to 1e30")
+        held = self.runtime_bytes
+        ok = is_number(held) and 0 <= held < (self.hbm_limit or self.hbm_bytes)
+        require(self, "runtime_bytes", ok, "bytes from 0 to below the HBM a program may use")
         power = self.power
         ok = isinstance(power, (int, float)) and not isinstance(power, bool) and 0 <= power < 1e6
         require(self, "power", ok, "watts from 0 (none published) to 1e6")
@@ -93,9 +98,10 @@ class Chip:
 
     @property
     def usable_hbm(self) -> float:
-        """The HBM a program may allocate, as the runtime reports it (XLA's bytes_limit, CUDA's
-        total memory) [bytes]: what a framework's peak is held against (MODEL.md §E.5)."""
-        return self.hbm_limit or self.hbm_bytes
+        """The HBM a framework's allocator may fill [bytes]: what the runtime reports (XLA's
+        bytes_limit, CUDA's total memory) less what it holds outside the allocator (CUDA's
+        context, NCCL's buffers); what a framework's peak is held against (MODEL.md §E.5)."""
+        return (self.hbm_limit or self.hbm_bytes) - self.runtime_bytes
 
     @property
     def is_gpu(self) -> bool:

@@ -175,15 +175,9 @@ def peak_memory(
         )
         return profile.activation_factor * per_layer * tokens * layers * held
 
-    # the stage whose device runs the output layer: the last, or the first in a V or both ways;
-    # each MTP module runs after it, a layer and logits more while a microbatch's logits are
-    # held (MODEL.md §D.1)
-    together = ends_together(layout.schedule)
-    last = np.where(together, 0, np.asarray(Z) - 1)
-    in_flight = logits_in_flight(schedule=layout.schedule, stages=Z, microbatches=m)
-    one_logits = tokens * model.vocab / Y * profile.logits_bytes
-    at_the_end = profile.activation_factor * in_flight * tokens * model.mtp_layers * per_layer
-    logits = profile.activation_factor * in_flight * one_logits * (1 + model.mtp_layers)
+    # the stage whose device runs the output layer: the last, or the first in a V or both ways
+    last = np.where(ends_together(layout.schedule), 0, np.asarray(Z) - 1)
+    at_the_end, logits = _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer)
     first, at_last = on_stage(0), on_stage(last) + at_the_end + logits
     busiest = np.where(at_last > first, last, 0)
     working = per_choice(
@@ -207,6 +201,19 @@ def peak_memory(
         stage=busiest,
         measures=profile.measures,
     )
+
+
+def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer) -> tuple:
+    """What the output layer's stage holds beside its layers, for each microbatch whose logits
+    are held there (GPipe: all): its s·b·V/TP logits at ``logits_bytes`` each, and each MTP
+    module's layer and logits more (MODEL.md §D.1); the MTP layers' activations, and the logits
+    [bytes]."""
+    held = profile.activation_factor * logits_in_flight(
+        schedule=layout.schedule, stages=Z, microbatches=m
+    )
+    mtp_layers = held * tokens * model.mtp_layers * per_layer
+    logits = held * tokens * model.vocab / Y * profile.logits_bytes * (1 + model.mtp_layers)
+    return mtp_layers, logits
 
 
 def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -> dict:

@@ -35,6 +35,7 @@ class MemoryData:
     current: str
     labels: tuple = ()  # per strategy: its layout's name (``text/views.py``)
     stages: tuple = ()  # per strategy: its busiest stage, "stage 1 of 4" ("" with one stage)
+    runtime_bytes: float = 0.0  # held beside HBM's usable part: CUDA's context, NCCL (§E.5)
 
     @property
     def totals(self) -> np.ndarray:
@@ -81,6 +82,7 @@ def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate)
         hbm_bytes=hbm,
         limit_bytes=float(current.fits_below) * hbm,
         current=current.strategy,
+        runtime_bytes=current.chip.runtime_bytes,
     )
 
 
