@@ -77,9 +77,9 @@ _TPUS = (
 # (hiyouga/LlamaFactory#1158). runtime_bytes is what a process holds outside PyTorch's allocator,
 # CUDA's context and NCCL's buffers: total less reserved less free in two such messages, 1.03 GiB
 # on a V100 (tatsu-lab/stanford_alpaca#223) and 1.38 GiB on an A800 (LlamaFactory#1158); every
-# GPU preset takes their mean, 1.2 GiB. ici_bw is the NVLink egress per GPU (half the bidirectional figure),
-# scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with room for 32,768 GPUs (18,432
-# for NVL72). Between "pods" the NIC is the DCN too.
+# GPU preset takes their mean, 1.2 GiB. ici_bw is the NVLink egress per GPU (half the bidirectional
+# figure), scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with room for 32,768 GPUs
+# (18,432 for NVL72). Between "pods" the NIC is the DCN too.
 _DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched", runtime_bytes=1.2 * 2**30)
 _GPUS = (
     Chip(

@@ -160,8 +160,7 @@ class MemoryBar(bq.Figure):
         self.axes[1].scale.max = top / (1 - LEGEND_BAND)
         with self._hbm.hold_sync():
             self._hbm.y = [hbm, hbm]
-            beside = f" ({nbytes(d.runtime_bytes)} to CUDA, NCCL)" if d.runtime_bytes else ""
-            self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}{beside}"]
+            self._hbm.labels = [f"HBM {nbytes(d.hbm_bytes)}"]
         with self._limit.hold_sync():
             self._limit.y, self._limit.visible = [limit, limit], bool(limit < hbm)
             self._limit.labels = [f"fits below {limit / hbm:.0%}"]
@@ -185,7 +184,10 @@ class MemoryBar(bq.Figure):
         if d is None or index is None or part is None:
             return
         stage = f", {d.stages[index]}" if d.stages and d.stages[index] else ""
+        beside = d.runtime_bytes  # held beside the allocator, named (MODEL.md §E.5)
+        runtime = f"; CUDA's context and NCCL hold {nbytes(beside)} more" if beside else ""
         self._bars.tooltip.value = (
             f"{d.labels[index]}{stage}: {KINDS[part]} {nbytes(float(d.parts[part, index]))}"
-            f" of {nbytes(float(d.totals[index]))}"
+            f" of {nbytes(float(d.totals[index]))}, against HBM's usable"
+            f" {nbytes(float(d.hbm_bytes))}{runtime}"
         )

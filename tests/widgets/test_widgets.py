@@ -633,13 +633,15 @@ def test_the_step_input_is_an_mfu_given_or_none_when_predicted():
     assert step._predict.value and step._mfu.value == pytest.approx(0.55)
 
 
-def test_on_a_gpu_the_memory_bars_hbm_line_names_cuda_and_nccl():
-    # what a process holds beside PyTorch's allocator is named on the line, not hidden in it
+def test_on_a_gpu_the_memory_bar_names_cuda_and_nccl_beside_its_hbm_line():
+    # what a process holds beside PyTorch's allocator is named where a bar is read, not hidden
     s = Scenario(**EXAMPLE_16)
-    bar = MemoryBar(s)
-    assert bar._hbm.labels == [f"HBM {nbytes(HARDWARE['tpu-v5p'].usable_hbm)}"]
     s.update(hardware=HARDWARE["h100"], slice_shape=None)
-    h100 = HARDWARE["h100"]
-    assert bar._hbm.y[0] == pytest.approx(h100.usable_hbm / 1e9)
+    bar, h100 = MemoryBar(s), HARDWARE["h100"]
     assert h100.usable_hbm == pytest.approx((79.11 - 1.2) * 2**30)
-    assert bar._hbm.labels == [f"HBM {nbytes(h100.usable_hbm)} (1.29 GB to CUDA, NCCL)"]
+    assert bar._hbm.y[0] == pytest.approx(h100.usable_hbm / 1e9)
+    assert bar._hbm.labels == [f"HBM {nbytes(h100.usable_hbm)}"]
+    bar._on_bars_hover(bar._bars, {"data": {"index": 1, "sub_index": 0}})
+    tip = bar._bars.tooltip.value
+    assert tip.endswith(f"against HBM's usable {nbytes(h100.usable_hbm)}; CUDA's context and NCCL"
+                        " hold 1.29 GB more")  # fmt: skip
