@@ -275,3 +275,21 @@ def test_fsdp2_under_pipelining_keeps_its_stage_gathered_and_its_gradients_unsha
     assert float(fsdp2.peak.buffers) == pytest.approx((2 + 4) * stage)
     # two layers ahead, one reduced
     assert float(megatron.peak.buffers) < float(fsdp2.peak.buffers) / 5
+
+
+def test_deepspeeds_step_copies_its_gradient_partition_to_fp32_when_that_is_the_peak():
+    # ZeRO-2 over 4 A100s, one sequence of 512 recomputed whole: the step, not the backward, peaks.
+    # DeepSpeed's step makes an fp32 copy of the chip's gradient partition (stage_1_and_2.py)
+    args = dict(model=MODELS["llama-2-13b"], chip=HARDWARE["a100"], slice_shape=(1, 4),
+                batch=4 * 512, seq_len=512, x=4, y=1, zero=2, remat="full", stack="deepspeed",
+                precision=PRECISIONS["mixed-adam"], microbatches=1)  # fmt: skip
+    p = estimate(**args).peak
+    psi = float(estimate(**args).params.total)
+    assert float(p.optimizer_step) == pytest.approx(4 * psi / 4)
+    assert float(p.grads) == pytest.approx(2 * psi / 4) and float(p.activations) == 0
+    assert float(p.allocated) == pytest.approx(
+        (2 + 2 / 4 + 12 / 4 + 4 / 4) * psi + float(p.buffers) + float(p.overhead)
+    )
+    # another stack makes no copy: its peak is the backward pass's
+    fsdp = estimate(**{**args, "stack": "fsdp2"}).peak
+    assert float(fsdp.optimizer_step) == 0 and float(fsdp.activations) > 0

@@ -40,6 +40,7 @@ PARTS = (
     "weights",
     "grads",
     "optimizer",
+    "optimizer_step",
     "activations",
     "working_set",
     "logits",
@@ -60,6 +61,7 @@ class PeakMemory:
     weights: np.ndarray
     grads: np.ndarray
     optimizer: np.ndarray
+    optimizer_step: np.ndarray  # the step's fp32 copy of the gradients, when the step is the peak
     activations: np.ndarray
     working_set: np.ndarray
     logits: np.ndarray
@@ -186,13 +188,13 @@ def peak_memory(
             policy(name, profile.selective, moe), sizes, compiled, profile.gradients
         ),
     )
-    state = _state(workload, layout, placed, pods, params, profile, layers, fp8)
-    parts = dict(
-        **state,
+    state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8)
+    transient = dict(
         activations=np.where(busiest == last, at_last - logits, first),
         working_set=profile.activation_factor * working * tokens,
         logits=np.where(busiest == last, logits, 0.0),
     )
+    parts = _busier_phase(state, step, transient)
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
     return PeakMemory(
         **parts,
@@ -201,6 +203,20 @@ def peak_memory(
         stage=busiest,
         measures=profile.measures,
     )
+
+
+def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
+    """The backward pass's peak, or the optimizer step's where that is higher (MODEL.md §E.1):
+    once the activations, the working set and the logits (``transient``) are freed, a stack may
+    copy the gradients of its optimizer shard to fp32 for the step (``step["copy"]``: DeepSpeed's
+    ZeRO, ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first; the parts
+    [bytes], ``optimizer_step`` the copy."""
+    kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1 frees the other shards' first
+    stepping = kept + step["copy"] > state["grads"] + sum(transient.values())
+    parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
+    parts["grads"] = np.where(stepping, kept, state["grads"])
+    parts["optimizer_step"] = np.where(stepping, step["copy"], 0.0)
+    return parts
 
 
 def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer) -> tuple:
@@ -279,12 +295,15 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
         np.where(X * pods > 1, profile.bucket_bytes, 0.0),
     )
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
-    return dict(
+    state = dict(
         weights=weight_bytes * over_x(3) + cast,
         grads=grad_bytes * over_x(2),
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
+    # at the optimizer step: the gradients of the chip's optimizer shard, and their fp32 copy
+    copy = np.where(np.asarray(zero) >= 1, profile.step_grad_bytes * over_x(1), 0.0)
+    return state, dict(grads=grad_bytes * over_x(1), copy=copy)
 
 
 def _gathered(model, profile, layer, e):

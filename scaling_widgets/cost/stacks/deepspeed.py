@@ -19,11 +19,15 @@ TORCH_COMPILE = True
 # Its pipeline engine trains with 1F1B (runtime/pipe/schedule.py, TrainSchedule).
 PIPELINE_SCHEDULES = ("1f1b",)
 # Gradients accumulate in bf16; reduce and all-gather buckets of 5e8 elements each (its defaults);
-# Megatron-DeepSpeed's loss.
+# Megatron-DeepSpeed's loss. At the step ZeRO copies its gradient partition to fp32 before the
+# bf16 gradients are freed (runtime/zero/stage_1_and_2.py, step: "single_grad_partition =
+# flat_grad_partition.to(...)"; stage3.py, _prepare_fp32_grad_for_sub_group; deepspeedai/DeepSpeed
+# at edaa722).
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=2.0,
     optimizer_bytes=12.0,
+    step_grad_bytes=4.0,
     selective="attention",
     logits_bytes=6.0,
     bucket_bytes=2e9,

@@ -72,6 +72,7 @@ class Profile:
     weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
     optimizer_bytes: float = 0.0  # 0: the precision's; either counts Adam's moments as fp32
+    step_grad_bytes: float = 0.0  # an fp32 copy of the optimizer shard's gradients at the step
     moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
     selective: str = (
         "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
@@ -116,6 +117,7 @@ MEMORY_FIELDS = (
     "weight_bytes",
     "grad_bytes",
     "optimizer_bytes",
+    "step_grad_bytes",
     "selective",
     "gradients",
     "logits_bytes",

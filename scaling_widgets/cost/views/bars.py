@@ -13,7 +13,7 @@ from ..ground.refusals import InputError
 BAR_PARTS = {
     "weights": ("weights",),
     "gradients": ("grads",),
-    "optimizer state": ("optimizer",),
+    "optimizer state": ("optimizer", "optimizer_step"),
     "activations": ("activations", "working_set"),
     "logits": ("logits",),
     "buffers": ("buffers", "overhead"),
