@@ -447,6 +447,9 @@ class Options:
         What Adam's two moments are kept in: "fp32" or "bf16" (Megatron-LM's
         ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype``; DeepSeek-V3's). None: fp32, as every
         stack keeps them by default (MODEL.md §E.4).
+    loss_chunks : int, default 1
+        The chunks the output layer and the loss run in over the sequence, one at a time
+        (torchtitan's ChunkedLossWrapper, 8 in its 2026 configs; MODEL.md §E.1).
     flash_attention : bool, optional
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional
@@ -489,6 +492,7 @@ class Options:
     grad_dtype: str | None = checked(None, Maybe(Choice(GRAD_DTYPES)))
     fp8_params: bool = checked(False, Switch())
     moment_dtype: str | None = checked(None, Maybe(Choice(MOMENT_DTYPES)))
+    loss_chunks: int = checked(1, Whole(high=1024))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     failure_rate: float = checked(

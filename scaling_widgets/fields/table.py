@@ -275,6 +275,9 @@ FIELDS_TABLE = (
     Field("moment_dtype", "options.moment_dtype", "what Adam's two moments are kept in (default"
           " fp32; Megatron-LM's --exp-avg-dtype and --exp-avg-sq-dtype)", flag="--moment-dtype",
           choices=MOMENT_DTYPES, since=13, label="Adam moments"),
+    Field("loss_chunks", "options.loss_chunks", "the chunks the output layer and the loss run in"
+          " over the sequence (torchtitan's ChunkedLossWrapper: 8; default 1)",
+          flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),

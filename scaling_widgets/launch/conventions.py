@@ -49,6 +49,7 @@ class Degrees:
     grad_dtype: str | None = None  # None: the stack's
     fp8_params: bool = False
     moment_dtype: str | None = None  # None: fp32
+    loss_chunks: int = 1  # the loss run in chunks over the sequence (torchtitan's 2026 configs)
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     steps: int | None = None  # to train on the workload's tokens
 
@@ -149,28 +150,34 @@ def degrees_of(e: Estimate) -> Degrees:
         grad_dtype=options.grad_dtype,
         fp8_params=bool(options.fp8_params),
         moment_dtype=options.moment_dtype,
+        loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
     )
 
 
-def precision_unwritten(d: Degrees) -> list[str]:
-    """What a framework file without Megatron-LM's precision flags cannot say: gradients, Adam's
-    moments or weights kept in another dtype than its default (docs/MODEL.md §E.4).
+def unwritten(d: Degrees, precision: bool = True) -> list[str]:
+    """What a framework's file cannot say: gradients, Adam's moments or weights kept in another
+    dtype than its default (Megatron-LM's flags say them: ``precision`` False), and a loss run in
+    chunks, which only torchtitan's Python configs set (docs/MODEL.md §E.1, §E.4).
 
     Parameters
     ----------
     d : Degrees
         The layout as the frameworks count it.
+    precision : bool, default True
+        Whether the file cannot say the precision options either.
 
     Returns
     -------
     cannot : list of str
-        One line for each precision option set.
+        One line for each option set that the file cannot say.
     """
     said = {"gradients": d.grad_dtype, "Adam's moments": d.moment_dtype,
             "the weights": "fp8" if d.fp8_params else None}  # fmt: skip
-    return [f"{what} in {dtype}: written as its default" for what, dtype in said.items() if dtype]
+    lines = [f"{what} in {dtype}: written as its default" for what, dtype in said.items() if dtype]
+    chunks = [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
+    return (lines if precision else []) + chunks
 
 
 def _schedule(name: str, stages: int, chunks: int) -> str:
@@ -181,6 +188,20 @@ def _schedule(name: str, stages: int, chunks: int) -> str:
 def _steps(tokens, per_step: int) -> int | None:
     """The steps that train on ``tokens``: whole, the last one full."""
     return None if tokens is None else max(1, math.ceil(float(tokens) / per_step))
+
+
+def _check_world(d: Degrees) -> None:
+    """TP, PP and CP divide the world, and DP is what they leave of it (Megatron-LM's count)."""
+    for name, degree in (("tp", d.tp), ("pp", d.pp), ("cp", d.cp)):
+        if degree < 1 or d.world % degree:
+            raise refuse(name, f"a degree dividing the {d.world:,} chips", degree)
+    if d.dp * d.cp * d.tp * d.pp != d.world:
+        raise refuse(
+            "dp",
+            f"{d.world:,} chips / (CP {d.cp} x TP {d.tp} x PP {d.pp}) ="
+            f" {d.world / (d.cp * d.tp * d.pp):g} ranks, the world the degrees leave",
+            d.dp,
+        )
 
 
 def fields_of(d: Degrees, chip) -> dict:
@@ -221,16 +242,7 @@ def fields_of(d: Degrees, chip) -> dict:
        megatron/core/num_microbatches_calculator.py`` (``ConstantNumMicroBatchesCalculator``:
        microbatches = global batch / (micro batch·DP)).
     """
-    for name, degree in (("tp", d.tp), ("pp", d.pp), ("cp", d.cp)):
-        if degree < 1 or d.world % degree:
-            raise refuse(name, f"a degree dividing the {d.world:,} chips", degree)
-    if d.dp * d.cp * d.tp * d.pp != d.world:
-        raise refuse(
-            "dp",
-            f"{d.world:,} chips / (CP {d.cp} x TP {d.tp} x PP {d.pp}) ="
-            f" {d.world / (d.cp * d.tp * d.pp):g} ranks, the world the degrees leave",
-            d.dp,
-        )
+    _check_world(d)
     if d.micro_batch < 1 or d.global_batch % (d.micro_batch * d.dp):
         raise refuse(
             "micro_batch",
@@ -268,6 +280,7 @@ def fields_of(d: Degrees, chip) -> dict:
         grad_dtype=d.grad_dtype,
         fp8_params=d.fp8_params,
         moment_dtype=d.moment_dtype,
+        loss_chunks=d.loss_chunks,
     )
     if d.tokens is not None:
         fields["tokens"] = d.tokens

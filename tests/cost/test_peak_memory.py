@@ -293,3 +293,15 @@ def test_deepspeeds_step_copies_its_gradient_partition_to_fp32_when_that_is_the_
     # another stack makes no copy: its peak is the backward pass's
     fsdp = estimate(**{**args, "stack": "fsdp2"}).peak
     assert float(fsdp.optimizer_step) == 0 and float(fsdp.activations) > 0
+
+
+def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradient():
+    # torchtitan's ChunkedLossWrapper (8 chunks in its 2026 configs): Llama 3 8B, 8,192 tokens
+    args = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                batch=8 * 8192, seq_len=8192, strategy="fsdp", x=8, stack="fsdp2")  # fmt: skip
+    whole = float(estimate(**args).peak.logits)
+    chunked = float(estimate(**args, loss_chunks=8).peak.logits)
+    assert whole == 8192 * 128_256 * 12  # torchtitan's fp32 log-softmax, its gradients
+    assert chunked == whole / 8 + 4 * 4096 * 8192
+    with pytest.raises(InputError, match="loss_chunks must be"):
+        estimate(**args, loss_chunks=0)

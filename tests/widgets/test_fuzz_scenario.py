@@ -85,6 +85,7 @@ PLAUSIBLE = {
     "grad_dtype": [None, "fp32", "bf16"],
     "fp8_params": [False, True],
     "moment_dtype": [None, "fp32", "bf16"],
+    "loss_chunks": [1, 8],
     "microbatch_seqs": [
         None,
         1,

@@ -99,6 +99,7 @@ def peak_memory(
     overhead: ArrayLike = 0.0,
     fp8: bool = False,
     fp8_matmuls: bool = False,
+    loss_chunks: int = 1,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -132,6 +133,8 @@ def peak_memory(
     fp8_matmuls : bool, default False
         Whether the layers' matmuls run in fp8: a stack that keeps their inputs as read
         (``Profile.fp8_inputs_kept``) keeps them a byte each.
+    loss_chunks : int, default 1
+        The chunks the loss runs in over the sequence (torchtitan's ChunkedLossWrapper).
 
     Returns
     -------
@@ -179,7 +182,9 @@ def peak_memory(
 
     # the stage whose device runs the output layer: the last, or the first in a V or both ways
     last = np.where(ends_together(layout.schedule), 0, np.asarray(Z) - 1)
-    at_the_end, logits = _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer)
+    at_the_end, logits = _output_stage(
+        model, layout, profile, Y, Z, m, tokens, per_layer, loss_chunks
+    )
     first, at_last = on_stage(0), on_stage(last) + at_the_end + logits
     busiest = np.where(at_last > first, last, 0)
     working = per_choice(
@@ -219,17 +224,20 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     return parts
 
 
-def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer) -> tuple:
+def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) -> tuple:
     """What the output layer's stage holds beside its layers, for each microbatch whose logits
     are held there (GPipe: all): its s·b·V/TP logits at ``logits_bytes`` each, and each MTP
     module's layer and logits more (MODEL.md §D.1); the MTP layers' activations, and the logits
-    [bytes]."""
+    [bytes]. A loss run in ``chunks`` over the sequence (torchtitan's ChunkedLossWrapper) holds
+    one chunk's logits at a time, its backward run at once, and an fp32 gradient of the hidden
+    states, 4·D a token (its GradAccumulator), in their place (MODEL.md §E.1)."""
     held = profile.activation_factor * logits_in_flight(
         schedule=layout.schedule, stages=Z, microbatches=m
     )
     mtp_layers = held * tokens * model.mtp_layers * per_layer
-    logits = held * tokens * model.vocab / Y * profile.logits_bytes * (1 + model.mtp_layers)
-    return mtp_layers, logits
+    one = tokens * model.vocab / Y * profile.logits_bytes * (1 + model.mtp_layers)
+    chunked = profile.activation_factor * (one / chunks + 4 * model.d_model * tokens)
+    return mtp_layers, np.where(chunks > 1, chunked, held * one)
 
 
 def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -> dict:

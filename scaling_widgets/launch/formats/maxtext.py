@@ -17,7 +17,7 @@ from ...cost.hardware.chip import Chip
 from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
-from ..conventions import Degrees, precision_unwritten
+from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys
 from ..shell import launch_args
 
@@ -398,7 +398,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines.append(f'quantization: "{"fp8" if d.fp8 else ""}"')
     if d.steps:
         lines.append(f"steps: {d.steps}")
-    cannot += precision_unwritten(d)
+    cannot += unwritten(d)
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     if d.tp > 1 and not d.sequence_parallel:

@@ -13,7 +13,7 @@ from ...cost.hardware.chip import Chip
 from ...cost.stacks.megatron_lm import RECOMPUTE_MODULES
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
-from ..conventions import Degrees
+from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, layers_of
 from ..megatron_shape import model_of, shape_flags
 from ..shell import launch_args
@@ -402,6 +402,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
+    cannot += unwritten(d, precision=False)
     lines = [
         "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",

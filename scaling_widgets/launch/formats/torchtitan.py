@@ -17,7 +17,7 @@ from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
-from ..conventions import Degrees, precision_unwritten
+from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, flat, layers_of
 
 NAME = "torchtitan"
@@ -311,7 +311,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
     if d.cp > 1 and d.cp_kind != "ring":
         cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
-    cannot += precision_unwritten(d)
+    cannot += unwritten(d)
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
