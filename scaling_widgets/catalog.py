@@ -143,6 +143,33 @@ def model_name_of(model) -> str | None:
     return next(same, None)
 
 
+def preset_with_mtp(name: str, mtp_layers: int) -> str | Model:
+    """A preset as a framework's file names it, with the MTP modules the file sets (MODEL.md
+    §D.1): the preset's name where it has as many, else the preset with them.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name in ``MODELS``.
+    mtp_layers : int
+        The multi-token-prediction modules the file sets.
+
+    Returns
+    -------
+    model : str or Model
+        The name, or the preset with ``mtp_layers`` modules.
+
+    Examples
+    --------
+    >>> preset_with_mtp("deepseek-v3", 1), preset_with_mtp("deepseek-v3", 0).mtp_layers
+    ('deepseek-v3', 0)
+    """
+    preset = MODELS[name]
+    if preset.mtp_layers == mtp_layers:
+        return name
+    return dataclasses.replace(preset, mtp_layers=mtp_layers)
+
+
 def model_from_json(source: str | Path | dict) -> Model:
     """A ``Model`` from a JSON file, a JSON string or a dict: a Hugging Face ``config.json`` as
     published (``hf_config``), or our own keys.

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
+from ..catalog import preset_with_mtp
 from ..cost.ground.refusals import refuse
 from ..cost.transformer.shapes import MLA, Model, MoE
 from ..presets import MODELS
@@ -82,7 +82,7 @@ def model_of(got: dict) -> str | Model:
     for name, preset in MODELS.items():
         same = _shape(preset) == (L, D, H, K, moe.d_ff if moe else F, experts)
         if same and (vocab is None or int(vocab) == preset.vocab):
-            return name if preset.mtp_layers == mtp else replace(preset, mtp_layers=mtp)
+            return preset_with_mtp(name, mtp)
     if vocab is None:
         raise refuse(
             "--vocab-size",

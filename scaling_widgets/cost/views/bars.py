@@ -35,7 +35,11 @@ class MemoryData:
     current: str
     labels: tuple = ()  # per strategy: its layout's name (``text/views.py``)
     stages: tuple = ()  # per strategy: its busiest stage, "stage 1 of 4" ("" with one stage)
-    runtime_bytes: float = 0.0  # held beside HBM's usable part: CUDA's context, NCCL (§E.5)
+
+    @property
+    def runtime_bytes(self) -> float:
+        """What the chip's runtime holds beside HBM's usable part: CUDA's context, NCCL (§E.5)."""
+        return self.estimates[self.strategies.index(self.current)].chip.runtime_bytes
 
     @property
     def totals(self) -> np.ndarray:
@@ -82,7 +86,6 @@ def memory_bars(strategies: dict[str, Estimate | InputError], current: Estimate)
         hbm_bytes=hbm,
         limit_bytes=float(current.fits_below) * hbm,
         current=current.strategy,
-        runtime_bytes=current.chip.runtime_bytes,
     )
 
 

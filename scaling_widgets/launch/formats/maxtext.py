@@ -6,7 +6,6 @@ the defaults of the keys read here (``BASE``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import yaml
@@ -251,8 +250,7 @@ def _model(value: dict) -> str | Model:
     name, mtp = value["model_name"], int(value["mtp_num_layers"])
     for ours, theirs in NAMES.items():
         if theirs == name:  # the preset, with MaxText's MTP modules (none unless asked)
-            same = MODELS[ours].mtp_layers == mtp
-            return ours if same else dataclasses.replace(MODELS[ours], mtp_layers=mtp)
+            return catalog.preset_with_mtp(ours, mtp)
     if name != "default":
         raise refuse("model_name", "one with a preset of ours ("
                      + ", ".join(NAMES.values()) + "), or give --model", name)  # fmt: skip

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import replace
 
 from ... import catalog
 from ...cost.ground.refusals import refuse
@@ -326,8 +325,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
 def _preset(name: str, flavor: str) -> str | Model:
     for preset, known in FLAVORS.items():
         if known == (name, flavor):  # a flavor without MTP modules (num_mtp_layers' default)
-            model = MODELS[preset]
-            return preset if not model.mtp_layers else replace(model, mtp_layers=0)
+            return catalog.preset_with_mtp(preset, 0)
     if flavor == CUSTOM and name in MODELS:  # written by us for a model torchtitan has not
         return name
     raise refuse(
