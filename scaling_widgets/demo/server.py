@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -310,6 +311,13 @@ class DemoServer(Voila):
             if handler is TornadoVoilaHandler:
                 handlers[i] = (route, PanelPage, {**kwargs[0], "pages": pages})
         return handlers
+
+    def stop(self) -> None:
+        """Voila's stop, its kernels shut down on the server's own loop. Voila runs the shutdown
+        on a new loop, and a kernel the culler or its page was shutting down as the signal came
+        left a task of the server's loop that the new one cannot wait on: it exited 1."""
+        shutil.rmtree(self.connection_dir, ignore_errors=True)
+        self.ioloop.run_sync(self.kernel_manager.shutdown_all)
 
     def launch_browser(self) -> None:
         """Open a file of our own that forwards to ``open_url``, as Jupyter does: the token then

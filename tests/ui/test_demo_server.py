@@ -218,3 +218,26 @@ def test_a_server_stopped_while_a_kernel_starts_shuts_that_kernel_down_too():
 
     started, left = asyncio.run(stop_while_starting())
     assert started and left == []
+
+
+def test_a_server_stopped_while_a_page_shuts_its_kernel_down_exits_0_and_leaves_none():
+    """A page's kernel shutting down (its page closed, or the culler) as the signal comes: the
+    server waits for that shutdown on its own loop, rather than failing to on another ("attached
+    to a different loop", exit 1)."""
+    import threading
+
+    port = free_port()
+    server = Server(voila_demo_argv(port, "--warm", "0"), port, "/voila/static/voila.js")
+    try:
+        client = Browser(server)
+        kernel = client.open_page()
+        closing = threading.Thread(target=client.close_page, args=(kernel,), daemon=True)
+        closing.start()
+        deadline = time.monotonic() + 60
+        while kernel not in server.kernels("shutdown") and time.monotonic() < deadline:
+            time.sleep(0.002)
+    finally:
+        code = server.stop()
+    log = open(server.log.name).read()
+    assert kernel in server.kernels("shutdown") and code == 0, log[-3000:]
+    assert server.kernels("started") == server.kernels("shutdown"), log[-3000:]
