@@ -48,7 +48,13 @@ CURVES_DOWN = (
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
 WORDS = ("selective", "gradients", "gathered", "measures", "chip", "calibration")  # names
-SWITCHES = ("flash_attention", "pipeline_unsharded", "torch_compile", "fp8_inputs_kept")  # booleans
+SWITCHES = (  # booleans
+    "flash_attention",
+    "pipeline_unsharded",
+    "torch_compile",
+    "fp8_inputs_kept",
+    "adam_foreach",
+)
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs
 

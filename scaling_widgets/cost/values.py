@@ -50,6 +50,8 @@ from .transformer.shapes import BOOK_PRECISION, Model, Precision
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
 GRAD_DTYPES = ("fp32", "bf16")  # what a stack keeps and reduces gradients in (MODEL.md §E.4)
 MOMENT_DTYPES = ("fp32", "bf16")  # what Adam's two moments are kept in (MODEL.md §E.4)
+# How Adam's step runs: one fused kernel, or torch's foreach ops with a temporary (§E.1)
+OPTIMIZER_IMPLS = ("fused", "foreach")
 MAX_CHIPS = 2**22  # all pods together: twenty times the largest cluster built by 2026
 MAX_SEQ_LEN = 2**24  # 16M tokens: beyond any context trained
 MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (about 61M)
@@ -447,6 +449,15 @@ class Options:
         What Adam's two moments are kept in: "fp32" or "bf16" (Megatron-LM's
         ``--exp-avg-dtype`` and ``--exp-avg-sq-dtype``; DeepSeek-V3's). None: fp32, as every
         stack keeps them by default (MODEL.md §E.4).
+    swiglu_input_fp8 : bool, default False
+        Keep the SwiGLU's input (the gate and up-projection, 2·F a token) in fp8 for the
+        backward, cast back to bf16 there (Megatron-Core's ``activation_func_fp8_input_store``;
+        DeepSeek-V3's MoE layers; MODEL.md §E.4).
+    optimizer_impl : str, optional
+        How Adam's step runs: "fused", one kernel (Megatron-LM's, DeepSpeed's FusedAdam,
+        torchtitan's default, XLA's), or "foreach", PyTorch's AdamW without ``fused=True`` (the
+        Hugging Face Trainer's ``adamw_torch``), whose square root of the second moment is a
+        temporary as large as the optimizer shard at the step (MODEL.md §E.1). None: fused.
     loss_chunks : int, default 1
         The chunks the output layer and the loss run in over the sequence, one at a time
         (torchtitan's ChunkedLossWrapper, 8 in its 2026 configs; MODEL.md §E.1).
@@ -492,6 +503,8 @@ class Options:
     grad_dtype: str | None = checked(None, Maybe(Choice(GRAD_DTYPES)))
     fp8_params: bool = checked(False, Switch())
     moment_dtype: str | None = checked(None, Maybe(Choice(MOMENT_DTYPES)))
+    swiglu_input_fp8: bool = checked(False, Switch())
+    optimizer_impl: str | None = checked(None, Maybe(Choice(OPTIMIZER_IMPLS)))
     loss_chunks: int = checked(1, Whole(high=1024))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))

@@ -19,7 +19,14 @@ from ..cost.stacks import STACKS
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.shapes import Precision
-from ..cost.values import GRAD_DTYPES, MATMUL_DTYPES, MAX_BATCH, MAX_TOKENS, MOMENT_DTYPES
+from ..cost.values import (
+    GRAD_DTYPES,
+    MATMUL_DTYPES,
+    MAX_BATCH,
+    MAX_TOKENS,
+    MOMENT_DTYPES,
+    OPTIMIZER_IMPLS,
+)
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
 from .field import Field, Flag
@@ -275,6 +282,13 @@ FIELDS_TABLE = (
     Field("moment_dtype", "options.moment_dtype", "what Adam's two moments are kept in (default"
           " fp32; Megatron-LM's --exp-avg-dtype and --exp-avg-sq-dtype)", flag="--moment-dtype",
           choices=MOMENT_DTYPES, since=13, label="Adam moments"),
+    Field("swiglu_input_fp8", "options.swiglu_input_fp8", "keep the SwiGLU's input in fp8 for"
+          " the backward (Megatron-Core's activation_func_fp8_input_store; DeepSeek-V3's)",
+          flag="--swiglu-input-fp8", switch=True, since=13, label="SwiGLU in fp8"),
+    Field("optimizer_impl", "options.optimizer_impl", "how Adam's step runs: fused (default;"
+          " Megatron-LM's, DeepSpeed's, torchtitan's) or foreach (PyTorch's AdamW without"
+          " fused=True: a temporary as large as the optimizer shard)", flag="--optimizer-impl",
+          choices=OPTIMIZER_IMPLS, since=13, label="Adam kernel"),
     Field("loss_chunks", "options.loss_chunks", "the chunks the output layer and the loss run in"
           " over the sequence (torchtitan's ChunkedLossWrapper: 8; default 1)",
           flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),

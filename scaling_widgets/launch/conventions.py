@@ -49,6 +49,8 @@ class Degrees:
     grad_dtype: str | None = None  # None: the stack's
     fp8_params: bool = False
     moment_dtype: str | None = None  # None: fp32
+    optimizer_impl: str | None = None  # None: fused ("foreach": torch's AdamW without fused)
+    swiglu_input_fp8: bool = False  # Megatron-Core's activation_func_fp8_input_store
     loss_chunks: int = 1  # the loss run in chunks over the sequence (torchtitan's 2026 configs)
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     steps: int | None = None  # to train on the workload's tokens
@@ -150,16 +152,20 @@ def degrees_of(e: Estimate) -> Degrees:
         grad_dtype=options.grad_dtype,
         fp8_params=bool(options.fp8_params),
         moment_dtype=options.moment_dtype,
+        optimizer_impl=options.optimizer_impl,
+        swiglu_input_fp8=bool(options.swiglu_input_fp8),
         loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
     )
 
 
-def unwritten(d: Degrees, precision: bool = True) -> list[str]:
+def unwritten(d: Degrees, precision: bool = True, foreach: bool = False) -> list[str]:
     """What a framework's file cannot say: gradients, Adam's moments or weights kept in another
-    dtype than its default (Megatron-LM's flags say them: ``precision`` False), and a loss run in
-    chunks, which only torchtitan's Python configs set (docs/MODEL.md §E.1, §E.4).
+    dtype than its default (Megatron-LM's flags say them: ``precision`` False), a loss run in
+    chunks, which only torchtitan's Python configs set, the SwiGLU's input kept in fp8, which
+    only Megatron-Core's configuration sets (no flag), and Adam run as torch's foreach ops,
+    which only torchtitan's files say (``foreach`` True) (docs/MODEL.md §E.1, §E.4).
 
     Parameters
     ----------
@@ -167,6 +173,8 @@ def unwritten(d: Degrees, precision: bool = True) -> list[str]:
         The layout as the frameworks count it.
     precision : bool, default True
         Whether the file cannot say the precision options either.
+    foreach : bool, default False
+        Whether the file can say that Adam runs as foreach ops.
 
     Returns
     -------
@@ -177,7 +185,11 @@ def unwritten(d: Degrees, precision: bool = True) -> list[str]:
             "the weights": "fp8" if d.fp8_params else None}  # fmt: skip
     lines = [f"{what} in {dtype}: written as its default" for what, dtype in said.items() if dtype]
     chunks = [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
-    return (lines if precision else []) + chunks
+    chunks += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
+    fused = ["Adam as torch's foreach ops: written as the framework's fused Adam"] * (
+        d.optimizer_impl == "foreach" and not foreach
+    )
+    return (lines if precision else []) + chunks + fused
 
 
 def _schedule(name: str, stages: int, chunks: int) -> str:
@@ -280,6 +292,8 @@ def fields_of(d: Degrees, chip) -> dict:
         grad_dtype=d.grad_dtype,
         fp8_params=d.fp8_params,
         moment_dtype=d.moment_dtype,
+        optimizer_impl=d.optimizer_impl,
+        swiglu_input_fp8=d.swiglu_input_fp8,
         loss_chunks=d.loss_chunks,
     )
     if d.tokens is not None:

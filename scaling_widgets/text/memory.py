@@ -16,7 +16,7 @@ PART_NAMES = {
     "weights": "weights",
     "grads": "gradients",
     "optimizer": "optimizer",
-    "optimizer_step": "the step's fp32 gradients",
+    "optimizer_step": "the step's own buffers",
     "activations": "activations",
     "working_set": "backward working set",
     "logits": "logits and loss",

@@ -30,8 +30,6 @@ MISSED = {
     # a term the model lacks
     "ALPACA-223-l7b-5xv100": "fits: 0.84 of HBM; eager attention's fp32 softmax and FSDP1's"
     " gathered root not priced (the report: about 1.0)",
-    "LLAMAFACTORY-1158-bc13b-4xa800": "tight: 1.16 of HBM at the step, its fp32 gradient copy"
-    " counted; torch's foreach AdamW temporary, one more partition, not priced (the report: 1.24)",
 }
 
 

@@ -295,6 +295,30 @@ def test_deepspeeds_step_copies_its_gradient_partition_to_fp32_when_that_is_the_
     assert float(fsdp.optimizer_step) == 0 and float(fsdp.activations) > 0
 
 
+def test_foreach_adam_makes_a_temporary_of_the_optimizer_shard_at_the_step():
+    # LLaMA-Factory #1158's run: a 13B model, DeepSpeed ZeRO-2 over 4 A100s, torch's AdamW
+    args = dict(model=MODELS["llama-2-13b"], chip=HARDWARE["a100"], slice_shape=(1, 4),
+                batch=4 * 1536, seq_len=1536, strategy="fsdp", x=4, zero=2, remat="full",
+                stack="deepspeed", microbatches=1)  # fmt: skip
+    fused = estimate(**args)
+    foreach = estimate(**args, optimizer_impl="foreach")
+    psi = float(fused.params.total)
+    # √v of each parameter of the shard, fp32, beside DeepSpeed's fp32 gradient copy
+    assert float(foreach.peak.optimizer_step - fused.peak.optimizer_step) == pytest.approx(
+        4 * psi / 4
+    )
+    assert str(fused.verdict) == "tight" and str(foreach.verdict) == "does not fit"
+    # in bf16 moments, two bytes; and none where the backward pass stays the peak
+    bf16 = estimate(**args, optimizer_impl="foreach", moment_dtype="bf16")
+    assert float(bf16.peak.optimizer_step - fused.peak.optimizer_step) == pytest.approx(2 * psi / 4)
+    short = {**args, "stack": "fsdp2", "zero": 3, "remat": "none", "batch": 4 * 8 * 1536}
+    assert float(estimate(**short, optimizer_impl="foreach").peak.reserved) == float(
+        estimate(**short).peak.reserved
+    )
+    with pytest.raises(InputError, match="optimizer_impl must be"):
+        estimate(**args, optimizer_impl="adamw")
+
+
 def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradient():
     # torchtitan's ChunkedLossWrapper (8 chunks in its 2026 configs): Llama 3 8B, 8,192 tokens
     args = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
@@ -305,3 +329,23 @@ def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradi
     assert chunked == whole / 8 + 4 * 4096 * 8192
     with pytest.raises(InputError, match="loss_chunks must be"):
         estimate(**args, loss_chunks=0)
+
+
+def test_the_swiglu_input_in_fp8_keeps_the_gate_and_up_projection_a_byte_each():
+    # Megatron-Core's activation_func_fp8_input_store; DeepSeek-V3's MoE layers
+    from scaling_widgets.cost.transformer.kept import tensor_bytes
+
+    model = MODELS["llama-3-8b"]
+    bf16 = tensor_bytes(model, 8192, 1, False, flash=True)
+    fp8 = tensor_bytes(model, 8192, 1, False, flash=True, swiglu_fp8=True)
+    assert fp8["mlp_gate"] == fp8["mlp_up"] == 14336 == bf16["mlp_up"] / 2
+    assert {k: v for k, v in fp8.items() if k not in ("mlp_gate", "mlp_up")} == {
+        k: v for k, v in bf16.items() if k not in ("mlp_gate", "mlp_up")
+    }
+    args = dict(model=model, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 8192,
+                seq_len=8192, strategy="fsdp", x=8, stack="megatron-lm", remat="none",
+                microbatches=1)  # fmt: skip
+    saved = (
+        estimate(**args).peak.activations - estimate(**args, swiglu_input_fp8=True).peak.activations
+    )
+    assert float(saved) == pytest.approx(32 * 8192 * 2 * 14336)  # L layers, 2F bytes a token less

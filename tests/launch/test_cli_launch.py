@@ -73,6 +73,9 @@ def test_a_config_with_flags_on_top_answers_what_if(capsys):
         (('mode = "full"', 'mode = "memory_budget"'),
          "activation_checkpoint.mode must be 'none', 'selective' or 'full' (memory_budget is not"
          " priced); got memory_budget"),
+        (("[optimizer]", '[optimizer]\nimplementation = "adam8bit"'),
+         "optimizer.implementation must be 'fused', 'foreach', 'for-loop' or"
+         " 'fused_opt_states_bf16'; got adam8bit"),
     ],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line_naming_the_key(change, named, capsys, tmp_path):
@@ -142,3 +145,31 @@ def test_a_flag_over_a_config_mends_what_it_leaves_impossible_and_says_so(capsys
     # asked for in the same breath, the pairing is refused by name rather than mended
     code, _, err = run(["estimate", *where, "--stack", "fsdp2", "--ep-overlap"], capsys)
     assert code == 2 and "--ep-overlap must be off with fsdp2" in err
+
+
+@pytest.mark.parametrize(
+    "implementation, read",
+    [("foreach", {"optimizer_impl": "foreach", "moment_dtype": None}),
+     ("fused", {"optimizer_impl": None, "moment_dtype": None}),
+     ("fused_opt_states_bf16", {"optimizer_impl": None, "moment_dtype": "bf16"})],
+)  # fmt: skip
+def test_torchtitans_optimizer_implementation_is_read_and_written_back(implementation, read):
+    from scaling_widgets import fields
+    from scaling_widgets.cost import evaluate
+    from scaling_widgets.launch import read_config, write_config
+    from scaling_widgets.presets import HARDWARE
+
+    text = (
+        Path(LLAMA_70B)
+        .read_text()
+        .replace("[optimizer]", f'[optimizer]\nimplementation = "{implementation}"', 1)
+    )
+    got, _ = read_config(text, chip=HARDWARE["a100"], chips=64, framework="torchtitan")
+    assert {k: got.get(k) for k in read} == read
+    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+    toml = tomllib.loads(write_config("torchtitan", e))
+    assert toml.get("optimizer", {}).get("implementation", "fused") == (
+        "foreach" if implementation == "foreach" else "fused"
+    )
+    said = "Adam as torch's foreach ops" in write_config("megatron", e)
+    assert said == (implementation == "foreach")  # Megatron-LM's Adam is always fused

@@ -85,6 +85,8 @@ PLAUSIBLE = {
     "grad_dtype": [None, "fp32", "bf16"],
     "fp8_params": [False, True],
     "moment_dtype": [None, "fp32", "bf16"],
+    "swiglu_input_fp8": [False, True],
+    "optimizer_impl": [None, "fused", "foreach"],
     "loss_chunks": [1, 8],
     "microbatch_seqs": [
         None,

@@ -349,7 +349,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         The chip the profile is for.
     options : Options
         How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
-        ``torch_compile``, ``grad_dtype``, ``fp8_params`` and ``moment_dtype``.
+        ``torch_compile``, ``grad_dtype``, ``fp8_params``, ``moment_dtype`` and
+        ``optimizer_impl``.
 
     Returns
     -------
@@ -369,6 +370,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         switches["grad_bytes"] = GRAD_BYTES[options.grad_dtype]
     if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
+    if options.optimizer_impl is not None:  # the step's temporary (MODEL.md §E.1)
+        switches["adam_foreach"] = options.optimizer_impl == "foreach"
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches) if switches else profile

@@ -61,7 +61,7 @@ class PeakMemory:
     weights: np.ndarray
     grads: np.ndarray
     optimizer: np.ndarray
-    optimizer_step: np.ndarray  # the step's fp32 copy of the gradients, when the step is the peak
+    optimizer_step: np.ndarray  # the step's fp32 gradients and Adam's temporary, if the peak
     activations: np.ndarray
     working_set: np.ndarray
     logits: np.ndarray
@@ -100,6 +100,7 @@ def peak_memory(
     fp8: bool = False,
     fp8_matmuls: bool = False,
     loss_chunks: int = 1,
+    swiglu_fp8: bool = False,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -135,6 +136,9 @@ def peak_memory(
         (``Profile.fp8_inputs_kept``) keeps them a byte each.
     loss_chunks : int, default 1
         The chunks the loss runs in over the sequence (torchtitan's ChunkedLossWrapper).
+    swiglu_fp8 : bool, default False
+        Whether the SwiGLU's input is kept in fp8 for the backward, a byte an element
+        (Megatron-Core's ``activation_func_fp8_input_store``).
 
     Returns
     -------
@@ -163,6 +167,7 @@ def peak_memory(
         profile.flash_attention,
         precision.activation_bytes,
         fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
+        swiglu_fp8=swiglu_fp8,
     )
     compiled = profile.torch_compile
 
@@ -213,9 +218,10 @@ def peak_memory(
 def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     """The backward pass's peak, or the optimizer step's where that is higher (MODEL.md §E.1):
     once the activations, the working set and the logits (``transient``) are freed, a stack may
-    copy the gradients of its optimizer shard to fp32 for the step (``step["copy"]``: DeepSpeed's
-    ZeRO, ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first; the parts
-    [bytes], ``optimizer_step`` the copy."""
+    copy the gradients of its optimizer shard to fp32 for the step (DeepSpeed's ZeRO,
+    ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first, and an unfused Adam
+    makes a temporary of the shard's size (``step["copy"]``, both); the parts [bytes],
+    ``optimizer_step`` those buffers."""
     kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1 frees the other shards' first
     stepping = kept + step["copy"] > state["grads"] + sum(transient.values())
     parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
@@ -309,9 +315,16 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
-    # at the optimizer step: the gradients of the chip's optimizer shard, and their fp32 copy
-    copy = np.where(np.asarray(zero) >= 1, profile.step_grad_bytes * over_x(1), 0.0)
-    return state, dict(grads=grad_bytes * over_x(1), copy=copy)
+    return state, _step(profile, zero, grad_bytes * over_x(1), over_x(1))
+
+
+def _step(profile, zero, grads, shard) -> dict:
+    """At the optimizer step: the gradients of the chip's optimizer shard (``shard``
+    parameters), their fp32 copy where the stack makes one, and foreach AdamW's √v, a moment's
+    bytes a parameter (``torch/optim/adam.py``, ``_multi_tensor_adam``: "exp_avg_sq_sqrt =
+    torch._foreach_sqrt(device_exp_avg_sqs)") [bytes]."""
+    copy = np.where(np.asarray(zero) >= 1, profile.step_grad_bytes * shard, 0.0)
+    return dict(grads=grads, copy=copy + float(profile.adam_foreach) * profile.moment_bytes * shard)
 
 
 def _gathered(model, profile, layer, e):

@@ -74,6 +74,7 @@ class Profile:
     optimizer_bytes: float = 0.0  # 0: the precision's; either counts Adam's moments as fp32
     step_grad_bytes: float = 0.0  # an fp32 copy of the optimizer shard's gradients at the step
     moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
+    adam_foreach: bool = False  # torch's foreach AdamW: √v a temporary at the step (§E.1)
     selective: str = (
         "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
     )

@@ -33,6 +33,7 @@ def tensor_bytes(
     flash: bool,
     activation_bytes: float = 2.0,
     fp8_inputs: bool = False,
+    swiglu_fp8: bool = False,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -63,6 +64,10 @@ def tensor_bytes(
         Whether the linear layers keep their inputs as the fp8 copies their fp8 matmuls read, a
         byte each (TransformerEngine): the attention's norm and output, the MLP's norm and
         activation, a MoE's dispatched copies.
+    swiglu_fp8 : bool, default False
+        Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
+        (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
+        function in FP8 for backprop"; DeepSeek-V3's report §3.3.2).
 
     Returns
     -------
@@ -96,6 +101,8 @@ def tensor_bytes(
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
     if fp8_inputs:  # the linear layers' inputs, kept as their fp8 matmuls read them
         sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
+    if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there
+        sizes |= {n: sizes[n] / A for n in ("mlp_gate", "mlp_up")}
     return sizes | {"scores": scores, "chapter_input": A * D / t}
 
 

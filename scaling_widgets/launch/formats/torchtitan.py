@@ -58,7 +58,7 @@ READ = (
     "parallelism.pipeline_parallel_layers_per_stage",
     "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "activation_checkpoint.mode",
-    "activation_checkpoint.selective_ac_option", "compile.enable",
+    "activation_checkpoint.selective_ac_option", "compile.enable", "optimizer.implementation",
 )  # fmt: skip
 # keys that would change the cost in ways the model does not price: refused unless at torchtitan's
 # default
@@ -146,6 +146,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     .. [5] ``pytorch/torchtitan@238fa9953e4aec2a62582121564273d7cbb1e9f1,
        torchtitan/models/llama3/infra/parallelize.py`` (``apply_fsdp``: the policy "default"
        reshards unless pipelining; ``apply_tp``: the norms sequence-parallel).
+    .. [6] ``pytorch/torchtitan@b5bcd76c66d0acb1a08b176d9639425bc55e0b2a,
+       torchtitan/components/optimizer/optimizer.py`` (``implementation``: "fused" by default,
+       "foreach", "for-loop", "fused_opt_states_bf16").
     """
     try:
         table = flat(tomllib.loads(text))
@@ -173,6 +176,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if pp > 1 and global_batch != local * dp:
         notes.append("gradient accumulation over pipeline flushes: charged as one pipeline")
     reshard = one.get("fsdp_reshard_after_forward", "default")
+    optimizer_impl, moment_dtype = _optimizer(got.get("optimizer.implementation", "fused"), notes)
     degrees = Degrees(
         world=chips,
         pods=1,
@@ -193,6 +197,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         fp8="float8" in converters,
         compile=got.get("compile.enable", False),
         steps=got.get("training.steps"),
+        optimizer_impl=optimizer_impl,
+        moment_dtype=moment_dtype,
     )
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
@@ -310,10 +316,11 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
     if d.cp > 1 and d.cp_kind != "ring":
         cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
-    cannot += unwritten(d)
+    cannot += unwritten(d, foreach=True)
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
+    lines += ["", "[optimizer]", 'implementation = "foreach"'] * (d.optimizer_impl == "foreach")
     lines += ["", "[compile]", f"enable = {'true' if d.compile else 'false'}"]
     if d.steps:
         lines.insert(lines.index("[parallelism]") - 1, f"steps = {d.steps}")
@@ -375,6 +382,21 @@ def _remat_lines(remat: str, cannot: list) -> list:
         if nearest == "full":
             return ['mode = "full"']
     return ['mode = "selective"', 'selective_ac_option = "op"']
+
+
+def _optimizer(implementation: str, notes: list) -> tuple:
+    """``optimizer.implementation`` as ours: "foreach" keeps its temporary at the step, "fused"
+    (the default) none, and "fused_opt_states_bf16" keeps Adam's moments in bf16 (torchtitan
+    since 2026); "for-loop" makes a temporary of one parameter at a time, charged as fused. The
+    implementation (None: fused) and the moments' dtype (None: fp32)."""
+    allowed = ("fused", "foreach", "for-loop", "fused_opt_states_bf16")
+    if implementation not in allowed:
+        words = ", ".join(map(repr, allowed[:-1])) + f" or {allowed[-1]!r}"
+        raise refuse("optimizer.implementation", words, implementation)
+    if implementation == "for-loop":
+        notes.append("optimizer.implementation 'for-loop': one parameter's temporary, not charged")
+    foreach = "foreach" if implementation == "foreach" else None
+    return foreach, "bf16" if implementation == "fused_opt_states_bf16" else None
 
 
 def _remat(got: dict) -> str:
