@@ -115,7 +115,8 @@ def main(argv=None) -> int:
         run = {"plan": _plan, "export": _export, "map": _map}.get(args.command, _estimate)
         return run(args, state, given)
     except InputError as err:
-        flag = _flag(err.field, given=err.field in typed or not from_file)
+        held = from_file or getattr(args, "config", None) is not None  # a file's key keeps its name
+        flag = _flag(err.field, given=err.field in typed or not held)
         parser.exit(2, f"scaling-widgets {args.command}: error: {err.named(flag)}\n")
     except ValueError as err:
         parser.exit(2, f"scaling-widgets {args.command}: error: {err}\n")

@@ -49,6 +49,7 @@ from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
 GRAD_DTYPES = ("fp32", "bf16")  # what a stack keeps and reduces gradients in (MODEL.md §E.4)
+WEIGHT_DTYPES = ("fp32", "bf16")  # what a stack keeps its weights in (MODEL.md §E.4)
 MOMENT_DTYPES = ("fp32", "bf16")  # what Adam's two moments are kept in (MODEL.md §E.4)
 # How Adam's step runs: one fused kernel, or torch's foreach ops with a temporary (§E.1)
 OPTIMIZER_IMPLS = ("fused", "foreach")
@@ -442,6 +443,10 @@ class Options:
     grad_dtype : str, optional
         What the gradients are kept and reduced in: "fp32" or "bf16" (Megatron-LM's
         ``--grad-reduce-in-bf16``). None: the stack's (MODEL.md §E.4).
+    weight_dtype : str, optional
+        What the stack keeps its weights in: "fp32" or "bf16" (MaxText's ``weight_dtype``,
+        whose weights are the optimizer's own copy; float32 by default). None: the stack's
+        (MODEL.md §E.4).
     fp8_params : bool, default False
         Keep the layers' weights in fp8, with no bf16 copy (Megatron-LM's
         ``--fp8-param-gather``); with fp8 matmuls only (MODEL.md §E.4).
@@ -501,6 +506,7 @@ class Options:
     stack: str | None = checked(None, Maybe(Choice(tuple(STACKS))))
     matmul_dtype: str = checked("bf16", Choice(MATMUL_DTYPES))
     grad_dtype: str | None = checked(None, Maybe(Choice(GRAD_DTYPES)))
+    weight_dtype: str | None = checked(None, Maybe(Choice(WEIGHT_DTYPES)))
     fp8_params: bool = checked(False, Switch())
     moment_dtype: str | None = checked(None, Maybe(Choice(MOMENT_DTYPES)))
     swiglu_input_fp8: bool = checked(False, Switch())

@@ -26,6 +26,7 @@ from ..cost.values import (
     MAX_TOKENS,
     MOMENT_DTYPES,
     OPTIMIZER_IMPLS,
+    WEIGHT_DTYPES,
 )
 from ..presets import HARDWARE, MODELS, PRECISIONS
 from ..text import units
@@ -276,6 +277,9 @@ FIELDS_TABLE = (
     Field("grad_dtype", "options.grad_dtype", "what gradients are kept and reduced in (default:"
           " the stack's; Megatron-LM's --grad-reduce-in-bf16 is bf16)", flag="--grad-dtype",
           choices=GRAD_DTYPES, since=12, label="Grads"),
+    Field("weight_dtype", "options.weight_dtype", "what the weights are kept in (default: the"
+          " stack's; MaxText's weight_dtype, float32 by default)", flag="--weight-dtype",
+          choices=WEIGHT_DTYPES, since=13, label="Weights"),
     Field("fp8_params", "options.fp8_params", "keep the layers' weights in fp8, no bf16 copy"
           " (Megatron-LM's --fp8-param-gather; with fp8 matmuls)", flag="--fp8-params",
           switch=True, since=12, label="fp8 weights"),

@@ -47,6 +47,7 @@ class Degrees:
     fp8: bool = False
     compile: bool | None = None
     grad_dtype: str | None = None  # None: the stack's
+    weight_dtype: str | None = None  # None: the stack's
     fp8_params: bool = False
     moment_dtype: str | None = None  # None: fp32
     optimizer_impl: str | None = None  # None: fused ("foreach": torch's AdamW without fused)
@@ -150,6 +151,7 @@ def degrees_of(e: Estimate) -> Degrees:
         fp8=options.matmul_dtype == "fp8",
         compile=options.torch_compile,
         grad_dtype=options.grad_dtype,
+        weight_dtype=options.weight_dtype,
         fp8_params=bool(options.fp8_params),
         moment_dtype=options.moment_dtype,
         optimizer_impl=options.optimizer_impl,
@@ -160,21 +162,21 @@ def degrees_of(e: Estimate) -> Degrees:
     )
 
 
-def unwritten(d: Degrees, precision: bool = True, foreach: bool = False) -> list[str]:
-    """What a framework's file cannot say: gradients, Adam's moments or weights kept in another
-    dtype than its default (Megatron-LM's flags say them: ``precision`` False), a loss run in
-    chunks, which only torchtitan's Python configs set, the SwiGLU's input kept in fp8, which
-    only Megatron-Core's configuration sets (no flag), and Adam run as torch's foreach ops,
-    which only torchtitan's files say (``foreach`` True) (docs/MODEL.md §E.1, §E.4).
+def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
+    """What a framework's file cannot say, of what it does not list in ``says``: gradients
+    ("gradients"), Adam's moments ("Adam's moments") or weights ("the weights") kept in another
+    dtype than its default (Megatron-LM's flags say the first two, MaxText's weight_dtype all
+    three at once), fp8 weights ("fp8 weights": Megatron-LM's), Adam as torch's foreach ops
+    ("foreach": torchtitan's), and a loss run in chunks or the SwiGLU's input in fp8, which no
+    file we write says (docs/MODEL.md §E.1, §E.4).
 
     Parameters
     ----------
     d : Degrees
         The layout as the frameworks count it.
-    precision : bool, default True
-        Whether the file cannot say the precision options either.
-    foreach : bool, default False
-        Whether the file can say that Adam runs as foreach ops.
+    says : tuple of str, default ()
+        What the file can say: "gradients", "Adam's moments", "the weights", "fp8 weights",
+        "foreach".
 
     Returns
     -------
@@ -182,14 +184,14 @@ def unwritten(d: Degrees, precision: bool = True, foreach: bool = False) -> list
         One line for each option set that the file cannot say.
     """
     said = {"gradients": d.grad_dtype, "Adam's moments": d.moment_dtype,
-            "the weights": "fp8" if d.fp8_params else None}  # fmt: skip
-    lines = [f"{what} in {dtype}: written as its default" for what, dtype in said.items() if dtype]
-    chunks = [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
-    chunks += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
-    fused = ["Adam as torch's foreach ops: written as the framework's fused Adam"] * (
-        d.optimizer_impl == "foreach" and not foreach
-    )
-    return (lines if precision else []) + chunks + fused
+            "the weights": d.weight_dtype}  # fmt: skip
+    lines = [f"{what} in {dtype}: written as its default" for what, dtype in said.items()
+             if dtype and what not in says]  # fmt: skip
+    lines += ["the weights in fp8: written in bf16"] * (d.fp8_params and "fp8 weights" not in says)
+    lines += [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
+    lines += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
+    foreach = d.optimizer_impl == "foreach" and "foreach" not in says
+    return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
 
 def _schedule(name: str, stages: int, chunks: int) -> str:
@@ -290,6 +292,7 @@ def fields_of(d: Degrees, chip) -> dict:
         matmul_dtype="fp8" if d.fp8 else "bf16",
         torch_compile=d.compile,
         grad_dtype=d.grad_dtype,
+        weight_dtype=d.weight_dtype,
         fp8_params=d.fp8_params,
         moment_dtype=d.moment_dtype,
         optimizer_impl=d.optimizer_impl,

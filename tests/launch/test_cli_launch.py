@@ -173,3 +173,27 @@ def test_torchtitans_optimizer_implementation_is_read_and_written_back(implement
     )
     said = "Adam as torch's foreach ops" in write_config("megatron", e)
     assert said == (implementation == "foreach")  # Megatron-LM's Adam is always fused
+
+
+def test_maxtexts_weight_dtype_keeps_weights_gradients_and_moments_in_it(tmp_path, capsys):
+    from scaling_widgets import fields
+    from scaling_widgets.cost import evaluate
+    from scaling_widgets.launch import read_config, write_config
+    from scaling_widgets.presets import HARDWARE
+
+    text = 'model_name: "llama2-7b"\nper_device_batch_size: 4\nweight_dtype: bfloat16\n'
+    got, _ = read_config(text, chip=HARDWARE["tpu-v5p"], chips=64, framework="maxtext")
+    assert [got[k] for k in ("weight_dtype", "grad_dtype", "moment_dtype")] == ["bf16"] * 3
+    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+    back = write_config("maxtext", e)
+    assert "weight_dtype: bfloat16" in back and "# Cannot express" not in back
+    assert "the weights in bf16: written as its default" in write_config("megatron", e)
+    # the first moment alone in another dtype is refused by name, with what would run
+    path = tmp_path / "mu.yml"
+    path.write_text('model_name: "llama2-7b"\nmu_dtype: bfloat16\n')
+    code, _, err = run(["estimate", "--config", str(path), "--hardware", "tpu-v5p", "--mesh",
+                        "4x4x4"], capsys)  # fmt: skip
+    assert code == 2 and err.strip() == (
+        "scaling-widgets estimate: error: mu_dtype must be '' or 'float32', the weights' (one"
+        " moment in another dtype: not priced); got bfloat16"
+    )

@@ -83,6 +83,7 @@ PLAUSIBLE = {
     "price_per_chip_hour": [None, 2.5],
     "matmul_dtype": ["bf16", "fp8", "fp8"],
     "grad_dtype": [None, "fp32", "bf16"],
+    "weight_dtype": [None, "fp32", "bf16"],
     "fp8_params": [False, True],
     "moment_dtype": [None, "fp32", "bf16"],
     "swiglu_input_fp8": [False, True],

@@ -333,7 +333,7 @@ def with_run(e):
     return dataclasses.replace(e, run=run)
 
 
-GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}  # a gradient's bytes, by its dtype; a moment's too
+GRAD_BYTES = {"fp32": 4.0, "bf16": 2.0}  # a gradient's bytes, by its dtype; a weight's, a moment's
 
 
 def profile_of(chip: Chip, options: Options) -> Profile:
@@ -349,8 +349,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         The chip the profile is for.
     options : Options
         How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
-        ``torch_compile``, ``grad_dtype``, ``fp8_params``, ``moment_dtype`` and
-        ``optimizer_impl``.
+        ``torch_compile``, ``grad_dtype``, ``weight_dtype``, ``fp8_params``,
+        ``moment_dtype`` and ``optimizer_impl``.
 
     Returns
     -------
@@ -368,6 +368,8 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     }
     if options.grad_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
         switches["grad_bytes"] = GRAD_BYTES[options.grad_dtype]
+    if options.weight_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
+        switches["weight_bytes"] = GRAD_BYTES[options.weight_dtype]
     if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
     if options.optimizer_impl is not None:  # the step's temporary (MODEL.md §E.1)

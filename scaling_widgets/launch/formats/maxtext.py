@@ -38,7 +38,7 @@ BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             context_parallel_strategy="all_gather", attention="autoselected",
             first_num_dense_layers=0, shared_experts=0, attention_type="global", q_lora_rank=0,
             kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
-            mtp_num_layers=0)  # fmt: skip
+            mtp_num_layers=0, weight_dtype="float32", mu_dtype="")  # fmt: skip
 AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
 # our presets as MaxText's model_name (configs/models/*.yml)
 NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": "llama2-70b",
@@ -213,6 +213,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
         fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
         cp_kind=CP_KINDS.get(value["context_parallel_strategy"], "all-gather"),
+        **_dtypes(value["weight_dtype"], value["mu_dtype"]),
     )  # fmt: skip
     model = model or _model(value)
     extra = {"stack": STACK}
@@ -234,6 +235,21 @@ def _filled(axes: dict, name: str, total: int, tier: str) -> int:
         raise refuse(f"{tier}_{name}_parallelism", f"degrees multiplying to {total:,}",
                      math.prod(axes.values()))  # fmt: skip
     return axes[name]
+
+
+def _dtypes(weight_dtype: str, mu_dtype: str) -> dict:
+    """weight_dtype and mu_dtype as our dtypes: the weights are the optimizer's own copy, their
+    gradients and Adam's second moment in the same dtype, the first in mu_dtype, the weights' if
+    unset (optax's adamw; MaxText's base.yml: "Inherits from weight_dtype if unset"). float32,
+    its default, is the stack's own; bfloat16 keeps all four in bf16."""
+    ours = {"float32": "fp32", "bfloat16": "bf16"}
+    if weight_dtype not in ours:
+        raise refuse("weight_dtype", "'float32' or 'bfloat16'", weight_dtype)
+    if mu_dtype not in ("", weight_dtype):
+        allowed = f"'' or {weight_dtype!r}, the weights' (one moment in another dtype: not priced)"
+        raise refuse("mu_dtype", allowed, mu_dtype)
+    dtype = None if weight_dtype == "float32" else ours[weight_dtype]
+    return dict(weight_dtype=dtype, grad_dtype=dtype, moment_dtype=dtype)
 
 
 def _fp8(quantization: str) -> bool:
@@ -396,7 +412,10 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines.append(f'quantization: "{"fp8" if d.fp8 else ""}"')
     if d.steps:
         lines.append(f"steps: {d.steps}")
-    cannot += unwritten(d)
+    held = {d.weight_dtype or "fp32", d.grad_dtype or "fp32", d.moment_dtype or "fp32"}
+    if held == {"bf16"}:  # weights, gradients and moments in one dtype: weight_dtype says it
+        lines.append("weight_dtype: bfloat16")
+    cannot += unwritten(d, says=("gradients", "Adam's moments", "the weights") * (len(held) == 1))
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     if d.tp > 1 and not d.sequence_parallel:

@@ -402,7 +402,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
-    cannot += unwritten(d, precision=False)
+    cannot += unwritten(d, says=("gradients", "Adam's moments", "fp8 weights"))
     lines = [
         "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",

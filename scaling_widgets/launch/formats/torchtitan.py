@@ -316,7 +316,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
     if d.cp > 1 and d.cp_kind != "ring":
         cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
-    cannot += unwritten(d, foreach=True)
+    cannot += unwritten(d, says=("foreach",))
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
