@@ -119,7 +119,8 @@ def whole_run(
     lost = np.where(np.isinf(M), 0.0, (tau / 2 + restart) / np.where(np.isinf(M), 1.0, M))
     writing = np.where(np.isinf(tau), 0.0, delta / np.where(np.isinf(tau), 1.0, tau))
     goodput = np.clip(1 - writing - lost, 0.0, 1.0)
-    wall = np.where(goodput > 0, ideal / np.maximum(goodput, 1e-300), np.inf)
+    with np.errstate(over="ignore"):  # a goodput next to 0: a run that never ends, inf
+        wall = np.where(goodput > 0, ideal / np.maximum(goodput, 1e-300), np.inf)
     chip_hours = N * wall / HOUR
     return Run(
         ideal=ideal,
