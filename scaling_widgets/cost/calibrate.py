@@ -268,6 +268,12 @@ def calibrate_memory(
             " buffers alone take",
             f"{peak_bytes / 1e9:.4g} GB",
         )
+    if one <= fixed:  # the optimizer step's buffers set the peak, whatever the activations hold
+        raise refuse(
+            "measured_peak",
+            "of a layout whose activations set its peak (this one's is the optimizer step's)",
+            f"{peak_bytes / 1e9:.4g} GB",
+        )
     k = (peak_bytes - fixed) / (one - fixed)
     return dataclasses.replace(base, name=f"{base.name} (peak calibrated)", activation_factor=k)
 

@@ -162,6 +162,9 @@ def degrees_of(e: Estimate) -> Degrees:
     )
 
 
+SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach")
+
+
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     """What a framework's file cannot say, of what it does not list in ``says``: gradients
     ("gradients"), Adam's moments ("Adam's moments") or weights ("the weights") kept in another
@@ -175,19 +178,21 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     d : Degrees
         The layout as the frameworks count it.
     says : tuple of str, default ()
-        What the file can say: "gradients", "Adam's moments", "the weights", "fp8 weights",
-        "foreach".
+        What the file can say, of ``SAYABLE``: "gradients", "Adam's moments", "the weights",
+        "fp8 weights", "foreach".
 
     Returns
     -------
     cannot : list of str
         One line for each option set that the file cannot say.
     """
-    said = {"gradients": d.grad_dtype, "Adam's moments": d.moment_dtype,
-            "the weights": d.weight_dtype}  # fmt: skip
+    assert set(says) <= set(SAYABLE), says
+    weights = d.weight_dtype and f"{d.weight_dtype} with no fp32 copy"
+    said = {"gradients": d.grad_dtype, "Adam's moments": d.moment_dtype, "the weights": weights}
     lines = [f"{what} in {dtype}: written as its default" for what, dtype in said.items()
              if dtype and what not in says]  # fmt: skip
-    lines += ["the weights in fp8: written in bf16"] * (d.fp8_params and "fp8 weights" not in says)
+    fp8 = d.fp8_params and "fp8 weights" not in says
+    lines += ["the weights in fp8: written as its default"] * fp8
     lines += [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
     lines += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
     foreach = d.optimizer_impl == "foreach" and "foreach" not in says

@@ -368,12 +368,14 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     }
     if options.grad_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
         switches["grad_bytes"] = GRAD_BYTES[options.grad_dtype]
-    if options.weight_dtype is not None:  # the config's, over the stack's (MODEL.md §E.4)
-        switches["weight_bytes"] = GRAD_BYTES[options.weight_dtype]
+    if options.weight_dtype is not None:  # the master copy: its gradients and moments alike
+        switches |= dict.fromkeys(
+            ("weight_bytes", "moment_bytes"), GRAD_BYTES[options.weight_dtype]
+        )
+        switches.setdefault("grad_bytes", GRAD_BYTES[options.weight_dtype])  # (MODEL.md §E.4)
     if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
-    if options.optimizer_impl is not None:  # the step's temporary (MODEL.md §E.1)
-        switches["adam_foreach"] = options.optimizer_impl == "foreach"
+    switches["adam_foreach"] = options.optimizer_impl == "foreach"  # its temporary (§E.1)
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches) if switches else profile

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from .. import schedules
 from ..ground.checks import first, per_layout
 from ..ground.refusals import refuse
-from ..stacks import COMPILING, PAIRING
+from ..stacks import COMPILING, MASTER_WEIGHTS, PAIRING, TORCH_ADAM
 from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -92,6 +92,7 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
         )
     if layout.ep_overlap and workload.model.moe is None:
         raise refuse("ep_overlap", "off for a dense model: it has no expert all-to-alls", True)
+    _precision_together(options, stack)
     if options.profile is not None and not runs_on(options.profile, chip):
         raise refuse(
             "profile",
@@ -106,6 +107,27 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             tuple(layout.axis_roles),
         )
     _broadcast(cluster, workload, layout, options)
+
+
+def _precision_together(options, stack) -> None:
+    """Adam as foreach ops on a stack whose Adam is torch's, a weight dtype where the weights are
+    the optimizer's own copy, and not both a weight dtype and fp8 weights (MODEL.md §E.1, §E.4)."""
+    if options.optimizer_impl == "foreach" and stack not in (None, *TORCH_ADAM):
+        raise refuse(
+            "optimizer_impl",
+            f"'fused' with {stack}, whose Adam is one fused kernel (torch's foreach Adam runs"
+            f" with {', '.join(TORCH_ADAM)})",
+            "'foreach'",
+        )
+    if options.weight_dtype is not None and stack not in (None, *MASTER_WEIGHTS):
+        raise refuse(
+            "weight_dtype",
+            f"unset with {stack}, whose optimizer keeps an fp32 copy beside its bf16 weights"
+            f" (a weight dtype is for {', '.join(MASTER_WEIGHTS[:-1])} or {MASTER_WEIGHTS[-1]})",
+            repr(options.weight_dtype),
+        )
+    if options.weight_dtype is not None and options.fp8_params:
+        raise refuse("weight_dtype", "unset with fp8 weights", repr(options.weight_dtype))
 
 
 def _broadcast(*values) -> None:

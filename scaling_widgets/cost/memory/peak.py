@@ -198,7 +198,8 @@ def peak_memory(
             policy(name, profile.selective, moe), sizes, compiled, profile.gradients
         ),
     )
-    state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8)
+    holds_mtp = busiest == last  # the MTP modules sit with the output layer (MODEL.md §D.1)
+    state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8, holds_mtp)
     transient = dict(
         activations=np.where(busiest == last, at_last - logits, first),
         working_set=profile.activation_factor * working * tokens,
@@ -216,17 +217,22 @@ def peak_memory(
 
 
 def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
-    """The backward pass's peak, or the optimizer step's where that is higher (MODEL.md §E.1):
-    once the activations, the working set and the logits (``transient``) are freed, a stack may
-    copy the gradients of its optimizer shard to fp32 for the step (DeepSpeed's ZeRO,
-    ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first, and an unfused Adam
-    makes a temporary of the shard's size (``step["copy"]``, both); the parts [bytes],
-    ``optimizer_step`` those buffers."""
+    """The backward pass's peak, or the optimizer step's where that is higher (MODEL.md §E.1).
+    Once the activations, the working set and the logits (``transient``) are freed, a stack may
+    copy the gradients of its optimizer shard to fp32 (``step["copy"]``: DeepSpeed's ZeRO,
+    ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first and the shard's own
+    once copied; then Adam runs, an unfused one with a temporary of the shard's size
+    (``step["temp"]``) beside the gradients it reads. The parts [bytes], ``optimizer_step`` the
+    copy and the temporary."""
     kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1 frees the other shards' first
-    stepping = kept + step["copy"] > state["grads"] + sum(transient.values())
+    copy, temp = step["copy"], step["temp"]
+    copied = (copy > 0) & (temp > kept)  # the copy and the temporary, the gradients freed
+    grads = np.where(copied, 0.0, kept)
+    buffers = np.where(copied, copy + temp, np.where(copy > 0, copy, temp))
+    stepping = grads + buffers > state["grads"] + sum(transient.values())
     parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
-    parts["grads"] = np.where(stepping, kept, state["grads"])
-    parts["optimizer_step"] = np.where(stepping, step["copy"], 0.0)
+    parts["grads"] = np.where(stepping, grads, state["grads"])
+    parts["optimizer_step"] = np.where(stepping, buffers, 0.0)
     return parts
 
 
@@ -246,7 +252,7 @@ def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) 
     return mtp_layers, np.where(chunks > 1, chunked, held * one)
 
 
-def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -> dict:
+def _state(workload, layout, placed, pods, params, profile, layers, fp8=False, mtp=True) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
@@ -285,8 +291,10 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     layer_routed = routed / model.layers / e
 
-    # the MTP modules, with the output layer (MODEL.md §D.1)
-    mtp, mtp_routed = params.mtp - params.mtp_routed, params.mtp_routed / e
+    # the MTP modules, on the output layer's stage (``mtp``: whether this is it; MODEL.md §D.1)
+    mtp, mtp_routed = (
+        np.where(mtp, n, 0.0) for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
+    )
 
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
@@ -319,12 +327,14 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False) -
 
 
 def _step(profile, zero, grads, shard) -> dict:
-    """At the optimizer step: the gradients of the chip's optimizer shard (``shard``
-    parameters), their fp32 copy where the stack makes one, and foreach AdamW's √v, a moment's
-    bytes a parameter (``torch/optim/adam.py``, ``_multi_tensor_adam``: "exp_avg_sq_sqrt =
-    torch._foreach_sqrt(device_exp_avg_sqs)") [bytes]."""
+    """At the optimizer step (MODEL.md §E.1): the gradients of the chip's optimizer shard
+    (``shard`` parameters), their fp32 copy where the stack makes one, and foreach AdamW's √v, a
+    moment's bytes a parameter (pytorch/pytorch v2.5.0 ``torch/optim/adam.py``,
+    ``_multi_tensor_adam``: "exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)")
+    [bytes]."""
     copy = np.where(np.asarray(zero) >= 1, profile.step_grad_bytes * shard, 0.0)
-    return dict(grads=grads, copy=copy + float(profile.adam_foreach) * profile.moment_bytes * shard)
+    temp = np.asarray(float(profile.adam_foreach) * profile.moment_bytes * shard)
+    return dict(grads=grads, copy=copy, temp=temp)
 
 
 def _gathered(model, profile, layer, e):

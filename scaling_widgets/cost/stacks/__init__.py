@@ -79,6 +79,7 @@ class Stack:
     schedules: tuple = ()  # the pipeline schedules it runs
     pairs_passes: bool = False  # a forward and another microbatch's backward, as one
     recompute: tuple = ()  # the recompute policies it offers by its own names
+    torch_adam: bool = False  # its Adam is torch.optim's: foreach, or fused when asked
 
 
 def _member(module) -> Stack:
@@ -93,6 +94,7 @@ def _member(module) -> Stack:
         schedules=tuple(module.PIPELINE_SCHEDULES),
         pairs_passes=getattr(module, "EP_OVERLAP", False),
         recompute=tuple(getattr(module, "RECOMPUTE", ())),
+        torch_adam=getattr(module, "TORCH_ADAM", False),
     )
 
 
@@ -101,3 +103,7 @@ STACKS: dict[str, dict] = {name: stack.memory for name, stack in REGISTRY.items(
 NAMES = tuple(STACKS)
 COMPILING = tuple(name for name, stack in REGISTRY.items() if stack.compiles)
 PAIRING = tuple(name for name, stack in REGISTRY.items() if stack.pairs_passes)
+# Adam from torch.optim, so foreach or fused (MODEL.md §E.1): not Megatron-LM's fused Adam or optax
+TORCH_ADAM = tuple(name for name, stack in REGISTRY.items() if stack.torch_adam)
+# weights that are the optimizer's own fp32 copy, so a weight dtype of the config's (§E.4)
+MASTER_WEIGHTS = tuple(name for name, s in REGISTRY.items() if s.memory["weight_bytes"] == 4.0)

@@ -18,6 +18,8 @@ NAME, ORDER = "deepspeed", 2
 TORCH_COMPILE = True
 # Its pipeline engine trains with 1F1B (runtime/pipe/schedule.py, TrainSchedule).
 PIPELINE_SCHEDULES = ("1f1b",)
+# Its FusedAdam, or a torch.optim Adam handed to it (the Hugging Face Trainer's)
+TORCH_ADAM = True
 # Gradients accumulate in bf16; reduce and all-gather buckets of 5e8 elements each (its defaults);
 # Megatron-DeepSpeed's loss. At the step ZeRO copies its gradient partition to fp32 before the
 # bf16 gradients are freed (runtime/zero/stage_1_and_2.py, step: "single_grad_partition =

@@ -31,6 +31,8 @@ TP_SEQUENCE_PARALLEL = True
 # torchtitan's ``parallelism.pipeline_parallel_schedule`` names PyTorch's schedules
 # (torch.distributed.pipelining.schedules): GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, DualPipeV.
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zbv", "dualpipev")
+# torch.optim's AdamW: fused in torchtitan by default, foreach where a config says (optimizer.py)
+TORCH_ADAM = True
 # fp32 sharded weights (the master copy), gradients and Adam; bf16 gathered; op-level selective
 # recompute saves every other matmul; the loss casts the logits to fp32, and its backward holds the
 # saved log-softmax, the loss's gradient and the log-softmax's, all fp32 (12 bytes a logit); under

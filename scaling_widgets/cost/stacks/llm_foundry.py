@@ -13,6 +13,7 @@ NAME, ORDER = "llm-foundry", 5
 # torch.compile through Composer: llm-foundry's ``compile_config`` (scripts/train/train.py).
 TORCH_COMPILE = True
 PIPELINE_SCHEDULES = ()  # FSDP alone: no pipeline
+TORCH_ADAM = True  # Composer's DecoupledAdamW, built on torch.optim's
 # FULL_SHARD with mixed precision: fp32 sharded weights (the master copy), gradients and Adam,
 # bf16 gathered for compute (Composer's FSDP defaults, llm-foundry's yamls); the loss in fp32;
 # its memory monitor reports the allocator's reserved peak.

@@ -101,7 +101,7 @@ def tensor_bytes(
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
     if fp8_inputs:  # the linear layers' inputs, kept as their fp8 matmuls read them
         sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
-    if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there
+    if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there (§E.4)
         sizes |= {n: sizes[n] / A for n in ("mlp_gate", "mlp_up")}
     return sizes | {"scores": scores, "chapter_input": A * D / t}
 

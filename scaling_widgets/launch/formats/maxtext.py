@@ -238,9 +238,9 @@ def _filled(axes: dict, name: str, total: int, tier: str) -> int:
 
 
 def _dtypes(weight_dtype: str, mu_dtype: str) -> dict:
-    """weight_dtype and mu_dtype as our dtypes: the weights are the optimizer's own copy, their
-    gradients and Adam's second moment in the same dtype, the first in mu_dtype, the weights' if
-    unset (optax's adamw; MaxText's base.yml: "Inherits from weight_dtype if unset"). float32,
+    """weight_dtype and mu_dtype as our dtypes (MODEL.md §E.4): the weights are the optimizer's
+    own copy, their gradients and Adam's second moment in the same dtype, the first in mu_dtype,
+    the weights' if unset (optax's adamw; base.yml: "Inherits from weight_dtype if unset"). float32,
     its default, is the stack's own; bfloat16 keeps all four in bf16."""
     ours = {"float32": "fp32", "bfloat16": "bf16"}
     if weight_dtype not in ours:
@@ -412,7 +412,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines.append(f'quantization: "{"fp8" if d.fp8 else ""}"')
     if d.steps:
         lines.append(f"steps: {d.steps}")
-    held = {d.weight_dtype or "fp32", d.grad_dtype or "fp32", d.moment_dtype or "fp32"}
+    weights = d.weight_dtype or "fp32"  # whose dtype the gradients and moments take unless set
+    held = {weights, d.grad_dtype or weights, d.moment_dtype or weights}
     if held == {"bf16"}:  # weights, gradients and moments in one dtype: weight_dtype says it
         lines.append("weight_dtype: bfloat16")
     cannot += unwritten(d, says=("gradients", "Adam's moments", "the weights") * (len(held) == 1))

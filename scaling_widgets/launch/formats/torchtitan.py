@@ -312,15 +312,12 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
             chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
         else:
             cannot.append(f"{d.vp} chunks a device over {layers} layers")
-    if d.tp > 1 and not d.sequence_parallel:
-        cannot.append("TP without sequence parallelism: torchtitan's TP always shards it")
-    if d.cp > 1 and d.cp_kind != "ring":
-        cannot.append(f"CP by {d.cp_kind}: torchtitan's CP is a ring")
-    cannot += unwritten(d, says=("foreach",))
-    if d.ep_overlap:
-        cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
+    implementation = _implementation(d)
+    cannot += _unsaid(d, implementation)
     lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
-    lines += ["", "[optimizer]", 'implementation = "foreach"'] * (d.optimizer_impl == "foreach")
+    lines += ["", "[optimizer]", f'implementation = "{implementation}"'] * (
+        implementation != "fused"
+    )
     lines += ["", "[compile]", f"enable = {'true' if d.compile else 'false'}"]
     if d.steps:
         lines.insert(lines.index("[parallelism]") - 1, f"steps = {d.steps}")
@@ -384,11 +381,29 @@ def _remat_lines(remat: str, cannot: list) -> list:
     return ['mode = "selective"', 'selective_ac_option = "op"']
 
 
+def _unsaid(d: Degrees, implementation: str) -> list:
+    """What a job TOML cannot say of the degrees' parallelism and options, one line each."""
+    cannot = ["TP without sequence parallelism: torchtitan's TP always shards it"] * (
+        d.tp > 1 and not d.sequence_parallel
+    )
+    cannot += [f"CP by {d.cp_kind}: torchtitan's CP is a ring"] * (d.cp > 1 and d.cp_kind != "ring")
+    cannot += unwritten(d, says=("foreach",) + ("Adam's moments",) * ("bf16" in implementation))
+    return cannot + ["pairing the expert all-to-alls (Megatron-LM's combined 1F1B)"] * d.ep_overlap
+
+
+def _implementation(d: Degrees) -> str:
+    """``optimizer.implementation`` for the degrees: foreach, or fused with the moments in bf16
+    where they are, else fused (MODEL.md §E.1, §E.4)."""
+    if d.optimizer_impl == "foreach":
+        return "foreach"
+    return "fused_opt_states_bf16" if d.moment_dtype == "bf16" else "fused"
+
+
 def _optimizer(implementation: str, notes: list) -> tuple:
-    """``optimizer.implementation`` as ours: "foreach" keeps its temporary at the step, "fused"
-    (the default) none, and "fused_opt_states_bf16" keeps Adam's moments in bf16 (torchtitan
-    since 2026); "for-loop" makes a temporary of one parameter at a time, charged as fused. The
-    implementation (None: fused) and the moments' dtype (None: fp32)."""
+    """``optimizer.implementation`` as ours (MODEL.md §E.1, §E.4): "foreach" keeps its temporary
+    at the step, "fused" (the default) none, and "fused_opt_states_bf16" keeps Adam's moments in
+    bf16 (torchtitan since 2026); "for-loop" makes a temporary of one parameter at a time,
+    charged as fused. The implementation (None: fused) and the moments' dtype (None: fp32)."""
     allowed = ("fused", "foreach", "for-loop", "fused_opt_states_bf16")
     if implementation not in allowed:
         words = ", ".join(map(repr, allowed[:-1])) + f" or {allowed[-1]!r}"
