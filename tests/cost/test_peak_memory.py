@@ -372,3 +372,24 @@ def test_the_mtp_module_weighs_on_the_output_layers_stage_only():
         model=dataclasses.replace(v3, mtp_layers=0), **{**args, "remat": "full", "microbatches": 30}
     ).peak
     assert int(last.stage) == 15 and float(last.weights) > float(bare.weights)
+
+
+def test_adams_and_the_weights_precision_are_refused_where_the_stack_has_not_them():
+    args = dict(model=MODELS["llama-2-7b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                batch=8 * 1024, seq_len=1024, strategy="dp", zero=0, remat="full")  # fmt: skip
+    with pytest.raises(InputError, match="optimizer_impl must be 'fused' with megatron-lm"):
+        estimate(**args, stack="megatron-lm", optimizer_impl="foreach")
+    with pytest.raises(InputError, match="weight_dtype must be unset with deepspeed"):
+        estimate(**args, stack="deepspeed", weight_dtype="bf16")
+    with pytest.raises(InputError, match="weight_dtype must be unset with fp8 weights"):
+        estimate(**args, stack="fsdp2", weight_dtype="bf16", matmul_dtype="fp8", fp8_params=True)
+    # a weight dtype is the master copy's: its gradients and Adam's moments take it too
+    bf16 = estimate(**args, stack="fsdp2", weight_dtype="bf16").peak
+    fp32 = estimate(**args, stack="fsdp2").peak
+    for part in ("weights", "grads", "optimizer"):
+        assert float(getattr(bf16, part)) == float(getattr(fp32, part)) / 2
+    # a peak the optimizer step sets cannot calibrate the activations: refused by name
+    e = estimate(**args, stack="fsdp2", optimizer_impl="foreach")
+    assert float(e.peak.optimizer_step) > 0
+    with pytest.raises(InputError, match="measured_peak must be of a layout whose activations"):
+        calibrate_memory(e.cluster, e.workload, e.layout, e.options, peak_bytes=150e9)
