@@ -378,4 +378,4 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     switches["adam_foreach"] = options.optimizer_impl == "foreach"  # its temporary (§E.1)
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
-    return dataclasses.replace(profile, **switches) if switches else profile
+    return dataclasses.replace(profile, **switches)

@@ -252,7 +252,9 @@ def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) 
     return mtp_layers, np.where(chunks > 1, chunked, held * one)
 
 
-def _state(workload, layout, placed, pods, params, profile, layers, fp8=False, mtp=True) -> dict:
+def _state(
+    workload, layout, placed, pods, params, profile, layers, fp8=False, holds_mtp=True
+) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
@@ -291,9 +293,9 @@ def _state(workload, layout, placed, pods, params, profile, layers, fp8=False, m
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     layer_routed = routed / model.layers / e
 
-    # the MTP modules, on the output layer's stage (``mtp``: whether this is it; MODEL.md §D.1)
+    # the MTP modules, on the output layer's stage (``holds_mtp``: this one; MODEL.md §D.1)
     mtp, mtp_routed = (
-        np.where(mtp, n, 0.0) for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
+        np.where(holds_mtp, n, 0.0) for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
     )
 
     def over_x(first_stage):
