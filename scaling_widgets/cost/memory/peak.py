@@ -168,6 +168,7 @@ def peak_memory(
         precision.activation_bytes,
         fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
         swiglu_fp8=swiglu_fp8,
+        softmax_bytes=profile.softmax_bytes,
     )
     compiled = profile.torch_compile
 

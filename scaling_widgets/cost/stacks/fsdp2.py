@@ -38,13 +38,17 @@ TORCH_ADAM = True
 # saved log-softmax, the loss's gradient and the log-softmax's, all fp32 (12 bytes a logit); under
 # pipelining FSDP does not reshard after forward, and the stage syncs gradients at the last
 # microbatch only, so they accumulate unsharded (in fp32, FSDP's reduce dtype); its log reports
-# peak reserved memory.
+# peak reserved memory. Without flash attention a PyTorch model's eager softmax runs in fp32 and is
+# kept so, beside the copy the next matmul reads (Hugging Face transformers'
+# eager_attention_forward: "softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)";
+# under autocast softmax is one of the ops cast to fp32).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
     optimizer_bytes=8.0,
     selective="alternate-matmuls",
     logits_bytes=12.0,
+    softmax_bytes=4.0,
     pipeline_unsharded=True,
     measures="reserved",
 )

@@ -16,13 +16,17 @@ PIPELINE_SCHEDULES = ()  # FSDP alone: no pipeline
 TORCH_ADAM = True  # Composer's DecoupledAdamW, built on torch.optim's
 # FULL_SHARD with mixed precision: fp32 sharded weights (the master copy), gradients and Adam,
 # bf16 gathered for compute (Composer's FSDP defaults, llm-foundry's yamls); the loss in fp32;
-# its memory monitor reports the allocator's reserved peak.
+# its memory monitor reports the allocator's reserved peak. Its torch attention (attn_impl torch)
+# takes torch.softmax under autocast, in fp32, and keeps that beside the bf16 copy its matmul reads
+# (llmfoundry/models/layers/attention.py: "attn_weight.to(v.dtype).matmul(v)";
+# mosaicml/llm-foundry@8c8dd48).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
     optimizer_bytes=8.0,
     selective="attention",
     logits_bytes=12.0,
+    softmax_bytes=4.0,
     measures="reserved",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 14 runs on A100 and H100 (llm-foundry's

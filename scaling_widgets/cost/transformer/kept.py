@@ -34,6 +34,7 @@ def tensor_bytes(
     activation_bytes: float = 2.0,
     fp8_inputs: bool = False,
     swiglu_fp8: bool = False,
+    softmax_bytes: float = 0.0,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -43,8 +44,8 @@ def tensor_bytes(
     A·N_h·H, K and V A·K·H, the MLP's gate, up-projection and activation A·F (no gate in a plain
     MLP), split over TP; dropout's two byte masks, 2·D; a MoE's dispatched copies; and without
     flash attention the softmax of the scores and, with dropout, its mask and output,
-    (A + (1 + A)·[p > 0])·N_h·s over TP. "chapter_input" is the chapter's count of the input,
-    A·D over TP.
+    (A + S + (1 + A)·[p > 0])·N_h·s over TP, S the softmax's own fp32 output where it keeps one.
+    "chapter_input" is the chapter's count of the input, A·D over TP.
 
     Parameters
     ----------
@@ -68,6 +69,10 @@ def tensor_bytes(
         Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
         (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
         function in FP8 for backprop"; DeepSeek-V3's report §3.3.2).
+    softmax_bytes : float, default 0.0
+        S, without flash attention the bytes a score's softmax keeps beside the A-byte copy the
+        next matmul reads: 0 for a fused kernel that keeps only its output, 4 for PyTorch's
+        eager softmax in fp32 (``Profile.softmax_bytes``) [bytes].
 
     Returns
     -------
@@ -92,7 +97,7 @@ def tensor_bytes(
     sp = np.where(np.asarray(sequence_parallel, dtype=bool), t, 1)
     q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
     dropout = model.dropout > 0
-    scores = 0.0 if flash else (A + (1 + A) * dropout) * model.heads * seq_len / t
+    scores = 0.0 if flash else (A + softmax_bytes + (1 + A) * dropout) * model.heads * seq_len / t
     width = {"query": q, "context": q, "key": kv, "value": kv, "mlp_gate": F, "mlp_activation": F}
     width["mlp_up"] = F if model.gated else 0
     d_wide = ("input", "attention_norm", "out_proj", "mlp_input", "mlp_norm", "mlp_out")
