@@ -2,8 +2,10 @@
 another chip (MODEL.md §A.7, §B.5).
 
 A TPU slice is a torus of power-of-two axes within the pod, as near a cube as the count allows;
-a GPU slice is whole nodes (or part of one). The same count comes first, then the nearest counts
-on either side, halving and doubling, the chip's own default slice last.
+a v4's or v5p's axes may also be any multiples of 4 ("A, B, C all <= 4 or all integer multiples
+of 4": Cloud TPU, "TPU types and topologies"). A GPU slice is whole nodes (or part of one). The
+same count comes first, then the nearest counts on either side, halving and doubling, the chip's
+own default slice last.
 """
 
 from __future__ import annotations
@@ -67,6 +69,14 @@ def slice_of(chip: Chip, chips: int) -> tuple[int, ...] | None:
     shape : tuple of int or None
         The slice's axis lengths, outermost first ((nodes, GPUs per node) on a GPU); None when
         the chip has no slice of ``chips`` chips.
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE
+    >>> [slice_of(HARDWARE["tpu-v4p"], n) for n in (128, 192, 96)]  # v4-256, v4-384, none
+    [(4, 4, 8), (4, 4, 12), None]
+    >>> slice_of(HARDWARE["tpu-v5e"], 192) is None  # v5e's axes are powers of two
+    True
     """
     if chips < 1 or chips > chip.pod_chips:
         return None
@@ -75,9 +85,13 @@ def slice_of(chip: Chip, chips: int) -> tuple[int, ...] | None:
             return gpu_slice(chips=chips, node_size=chip.node_size)
         except InputError:
             return None
-    if chips & (chips - 1):
-        return chip.pod_shape if chips == chip.pod_chips else None
+    if chips == chip.pod_chips:
+        return chip.pod_shape
     lengths = [2**k for k in range(int(math.log2(max(chip.pod_shape))) + 1)]
+    if chips & (chips - 1):  # beyond powers of two, a v4's or v5p's axes of whole 4x4x4 cubes
+        if chip.wraparound != "cube":
+            return None
+        lengths = range(4, max(chip.pod_shape) + 1, 4)
     fitting = (
         shape
         for shape in itertools.combinations_with_replacement(lengths, chip.ici_axes)
