@@ -54,6 +54,7 @@ SWITCHES = (  # booleans
     "torch_compile",
     "fp8_inputs_kept",
     "adam_foreach",
+    "scores_buffer",
 )
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs

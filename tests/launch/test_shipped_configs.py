@@ -40,7 +40,6 @@ NOT_YET = {
     "torchtitan/llama3_config_registry.py:llama3_405b": TORCHTITAN_REGISTRY,
     "torchtitan/qwen3_config_registry.py:qwen3_32b": TORCHTITAN_REGISTRY,
     "megatron/gptoss_02_train.sh": NO_CHIP + " (GB300)",
-    "maxtext/gpt3_175b_v5p_12288.sh": "a v5p slice of 6,144 chips (v5p-12288) is refused",
     "maxtext/v6e_gemma2_9b.sh": "ici_fsdp_transpose_parallelism is refused",
     "maxtext/v6e_gemma2_27b.sh": "ici_fsdp_transpose_parallelism is refused",
     "maxtext/a3_llama_2_7b_1vm.sh": QUOTES,

@@ -8,7 +8,8 @@ really holds at its busiest moment, the start of the first backward pass:
 - the working set of one layer being recomputed (or running its backward under op-level
   selective recompute);
 - the logits and the loss's fp32 copies, on the last stage;
-- communication buffers: ZeRO-3's gathered layers, DP and ZeRO-1/2's gradient buckets;
+- communication buffers: ZeRO-3's gathered layers, DP and ZeRO-1/2's gradient buckets; Megatron's
+  unfused attention's buffer of one layer's scores;
 - the caching allocator's rounding and fragmentation: reserved memory over allocated.
 
 The first and the last stage are evaluated; any other holds no more than the first (fewer
@@ -201,6 +202,9 @@ def peak_memory(
     )
     holds_mtp = busiest == last  # the MTP modules sit with the output layer (MODEL.md §D.1)
     state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8, holds_mtp)
+    if profile.scores_buffer and not profile.flash_attention:  # one layer's scores, kept (§E.1)
+        scores = precision.activation_bytes * model.heads * (workload.seq_len or 1) / layout.cp
+        state["buffers"] = state["buffers"] + scores / Y * tokens
     transient = dict(
         activations=np.where(busiest == last, at_last - logits, first),
         working_set=profile.activation_factor * working * tokens,

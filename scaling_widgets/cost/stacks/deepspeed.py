@@ -20,7 +20,10 @@ TORCH_COMPILE = True
 PIPELINE_SCHEDULES = ("1f1b",)
 # Its FusedAdam, or a torch.optim Adam handed to it (the Hugging Face Trainer's)
 TORCH_ADAM = True
-# Gradients accumulate in bf16; reduce and all-gather buckets of 5e8 elements each (its defaults);
+# Gradients accumulate in bf16; one reduce bucket of reduce_bucket_size, 5e8 elements in bf16, made
+# as the backward begins (stage_1_and_2.py: "buf_0 = torch.empty(int(self.reduce_bucket_size)",
+# a second only with overlap_comm); the updated weights are all-gathered into their flat buffer in
+# place (runtime/utils.py, all_gather_into_tensor_dp_groups), with no bucket of their own;
 # Megatron-DeepSpeed's loss. At the step ZeRO copies its gradient partition to fp32 before the
 # bf16 gradients are freed (runtime/zero/stage_1_and_2.py, step: "single_grad_partition =
 # flat_grad_partition.to(...)"; stage3.py, _prepare_fp32_grad_for_sub_group; deepspeedai/DeepSpeed
@@ -32,7 +35,7 @@ MEMORY = dict(
     step_grad_bytes=4.0,
     selective="attention",
     logits_bytes=6.0,
-    bucket_bytes=2e9,
+    bucket_bytes=1e9,
     measures="allocated",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,

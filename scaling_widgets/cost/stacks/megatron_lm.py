@@ -40,7 +40,10 @@ EP_OVERLAP = True
 # gradients reduced in place; report_memory: allocated. Under fp8, TransformerEngine's linear layers
 # keep the fp8 copies of their inputs for the backward (core/extensions/transformer_engine.py,
 # set_save_original_input: "Some transformer-engine modules would save the quantized tensors by
-# default in fp8 training").
+# default in fp8 training"). Its unfused attention (no flash) takes its scores' input buffer from
+# a global memory buffer held all step, one layer's scores of a microbatch
+# (core/transformer/dot_product_attention.py: "matmul_input_buffer =
+# parallel_state.get_global_memory_buffer().get_tensor(").
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=4.0,
@@ -48,6 +51,7 @@ MEMORY = dict(
     selective="attention",
     logits_bytes=6.0,
     bucket_bytes=0.0,
+    scores_buffer=True,
     measures="allocated",
     fp8_inputs_kept=True,
 )

@@ -82,6 +82,7 @@ class Profile:
     logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
     # without flash attention, a score's fp32 softmax output kept beside its copy (§E.1); 0: none
     softmax_bytes: float = 0.0
+    scores_buffer: bool = False  # without flash attention, one layer's scores held all step
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
@@ -125,6 +126,7 @@ MEMORY_FIELDS = (
     "gradients",
     "logits_bytes",
     "softmax_bytes",
+    "scores_buffer",
     "gathered_units",
     "gathered",
     "fp8_inputs_kept",
