@@ -55,6 +55,7 @@ SWITCHES = (  # booleans
     "fp8_inputs_kept",
     "adam_foreach",
     "scores_buffer",
+    "accumulate_unsharded",
 )
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs

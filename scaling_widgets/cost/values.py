@@ -463,6 +463,11 @@ class Options:
         torchtitan's default, XLA's), or "foreach", PyTorch's AdamW without ``fused=True`` (the
         Hugging Face Trainer's ``adamw_torch``), whose square root of the second moment is a
         temporary as large as the optimizer shard at the step (MODEL.md §E.1). None: fused.
+    accumulate_unsharded : bool, default False
+        Accumulate the microbatches' gradients whole, unsharded in the weights' compute dtype,
+        and reduce-scatter them once, at the last (PyTorch FSDP's ``no_sync``, as the Hugging
+        Face Trainer and Accelerate accumulate; fsdp2 and llm-foundry). Only where ZeRO shards
+        the gradients (2, 3) and a step has more than one microbatch (MODEL.md §E.1, §C.2).
     loss_chunks : int, default 1
         The chunks the output layer and the loss run in over the sequence, one at a time
         (torchtitan's ChunkedLossWrapper, 8 in its 2026 configs; MODEL.md §E.1).
@@ -511,6 +516,7 @@ class Options:
     moment_dtype: str | None = checked(None, Maybe(Choice(MOMENT_DTYPES)))
     swiglu_input_fp8: bool = checked(False, Switch())
     optimizer_impl: str | None = checked(None, Maybe(Choice(OPTIMIZER_IMPLS)))
+    accumulate_unsharded: bool = checked(False, Switch())
     loss_chunks: int = checked(1, Whole(high=1024))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))

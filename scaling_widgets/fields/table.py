@@ -293,6 +293,10 @@ FIELDS_TABLE = (
           " Megatron-LM's, DeepSpeed's, torchtitan's) or foreach (PyTorch's AdamW without"
           " fused=True: a temporary as large as the optimizer shard)", flag="--optimizer-impl",
           choices=OPTIMIZER_IMPLS, since=13, label="Adam kernel"),
+    Field("accumulate_unsharded", "options.accumulate_unsharded", "accumulate microbatches'"
+          " gradients unsharded, reduce-scattered once at the last (PyTorch FSDP's no_sync, as"
+          " the Hugging Face Trainer accumulates)", flag="--accumulate-unsharded", switch=True,
+          since=13, label="no_sync"),
     Field("loss_chunks", "options.loss_chunks", "the chunks the output layer and the loss run in"
           " over the sequence (torchtitan's ChunkedLossWrapper: 8; default 1)",
           flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),

@@ -52,6 +52,7 @@ class Degrees:
     moment_dtype: str | None = None  # None: fp32
     optimizer_impl: str | None = None  # None: fused ("foreach": torch's AdamW without fused)
     swiglu_input_fp8: bool = False  # Megatron-Core's activation_func_fp8_input_store
+    accumulate_unsharded: bool = False  # PyTorch FSDP's no_sync over the microbatches
     loss_chunks: int = 1  # the loss run in chunks over the sequence (torchtitan's 2026 configs)
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     steps: int | None = None  # to train on the workload's tokens
@@ -156,6 +157,7 @@ def degrees_of(e: Estimate) -> Degrees:
         moment_dtype=options.moment_dtype,
         optimizer_impl=options.optimizer_impl,
         swiglu_input_fp8=bool(options.swiglu_input_fp8),
+        accumulate_unsharded=bool(options.accumulate_unsharded),
         loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
@@ -170,8 +172,8 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     ("gradients"), Adam's moments ("Adam's moments") or weights ("the weights") kept in another
     dtype than its default (Megatron-LM's flags say the first two, MaxText's weight_dtype all
     three at once), fp8 weights ("fp8 weights": Megatron-LM's), Adam as torch's foreach ops
-    ("foreach": torchtitan's), and a loss run in chunks or the SwiGLU's input in fp8, which no
-    file we write says (docs/MODEL.md §E.1, §E.4).
+    ("foreach": torchtitan's), and a loss run in chunks, the SwiGLU's input in fp8 or
+    microbatches accumulated unsharded, which no file we write says (docs/MODEL.md §E.1, §E.4).
 
     Parameters
     ----------
@@ -195,6 +197,7 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     lines += ["the weights in fp8: written as its default"] * fp8
     lines += [f"the loss in {d.loss_chunks} chunks: written whole"] * (d.loss_chunks > 1)
     lines += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
+    lines += ["microbatches accumulated unsharded: written reduced each"] * d.accumulate_unsharded
     foreach = d.optimizer_impl == "foreach" and "foreach" not in says
     return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
@@ -302,6 +305,7 @@ def fields_of(d: Degrees, chip) -> dict:
         moment_dtype=d.moment_dtype,
         optimizer_impl=d.optimizer_impl,
         swiglu_input_fp8=d.swiglu_input_fp8,
+        accumulate_unsharded=d.accumulate_unsharded,
         loss_chunks=d.loss_chunks,
     )
     if d.tokens is not None:

@@ -88,6 +88,7 @@ PLAUSIBLE = {
     "moment_dtype": [None, "fp32", "bf16"],
     "swiglu_input_fp8": [False, True],
     "optimizer_impl": [None, "fused", "foreach"],
+    "accumulate_unsharded": [False, True],
     "loss_chunks": [1, 8],
     "microbatch_seqs": [
         None,

@@ -350,7 +350,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     options : Options
         How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
         ``torch_compile``, ``grad_dtype``, ``weight_dtype``, ``fp8_params``,
-        ``moment_dtype`` and ``optimizer_impl``.
+        ``moment_dtype``, ``optimizer_impl`` and ``accumulate_unsharded``.
 
     Returns
     -------
@@ -376,6 +376,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
     switches["adam_foreach"] = options.optimizer_impl == "foreach"  # its temporary (§E.1)
+    switches["accumulate_unsharded"] = options.accumulate_unsharded  # FSDP's no_sync (§E.1)
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches)

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from .. import schedules
 from ..ground.checks import first, per_layout
 from ..ground.refusals import refuse
-from ..stacks import COMPILING, MASTER_WEIGHTS, PAIRING, TORCH_ADAM
+from ..stacks import COMPILING, MASTER_WEIGHTS, NO_SYNC, PAIRING, TORCH_ADAM
 from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -110,8 +110,9 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
 
 
 def _precision_together(options, stack) -> None:
-    """Adam as foreach ops on a stack whose Adam is torch's, a weight dtype where the weights are
-    the optimizer's own copy, and not both a weight dtype and fp8 weights (MODEL.md §E.1, §E.4)."""
+    """Adam as foreach ops on a stack whose Adam is torch's, unsharded accumulation on PyTorch's
+    FSDP, a weight dtype where the weights are the optimizer's own copy, and not both a weight
+    dtype and fp8 weights (MODEL.md §E.1, §E.4)."""
     if options.optimizer_impl == "foreach" and stack not in (None, *TORCH_ADAM):
         raise refuse(
             "optimizer_impl",
@@ -125,6 +126,12 @@ def _precision_together(options, stack) -> None:
             f"unset with {stack}, whose optimizer keeps an fp32 copy beside its bf16 weights"
             f" (a weight dtype is for {', '.join(MASTER_WEIGHTS[:-1])} or {MASTER_WEIGHTS[-1]})",
             repr(options.weight_dtype),
+        )
+    if options.accumulate_unsharded and stack not in (None, *NO_SYNC):
+        raise refuse(
+            "accumulate_unsharded",
+            f"off with {stack}: it is PyTorch FSDP's no_sync ({', '.join(NO_SYNC)})",
+            True,
         )
     if options.weight_dtype is not None and options.fp8_params:
         raise refuse("weight_dtype", "unset with fp8 weights", repr(options.weight_dtype))

@@ -171,9 +171,7 @@ def peak_memory(
         swiglu_fp8=swiglu_fp8,
         softmax_bytes=profile.softmax_bytes,
     )
-    compiled = profile.torch_compile
-
-    moe = model.moe is not None
+    compiled, moe = profile.torch_compile, model.moe is not None
 
     def kept(name):
         p = policy(name, profile.selective, moe)
@@ -202,9 +200,6 @@ def peak_memory(
     )
     holds_mtp = busiest == last  # the MTP modules sit with the output layer (MODEL.md §D.1)
     state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8, holds_mtp)
-    if profile.scores_buffer and not profile.flash_attention:  # one layer's scores, kept (§E.1)
-        scores = precision.activation_bytes * model.heads * (workload.seq_len or 1) / layout.cp
-        state["buffers"] = state["buffers"] + scores / Y * tokens
     transient = dict(
         activations=np.where(busiest == last, at_last - logits, first),
         working_set=profile.activation_factor * working * tokens,
@@ -270,16 +265,11 @@ def _state(
     gradients, at 3 the weights; at the bytes the stack keeps (the precision's where it says 0).
     With fp8 matmuls the layers' weights are also held cast to fp8, a byte each: the stage's
     (cast once a step, kept across its microbatches), or under ZeRO-3 the layer gathered
-    (MODEL.md §F.4).
+    (MODEL.md §F.4). Accumulating unsharded (FSDP's no_sync), the stage's whole gradients in the
+    compute dtype are there too.
     """
-    model, precision, X, Y, Z, zero = (
-        workload.model,
-        workload.precision,
-        placed.x,
-        placed.y,
-        placed.z,
-        layout.zero,
-    )
+    model, precision = workload.model, workload.precision
+    X, Y, Z, zero = placed.x, placed.y, placed.z, layout.zero
     weight_bytes = profile.weight_bytes or precision.weight_bytes
     grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
     # Adam's two moments, counted as fp32 in either, at the bytes they are kept in (§E.4)
@@ -322,15 +312,39 @@ def _state(
         np.asarray(zero) == 3,
         np.where(X > 1, gathered, 0.0),
         np.where(X * pods > 1, profile.bucket_bytes, 0.0),
-    )
+    ) + _scores_buffer(workload, layout, profile, placed, pods)
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
+    unsharded = np.where(
+        _accumulating(profile, zero, placed), precision.activation_bytes * over_x(4), 0.0
+    )
     state = dict(
         weights=weight_bytes * over_x(3) + cast,
-        grads=grad_bytes * over_x(2),
+        grads=grad_bytes * over_x(2) + unsharded,
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
     return state, _step(profile, zero, grad_bytes * over_x(1), over_x(1))
+
+
+def _scores_buffer(workload, layout, profile, placed, pods):
+    """Megatron's attention without flash: one layer's scores of a microbatch, b·N_h/TP·s² at
+    the activations' bytes, in its global memory buffer all step (``Profile.scores_buffer``;
+    MODEL.md §E.1) [bytes]."""
+    if not profile.scores_buffer or profile.flash_attention:
+        return 0.0
+    tokens = workload.batch / (placed.x * pods * placed.microbatches)
+    seq = (workload.seq_len or 1) / layout.cp
+    return workload.precision.activation_bytes * workload.model.heads * seq / placed.y * tokens
+
+
+def _accumulating(profile, zero, placed):
+    """Where FSDP's no_sync holds the stage's whole gradients, in the compute dtype, beside the
+    shard's: from a step's second microbatch on, where ZeRO shards the gradients (torch FSDP1's
+    no_sync "will accumulate the full model gradients (instead of gradient shards)"; MODEL.md
+    §E.1). Under pipelining the stage accumulates unsharded anyway (``pipeline_unsharded``)."""
+    pipelined = profile.pipeline_unsharded & (np.asarray(placed.z) > 1)
+    many = np.asarray(placed.microbatches) > 1
+    return profile.accumulate_unsharded & (np.asarray(zero) >= 2) & many & ~pipelined
 
 
 def _step(profile, zero, grads, shard) -> dict:

@@ -80,6 +80,7 @@ class Stack:
     pairs_passes: bool = False  # a forward and another microbatch's backward, as one
     recompute: tuple = ()  # the recompute policies it offers by its own names
     torch_adam: bool = False  # its Adam is torch.optim's: foreach, or fused when asked
+    no_sync: bool = False  # its FSDP can accumulate microbatches unsharded (no_sync)
 
 
 def _member(module) -> Stack:
@@ -95,6 +96,7 @@ def _member(module) -> Stack:
         pairs_passes=getattr(module, "EP_OVERLAP", False),
         recompute=tuple(getattr(module, "RECOMPUTE", ())),
         torch_adam=getattr(module, "TORCH_ADAM", False),
+        no_sync=getattr(module, "NO_SYNC", False),
     )
 
 
@@ -105,5 +107,7 @@ COMPILING = tuple(name for name, stack in REGISTRY.items() if stack.compiles)
 PAIRING = tuple(name for name, stack in REGISTRY.items() if stack.pairs_passes)
 # Adam from torch.optim, so foreach or fused (MODEL.md §E.1): not Megatron-LM's fused Adam or optax
 TORCH_ADAM = tuple(name for name, stack in REGISTRY.items() if stack.torch_adam)
+# PyTorch's FSDP, whose no_sync accumulates microbatches' gradients unsharded (MODEL.md §E.1)
+NO_SYNC = tuple(name for name, stack in REGISTRY.items() if stack.no_sync)
 # weights that are the optimizer's own fp32 copy, so a weight dtype of the config's (§E.4)
 MASTER_WEIGHTS = tuple(name for name, s in REGISTRY.items() if s.memory["weight_bytes"] == 4.0)

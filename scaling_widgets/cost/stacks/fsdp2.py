@@ -33,6 +33,10 @@ TP_SEQUENCE_PARALLEL = True
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zbv", "dualpipev")
 # torch.optim's AdamW: fused in torchtitan by default, foreach where a config says (optimizer.py)
 TORCH_ADAM = True
+# FSDP2's set_requires_gradient_sync(False), FSDP1's no_sync(): microbatches accumulate whole,
+# unsharded gradients, reduce-scattered at the last (the Hugging Face Trainer and Accelerate do so
+# for gradient accumulation; torchtitan does not)
+NO_SYNC = True
 # fp32 sharded weights (the master copy), gradients and Adam; bf16 gathered; op-level selective
 # recompute saves every other matmul; the loss casts the logits to fp32, and its backward holds the
 # saved log-softmax, the loss's gradient and the log-softmax's, all fp32 (12 bytes a logit); under

@@ -14,6 +14,7 @@ NAME, ORDER = "llm-foundry", 5
 TORCH_COMPILE = True
 PIPELINE_SCHEDULES = ()  # FSDP alone: no pipeline
 TORCH_ADAM = True  # Composer's DecoupledAdamW, built on torch.optim's
+NO_SYNC = True  # PyTorch FSDP's no_sync
 # FULL_SHARD with mixed precision: fp32 sharded weights (the master copy), gradients and Adam,
 # bf16 gathered for compute (Composer's FSDP defaults, llm-foundry's yamls); the loss in fp32;
 # its memory monitor reports the allocator's reserved peak. Its torch attention (attn_impl torch)

@@ -274,9 +274,13 @@ def data_parallel(
     # ZeRO-3: per layer and microbatch, gather the bf16 weights forward and again backward, and
     # reduce-scatter the gradients in the stack's dtype; a step's first gather and last scatter
     # have nothing to hide under.
+    # accumulating unsharded (FSDP's no_sync), only the last microbatch scatters (MODEL.md §C.2)
     gather, scatter = over_x(psi_layer / Y * 2), over_x(psi_layer / Y * grad_bytes)
-    traffic = 2 * gather + scatter
-    per_layer = m * stage_layers * np.maximum(0.0, traffic - profile.o_dp * layer_matmul)
+    syncs = np.where(profile.accumulate_unsharded, 1, m)
+    per_layer = stage_layers * (
+        (m - syncs) * np.maximum(0.0, 2 * gather - profile.o_dp * layer_matmul)
+        + syncs * np.maximum(0.0, 2 * gather + scatter - profile.o_dp * layer_matmul)
+    )
     fsdp = np.where(sharded, per_layer + gather + scatter, 0.0)
     # across pods, a tree of log2(P) exchanges of the shard; the first layer's share sticks out
     exchange = shard / X / (chip.dcn_bw * profile.link_dcn)

@@ -75,6 +75,8 @@ class Profile:
     step_grad_bytes: float = 0.0  # an fp32 copy of the optimizer shard's gradients at the step
     moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
     adam_foreach: bool = False  # torch's foreach AdamW: √v a temporary at the step (§E.1)
+    # FSDP's no_sync: microbatches accumulate gradients unsharded, scattered at the last (§E.1)
+    accumulate_unsharded: bool = False
     selective: str = (
         "attention"  # "selective" recomputes the attention core, or "alternate-matmuls"
     )
