@@ -211,17 +211,18 @@ def test_flash_attention_is_the_default_and_its_switch_brings_the_scores_back():
         remat="none",
     )
     heads, s, layers, tokens = 32, 4096, 32, 4096  # a chip's microbatch: one sequence
-    # The softmax of the scores, kept and in the working set too, per token and layer: N_h·s
-    # scores at 2 bytes under Megatron-LM's fused kernel; PyTorch's eager softmax keeps its fp32
-    # output beside the bf16 copy the next matmul reads, 6 bytes (the H100's default stack).
-    for stack, each in (("megatron-lm", 2), (None, 6)):
+    # The softmax of the scores, per token and layer: N_h·s scores kept at 2 bytes under
+    # Megatron-LM's fused kernel; PyTorch's eager softmax keeps its fp32 output beside the bf16
+    # copy the next matmul reads, 6 bytes (the H100's default stack). Its backward holds two
+    # score-sized gradients at once, in the softmax's dtype: 2 x 2 bytes, or 2 x 4.
+    for stack, each, grads in (("megatron-lm", 2, 4), (None, 6, 8)):
         flash = estimate(**kw, stack=stack)
         scores = estimate(**kw, stack=stack, flash_attention=False)
         assert float(scores.peak.activations - flash.peak.activations) == pytest.approx(
             tokens * each * heads * s * layers
         )
         assert float(scores.peak.working_set - flash.peak.working_set) == pytest.approx(
-            tokens * each * heads * s
+            tokens * grads * heads * s
         )
     # the step reads the same switch (MODEL.md §C.2)
     assert float(scores.step_time) > float(flash.step_time)

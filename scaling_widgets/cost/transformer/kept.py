@@ -108,7 +108,9 @@ def tensor_bytes(
         sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
     if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there (§E.4)
         sizes |= {n: sizes[n] / A for n in ("mlp_gate", "mlp_up")}
-    return sizes | {"scores": scores, "chapter_input": A * D / t}
+    # the backward of the softmax holds two score-sized gradients, in the softmax's dtype
+    grads = 0.0 if flash else 2 * (4.0 if softmax_bytes else A) * model.heads * seq_len / t
+    return sizes | {"scores": scores, "score_gradients": grads, "chapter_input": A * D / t}
 
 
 def kept_bytes(
@@ -160,9 +162,11 @@ def working_bytes(
 ) -> float | np.ndarray:
     """What exists beside the kept activations while a layer runs its backward pass, per token:
     the whole activations of the layers recomputed at once, and the gradients of a layer's
-    activations: all of them as PyTorch's autograd holds them ("layer"), or under XLA, which
-    reuses each residual's buffer once the backward has read it, the largest set alive at once:
-    the gradients of the MLP's gate and up-projection ("mlp-inputs").
+    activations: all of them as PyTorch's autograd holds them ("layer"), the scores' as two
+    score-sized arrays (the incoming gradient and the one the softmax's backward makes, each
+    node's freed once it has run), or under XLA, which reuses each residual's buffer once the
+    backward has read it, the largest set alive at once: the gradients of the MLP's gate and
+    up-projection ("mlp-inputs").
 
     Parameters
     ----------
@@ -185,5 +189,8 @@ def working_bytes(
     .. [1] docs/MODEL.md §E.1 (the backward working set).
     """
     whole = kept_bytes(NONE, sizes, compiled)
-    held = whole if gradients == "layer" else sizes["mlp_gate"] + sizes["mlp_up"]
+    # the scores' gradients: the incoming one and the one the softmax's backward makes, each
+    # node's freed once it has run, not a gradient for each score tensor kept
+    layer = whole - sizes["scores"] + sizes["score_gradients"]
+    held = layer if gradients == "layer" else sizes["mlp_gate"] + sizes["mlp_up"]
     return p.recomputed * whole + held
