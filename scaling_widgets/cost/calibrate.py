@@ -55,6 +55,7 @@ SWITCHES = (  # booleans
     "fp8_inputs_kept",
     "adam_foreach",
     "scores_buffer",
+    "eager_glu",
     "accumulate_unsharded",
 )
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored

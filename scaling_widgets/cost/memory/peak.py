@@ -170,6 +170,7 @@ def peak_memory(
         fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
         swiglu_fp8=swiglu_fp8,
         softmax_bytes=profile.softmax_bytes,
+        eager_glu=profile.eager_glu,
     )
     compiled, moe = profile.torch_compile, model.moe is not None
 

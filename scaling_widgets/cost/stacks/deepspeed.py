@@ -24,10 +24,11 @@ TORCH_ADAM = True
 # as the backward begins (stage_1_and_2.py: "buf_0 = torch.empty(int(self.reduce_bucket_size)",
 # a second only with overlap_comm); the updated weights are all-gathered into their flat buffer in
 # place (runtime/utils.py, all_gather_into_tensor_dp_groups), with no bucket of their own;
-# Megatron-DeepSpeed's loss. At the step ZeRO copies its gradient partition to fp32 before the
-# bf16 gradients are freed (runtime/zero/stage_1_and_2.py, step: "single_grad_partition =
-# flat_grad_partition.to(...)"; stage3.py, _prepare_fp32_grad_for_sub_group; deepspeedai/DeepSpeed
-# at edaa722).
+# Megatron-DeepSpeed's loss; its SwiGLU, uncompiled, keeps the SiLU's output for the multiplication
+# (microsoft/Megatron-DeepSpeed, megatron/model/transformer.py: "F.silu(x[0]) * x[1]"). At the
+# step ZeRO copies its gradient partition to fp32 before the bf16 gradients are freed
+# (runtime/zero/stage_1_and_2.py, step: "single_grad_partition = flat_grad_partition.to(...)";
+# stage3.py, _prepare_fp32_grad_for_sub_group; deepspeedai/DeepSpeed at edaa722).
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=2.0,
@@ -36,6 +37,7 @@ MEMORY = dict(
     selective="attention",
     logits_bytes=6.0,
     bucket_bytes=1e9,
+    eager_glu=True,
     measures="allocated",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,

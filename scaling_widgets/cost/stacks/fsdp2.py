@@ -45,7 +45,9 @@ NO_SYNC = True
 # peak reserved memory. Without flash attention a PyTorch model's eager softmax runs in fp32 and is
 # kept so, beside the copy the next matmul reads (Hugging Face transformers'
 # eager_attention_forward: "softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)";
-# under autocast softmax is one of the ops cast to fp32).
+# under autocast softmax is one of the ops cast to fp32). Its gated MLP, uncompiled, keeps the
+# SiLU's output for the multiplication (models/llama3/model/model.py, FeedForward:
+# "self.w2(F.silu(self.w1(x)) * self.w3(x))").
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -53,6 +55,7 @@ MEMORY = dict(
     selective="alternate-matmuls",
     logits_bytes=12.0,
     softmax_bytes=4.0,
+    eager_glu=True,
     pipeline_unsharded=True,
     measures="reserved",
 )

@@ -20,7 +20,9 @@ NO_SYNC = True  # PyTorch FSDP's no_sync
 # its memory monitor reports the allocator's reserved peak. Its torch attention (attn_impl torch)
 # takes torch.softmax under autocast, in fp32, and keeps that beside the bf16 copy its matmul reads
 # (llmfoundry/models/layers/attention.py: "attn_weight.to(v.dtype).matmul(v)";
-# mosaicml/llm-foundry@8c8dd48).
+# mosaicml/llm-foundry@8c8dd48). Its GLU, uncompiled, keeps the activation's output for the
+# multiplication (llmfoundry/models/layers/ffn.py: "self.act(self.gate_proj(x)) ... *
+# self.up_proj(x)").
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -28,6 +30,7 @@ MEMORY = dict(
     selective="attention",
     logits_bytes=12.0,
     softmax_bytes=4.0,
+    eager_glu=True,
     measures="reserved",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 14 runs on A100 and H100 (llm-foundry's

@@ -85,6 +85,7 @@ class Profile:
     # without flash attention, a score's fp32 softmax output kept beside its copy (§E.1); 0: none
     softmax_bytes: float = 0.0
     scores_buffer: bool = False  # without flash attention, one layer's scores held all step
+    eager_glu: bool = False  # a gated MLP in eager ops keeps the SiLU's output too (§E.1)
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
@@ -129,6 +130,7 @@ MEMORY_FIELDS = (
     "logits_bytes",
     "softmax_bytes",
     "scores_buffer",
+    "eager_glu",
     "gathered_units",
     "gathered",
     "fp8_inputs_kept",

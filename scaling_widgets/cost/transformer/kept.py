@@ -35,6 +35,7 @@ def tensor_bytes(
     fp8_inputs: bool = False,
     swiglu_fp8: bool = False,
     softmax_bytes: float = 0.0,
+    eager_glu: bool = False,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -69,6 +70,10 @@ def tensor_bytes(
         Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
         (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
         function in FP8 for backprop"; DeepSeek-V3's report §3.3.2).
+    eager_glu : bool, default False
+        Whether a gated MLP runs as eager PyTorch ops, ``w2(silu(w1(x)) * w3(x))``: the
+        product's multiplication keeps the SiLU's output beside the up-projection, A·F more
+        (``Profile.eager_glu``); compiled, it is made again.
     softmax_bytes : float, default 0.0
         S, without flash attention the bytes a score's softmax keeps beside the A-byte copy the
         next matmul reads: 0 for a fused kernel that keeps only its output, 4 for PyTorch's
@@ -106,6 +111,8 @@ def tensor_bytes(
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
     if fp8_inputs:  # the linear layers' inputs, kept as their fp8 matmuls read them
         sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
+    if eager_glu and model.gated:  # the SiLU's output, kept by the multiplication, beside its input
+        sizes["mlp_activation"] = 2 * sizes["mlp_activation"]
     if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there (§E.4)
         sizes |= {n: sizes[n] / A for n in ("mlp_gate", "mlp_up")}
     # the backward of the softmax holds two score-sized gradients, in the softmax's dtype
