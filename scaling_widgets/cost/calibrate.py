@@ -48,16 +48,8 @@ CURVES_DOWN = (
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
 WORDS = ("selective", "gradients", "gathered", "measures", "chip", "calibration")  # names
-SWITCHES = (  # booleans
-    "flash_attention",
-    "pipeline_unsharded",
-    "torch_compile",
-    "fp8_inputs_kept",
-    "adam_foreach",
-    "scores_buffer",
-    "eager_glu",
-    "accumulate_unsharded",
-)
+# the profile's booleans, read from its fields so that a new one is never left out
+SWITCHES = tuple(f.name for f in dataclasses.fields(Profile) if f.type == "bool")
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
 FASTEST = 3.0  # the end of the path: matmuls at the peak, nothing else costs
 

@@ -116,7 +116,7 @@ def tensor_bytes(
     if swiglu_fp8 and model.gated:  # cast to fp8 for the backward, back to bf16 there (§E.4)
         sizes |= {n: sizes[n] / A for n in ("mlp_gate", "mlp_up")}
     # the backward of the softmax holds two score-sized gradients, in the softmax's dtype
-    grads = 0.0 if flash else 2 * (4.0 if softmax_bytes else A) * model.heads * seq_len / t
+    grads = 0.0 if flash else 2 * max(A, softmax_bytes) * model.heads * seq_len / t
     return sizes | {"scores": scores, "score_gradients": grads, "chapter_input": A * D / t}
 
 
