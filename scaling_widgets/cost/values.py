@@ -475,6 +475,10 @@ class Options:
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional
         Run a PyTorch stack's layers compiled (MODEL.md §F.5). None: the stack's (eager).
+    compile_loss : bool, optional
+        Compile the loss (torchtitan's ``compile.components`` with "loss"): it holds 4 bytes a
+        logit, not 12 (MODEL.md §E.1). False: eager though the layers are compiled (torchtitan
+        before April 2025). None: with the layers, as torchtitan does by default.
     failure_rate : float, default FAILURES_PER_CHIP_HOUR
         λ, interruptions per chip-hour [1/h]; the default, 1.97e-5, is Llama 3's 419 in 54
         days on 16,384 H100s (MODEL.md §H).
@@ -520,6 +524,7 @@ class Options:
     loss_chunks: int = checked(1, Whole(high=1024))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
+    compile_loss: bool | None = checked(None, Maybe(Switch("true, false or None (the layers')")))
     failure_rate: float = checked(
         FAILURES_PER_CHIP_HOUR, Number(low=0, high=1, what="interruptions per chip-hour")
     )

@@ -307,6 +307,10 @@ FIELDS_TABLE = (
           " memory-bound kernels, fewer activations kept (fsdp2, deepspeed, llm-foundry;"
           " default: the stack's, off)", flag="--torch-compile",
           choices=("on", "off"), parse=_on, words=_on_off, since=8, label="Compile"),
+    Field("compile_loss", "options.compile_loss", "on compiles the loss: 4 bytes a logit, not"
+          " 12 (torchtitan's compile.components with loss; default: with the layers; off: eager,"
+          " as torchtitan before April 2025)", flag="--compile-loss", choices=("on", "off"),
+          parse=_on, words=_on_off, since=13, label="Compile loss"),
     # The whole run, with the tokens (MODEL.md §H).
     Field("failure_rate", "options.failure_rate", "interruptions per chip-hour, for the run's"
           " goodput (default 1.97e-5: Llama 3's 419 in 54 days on 16,384 H100s)",

@@ -46,6 +46,7 @@ class Degrees:
     ep_overlap: bool = False
     fp8: bool = False
     compile: bool | None = None
+    compile_loss: bool | None = None  # None: with the layers (torchtitan's compile.components)
     grad_dtype: str | None = None  # None: the stack's
     weight_dtype: str | None = None  # None: the stack's
     fp8_params: bool = False
@@ -151,6 +152,7 @@ def degrees_of(e: Estimate) -> Degrees:
         ep_overlap=bool(e.layout.ep_overlap),
         fp8=options.matmul_dtype == "fp8",
         compile=options.torch_compile,
+        compile_loss=options.compile_loss,
         grad_dtype=options.grad_dtype,
         weight_dtype=options.weight_dtype,
         fp8_params=bool(options.fp8_params),
@@ -299,6 +301,7 @@ def fields_of(d: Degrees, chip) -> dict:
         ep_overlap=d.ep_overlap,
         matmul_dtype="fp8" if d.fp8 else "bf16",
         torch_compile=d.compile,
+        compile_loss=d.compile_loss,
         grad_dtype=d.grad_dtype,
         weight_dtype=d.weight_dtype,
         fp8_params=d.fp8_params,

@@ -339,6 +339,25 @@ def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradi
         estimate(**args, loss_chunks=0)
 
 
+def test_a_compiled_loss_keeps_the_bf16_logits_and_their_gradient():
+    # torchtitan compiles the loss with the layers (compile.components, default "model" and
+    # "loss"), or alone: the logits it is handed and their gradient, bf16, 4 bytes a logit
+    args = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                batch=8 * 8192, seq_len=8192, strategy="fsdp", x=8, stack="fsdp2")  # fmt: skip
+    logits = 8192 * 128_256
+    assert float(estimate(**args).peak.logits) == logits * 12  # eager
+    assert float(estimate(**args, torch_compile=True).peak.logits) == logits * 4
+    assert float(estimate(**args, compile_loss=True).peak.logits) == logits * 4  # alone
+    # torchtitan before April 2025 compiled the layers only
+    assert float(estimate(**args, torch_compile=True, compile_loss=False).peak.logits) == (
+        logits * 12
+    )
+    chunked = estimate(**args, torch_compile=True, loss_chunks=8)  # each chunk's loss compiled
+    assert float(chunked.peak.logits) == logits * 4 / 8 + 4 * 4096 * 8192
+    with pytest.raises(InputError, match="compile_loss must be off with megatron-lm"):
+        estimate(**args | {"stack": "megatron-lm"}, compile_loss=True)
+
+
 def test_the_swiglu_input_in_fp8_keeps_the_gate_and_up_projection_a_byte_each():
     # Megatron-Core's activation_func_fp8_input_store; DeepSeek-V3's MoE layers
     from scaling_widgets.cost.transformer.kept import tensor_bytes

@@ -175,6 +175,37 @@ def test_torchtitans_optimizer_implementation_is_read_and_written_back(implement
     assert said == (implementation == "foreach")  # Megatron-LM's Adam is always fused
 
 
+@pytest.mark.parametrize(
+    "components, read, loss_compiled",
+    [('["model", "loss"]', {"torch_compile": True, "compile_loss": None}, True),
+     ('["loss"]', {"torch_compile": False, "compile_loss": True}, True),
+     ('["model"]', {"torch_compile": True, "compile_loss": False}, False)],
+)  # fmt: skip
+def test_torchtitans_compile_components_are_read_and_written_back(components, read, loss_compiled):
+    # DeepSeek-V3 16B's toml compiles the loss alone: 4 bytes a logit, not the eager 12
+    from scaling_widgets import fields
+    from scaling_widgets.cost import evaluate
+    from scaling_widgets.launch import read_config, write_config
+    from scaling_widgets.presets import HARDWARE
+
+    text = Path(LLAMA_70B).read_text()
+    text = text.replace('enable=false\ncomponents = ["model", "loss"]', "enable=true\n"
+                        f"components = {components}")  # fmt: skip
+    got, _ = read_config(text, chip=HARDWARE["h100"], chips=64, framework="torchtitan")
+    assert {k: got.get(k) for k in read} == read
+
+    def scenario(**more):
+        state = {**fields.defaults(), **got, **more}
+        return evaluate(*fields.values(fields.checked(state, tuple(got))))
+
+    e, eager = scenario(), scenario(compile_loss=False)
+    assert float(eager.peak.logits) > 0  # the output layer's stage is the busiest
+    assert float(e.peak.logits) == float(eager.peak.logits) / (3 if loss_compiled else 1)
+    again, _ = read_config(write_config("torchtitan", e), chip=HARDWARE["h100"], chips=64,
+                           framework="torchtitan")  # fmt: skip
+    assert {k: again.get(k) for k in read} == read  # what was read comes back
+
+
 def test_maxtexts_weight_dtype_keeps_weights_gradients_and_moments_in_it(tmp_path, capsys):
     from scaling_widgets import fields
     from scaling_widgets.cost import evaluate

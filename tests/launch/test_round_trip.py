@@ -31,7 +31,7 @@ def read_back(framework: str, e):
 
 def same_layout(a, b) -> None:
     """The degrees the frameworks count, whatever the stack (each file names its own)."""
-    keep = ("compile",)  # torch.compile is a stack's switch: Megatron-LM has none
+    keep = ("compile", "compile_loss")  # torch.compile is a stack's switch: Megatron-LM has none
     da, db = (dataclasses.replace(degrees_of(e), **{k: None for k in keep}) for e in (a, b))
     assert da == db
 

@@ -90,6 +90,7 @@ PLAUSIBLE = {
     "optimizer_impl": [None, "fused", "foreach"],
     "accumulate_unsharded": [False, True],
     "loss_chunks": [1, 8],
+    "compile_loss": [None, False],
     "microbatch_seqs": [
         None,
         1,

@@ -350,7 +350,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     options : Options
         How the numbers are read: ``profile``, ``stack``, ``flash_attention``,
         ``torch_compile``, ``grad_dtype``, ``weight_dtype``, ``fp8_params``,
-        ``moment_dtype``, ``optimizer_impl`` and ``accumulate_unsharded``.
+        ``moment_dtype``, ``optimizer_impl``, ``accumulate_unsharded`` and ``compile_loss``.
 
     Returns
     -------
@@ -377,6 +377,9 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
     switches["adam_foreach"] = options.optimizer_impl == "foreach"  # its temporary (§E.1)
     switches["accumulate_unsharded"] = options.accumulate_unsharded  # FSDP's no_sync (§E.1)
+    layers = switches.get("torch_compile", profile.torch_compile)
+    loss = options.compile_loss  # None: with the layers, as torchtitan compiles it (§E.1)
+    switches["loss_compiled"] = layers if loss is None else loss
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     return dataclasses.replace(profile, **switches)

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from .. import schedules
 from ..ground.checks import first, per_layout
 from ..ground.refusals import refuse
-from ..stacks import COMPILING, MASTER_WEIGHTS, NO_SYNC, PAIRING, TORCH_ADAM
+from ..stacks import COMPILING, COMPILING_LOSS, MASTER_WEIGHTS, NO_SYNC, PAIRING, TORCH_ADAM
 from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -82,6 +82,13 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             "torch_compile",
             f"off with {stack}, which fuses its own kernels (torch.compile runs with"
             f" {', '.join(COMPILING)})",
+            True,
+        )
+    if options.compile_loss and stack not in (None, *COMPILING_LOSS):
+        raise refuse(
+            "compile_loss",
+            f"off with {stack}, whose loss is its own kernel (a compiled loss runs with"
+            f" {', '.join(COMPILING_LOSS)})",
             True,
         )
     if layout.ep_overlap and stack not in (None, *PAIRING):

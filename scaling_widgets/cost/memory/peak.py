@@ -108,7 +108,7 @@ def peak_memory(
 
     Weights, gradients and optimizer state: ``_state``. Activations: ``recompute.kept_bytes``
     x the chip's tokens of a microbatch, B/(X·P·m), x the stage's layers x its microbatches in
-    flight. Logits: the last stage's s·b·V/TP logits at ``logits_bytes`` each, for each
+    flight. Logits: the last stage's s·b·V/TP logits at ``loss_bytes`` each, for each
     microbatch in flight there (GPipe: all). Each MTP module adds a layer's activations and its
     logits to the last stage. The first and the last stage are compared; the busier one is
     reported.
@@ -239,7 +239,7 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
 
 def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) -> tuple:
     """What the output layer's stage holds beside its layers, for each microbatch whose logits
-    are held there (GPipe: all): its s·b·V/TP logits at ``logits_bytes`` each, and each MTP
+    are held there (GPipe: all): its s·b·V/TP logits at ``loss_bytes`` each, and each MTP
     module's layer and logits more (MODEL.md §D.1); the MTP layers' activations, and the logits
     [bytes]. A loss run in ``chunks`` over the sequence (torchtitan's ChunkedLossWrapper) holds
     one chunk's logits at a time, its backward run at once, and an fp32 gradient of the hidden
@@ -248,7 +248,7 @@ def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) 
         schedule=layout.schedule, stages=Z, microbatches=m
     )
     mtp_layers = held * tokens * model.mtp_layers * per_layer
-    one = tokens * model.vocab / Y * profile.logits_bytes * (1 + model.mtp_layers)
+    one = tokens * model.vocab / Y * profile.loss_bytes * (1 + model.mtp_layers)
     chunked = profile.activation_factor * (one / chunks + 4 * model.d_model * tokens)
     return mtp_layers, np.where(chunks > 1, chunked, held * one)
 

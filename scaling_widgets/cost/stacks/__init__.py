@@ -105,6 +105,8 @@ STACKS: dict[str, dict] = {name: stack.memory for name, stack in REGISTRY.items(
 NAMES = tuple(STACKS)
 COMPILING = tuple(name for name, stack in REGISTRY.items() if stack.compiles)
 PAIRING = tuple(name for name, stack in REGISTRY.items() if stack.pairs_passes)
+# a loss torch.compile can compile, so fewer bytes a logit (MODEL.md §E.1)
+COMPILING_LOSS = tuple(n for n, s in REGISTRY.items() if s.memory.get("compiled_loss_bytes"))
 # Adam from torch.optim, so foreach or fused (MODEL.md §E.1): not Megatron-LM's fused Adam or optax
 TORCH_ADAM = tuple(name for name, stack in REGISTRY.items() if stack.torch_adam)
 # PyTorch's FSDP, whose no_sync accumulates microbatches' gradients unsharded (MODEL.md §E.1)

@@ -47,13 +47,18 @@ NO_SYNC = True
 # eager_attention_forward: "softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)";
 # under autocast softmax is one of the ops cast to fp32). Its gated MLP, uncompiled, keeps the
 # SiLU's output for the multiplication (models/llama3/model/model.py, FeedForward:
-# "self.w2(F.silu(self.w1(x)) * self.w3(x))").
+# "self.w2(F.silu(self.w1(x)) * self.w3(x))"). Compiled, the loss is compiled with the layers
+# (loss.py: "loss" in compile.components, by default, since 08b8b244f, 2025-08-20; under
+# training.compile from bbb1b616e, 2025-04-02; eager before): it keeps the bf16 logits it is
+# handed and returns their bf16 gradient, 4 bytes a logit (its fp32 casts and softmax fused
+# away; pytorch/torchtitan#1033: compiled "saved more memory than chunked loss ever could").
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
     optimizer_bytes=8.0,
     selective="alternate-matmuls",
     logits_bytes=12.0,
+    compiled_loss_bytes=4.0,
     softmax_bytes=4.0,
     eager_glu=True,
     pipeline_unsharded=True,

@@ -68,6 +68,7 @@ class Profile:
     step_overhead: float = PRIOR.step_overhead
     flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
     torch_compile: bool = False  # fused memory-bound kernels, fewer activations kept (§F.5)
+    loss_compiled: bool = False  # the loss compiled (alone, or with the layers; §E.1)
     # What the stack holds in memory (MODEL.md §E.2, ``peak.py``):
     weight_bytes: float = 0.0  # per parameter, as the stack keeps them; 0: the precision's
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
@@ -82,6 +83,9 @@ class Profile:
     )
     gradients: str = "layer"  # a layer's activation gradients held at once, or the MLP inputs'
     logits_bytes: float = 6.0  # per logit alive at the loss: bf16 logits and their fp32 softmax
+    # per logit alive at a compiled loss: the logits it keeps and the gradient it returns, in the
+    # dtype the model hands it (§E.1); 0: the stack's loss runs eager
+    compiled_loss_bytes: float = 0.0
     # without flash attention, a score's fp32 softmax output kept beside its copy (§E.1); 0: none
     softmax_bytes: float = 0.0
     scores_buffer: bool = False  # without flash attention, one layer's scores held all step
@@ -117,6 +121,13 @@ class Profile:
                 repr(self.allocator),
             )
 
+    @property
+    def loss_bytes(self) -> float:
+        """Bytes a logit alive at the loss: the compiled loss's where it is compiled and the stack
+        can, else the eager loss's (MODEL.md §E.1)."""
+        compiled = self.loss_compiled and self.compiled_loss_bytes > 0
+        return self.compiled_loss_bytes if compiled else self.logits_bytes
+
 
 GENERIC = Profile("generic")
 # The fields a stack sets; a calibrated activation_factor is the user's and carries over.
@@ -128,6 +139,7 @@ MEMORY_FIELDS = (
     "selective",
     "gradients",
     "logits_bytes",
+    "compiled_loss_bytes",
     "softmax_bytes",
     "scores_buffer",
     "eager_glu",

@@ -400,7 +400,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
                    "--exp-avg-sq-dtype bf16"]  # fmt: skip
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
-    if d.compile:
+    if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
     cannot += unwritten(d, says=("gradients", "Adam's moments", "fp8 weights"))
     lines = [

@@ -47,6 +47,8 @@ MULTI_STAGE = ("interleaved", "zbv", "dualpipev")  # two chunks a device unless 
 # what torchtitan's FSDP2 keeps after the forward pass, as a ZeRO stage ("default": gathered
 # under pipelining, resharded otherwise; torchtitan/distributed/parallel_dims, fsdp.py)
 RESHARD = {"always": 3, "never": 2}
+# what [compile] compiles unless its components say (job_config.py, Compile, since 08b8b244f)
+BOTH = ("model", "loss")
 # keys that change the cost, read into the layout
 READ = (
     "model.name", "model.flavor", "model.converters", "training.local_batch_size",
@@ -58,7 +60,8 @@ READ = (
     "parallelism.pipeline_parallel_layers_per_stage",
     "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "activation_checkpoint.mode",
-    "activation_checkpoint.selective_ac_option", "compile.enable", "optimizer.implementation",
+    "activation_checkpoint.selective_ac_option", "compile.enable", "compile.components",
+    "optimizer.implementation",
 )  # fmt: skip
 # keys that would change the cost in ways the model does not price: refused unless at torchtitan's
 # default
@@ -177,6 +180,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         notes.append("gradient accumulation over pipeline flushes: charged as one pipeline")
     reshard = one.get("fsdp_reshard_after_forward", "default")
     optimizer_impl, moment_dtype = _optimizer(got.get("optimizer.implementation", "fused"), notes)
+    compiled, components = got.get("compile.enable", False), got.get("compile.components", BOTH)
     degrees = Degrees(
         world=chips,
         pods=1,
@@ -195,7 +199,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         remat=_remat(got),
         sequence_parallel=tp > 1,  # torchtitan's TP always shards the sequence
         fp8="float8" in converters,
-        compile=got.get("compile.enable", False),
+        compile=compiled and "model" in components,
+        compile_loss=_loss_compiled(compiled, components),
         steps=got.get("training.steps"),
         optimizer_impl=optimizer_impl,
         moment_dtype=moment_dtype,
@@ -318,7 +323,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines += ["", "[optimizer]", f'implementation = "{implementation}"'] * (
         implementation != "fused"
     )
-    lines += ["", "[compile]", f"enable = {'true' if d.compile else 'false'}"]
+    lines += ["", "[compile]", *_compile_lines(d)]
     if d.steps:
         lines.insert(lines.index("[parallelism]") - 1, f"steps = {d.steps}")
     if d.pp == 1 and d.microbatches > 1:
@@ -397,6 +402,22 @@ def _implementation(d: Degrees) -> str:
     if d.optimizer_impl == "foreach":
         return "foreach"
     return "fused_opt_states_bf16" if d.moment_dtype == "bf16" else "fused"
+
+
+def _loss_compiled(compiled: bool, components) -> bool | None:
+    """Whether the loss is compiled where that differs from the layers; None: as they are."""
+    model, loss = ("model" in components, "loss" in components)
+    return loss if compiled and model != loss else None
+
+
+def _compile_lines(d: Degrees) -> list[str]:
+    """[compile]'s keys: on where the layers or the loss are compiled, with the components."""
+    loss = d.compile if d.compile_loss is None else d.compile_loss  # with the layers: default
+    components = [name for name, on in zip(BOTH, (d.compile, loss)) if on]
+    if components == list(BOTH):
+        return ["enable = true"]
+    listed = ", ".join(f'"{name}"' for name in components)
+    return ["enable = true", f"components = [{listed}]"] if components else ["enable = false"]
 
 
 def _optimizer(implementation: str, notes: list) -> tuple:
