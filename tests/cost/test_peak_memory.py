@@ -358,6 +358,33 @@ def test_a_compiled_loss_keeps_the_bf16_logits_and_their_gradient():
         estimate(**args | {"stack": "megatron-lm"}, compile_loss=True)
 
 
+def test_torchtitans_moe_keeps_the_fp32_copy_its_scores_weigh():
+    # MoE.forward: routed_output.to(torch.float32) * top_scores: the multiplication keeps the fp32
+    # copy for the scores' gradient; compiled, the cast fuses and the bf16 copy is kept;
+    # Megatron-Core applies the scores inside the experts' activation
+    from scaling_widgets.cost.step.profiles import profile_for
+    from scaling_widgets.cost.transformer.kept import tensor_bytes
+
+    h100, mixtral = HARDWARE["h100"], MODELS["mixtral-8x7b"]
+    titan, megatron = profile_for(h100, "fsdp2"), profile_for(h100, "megatron-lm")
+    compiled = dataclasses.replace(titan, torch_compile=True)
+    assert [p.combine_kept(2.0) for p in (titan, compiled, megatron)] == [4.0, 2.0, 0.0]
+    sizes = tensor_bytes(mixtral, 4096, 2, True, flash=True, combine_bytes=4.0)
+    assert float(sizes["combine"]) == 4 * 2 * 4096 / 2  # top-2 copies of D, over TP 2
+    assert float(tensor_bytes(MODELS["llama-3-8b"], 4096, 1, False, True, 4.0)["combine"]) == 0
+    # kept without recompute, made again with the layer under full recompute
+    args = dict(model=mixtral, chip=h100, slice_shape=(1, 8), batch=8 * 4096, seq_len=4096,
+                strategy="fsdp", x=8, stack="fsdp2")  # fmt: skip
+    routed = 4096 * 4 * 2 * 4096 * 32  # a chip's tokens x 4 bytes x k x D x 32 MoE layers
+    none = estimate(**args, remat="none")
+    assert (
+        float(none.peak.activations)
+        - float(estimate(**args, remat="none", torch_compile=True).peak.activations)
+        >= routed / 2
+    )  # the fp32 copy now bf16, the rest compiled away too
+    assert float(estimate(**args, remat="full").peak.activations) < routed
+
+
 def test_the_swiglu_input_in_fp8_keeps_the_gate_and_up_projection_a_byte_each():
     # Megatron-Core's activation_func_fp8_input_store; DeepSeek-V3's MoE layers
     from scaling_widgets.cost.transformer.kept import tensor_bytes

@@ -155,23 +155,12 @@ def peak_memory(
     .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
        Parameter Models", SC 2020.
     """
-    model, precision = workload.model, workload.precision
+    model = workload.model
     X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
     layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
 
-    sizes = tensor_bytes(  # each tensor of a layer, per token of a microbatch on the chip
-        model,
-        (workload.seq_len or 1) / layout.cp,
-        Y,
-        layout.sequence_parallel,
-        profile.flash_attention,
-        precision.activation_bytes,
-        fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
-        swiglu_fp8=swiglu_fp8,
-        softmax_bytes=profile.softmax_bytes,
-        eager_glu=profile.eager_glu,
-    )
+    sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
     compiled, moe = profile.torch_compile, model.moe is not None
 
     def kept(name):
@@ -214,6 +203,25 @@ def peak_memory(
         allocator=cached * (profile.allocator - 1),
         stage=busiest,
         measures=profile.measures,
+    )
+
+
+def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dict:
+    """Each tensor of a layer per token of a microbatch on the chip, as the stack keeps it
+    (``kept.tensor_bytes``)."""
+    A = workload.precision.activation_bytes
+    return tensor_bytes(
+        workload.model,
+        (workload.seq_len or 1) / layout.cp,
+        Y,
+        layout.sequence_parallel,
+        profile.flash_attention,
+        A,
+        fp8_inputs=fp8_matmuls and profile.fp8_inputs_kept,
+        swiglu_fp8=swiglu_fp8,
+        softmax_bytes=profile.softmax_bytes,
+        eager_glu=profile.eager_glu,
+        combine_bytes=profile.combine_kept(A),
     )
 
 

@@ -52,6 +52,9 @@ NO_SYNC = True
 # training.compile from bbb1b616e, 2025-04-02; eager before): it keeps the bf16 logits it is
 # handed and returns their bf16 gradient, 4 bytes a logit (its fp32 casts and softmax fused
 # away; pytorch/torchtitan#1033: compiled "saved more memory than chunked loss ever could").
+# Its MoE weighs the routed copies by their scores in fp32, "routed_output.to(torch.float32) *
+# top_scores_experts_sorted" (or the inputs, score_before_experts), and the multiplication keeps
+# that fp32 copy for the scores' gradient: 4 bytes a routed element (models/moe.py, MoE.forward).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -59,6 +62,7 @@ MEMORY = dict(
     selective="alternate-matmuls",
     logits_bytes=12.0,
     compiled_loss_bytes=4.0,
+    combine_bytes=4.0,
     softmax_bytes=4.0,
     eager_glu=True,
     pipeline_unsharded=True,

@@ -76,7 +76,7 @@ BEHAVIOUR = dict(
 RECOMPUTE_MODULES = {
     "core_attn": (("scores",), ("core",)),
     "mlp": (("mlp_gate", "mlp_up", "mlp_activation"), ("mlp",)),
-    "moe": (("mlp_gate", "mlp_up", "mlp_activation", "dispatch"), ("mlp",)),
+    "moe": (("mlp_gate", "mlp_up", "mlp_activation", "dispatch", "combine"), ("mlp",)),
     "moe_act": (("mlp_activation",), ()),
     "layernorm": ((), ()),
     "mla_up_proj": (("query", "key", "value"), ("dense",)),

@@ -90,6 +90,9 @@ class Profile:
     softmax_bytes: float = 0.0
     scores_buffer: bool = False  # without flash attention, one layer's scores held all step
     eager_glu: bool = False  # a gated MLP in eager ops keeps the SiLU's output too (§E.1)
+    # a MoE's routed copies, kept for the router scores' gradient by the multiplication that
+    # weighs them, bytes an element (§E.1); 0: the scores are applied inside the experts
+    combine_bytes: float = 0.0
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
@@ -121,6 +124,23 @@ class Profile:
                 repr(self.allocator),
             )
 
+    def combine_kept(self, activation_bytes: float) -> float:
+        """Bytes an element of a MoE's routed copies the scores' multiplication keeps: compiled,
+        its cast to fp32 fuses into it, and the copies are kept as they are (MODEL.md §E.1).
+
+        Parameters
+        ----------
+        activation_bytes : float
+            A, the bytes of an activation's element, the copies' own [bytes].
+
+        Returns
+        -------
+        kept : float
+            ``combine_bytes`` eager, at most A compiled [bytes].
+        """
+        compiled = min(self.combine_bytes, activation_bytes)
+        return compiled if self.torch_compile else self.combine_bytes
+
     @property
     def loss_bytes(self) -> float:
         """Bytes a logit alive at the loss: the compiled loss's where it is compiled and the stack
@@ -143,6 +163,7 @@ MEMORY_FIELDS = (
     "softmax_bytes",
     "scores_buffer",
     "eager_glu",
+    "combine_bytes",
     "gathered_units",
     "gathered",
     "fp8_inputs_kept",

@@ -36,6 +36,7 @@ def tensor_bytes(
     swiglu_fp8: bool = False,
     softmax_bytes: float = 0.0,
     eager_glu: bool = False,
+    combine_bytes: float = 0.0,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -74,6 +75,11 @@ def tensor_bytes(
         Whether a gated MLP runs as eager PyTorch ops, ``w2(silu(w1(x)) * w3(x))``: the
         product's multiplication keeps the SiLU's output beside the up-projection, A·F more
         (``Profile.eager_glu``); compiled, it is made again.
+    combine_bytes : float, default 0.0
+        C, the bytes of each element of a MoE's routed copies (k·CF·D a token) that the scores'
+        multiplication keeps for the scores' gradient (``Profile.combine_bytes``): 4 where it
+        runs in fp32 (torchtitan), 0 where the scores are applied inside the experts'
+        activation (Megatron-Core) [bytes].
     softmax_bytes : float, default 0.0
         S, without flash attention the bytes a score's softmax keeps beside the A-byte copy the
         next matmul reads: 0 for a fused kernel that keeps only its output, 4 for PyTorch's
@@ -109,6 +115,7 @@ def tensor_bytes(
     sizes = {n: A * D / sp for n in d_wide}
     sizes |= {n: A * w / t for n, w in width.items()}
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
+    sizes["combine"] = dispatch_bytes(model, combine_bytes) / t  # the experts' outputs, weighed
     if fp8_inputs:  # the linear layers' inputs, kept as their fp8 matmuls read them
         sizes |= {n: sizes[n] / A for n in FP8_INPUTS}
     if eager_glu and model.gated:  # the SiLU's output, kept by the multiplication, beside its input

@@ -32,7 +32,8 @@ from .counts import REMAT_POLICIES
 
 # A layer's tensors the backward pass may need, in its forward order: the layer's input, the
 # attention's norm, projections and output, the residual after attention, the MLP's norm, gate,
-# up-projection, activation and output; dropout's byte masks, a MoE's dispatched copies, and the
+# up-projection, activation and output; dropout's byte masks, a MoE's dispatched copies and the
+# copies its scores weigh (kept for the scores' gradient where a stack weighs them apart), the
 # attention scores when no flash kernel keeps them out of HBM. "chapter_input" is the chapter's
 # count of the input, split over TP.
 TENSORS = (
@@ -51,6 +52,7 @@ TENSORS = (
     "mlp_out",
     "dropout_masks",
     "dispatch",
+    "combine",
     "scores",
     "chapter_input",
 )
