@@ -29,6 +29,7 @@ from tests.launch.test_shipped_configs import MANIFEST, NOT_YET, key, verdict  #
 
 DOC = ROOT / "docs" / "VALIDATION.md"
 OOM_REPORTS = ROOT / "tests" / "data" / "oom_reports.json"
+RAN_REPORTS = ROOT / "tests" / "data" / "ran_reports.json"
 BEGIN, END = "<!-- memory: begin (benchmarks/bench_memory.py --write) -->", "<!-- memory: end -->"
 
 
@@ -100,11 +101,10 @@ def cases(by_source) -> list[str]:
     return [f"  {case:58s} {e:+7.1%}" for rows in by_source.values() for case, e in rows]
 
 
-def oom_verdicts() -> list[tuple[str, str]]:
-    """Each out-of-memory report's id and the verdict on its configuration."""
-    return [
-        (case.id, str(evaluate(*case.values).verdict)) for case in load_memory_cases(OOM_REPORTS)
-    ]
+def report_verdicts(path=OOM_REPORTS) -> list[tuple[str, str]]:
+    """Each report's id and the verdict on its configuration: out-of-memory reports, or runs
+    at the edge of memory (``RAN_REPORTS``)."""
+    return [(case.id, str(evaluate(*case.values).verdict)) for case in load_memory_cases(path)]
 
 
 def shipped_verdicts() -> dict[str, str]:
@@ -116,7 +116,7 @@ def shipped_verdicts() -> dict[str, str]:
 
 
 def verdict_lines() -> list[str]:
-    shipped, ooms = shipped_verdicts(), oom_verdicts()
+    shipped, ooms, ran = shipped_verdicts(), report_verdicts(), report_verdicts(RAN_REPORTS)
     said = list(shipped.values())
     lines = [
         f"Configs frameworks ship ({len(MANIFEST)} in tests/data/shipped/), {len(shipped)} read:"
@@ -132,6 +132,13 @@ def verdict_lines() -> list[str]:
         "",
         "```text",
         *(f"  {case:44s} {v}" for case, v in ooms),
+        "```",
+        "",
+        f"Runs at the edge of memory ({len(ran)}, tests/data/ran_reports.json: the largest batch"
+        f' that ran): {sum(v != "does not fit" for _, v in ran)} read "fits" or "tight".',
+        "",
+        "```text",
+        *(f"  {case:52s} {v}" for case, v in ran),
         "```",
     ]
     return lines

@@ -21,6 +21,13 @@ bench = sys.modules["bench_memory"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 OOMS = load_memory_cases(bench.OOM_REPORTS)
+RAN = load_memory_cases(bench.RAN_REPORTS)
+# the runs at the edge of memory the verdict calls "does not fit", and why
+RAN_MISSED = {
+    "DSTUTMEG-meg-gpt2-8B-64xV100-32GB-mp4-dp16-gbs128": "does not fit: 1.26 of HBM; 8.3B"
+    " parameters over MP 4 at the 16 bytes a parameter of any mixed-precision Adam fill 0.98 of"
+    " it before any activation: the row's degree, or what it ran, is not as read",
+}
 # the reports the verdict still misses, and why (docs/VALIDATION.md)
 MISSED = {
     # the report's own numbers put the need inside the peak's uncertainty: 1.0 to 1.1 of HBM
@@ -88,3 +95,17 @@ def test_a_reported_out_of_memory_does_not_fit(case):
 def test_ten_reports_or_more_each_with_its_source():
     assert len(OOMS) >= 10 and set(MISSED) <= {c.id for c in OOMS}
     assert all(c.outcome == "oom" and c.case["source"] for c in OOMS)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=RAN_MISSED[c.id], strict=True)])
+        if c.id in RAN_MISSED
+        else pytest.param(c, id=c.id)
+        for c in RAN
+    ],
+)
+def test_the_largest_batch_a_source_ran_fits_or_is_tight(case):
+    assert str(evaluate(*case.values).verdict) in ("fits", "tight")
+    assert case.outcome == "ran" and case.case["statement"]
