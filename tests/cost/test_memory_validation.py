@@ -79,15 +79,16 @@ def test_every_held_out_peak_is_one_the_tool_reads():
     assert all(c.peak_bytes > 0 and c.measures in ("allocated", "reserved") for c in cases)
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=MISSED[c.id], strict=True)])
-        if c.id in MISSED
-        else pytest.param(c, id=c.id)
-        for c in OOMS
-    ],
-)
+def each(cases, missed: dict) -> list:
+    """Each case a test, those the verdict misses expected to fail with their reason."""
+
+    def marks(case):
+        return [pytest.mark.xfail(reason=missed[case.id], strict=True)] if case.id in missed else []
+
+    return [pytest.param(c, id=c.id, marks=marks(c)) for c in cases]
+
+
+@pytest.mark.parametrize("case", each(OOMS, MISSED))
 def test_a_reported_out_of_memory_does_not_fit(case):
     assert str(evaluate(*case.values).verdict) == "does not fit"
 
@@ -97,15 +98,7 @@ def test_ten_reports_or_more_each_with_its_source():
     assert all(c.outcome == "oom" and c.case["source"] for c in OOMS)
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=RAN_MISSED[c.id], strict=True)])
-        if c.id in RAN_MISSED
-        else pytest.param(c, id=c.id)
-        for c in RAN
-    ],
-)
+@pytest.mark.parametrize("case", each(RAN, RAN_MISSED))
 def test_the_largest_batch_a_source_ran_fits_or_is_tight(case):
     assert str(evaluate(*case.values).verdict) in ("fits", "tight")
     assert case.outcome == "ran" and case.case["statement"]
