@@ -385,6 +385,21 @@ def test_torchtitans_moe_keeps_the_fp32_copy_its_scores_weigh():
     assert float(estimate(**args, remat="full").peak.activations) < routed
 
 
+def test_fsdp_not_resharded_keeps_its_fp32_weights_sharded_and_a_bf16_copy_whole():
+    # torchtitan's fsdp_reshard_after_forward "never" (FSDP1's SHARD_GRAD_OP), FSDP's ZeRO-2
+    args = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                batch=8 * 8192, seq_len=8192, strategy="fsdp", x=8, stack="fsdp2",
+                remat="full")  # fmt: skip
+    three, two = estimate(**args, zero=3), estimate(**args, zero=2)
+    psi = float(two.params.total)
+    assert float(two.peak.weights) == pytest.approx(4 * psi / 8) == float(three.peak.weights)
+    assert float(two.peak.buffers) == pytest.approx(2 * psi)  # the whole model, bf16
+    assert float(two.peak.grads) == float(three.peak.grads)  # reduce-scattered as ever
+    # DeepSpeed's ZeRO-2 keeps its fp16 weights whole, its fp32 master in the optimizer
+    ds = estimate(**args | {"stack": "deepspeed"}, zero=2)
+    assert float(ds.peak.weights) == pytest.approx(2 * psi)
+
+
 def test_the_swiglu_input_in_fp8_keeps_the_gate_and_up_projection_a_byte_each():
     # Megatron-Core's activation_func_fp8_input_store; DeepSeek-V3's MoE layers
     from scaling_widgets.cost.transformer.kept import tensor_bytes

@@ -312,22 +312,21 @@ def _state(
     # ZeRO-3 gathers a layer (or one weight of it), or the output layer
     unit = np.maximum(_gathered(model, profile, layer + layer_routed, e), embedding) / Y
     gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
-    if (
-        profile.pipeline_unsharded
-    ):  # under pipelining the whole stage, its gradients accumulated unsharded
+    bucket = np.where(X * pods > 1, profile.bucket_bytes, 0.0)
+    fsdp = profile.pipeline_unsharded  # PyTorch FSDP: its ZeRO-2 is ZeRO-3 not resharded
+    if fsdp:  # the whole stage gathered from its forward on, its gradients unsharded under PP
         stage = ((layer + layer_routed) * layers + stage_embedding) / Y
-        gathered = np.where(Z > 1, (precision.activation_bytes + grad_bytes) * stage, gathered)
-    buffers = np.where(
-        np.asarray(zero) == 3,
-        np.where(X > 1, gathered, 0.0),
-        np.where(X * pods > 1, profile.bucket_bytes, 0.0),
-    ) + _scores_buffer(workload, layout, profile, placed, pods)
+        held = (precision.activation_bytes + grad_bytes * (Z > 1)) * stage
+        gathered = np.where(Z > 1, held, gathered)
+        bucket = np.where((np.asarray(zero) == 2) & (X > 1), held, bucket)
+    buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0), bucket)
+    buffers = buffers + _scores_buffer(workload, layout, profile, placed, pods)
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     unsharded = np.where(
         _accumulating(profile, zero, placed), precision.activation_bytes * over_x(4), 0.0
     )
     state = dict(
-        weights=weight_bytes * over_x(3) + cast,
+        weights=weight_bytes * over_x(2 if fsdp else 3) + cast,
         grads=grad_bytes * over_x(2) + unsharded,
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
