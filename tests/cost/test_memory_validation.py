@@ -44,10 +44,6 @@ MISSED = {
     "LF1221-llama7b-8xv100-zero2-bs1": "tight: 1.00 of HBM; the maintainer's 80 GB is advice,"
     " not a measure",
     "LF5977-llama3-8b-8x3090-zero3-bs1": "tight: 1.08 of HBM",
-    "HF22270-llama7b-alpaca-4xa100-40g-bs1": "tight: 1.16 of HBM (0.82 at first look, before"
-    " FSDP's no_sync accumulation was counted)",
-    "ALPACA39-llama7b-8xa100-40g-bs4": "tight: 1.13 of HBM (0.79 at first look, before FSDP's"
-    " no_sync accumulation was counted); 2 sequences a GPU ran",
     "ALPACA308-llama2-7b-4xa100-40g-bs1": "fits: 0.82 of HBM; it ran 8,402 steps first: the"
     " allocator's fragments after varied batches, which the model does not count",
     "COLOSSAL4899-llama7b-zero2-4xa100-bs1": "fits: 0.56 of HBM; ColossalAI's chat trainer, read"
