@@ -96,9 +96,10 @@ class Profile:
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
-    pipeline_unsharded: bool = (
-        False  # ZeRO-3 under pipelining keeps a stage gathered, its gradients unsharded
-    )
+    # PyTorch FSDP (§E.1): its ZeRO-2 keeps the weights sharded and the stage gathered in the
+    # compute dtype from forward to backward; under pipelining (either stage) the stage gathered
+    # and its gradients unsharded
+    pipeline_unsharded: bool = False
     bucket_bytes: float = 0.0  # DP, ZeRO-1/2: gradient buckets besides the gradients themselves
     allocator: float = (
         1.05  # reserved over allocated: the caching allocator's rounding and fragments
