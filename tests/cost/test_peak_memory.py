@@ -385,6 +385,45 @@ def test_torchtitans_moe_keeps_the_fp32_copy_its_scores_weigh():
     assert float(estimate(**args, remat="full").peak.activations) < routed
 
 
+def test_torchtitans_op_recompute_under_tp_keeps_the_unreduced_output_and_the_scatters():
+    # Its save list holds aten.mm and reduce_scatter_tensor: under TP with sequence parallelism
+    # the MLP's w2 (the 7th matmul, kept) is a partial sum of the whole sequence, A·D a token, and
+    # both reduce-scatters' outputs are kept, A·D/t each; its DTensor matmuls keep the sequence
+    # they gathered, so the layer run again holds the norms' outputs whole
+    from scaling_widgets.cost.transformer.kept import kept_bytes, tensor_bytes
+    from scaling_widgets.cost.transformer.recompute import policy
+
+    llama, A, D = MODELS["llama-3-8b"], 2.0, 4096
+    op = policy("selective:op")
+
+    def kept(tp, gathered=False):
+        sizes = tensor_bytes(llama, 8192, tp, tp > 1, True, A, gathered_inputs=gathered)
+        return float(kept_bytes(op, sizes)), sizes
+
+    alone, _ = kept(1)
+    # without TP: the input, Q, V, the attention's output, w1's and w2's outputs
+    assert alone == A * (D + 4096 + 1024 + 4096 + 14336 + D)
+    for t in (2, 4, 8):
+        split, sizes = kept(t, gathered=True)
+        widths = 4096 + 1024 + 4096 + 14336  # Q, V, the attention's output, w1's
+        assert split == pytest.approx(A * (D / t + widths / t + D + 2 * D / t))
+        assert float(sizes["attention_norm"]) == float(sizes["mlp_norm"]) == A * D
+        assert float(kept(t)[1]["mlp_norm"]) == A * D / t  # Megatron-LM gathers again
+    # no policy but the op-level one keeps the partial sum or the scatters' outputs
+    none = float(kept_bytes(policy("none"), kept(4)[1]))
+    assert none == pytest.approx(float(kept_bytes(policy("none"), kept(4)[1] | {"reduced": 0.0})))
+    args = dict(model=llama, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 8192,
+                seq_len=8192, strategy="fsdp+tp", x=4, y=2, remat="full",
+                sequence_parallel=True)  # fmt: skip
+    titan = profile_for(HARDWARE["h100"], "fsdp2")
+    shards = dataclasses.replace(titan, gathered_inputs=False)
+    whole, sharded = (estimate(**args, profile=p).peak for p in (titan, shards))
+    # the two norms' outputs whole in the layer run again and in its gradients, a replica's two
+    # sequences of 8,192 tokens
+    gathered = 2 * 2 * A * D * (1 - 1 / 2) * 2 * 8192
+    assert float(whole.working_set - sharded.working_set) == pytest.approx(gathered)
+
+
 def test_fsdp_not_resharded_keeps_its_fp32_weights_sharded_and_a_bf16_copy_whole():
     # torchtitan's fsdp_reshard_after_forward "never" (FSDP1's SHARD_GRAD_OP), FSDP's ZeRO-2
     args = dict(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),

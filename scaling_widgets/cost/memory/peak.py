@@ -222,6 +222,7 @@ def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dic
         softmax_bytes=profile.softmax_bytes,
         eager_glu=profile.eager_glu,
         combine_bytes=profile.combine_kept(A),
+        gathered_inputs=profile.gathered_inputs,
     )
 
 

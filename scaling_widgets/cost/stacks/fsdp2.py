@@ -55,6 +55,9 @@ NO_SYNC = True
 # Its MoE weighs the routed copies by their scores in fp32, "routed_output.to(torch.float32) *
 # top_scores_experts_sorted" (or the inputs, score_before_experts), and the multiplication keeps
 # that fp32 copy for the scores' gradient: 4 bytes a routed element (models/moe.py, MoE.forward).
+# Its sequence parallelism is DTensor's: the TP matmuls keep the whole sequence they gathered
+# (PrepareModuleInput's Replicate input of ColwiseParallel), not the shard Megatron-LM gathers again
+# (parallelize_llama.py, apply_tp).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -66,6 +69,7 @@ MEMORY = dict(
     softmax_bytes=4.0,
     eager_glu=True,
     pipeline_unsharded=True,
+    gathered_inputs=True,
     measures="reserved",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 22 runs on H100 (torchtitan's benchmarks

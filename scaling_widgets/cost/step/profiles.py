@@ -96,6 +96,8 @@ class Profile:
     gathered_units: float = 2.0  # ZeRO-3: units gathered at once (one computing, one prefetched)
     gathered: str = "layer"  # ZeRO-3's unit: a "layer", or its largest "weight" (XLA)
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
+    # sequence parallelism's TP matmuls keep the whole sequence they gathered (DTensor; §E.1)
+    gathered_inputs: bool = False
     # PyTorch FSDP (§E.1): its ZeRO-2 keeps the weights sharded and the stage gathered in the
     # compute dtype from forward to backward; under pipelining (either stage) the stage gathered
     # and its gradients unsharded
@@ -168,6 +170,7 @@ MEMORY_FIELDS = (
     "gathered_units",
     "gathered",
     "fp8_inputs_kept",
+    "gathered_inputs",
     "pipeline_unsharded",
     "bucket_bytes",
     "allocator",

@@ -37,6 +37,7 @@ def tensor_bytes(
     softmax_bytes: float = 0.0,
     eager_glu: bool = False,
     combine_bytes: float = 0.0,
+    gathered_inputs: bool = False,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -67,6 +68,11 @@ def tensor_bytes(
         Whether the linear layers keep their inputs as the fp8 copies their fp8 matmuls read, a
         byte each (TransformerEngine): the attention's norm and output, the MLP's norm and
         activation, a MoE's dispatched copies.
+    gathered_inputs : bool, default False
+        Whether, under sequence parallelism, the TP matmuls keep the whole sequence they
+        all-gathered for their weights' gradient (PyTorch's DTensor), not the chip's shard of
+        the norms' outputs, gathered again in the backward (Megatron-LM): the norms' outputs
+        A·D, not A·D/TP (``Profile.gathered_inputs``).
     swiglu_fp8 : bool, default False
         Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
         (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
@@ -113,6 +119,11 @@ def tensor_bytes(
     width["mlp_up"] = F if model.gated else 0
     d_wide = ("input", "attention_norm", "out_proj", "mlp_input", "mlp_norm", "mlp_out")
     sizes = {n: A * D / sp for n in d_wide}
+    if gathered_inputs:  # the whole sequence, as the TP matmuls gathered it
+        sizes |= {n: A * D for n in ("attention_norm", "mlp_norm")}
+    # the MLP's last matmul's output before it is summed over TP, the whole sequence; and under
+    # sequence parallelism the reduce-scatters' outputs after the attention and the MLP
+    sizes |= {"mlp_unreduced": A * D, "reduced": 2 * A * D / sp * (sp > 1)}
     sizes |= {n: A * w / t for n, w in width.items()}
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
     sizes["combine"] = dispatch_bytes(model, combine_bytes) / t  # the experts' outputs, weighed

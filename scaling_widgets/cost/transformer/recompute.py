@@ -35,7 +35,9 @@ from .counts import REMAT_POLICIES
 # up-projection, activation and output; dropout's byte masks, a MoE's dispatched copies and the
 # copies its scores weigh (kept for the scores' gradient where a stack weighs them apart), the
 # attention scores when no flash kernel keeps them out of HBM. "chapter_input" is the chapter's
-# count of the input, split over TP.
+# count of the input, split over TP. Only a policy that saves collectives' and matmuls' outputs by
+# op keeps the MLP's last matmul's output before its sum over TP ("mlp_unreduced") and the
+# reduce-scatters' outputs ("reduced"); the backward of no op needs them.
 TENSORS = (
     "input",
     "attention_norm",
@@ -54,9 +56,17 @@ TENSORS = (
     "dispatch",
     "combine",
     "scores",
+    "mlp_unreduced",
+    "reduced",
     "chapter_input",
 )
-KEPT_UNLESS_RECOMPUTED = frozenset(TENSORS) - {"mlp_out", "out_proj", "chapter_input"}
+KEPT_UNLESS_RECOMPUTED = frozenset(TENSORS) - {
+    "mlp_out",
+    "out_proj",
+    "mlp_unreduced",
+    "reduced",
+    "chapter_input",
+}
 
 
 @dataclass(frozen=True)
@@ -140,13 +150,18 @@ GENERIC = {
 SELECTIVE = {
     # Megatron-LM's default --recompute-modules: the attention core
     "attention": "selective:core_attn",
-    # torchtitan's op-level policy: the layer's input, the residual, every other matmul's output
-    # and the attention's (activation_checkpoint.py, _apply_op_sac); its backward holds what it
-    # recomputes
+    # torchtitan's op-level policy: the layer's input, every other matmul's output, the
+    # attention's and the reduce-scatters' (activation_checkpoint.py, _apply_op_sac); its
+    # backward holds what it recomputes
     "alternate-matmuls": "selective:op",
 }
+# The MLP's last matmul (w2) is the 7th of a layer's, odd, so kept: under TP before its
+# reduce-scatter, a partial sum of the whole sequence (parallelize_llama.py's save list holds
+# aten.mm and _c10d_functional.reduce_scatter_tensor)
 TORCHTITAN_OP = Policy(
-    frozenset({"input", "mlp_input", "query", "context", "value", "mlp_gate", "dispatch"}),
+    frozenset(
+        {"input", "query", "context", "value", "mlp_gate", "mlp_unreduced", "reduced", "dispatch"}
+    ),
     Rerun(core=1.0),
     recomputed=1.0,
 )
