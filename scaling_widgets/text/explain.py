@@ -7,6 +7,7 @@ Each sentence is a ``Line`` (``lines.py``); the CLI prints it as text, the panel
 from __future__ import annotations
 
 from ..cost import Estimate
+from ..cost.hardware.mesh import span_axes
 from ..cost.memory.verdict import UNCERTAINTY
 from ..cost.schedules import SCHEDULES
 from ..cost.transformer.experts import folds_over_tp
@@ -196,16 +197,20 @@ def group_places(e: Estimate) -> list[str]:
         One phrase for X and one for Y, each where the group is larger than one chip.
     """
     out = []
-    for name, size, m, wraps in (
-        ("X", int(e.x), float(e.mx), e.wrap_x),
-        ("Y", int(e.y), float(e.my), e.wrap_y),
+    # on a GPU slice (nodes, GPUs in each): the X and Y shares of the nodes' axis
+    nodes = span_axes(slice_shape=e.slice_shape, x=e.x, y=e.y, z=e.z).shares[0]
+    for name, size, m, wraps, across in (
+        ("X", int(e.x), float(e.mx), e.wrap_x, nodes[0] > 1),
+        ("Y", int(e.y), float(e.my), e.wrap_y, nodes[1] > 1),
     ):
         if size == 1:
             continue
         if not e.chip.is_gpu:
             out.append(f"{name} spans {m:g} axes ({'ring' if wraps else 'no wraparound'})")
-        elif m == 1:
+        elif not across:
             out.append(f"{name} inside a node (NVLink)")
+        elif m == 1:  # its GPUs' NICs in a node carry as much as NVLink
+            out.append(f"{name} across nodes at NVLink's bandwidth")
         else:
             out.append(f"{name} across nodes at {m:.2f}x NVLink")
     return out

@@ -6,6 +6,8 @@ is compute-bound above C/W = 9.9e14/4.5e11 = 2200 tokens per GPU inside a node a
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import estimate
@@ -22,19 +24,55 @@ def test_fsdp_needs_2200_tokens_per_gpu_inside_a_node_and_2475_across():
     assert across.crossover_batch / across.chips == pytest.approx(2475)  # the time model agrees
 
 
-def test_tp_inside_a_node_is_limited_to_f_over_2200_and_across_nodes_follows_the_gpu_chapter():
+def test_tp_inside_a_node_is_limited_to_f_over_2200_and_across_nodes_is_slower():
     inside = estimate(model=L70, chip=H100, batch=4e6, slice_shape=(512, 8), x=512, y=8)
     assert inside.tp_limit == pytest.approx(L70.d_ff / 2200) and inside.my == 1
-    # Across nodes only (Y − 8)/Y of the array crosses, at the node's 400 GB/s: the GPU chapter's
-    # rule F > 2475·(Y − 8). LLaMA-3 70B's 28,672 passes for TP 16 (19,800), not for TP 32 (59,400).
+    # NCCL runs TP 16 over two nodes as 8 rings, one through each GPU's NIC: the node's 400 GB/s,
+    # 0.889 of NVLink, not the GPU chapter's 1.78x (its rule counts only the half that crosses).
+    # LLaMA-3 70B's TP 16 is then communication-bound: 16·C/(F·400 GB/s) = 1.38.
     two = estimate(model=L70, chip=H100, batch=8e6, slice_shape=(512, 8), x=256, y=16)
-    assert two.my == pytest.approx(16 * 4e11 / (8 * 4.5e11))
-    assert float(two.layer.comm_ratio("y")) == pytest.approx(2475 * 8 / L70.d_ff)
+    assert two.my == pytest.approx(4e11 / 4.5e11)
+    assert float(two.layer.comm_ratio("y")) == pytest.approx(16 * 9.9e14 / (L70.d_ff * 4e11))
+    assert float(two.layer.comm_ratio("y")) > float(inside.layer.comm_ratio("y")) * 2
     four = estimate(model=L70, chip=H100, batch=8e6, slice_shape=(512, 8), x=128, y=32)
-    assert (
-        float(four.layer.comm_ratio("y")) == pytest.approx(2475 * 24 / L70.d_ff)
-        and four.layer.comm_ratio("y") > 1
-    )
+    assert four.my == two.my and four.layer.comm_ratio("y") > two.layer.comm_ratio("y")
+
+
+GPUS = sorted(key for key, chip in HARDWARE.items() if chip.is_gpu)
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(GPUS), nodes_log=st.integers(1, 6), y_log=st.integers(0, 6))
+def test_growing_a_group_across_a_slower_tier_never_makes_it_faster(key, nodes_log, y_log):
+    # A TP group (up to the 64 heads of LLaMA-3 70B) never gains bandwidth as it spreads over more
+    # nodes: inside a node NVLink, across nodes at most the NICs of its GPUs there, never above
+    # NVLink (MODEL.md §B.5)
+    chip = HARDWARE[key]
+    per_node = 1 << (chip.node_size.bit_length() - 1)  # GB200 NVL72 runs 64 of 72
+    slice_shape = (1 << nodes_log, per_node)
+    chips = slice_shape[0] * per_node
+    y = min(1 << y_log, chips)
+
+    def split(tp):
+        return estimate(model=L70, chip=chip, batch=8e6, slice_shape=slice_shape, x=chips // tp,
+                        y=tp)  # fmt: skip
+
+    inside, across = split(min(y, per_node)), split(y)
+    for e in (inside, across):
+        assert 0 < float(e.mx) <= 1 and 0 < float(e.my) <= 1
+    assert float(across.my) <= float(inside.my)
+    # a layer's TP traffic over its compute grows with the group, Y·C/(F·W·M_Y)
+    assert float(across.layer.comm_ratio("y")) >= float(inside.layer.comm_ratio("y"))
+
+
+def test_a_data_group_across_pods_is_never_faster_than_inside_one():
+    # on a TPU the data-center network links pods, slower than ICI: the same FSDP group over two
+    # pods needs more tokens per chip, never fewer
+    v5p = HARDWARE["tpu-v5p"]
+    one = estimate(model=L70, chip=v5p, batch=4e6, slice_shape=(8, 8, 8), strategy="fsdp")
+    two = estimate(model=L70, chip=v5p, batch=8e6, slice_shape=(8, 8, 8), pods=2, strategy="fsdp")
+    assert v5p.dcn_bw < v5p.ici_bw
+    assert two.critical_tokens_per_chip >= one.critical_tokens_per_chip
 
 
 def test_data_parallel_across_nodes_with_tp_inside_still_needs_2475_per_gpu():

@@ -6,15 +6,14 @@ TP innermost, inside a node first, then FSDP/data, then pipeline. Each group's b
 given as a multiple of the NVLink egress W (the M_X, M_Y of the TPU formulas):
 
 - inside one node, 1: NVLink;
-- an X (data/FSDP) group across nodes, k·W_nic/W where k is how many of its GPUs share a node:
-  the collective is hierarchical, so each of those GPUs sends its own slice through its own NIC
-  (H100: 8 x 50 GB/s = 400 GB/s, so FSDP needs C/400 GB/s = 2475 tokens per GPU, not 2200);
-- a Y (tensor) group across nodes is hierarchical too (MODEL.md §B.5): each of its g GPUs in a node
-  sends its own slice through its own NIC, and only the (Y − g)/Y of the array held in other
-  nodes crosses them, so its time is that share at the node's egress g·W_nic, Y·g·W_nic/((Y − g)·W)
-  in units of NVLink. This is the GPU chapter's rule F > (C/W_node)·(Y − 8): TP 16 over exactly
-  two H100 nodes runs at 1.78x NVLink and stays compute-bound for F > 19,800; wider, it tends to
-  g·W_nic/W, 0.889.
+- a group across nodes, X (data/FSDP) or Y (tensor) alike, min(g·W_nic, W)/W, g its GPUs in a
+  node: NCCL runs it as g rings (channels) over the node's rails, each entering the node through
+  its own GPU's NIC, so each GPU receives its channel's share through its NIC and the rest over
+  NVLink, at once. The NICs bound it at g·W_nic, NVLink at W. H100: 8 x 50 GB/s = 400 GB/s, 0.889
+  of NVLink, so FSDP across nodes needs C/400 GB/s = 2,475 tokens per GPU, not 2,200; TP 16 over
+  two nodes runs at 0.889 too, never faster than TP 8 inside one. (The GPU chapter's rule for TP
+  across nodes, F > (C/W_node)·(Y − 8), counts only the share that crosses and reads TP 16 over two
+  nodes at 1.78x NVLink: it leaves out the rest, which still crosses NVLink.)
 """
 
 from __future__ import annotations
@@ -167,17 +166,14 @@ def node_spans(
     >>> s = node_spans(slice_shape=(512, 8), x=[4096, 512, 256], y=[1, 8, 16], nvlink_bw=4.5e11,
     ...                nic_bw=5e10)
     >>> s.mx.round(3).tolist(), s.my.round(3).tolist()
-    ([0.889, 0.111, 0.111], [1.0, 1.0, 1.778])
+    ([0.889, 0.111, 0.111], [1.0, 1.0, 0.889])
     """
     placed = span_axes(slice_shape=slice_shape, x=x, y=y, z=z)
     nodes_axis, gpus_axis = placed.shares  # outermost first: (X, Y, Z) shares of each axis
     x_per_node, y_per_node = gpus_axis[0], gpus_axis[1]
     x_across, y_across = nodes_axis[0] > 1, nodes_axis[1] > 1
-    mx = np.where(x_across, x_per_node * nic_bw / nvlink_bw, 1.0)
-    Y = np.asarray(y, dtype=float)
-    # the share of the array in other nodes
-    crossing = np.where(y_across, (Y - y_per_node) / Y, 1.0)
-    my = np.where(y_across, y_per_node * nic_bw / (crossing * nvlink_bw), 1.0)
+    mx = np.where(x_across, _rails(x_per_node, nic_bw, nvlink_bw), 1.0)
+    my = np.where(y_across, _rails(y_per_node, nic_bw, nvlink_bw), 1.0)
     inside = np.ones(np.shape(mx), dtype=bool)
     return MeshSpan(
         mx=mx,
@@ -188,3 +184,9 @@ def node_spans(
         shares=placed.shares,
         shared_axes=0,
     )
+
+
+def _rails(per_node: ArrayLike, nic_bw: ArrayLike, nvlink_bw: ArrayLike) -> np.ndarray:
+    """A group across nodes in units of NVLink: its g GPUs of a node each carry one ring through
+    their own NIC, g·W_nic together, never above NVLink's W (the module docstring)."""
+    return np.minimum(np.asarray(per_node) * nic_bw, nvlink_bw) / nvlink_bw
