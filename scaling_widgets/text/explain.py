@@ -197,15 +197,16 @@ def group_places(e: Estimate) -> list[str]:
         One phrase for X and one for Y, each where the group is larger than one chip.
     """
     out = []
-    # on a GPU slice (nodes, GPUs in each): the X and Y shares of the nodes' axis
-    nodes = span_axes(slice_shape=e.slice_shape, x=e.x, y=e.y, z=e.z).shares[0]
+    # on a GPU slice (nodes, GPUs in each): the X and Y shares of the nodes' axis; only there
+    gpu = e.chip.is_gpu
+    nodes = span_axes(slice_shape=e.slice_shape, x=e.x, y=e.y, z=e.z).shares[0] if gpu else (1, 1)
     for name, size, m, wraps, across in (
         ("X", int(e.x), float(e.mx), e.wrap_x, nodes[0] > 1),
         ("Y", int(e.y), float(e.my), e.wrap_y, nodes[1] > 1),
     ):
         if size == 1:
             continue
-        if not e.chip.is_gpu:
+        if not gpu:
             out.append(f"{name} spans {m:g} axes ({'ring' if wraps else 'no wraparound'})")
         elif not across:
             out.append(f"{name} inside a node (NVLink)")
