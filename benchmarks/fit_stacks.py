@@ -26,7 +26,7 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.stacks import BOUNDS, PRIOR, Behaviour  # noqa: E402
+from scaling_widgets.cost.stacks import BOUNDS, PRIOR, REGISTRY, Behaviour  # noqa: E402
 from scaling_widgets.cost.step.profiles import profile_for  # noqa: E402
 from scaling_widgets.measured import load_runs  # noqa: E402
 
@@ -35,7 +35,7 @@ OFFSETS = {"layer_overhead": 1e-6, "step_overhead": 1e-3}  # searched as log(x +
 RATIO_WEIGHT = 3.0  # a source's comparison weighs three times one run's error
 PRIOR_WEIGHT = 0.1  # the pull towards the prior, per unit of the bounds' width
 DATA = Path(__file__).resolve().parents[1] / "scaling_widgets" / "data"
-FILES = (DATA / "dev_runs.json", DATA / "public_runs.json")
+FILES = (DATA / "dev_runs.json", DATA / "dev_runs_gpu.json", DATA / "public_runs.json")
 
 
 def all_runs() -> list:
@@ -69,7 +69,8 @@ def predicted(runs, behaviours: dict[str, Behaviour] | Behaviour) -> np.ndarray:
         base = profile_for(cluster.chip, run.stack)
         mine = behaviours if isinstance(behaviours, Behaviour) else behaviours[run.stack]
         profile = dataclasses.replace(base, **dataclasses.asdict(mine))
-        options = dataclasses.replace(options, mfu=None, stack=None, profile=profile)
+        # the stack named beside the profile: its features, which the case may set
+        options = dataclasses.replace(options, mfu=None, stack=run.stack, profile=profile)
         out.append(float(evaluate(cluster, workload, layout, options).step_time))
     return np.array(out)
 
@@ -83,13 +84,19 @@ def free_fields(runs) -> tuple[str, ...]:
         "kappa": True,
         "kappa_scores": any(not profile_for(c.chip, r.stack).flash_attention
                             for c, r in zip(clusters, runs)),
-        "o_tp": any(lay.y > 1 for lay in layouts),
-        "o_dp": any(lay.x > 1 for lay in layouts),
+        "o_tp": any(lay.y > 1 and not _governs(r, "tp") for lay, r in zip(layouts, runs)),
+        "o_dp": any(lay.x > 1 and not _governs(r, "grad_reduce") for lay, r in zip(layouts, runs)),
         "o_dcn": any(c.pods > 1 for c in clusters),
         "layer_overhead": True,
         "step_overhead": True,
     }  # fmt: skip
     return tuple(name for name, seen in sees.items() if seen)
+
+
+def _governs(run, traffic: str) -> bool:
+    """Whether the run's stack has a feature that decides ``traffic``'s overlap: then no fitted
+    share does (MODEL.md §F.2)."""
+    return any(f.hides == traffic for f in REGISTRY[run.stack].features.values())
 
 
 def _to_x(name, value):

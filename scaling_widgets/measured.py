@@ -33,6 +33,8 @@ DEV_RUNS = (
     Path(__file__).resolve().parent / "data" / "dev_runs.json"
 )  # package data: the wheel has it
 PUBLIC_RUNS = DEV_RUNS.parent / "public_runs.json"  # further published runs, in the same form
+# Megatron-Core on H100 of 2024 (the Megatron-LM README's weak scaling, NeMo 24.07), same form
+DEV_RUNS_GPU = DEV_RUNS.parent / "dev_runs_gpu.json"
 # published comparisons between pipeline schedules, held out: never fitted on
 SCHEDULE_RUNS = DEV_RUNS.parent / "schedule_runs.json"
 
@@ -46,6 +48,7 @@ ATTENTION_PER_TOKEN = {
 }
 CONVENTIONS = (
     "megatron_eq3",
+    "megatron_core_2024",
     *ATTENTION_PER_TOKEN,
     "step_time_s",
     "tokens_per_s",
@@ -228,11 +231,20 @@ def values_from_case(case: dict) -> tuple[Cluster, Workload, Layout, Options]:
         stack=stack_of(case),
         matmul_dtype=case.get("dtype", "bf16"),
         torch_compile=case.get("compile"),  # absent: as the stack runs by default (eager)
+        features=_features(case),
     )
     layout = case_layout(case["layout"])
     if REGISTRY[options.stack].tp_shards_sequence and layout.y > 1:  # the stack has no other TP
         layout = dataclasses.replace(layout, sequence_parallel=True)
     return cluster, workload, layout, options
+
+
+def _features(case: dict) -> str | None:
+    """The stack's features a case ran with ("none" for none); None where it does not say, the
+    stack's defaults (MODEL.md §F.2)."""
+    if "features" not in case:
+        return None
+    return ",".join(case["features"]) or "none"
 
 
 def case_layout(k: dict) -> Layout:
@@ -403,6 +415,8 @@ def flops_per_step(case: dict, convention: str) -> float:
     L, D, F, N_h, H, V = (m[k] for k in ("layers", "d_model", "d_ff", "heads", "head_dim", "vocab"))
     if convention == "megatron_eq3":
         return 96 * B * s * L * D**2 * (1 + s / (6 * D) + V / (16 * L * D))
+    if convention == "megatron_core_2024":
+        return _megatron_core_flops(case)
     if convention not in ATTENTION_PER_TOKEN:
         raise ValueError(
             f"convention {convention!r} counts no FLOPs; allowed: "
@@ -414,6 +428,19 @@ def flops_per_step(case: dict, convention: str) -> float:
     else:
         Psi = V * D + L * (4 * D * N_h * H + 2 * D * F + 2 * D) + D
     return B * s * (6 * Psi + ATTENTION_PER_TOKEN[convention] * L * N_h * H * s)
+
+
+def _megatron_core_flops(case: dict) -> float:
+    """Megatron-Core's ``num_floating_point_operations`` (r0.8.0): 3 x the forward, attention
+    over the whole square, the vocabulary padded to 128·TP (MODEL.md §C.6)."""
+    m, s, B = case["model"], case["seq_len"], case["global_batch_seqs"]
+    L, h, F, a, d = (m[k] for k in ("layers", "d_model", "d_ff", "heads", "head_dim"))
+    g, gated = m.get("kv_heads", a), m.get("gated", False)
+    k = (m.get("moe") or {}).get("top_k", 1)
+    pad = 128 * case["layout"]["tp"]
+    V = -(-m["vocab"] // pad) * pad
+    per_layer = (1 + g / a + s / h) * (a * d / h) + (F / h) * k * (1.5 if gated else 1.0)
+    return 12 * B * s * L * h**2 * (per_layer + V / (2 * L * h))
 
 
 def _convention(case: dict) -> str:

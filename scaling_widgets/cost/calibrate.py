@@ -47,7 +47,9 @@ CURVES_DOWN = (
     "speed_spread",
 )
 FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
-WORDS = ("selective", "gradients", "gathered", "measures", "chip", "calibration")  # names
+WORDS = (  # names
+    "selective", "gradients", "gathered", "measures", "chip", "calibration", "overlaps", "hidden",
+)  # fmt: skip
 # the profile's booleans, read from its fields so that a new one is never left out
 SWITCHES = tuple(f.name for f in dataclasses.fields(Profile) if f.type == "bool")
 LEGACY = ("jitter",)  # fields of older profiles, read and ignored
@@ -323,7 +325,9 @@ def profile_from_json(text: str) -> Profile:
         unknown = sorted(set(data) - set(fields)) if isinstance(data, dict) else type(data).__name__
         raise refuse("profile", f"a JSON object with the fields {', '.join(fields)}", f"{unknown}")
     for name, value in data.items():
-        if name in ("name", "chip", "calibration") and not isinstance(value, str):
+        if name in ("name", "chip", "calibration", "overlaps", "hidden") and not isinstance(
+            value, str
+        ):
             raise refuse(f"profile {name}", "a string", repr(value))
         if name in SWITCHES and not isinstance(value, bool):
             raise refuse(f"profile {name}", "true or false", repr(value))

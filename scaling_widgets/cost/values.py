@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,12 @@ from .transformer.recompute import REMAT_CHOICE
 from .transformer.shapes import BOOK_PRECISION, Model, Precision
 
 MATMUL_DTYPES = ("bf16", "fp8")  # what the layers' linear matmuls run in (MODEL.md §F.4)
+# a stack's features that are on, by name: "none", or names joined by commas (MODEL.md §F.2)
+FEATURE_NAMES = Choice(
+    ("none",),
+    also=lambda name: re.fullmatch(r"[a-z0-9_]+(,[a-z0-9_]+)*", name) is not None,
+    also_said="or a stack's feature names joined by commas",
+)
 GRAD_DTYPES = ("fp32", "bf16")  # what a stack keeps and reduces gradients in (MODEL.md §E.4)
 WEIGHT_DTYPES = ("fp32", "bf16")  # what a stack keeps its weights in (MODEL.md §E.4)
 MOMENT_DTYPES = ("fp32", "bf16")  # what Adam's two moments are kept in (MODEL.md §E.4)
@@ -471,6 +478,11 @@ class Options:
     loss_chunks : int, default 1
         The chunks the output layer and the loss run in over the sequence, one at a time
         (torchtitan's ChunkedLossWrapper, 8 in its 2026 configs; MODEL.md §E.1).
+    features : str, optional
+        The stack's features that are on, by their names, comma-separated: those that hide a
+        communication under compute (Megatron-LM's "overlap_grad_reduce",
+        "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm"); "none" for none. None:
+        the stack's defaults in the release its module cites (MODEL.md §F.2).
     flash_attention : bool, optional
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional
@@ -522,6 +534,7 @@ class Options:
     optimizer_impl: str | None = checked(None, Maybe(Choice(OPTIMIZER_IMPLS)))
     accumulate_unsharded: bool = checked(False, Switch())
     loss_chunks: int = checked(1, Whole(high=1024))
+    features: str | None = checked(None, Maybe(FEATURE_NAMES))
     flash_attention: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     torch_compile: bool | None = checked(None, Maybe(Switch("true, false or None (the stack's)")))
     compile_loss: bool | None = checked(None, Maybe(Switch("true, false or None (the layers')")))

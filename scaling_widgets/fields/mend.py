@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import catalog
 from ..cost.hardware.slices import slices_near
-from ..cost.stacks import COMPILING, PAIRING
+from ..cost.stacks import COMPILING, PAIRING, REGISTRY, feature_names
 from ..cost.step.profiles import default_stack, runs_on
 from ..text import mended as words
 from .state import checked, coerced, filled
@@ -119,14 +119,19 @@ def _onto_slice(state: dict, shape: tuple) -> dict:
 
 
 def _switches_kept(state: dict) -> dict:
-    """torch.compile back to the stack's, and the pairing of passes off, where the stack (the
-    chip's, unless one is named) has none."""
+    """torch.compile back to the stack's, the pairing of passes off, and the features back to the
+    stack's defaults, where the stack (the chip's, unless one is named) has none of them."""
     stack = state["stack"] or default_stack(state["hardware"])
     out = {}
     if state["torch_compile"] and stack not in COMPILING:
         out["torch_compile"] = None
     if state["ep_overlap"] and stack not in PAIRING:
         out["ep_overlap"] = False
+    offered = REGISTRY[stack].features
+    if state["features"] not in (None, "none") and not set(feature_names(state["features"])) <= set(
+        offered
+    ):
+        out["features"] = None  # the named stack's own defaults
     return out
 
 

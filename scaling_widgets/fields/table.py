@@ -300,6 +300,10 @@ FIELDS_TABLE = (
     Field("loss_chunks", "options.loss_chunks", "the chunks the output layer and the loss run in"
           " over the sequence (torchtitan's ChunkedLossWrapper: 8; default 1)",
           flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),
+    Field("features", "options.features", "the stack's features that hide a communication"
+          " under compute, comma-separated, or none (Megatron-LM's overlap_grad_reduce,"
+          " overlap_param_gather, tp_comm_overlap, overlap_p2p_comm; default: the release's)",
+          flag="--features", since=14, label="Overlaps"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",
           choices=("on", "off"), parse=_on, words=_on_off, since=3, label="Flash attn"),

@@ -56,6 +56,7 @@ class Degrees:
     accumulate_unsharded: bool = False  # PyTorch FSDP's no_sync over the microbatches
     loss_chunks: int = 1  # the loss run in chunks over the sequence (torchtitan's 2026 configs)
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
+    features: str | None = None  # the stack's features on ("none"); None: its release's defaults
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -152,21 +153,20 @@ def degrees_of(e: Estimate) -> Degrees:
         ep_overlap=bool(e.layout.ep_overlap),
         fp8=options.matmul_dtype == "fp8",
         compile=options.torch_compile,
-        compile_loss=options.compile_loss,
-        grad_dtype=options.grad_dtype,
-        weight_dtype=options.weight_dtype,
         fp8_params=bool(options.fp8_params),
-        moment_dtype=options.moment_dtype,
-        optimizer_impl=options.optimizer_impl,
         swiglu_input_fp8=bool(options.swiglu_input_fp8),
         accumulate_unsharded=bool(options.accumulate_unsharded),
         loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
         steps=_steps(e.workload.tokens, round(sequences) * T),
+        **{name: getattr(options, name) for name in AS_GIVEN},
     )
 
 
-SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach")
+# options a launch file carries as they are given (None: the framework's default)
+AS_GIVEN = ("compile_loss", "grad_dtype", "weight_dtype", "moment_dtype", "optimizer_impl",
+            "features")  # fmt: skip
+SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features")
 
 
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
@@ -201,6 +201,8 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     lines += ["the SwiGLU's input in fp8: written in bf16"] * d.swiglu_input_fp8
     lines += ["microbatches accumulated unsharded: written reduced each"] * d.accumulate_unsharded
     foreach = d.optimizer_impl == "foreach" and "foreach" not in says
+    features = d.features is not None and "features" not in says
+    lines += [f"the features {d.features}: written as the framework's defaults"] * features
     return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
 
@@ -310,6 +312,7 @@ def fields_of(d: Degrees, chip) -> dict:
         swiglu_input_fp8=d.swiglu_input_fp8,
         accumulate_unsharded=d.accumulate_unsharded,
         loss_chunks=d.loss_chunks,
+        features=d.features,
     )
     if d.tokens is not None:
         fields["tokens"] = d.tokens

@@ -33,7 +33,7 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "ep", "ep_overlap")  # fmt: skip
+         "features", "ep", "ep_overlap")  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -58,6 +58,9 @@ def _part(name: str, before: dict, after: dict) -> str:
     stack = after["stack"] or f"{chip.name}'s stack"
     if name == "torch_compile":
         return f"torch.compile back to the stack's: {stack} compiles nothing"
+    if name == "features":
+        named = before["features"].replace(",", ", ")
+        return f"the overlaps {named} dropped: {stack} has none of them"
     model = after["model"]
     if name == "ep":
         if model.moe is None:

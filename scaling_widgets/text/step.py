@@ -8,6 +8,8 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.stacks import REGISTRY, feature_names
+from ..cost.step.profiles import default_stack
 from . import memory, units
 from .lines import Line, Math, tex_sci, tex_text
 
@@ -67,8 +69,20 @@ def predicted_step(e: Estimate) -> Line:
     return Line.of(
         "step",
         f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)};"
-        f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION}){_hidden(e)}",
+        f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION}){_features(e)}{_hidden(e)}",
     )
+
+
+def _features(e: Estimate) -> str:
+    """The stack's features that hide traffic, those on, and whose word that is: the layout's,
+    or the defaults of the release its module cites (MODEL.md §F.2)."""
+    stack = REGISTRY.get(e.options.stack or default_stack(e.chip))
+    if stack is None or not stack.features:
+        return ""
+    given = e.options.features
+    on = feature_names(given) if given is not None else stack.default_features
+    whose = "as given" if given is not None else f"{stack.name}'s defaults at its cited release"
+    return f"; overlaps on: {', '.join(on) or 'none'} ({whose})"
 
 
 def _hidden(e: Estimate) -> str:

@@ -23,6 +23,7 @@ from scaling_widgets.cost import (
 from scaling_widgets.measured import (
     CONVENTIONS,
     DEV_RUNS,
+    DEV_RUNS_GPU,
     PUBLIC_RUNS,
     SCHEDULE_RUNS,
     chips,
@@ -47,7 +48,7 @@ def test_all_41_runs_load_with_a_positive_step_and_unique_ids():
 
 
 def test_every_convention_of_the_files_is_implemented():
-    files = (DEV_RUNS, PUBLIC_RUNS, SCHEDULE_RUNS)
+    files = (DEV_RUNS, DEV_RUNS_GPU, PUBLIC_RUNS, SCHEDULE_RUNS)
     named = set().union(*(json.loads(f.read_text())["conventions"] for f in files))
     assert set(CONVENTIONS) == named
 
@@ -227,3 +228,21 @@ def test_a_case_may_carry_a_mixture_of_experts_and_its_expert_and_context_groups
     cluster, workload, layout, options = values_from_case(case)
     assert workload.model.moe.experts == 8 and (layout.ep, layout.cp) == (8, 2)
     assert float(evaluate(cluster, workload, layout, options).step_breakdown["ep_exposed"]) > 0
+
+
+def test_megatron_cores_flop_count_gives_the_tflops_nemo_printed():
+    # NeMo 24.07 printed tokens/s and model TFLOP/s per GPU side by side: the FLOP count read from
+    # the tokens must give the TFLOP/s column, for every model (GPT-3, Llama 2 and 3, Nemotron).
+    cases = [c for c in read_cases(DEV_RUNS_GPU) if "tflops_per_chip" in c["published"]]
+    assert len(cases) == 12
+    for case in cases:
+        flops = flops_per_step(case, "megatron_core_2024")
+        tflops = flops / (seconds_per_step(case) * chips(case)) / 1e12
+        assert tflops == pytest.approx(case["published"]["tflops_per_chip"], rel=2e-3), case["id"]
+
+
+def test_the_gpu_runs_name_the_overlaps_they_ran():
+    runs = load_runs(DEV_RUNS_GPU)
+    assert len(runs) == 21 and {r.stack for r in runs} == {"megatron-lm"}
+    on = {r.values[3].features for r in runs}
+    assert on == {"overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,overlap_p2p_comm"}

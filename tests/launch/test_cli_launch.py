@@ -139,7 +139,9 @@ def test_a_flag_over_a_config_mends_what_it_leaves_impossible_and_says_so(capsys
     assert code == 0 and err == ""
     code, out, err = run(["estimate", *where, "--stack", "fsdp2", "--json"], capsys)
     assert code == 0 and err == (
-        "note: The expert all-to-alls no longer paired: fsdp2 does not pair passes.\n"
+        "note: The overlaps overlap_grad_reduce, overlap_param_gather, overlap_p2p_comm dropped:"
+        " fsdp2 has none of them; the expert all-to-alls no longer paired: fsdp2 does not pair"
+        " passes.\n"
     )
     assert json.loads(out)["hidden_s"]["ep"] == 0 < json.loads(paired_out)["hidden_s"]["ep"]
     # asked for in the same breath, the pairing is refused by name rather than mended

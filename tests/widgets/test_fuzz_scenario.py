@@ -90,6 +90,7 @@ PLAUSIBLE = {
     "optimizer_impl": [None, "fused", "foreach"],
     "accumulate_unsharded": [False, True],
     "loss_chunks": [1, 8],
+    "features": [None, "none", "overlap_grad_reduce,tp_comm_overlap"],
     "compile_loss": [None, False],
     "microbatch_seqs": [
         None,

@@ -5,7 +5,7 @@ then show; stale after a change of model; an error inline."""
 import numpy as np
 import pytest
 
-from scaling_widgets import explore
+from scaling_widgets import estimate, explore
 from scaling_widgets.cli import main
 from scaling_widgets.cost.search.strategy_map import FAMILIES, NONE_FITS
 from scaling_widgets.text.units import seconds
@@ -40,7 +40,15 @@ def test_the_map_is_drawn_when_asked_and_holds_the_scenarios_choices(drawn):
     assert colour.shape == (rows, columns)
     family = np.floor(colour / 2).astype(int)
     assert np.array_equal(np.where(m.family == NONE_FITS, -1, family), m.family)
-    assert {FAMILIES[f] for f in m.family[m.fits]} >= {"dp", "fsdp", "tp"}  # the chapter's map
+    # FSDP x TP 2 where the batch is plenty, pipelines where it is not, CP on the most chips
+    assert {FAMILIES[f] for f in m.family[m.fits]} >= {"tp", "pp", "ep_cp"}
+    # the chapter's pure FSDP stays as fast as the winner there, to half a percent: on the v5p's
+    # ICI TP 2's collectives hide under its matmuls, and it halves the step's unhidden first
+    # gather and last scatter, a few milliseconds
+    row, column = np.argwhere(m.fits & (m.chips[:, None] == 64))[3]
+    knobs = dict(m.layout(row, column), x=64, y=1)
+    fsdp = estimate(**{**CHAPTER, "batch": m.batches[column]}, **knobs)
+    assert float(fsdp.step_time) <= 1.005 * float(m.step_time[row, column])
 
 
 def test_a_shade_runs_from_the_lowest_to_the_highest_mfu():
@@ -58,7 +66,7 @@ def test_a_shade_runs_from_the_lowest_to_the_highest_mfu():
 def test_a_click_loads_the_cell_and_the_panel_and_the_cli_show_its_numbers(drawn):
     view, scenario = drawn.strategy_map, drawn.scenario
     m = view.data
-    row, column = np.argwhere(m.fits & (m.family == FAMILIES.index("fsdp")))[0]
+    row, column = np.argwhere(m.fits & (m.family == FAMILIES.index("tp")))[0]
     columns = len(m.batches)
     view._on_cell_click(view.plot._hover, {"data": {"index": int(row * columns + column)}})
     knobs = m.layout(row, column)

@@ -40,7 +40,7 @@ import numpy as np
 from ..step.exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
 from ..step.physics import attention_efficiency, matmul_efficiency, slowest_of
 from ..step.pipeline import busiest_stage_layers
-from ..step.profiles import Profile
+from ..step.profiles import Profile, hidden_share
 from ..transformer.experts import ep_of_data, routed_params
 
 if TYPE_CHECKING:
@@ -119,6 +119,9 @@ def predict(
     head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
+    # an interleaved schedule's sends overlap the other virtual stages' work where the stack's
+    # feature does (Megatron-LM's overlap_p2p_comm, MODEL.md §F.2): a few MB under a layer's pass
+    stage_to_stage = stage_to_stage * (1 - hidden_share(profile, "p2p", 0.0) * (v > 1))
     head = head_matmul + head_memory  # the output layer and the loss, on the last stage
     t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head + stage_to_stage
     # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)

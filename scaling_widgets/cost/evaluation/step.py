@@ -15,9 +15,10 @@ from numpy.typing import ArrayLike
 from ..ground.choices import per_choice
 from ..ground.refusals import refuse
 from ..hardware.chip import Chip
+from ..stacks import REGISTRY, feature_names
 from ..step.chapter import time_to_train
 from ..step.pipeline import busiest_stage_layers
-from ..step.profiles import Profile, profile_for, with_stack
+from ..step.profiles import Profile, default_stack, hidden_by, profile_for, with_stack
 from ..step.run import whole_run
 from ..transformer.counts import (
     REMAT_POLICIES,
@@ -382,4 +383,7 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     switches["loss_compiled"] = layers if loss is None else loss
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
+    if options.features is not None:  # the config's features, over the release's defaults
+        stack = REGISTRY[options.stack or default_stack(chip)]
+        switches["hidden"] = hidden_by(stack, feature_names(options.features))
     return dataclasses.replace(profile, **switches)

@@ -19,7 +19,16 @@ from numpy.typing import ArrayLike
 from .. import schedules
 from ..ground.checks import first, per_layout
 from ..ground.refusals import refuse
-from ..stacks import COMPILING, COMPILING_LOSS, MASTER_WEIGHTS, NO_SYNC, PAIRING, TORCH_ADAM
+from ..stacks import (
+    COMPILING,
+    COMPILING_LOSS,
+    MASTER_WEIGHTS,
+    NO_SYNC,
+    PAIRING,
+    REGISTRY,
+    TORCH_ADAM,
+    feature_names,
+)
 from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -100,6 +109,7 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
     if layout.ep_overlap and workload.model.moe is None:
         raise refuse("ep_overlap", "off for a dense model: it has no expert all-to-alls", True)
     _precision_together(options, stack)
+    _features_known(options, stack)
     if options.profile is not None and not runs_on(options.profile, chip):
         raise refuse(
             "profile",
@@ -114,6 +124,21 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             tuple(layout.axis_roles),
         )
     _broadcast(cluster, workload, layout, options)
+
+
+def _features_known(options, stack) -> None:
+    """Features the stack has, by name (MODEL.md §F.2)."""
+    if options.features is None:
+        return
+    offered = tuple(REGISTRY[stack].features) if stack else ()
+    for name in feature_names(options.features):
+        if name not in offered:
+            allowed = ", ".join(offered) if offered else f"none ({stack or 'a profile'} has none)"
+            raise refuse(
+                "features",
+                f"'none' or names of {stack or 'the stack'}'s features: {allowed}",
+                repr(name),
+            )
 
 
 def _precision_together(options, stack) -> None:

@@ -14,7 +14,10 @@ always runs TP with sequence parallelism if its ``TP_SEQUENCE_PARALLEL`` says so
 ``PIPELINE_SCHEDULES`` are the schedules (``schedules/``) it can pipeline with: the planner
 searches those; its ``EP_OVERLAP`` says it can pair one microbatch's forward with another's backward
 to hide the expert all-to-alls (a layout's ``ep_overlap``); its ``RECOMPUTE`` names the recompute
-policies it offers by its own names (``transformer/recompute.py``). Each keeps
+policies it offers by its own names (``transformer/recompute.py``); its ``FEATURES`` are its
+switches that hide one communication under compute (``Feature`` below), each dated and cited: a
+stack that declares them hides that traffic where a feature is on and none of it where it is off,
+never by a fitted share. Each keeps
 mixed-precision Adam's fp32 master copy and moments, whatever the precision (which sets the
 chapter's count). Each module cites the lines of the stack's source it was read from.
 
@@ -23,7 +26,7 @@ order): it imports from ground/ alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ground.registry import members
 
@@ -47,6 +50,48 @@ class Behaviour:
     o_dcn: float = 0.0  # the same for the reduction across pods
     layer_overhead: float = 0.0  # per layer and pass: launches the host cannot queue ahead [s]
     step_overhead: float = 0.0  # per step: the host, the data loader, the optimizer's launch [s]
+
+
+# What a stack's feature may hide (MODEL.md §F.2), each under all of one compute, so that only
+# what exceeds it is exposed (and at least one chunk where the traffic is chunked): TP's
+# collectives under the matmuls they feed; the data-parallel gradient reduction under the last
+# backward pass; the distributed optimizer's weight all-gather under the first forward pass; an
+# interleaved pipeline's sends between stages under the other virtual stages' work.
+HIDES = ("tp", "grad_reduce", "param_gather", "p2p")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A switch of a stack's that hides one communication under compute (MODEL.md §F.2): what it
+    hides (a key of ``HIDES``), the framework's flag (that turns it on, or off where it is on by
+    default), whether it is on by default in the release cited, the release that brought it and
+    where it lives in the framework's source."""
+
+    hides: str
+    flag: str
+    default: bool
+    since: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.hides not in HIDES:  # a stack module's slip, caught when it is imported
+            raise ValueError(f"a feature hides one of {', '.join(HIDES)}, not {self.hides!r}")
+
+
+def feature_names(features: str) -> tuple:
+    """The names in an options' ``features``.
+
+    Parameters
+    ----------
+    features : str
+        "none", or feature names joined by commas.
+
+    Returns
+    -------
+    names : tuple of str
+        The names; none for "none".
+    """
+    return () if features == "none" else tuple(features.split(","))
 
 
 PRIOR = Behaviour()
@@ -81,6 +126,12 @@ class Stack:
     recompute: tuple = ()  # the recompute policies it offers by its own names
     torch_adam: bool = False  # its Adam is torch.optim's: foreach, or fused when asked
     no_sync: bool = False  # its FSDP can accumulate microbatches unsharded (no_sync)
+    features: dict = field(default_factory=dict)  # name -> Feature: what it can hide, dated
+
+    @property
+    def default_features(self) -> tuple:
+        """The features on when a config names none: the release's defaults."""
+        return tuple(name for name, f in self.features.items() if f.default)
 
 
 def _member(module) -> Stack:
@@ -97,6 +148,7 @@ def _member(module) -> Stack:
         recompute=tuple(getattr(module, "RECOMPUTE", ())),
         torch_adam=getattr(module, "TORCH_ADAM", False),
         no_sync=getattr(module, "NO_SYNC", False),
+        features=dict(getattr(module, "FEATURES", {})),
     )
 
 

@@ -40,16 +40,17 @@ MEMORY = dict(
     eager_glu=True,
     measures="allocated",
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on one run on A100 (BLOOM-176B,
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on one run on A100 (BLOOM-176B,
 # Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7809,
-    kappa=12.29,
-    o_tp=0.1415,
-    o_dp=0.1746,
-    o_dcn=0.4757,
-    layer_overhead=0.0001589,
-    step_overhead=0.1514,
+    kernel_share=0.7769,
+    kappa=12.61,
+    kappa_scores=8.208,
+    o_tp=0.06596,
+    o_dp=0.9056,
+    o_dcn=0.4811,
+    layer_overhead=2.265e-07,
+    step_overhead=0.1263,
 )
 # Its activation checkpointing recomputes each layer whole (Megatron-DeepSpeed's
 # --checkpoint-activations, --checkpoint-num-layers N: one input kept for N layers)

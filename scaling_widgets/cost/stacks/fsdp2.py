@@ -72,19 +72,22 @@ MEMORY = dict(
     gathered_inputs=True,
     measures="reserved",
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-02) on 22 runs on H100 (torchtitan's benchmarks
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on 22 runs on H100 (torchtitan's benchmarks
 # and paper: eager and compiled, bf16 and fp8, 8K to 256K tokens a sequence with context
 # parallelism), all on the 500 W HBM2e card, below the preset's clocks: kernel_share carries that,
-# so a full-power H100 runs faster than this predicts. kappa = 185 bytes eager (counted on a Llama
-# layer's kernels op by op: about 150); compiled, a third of that (MODEL.md §F.5).
+# so a full-power H100 runs faster than this predicts. kappa = 139 bytes eager (counted on a Llama
+# layer's kernels op by op: about 150); compiled, a third of that (MODEL.md §F.5). o_dp reaches
+# only ZeRO 0-2, which none of its runs use: ZeRO-3's prefetch hides under all of a layer's
+# compute (MODEL.md §C.2).
 BEHAVIOUR = dict(
-    kernel_share=0.5882,
-    kappa=184.6,
-    o_tp=0.112,
-    o_dp=0.4372,
-    o_dcn=0.4757,
-    layer_overhead=4.07e-05,
-    step_overhead=0.0475,
+    kernel_share=0.5886,
+    kappa=139.1,
+    kappa_scores=8.208,
+    o_tp=0.1121,
+    o_dp=0.8345,
+    o_dcn=0.4811,
+    layer_overhead=1.022e-06,
+    step_overhead=0.0789,
 )
 # The recompute policies it offers by name: activation_checkpoint.mode none, full, or selective
 # by op or every Nth layer (selective_ac_option)

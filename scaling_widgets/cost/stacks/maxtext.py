@@ -38,20 +38,19 @@ MEMORY = dict(
     allocator=1.0,
     measures="allocated",
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-05, after its TP came to shard the embedding
-# axis, which splits the memory-bound work of TP runs) on 29 runs on TPU v5e, v5p, v6e and H100
-# (MaxText's READMEs, tpu-recipes). On a bound: layer_overhead = 0.2 ms (upper), the most some
-# tens of kernels a pass take; its runs cannot tell a layer's fixed cost from the step's. o_dcn =
-# 0.53: the reduction across slices hides under half of the backward pass, so the rise of 2-11 %
-# the v5e slices measured comes out flatter, though in the measured order.
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on 29 runs on TPU v5e, v5p, v6e and H100
+# (MaxText's READMEs, tpu-recipes). Nothing on a bound. o_dcn = 0.50: the reduction across slices
+# hides under half of the backward pass, so the rise of 2-11 % the v5e slices measured comes out
+# flatter, though in the measured order.
 BEHAVIOUR = dict(
-    kernel_share=0.9477,
-    kappa=72.96,
-    o_tp=0.05959,
-    o_dp=0.1646,
-    o_dcn=0.5273,
-    layer_overhead=0.0002,
-    step_overhead=0.09841,
+    kernel_share=0.9071,
+    kappa=64.79,
+    kappa_scores=8.208,
+    o_tp=0.0936,
+    o_dp=0.9056,
+    o_dcn=0.4976,
+    layer_overhead=2.536e-07,
+    step_overhead=0.08121,
 )
 # The checkpoint names its layers give their tensors (checkpoint_name: layers/attentions.py L1323-
 # 1366, attention_mla.py, linears.py L602-624, moe.py, the decoders' "decoder_layer_input"), as the

@@ -16,6 +16,7 @@ from .collectives import (
     link_efficiency,
     ring_costs,
 )
+from .profiles import hidden_share
 
 
 def tp_exposed(e, profile, b, rerun, layer_matmul):
@@ -63,7 +64,8 @@ def tp_exposed(e, profile, b, rerun, layer_matmul):
     )
     mlp = per_pass - 1
     count = per_pass * 2 + rerun.dense + mlp * rerun.mlp
-    return np.maximum(0.0, one * count - profile.o_tp * layer_matmul)
+    hides = hidden_share(profile, "tp", profile.o_tp) * layer_matmul
+    return np.maximum(0.0, one * count - hides)
 
 
 def all_to_alls(e, profile, stage_layers, rerun_mlp):
@@ -225,10 +227,11 @@ def data_parallel(
         m, the microbatches a step.
     layer_matmul : float or array_like
         One layer's matmuls for a microbatch, recompute included: what ZeRO-3's traffic hides
-        under, up to o_dp [s].
+        under, a pass under each [s].
     backward_last : float or array_like
         The stage's last backward pass, its layers' matmuls for one microbatch without
-        recompute: what the reductions hide under, up to o_dp and o_dcn [s].
+        recompute: what the reductions hide under, and half of it the first forward, what the
+        weights' all-gather hides under; each up to its share (``profiles.hidden_share``) [s].
     elsewhere : float or array_like
         The routed experts' parameters held on other EP chips, left out of a chip's
         gradients [parameters].
@@ -247,6 +250,10 @@ def data_parallel(
        Parallelism; Fully-Sharded Data Parallelism (FSDP); Scaling Between Pods.
     .. [3] S. Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
        Parameter Models", SC 2020.
+    .. [4] NVIDIA, "Communication Overlap", NeMo Framework User Guide (24.12): the distributed
+       optimizer's traffic in chunks of a layer, "exposes only one DP communication chunk".
+    .. [5] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
+       VLDB 2023 (backward and forward prefetching: the next all-gather issued ahead).
     """
     chip, X, Y, P = e.chip, e.x, e.y, e.pods
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
@@ -265,21 +272,35 @@ def data_parallel(
     def over_x(nbytes, rounds=1):  # a ring over X: 2 rounds an all-reduce, 1 a gather or scatter
         return rounds * (nbytes * per_byte + per_round)
 
-    reduce = over_x(shard, rounds=2)
-    # The gradients of the stage's first layer come last, with no compute left to hide under:
-    # at least that layer's reduction sticks out (MODEL.md §C.2).
-    last = over_x(shard / stage_layers, rounds=2)
+    # Without ZeRO an all-reduce of the gradients; the distributed optimizer (ZeRO 1, 2)
+    # reduce-scatters them and all-gathers the updated bf16 weights. The reduction hides under
+    # the last backward, the gather under the first forward (half a backward), each in chunks of
+    # a layer: at least one chunk sticks out, the first layer's gradients or the first layer's
+    # weights, with no compute left to hide under (MODEL.md §C.2, §F.2).
+    distributed = np.asarray(e.zero) >= 1
+    grads = over_x(shard, rounds=np.where(distributed, 1, 2))
+    weights = np.where(distributed, over_x(shard / grad_bytes * 2), 0.0)
+    under_backward = hidden_share(profile, "grad_reduce", profile.o_dp) * backward_last
+    under_forward = hidden_share(profile, "param_gather", profile.o_dp) * backward_last / 2
+    reduced = np.maximum(grads / stage_layers, grads - under_backward)
+    gathered = np.maximum(weights / stage_layers, weights - under_forward)
     sharded = np.asarray(e.zero) == 3
-    dp = np.where(sharded, 0.0, np.maximum(last, reduce - profile.o_dp * backward_last))
+    dp = np.where(sharded, 0.0, reduced + gathered)
     # ZeRO-3: per layer and microbatch, gather the bf16 weights forward and again backward, and
-    # reduce-scatter the gradients in the stack's dtype; a step's first gather and last scatter
-    # have nothing to hide under.
-    # accumulating unsharded (FSDP's no_sync), only the last microbatch scatters (MODEL.md §C.2)
+    # reduce-scatter the gradients in the stack's dtype. Each is prefetched a layer ahead (FSDP's
+    # prefetch, DeepSpeed's and Megatron's overlap): the next layer's gather hides under this
+    # layer's forward, the gather and the scatter of the backward under its backward (recompute
+    # included), and only what exceeds that compute shows; a step's first gather and last
+    # scatter have nothing to hide under. Accumulating unsharded (FSDP's no_sync), only the last
+    # microbatch scatters (MODEL.md §C.2).
     gather, scatter = over_x(psi_layer / Y * 2), over_x(psi_layer / Y * grad_bytes)
+    forward = backward_last / (2 * stage_layers)  # a layer's forward, half its backward
+    backward = layer_matmul - forward
+    ahead = np.maximum(0.0, gather - forward)
     syncs = np.where(profile.accumulate_unsharded, 1, m)
     per_layer = stage_layers * (
-        (m - syncs) * np.maximum(0.0, 2 * gather - profile.o_dp * layer_matmul)
-        + syncs * np.maximum(0.0, 2 * gather + scatter - profile.o_dp * layer_matmul)
+        (m - syncs) * (ahead + np.maximum(0.0, gather - backward))
+        + syncs * (ahead + np.maximum(0.0, gather + scatter - backward))
     )
     fsdp = np.where(sharded, per_layer + gather + scatter, 0.0)
     # across pods, a tree of log2(P) exchanges of the shard; the first layer's share sticks out

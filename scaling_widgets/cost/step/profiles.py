@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..ground.checks import Choice
 from ..ground.refusals import refuse
 from ..hardware.chip import Chip
-from ..stacks import PRIOR, REGISTRY
+from ..stacks import HIDES, PRIOR, REGISTRY
 from .physics import DATASHEET, physics_of
 
 if TYPE_CHECKING:  # ``values`` imports this module
@@ -66,6 +66,11 @@ class Profile:
     o_dcn: float = PRIOR.o_dcn
     layer_overhead: float = PRIOR.layer_overhead
     step_overhead: float = PRIOR.step_overhead
+    # The traffic the stack's features govern (``stacks.HIDES`` keys, comma-separated): each is
+    # hidden under all of its compute where it is in ``hidden``, else not at all; the traffic
+    # no feature governs hides by the fitted shares above (MODEL.md §F.2)
+    overlaps: str = ""
+    hidden: str = ""
     flash_attention: bool = True  # no s x s scores in HBM; causal masking halves the attention
     torch_compile: bool = False  # fused memory-bound kernels, fewer activations kept (§F.5)
     loss_compiled: bool = False  # the loss compiled (alone, or with the layers; §E.1)
@@ -120,6 +125,9 @@ class Profile:
         Choice(GRADIENTS)("profile gradients", self.gradients)
         Choice(("layer", "weight"))("profile gathered", self.gathered)
         Choice(MEASURES)("profile measures", self.measures)
+        for name in ("overlaps", "hidden"):  # traffic a feature may hide, comma-separated
+            for traffic in filter(None, getattr(self, name).split(",")):
+                Choice(tuple(HIDES))(f"profile {name}", traffic)
         if not (isinstance(self.allocator, (int, float)) and 1 <= self.allocator < 1e30):
             raise refuse(
                 "profile allocator",
@@ -177,6 +185,8 @@ MEMORY_FIELDS = (
     "measures",
     "flash_attention",
     "torch_compile",
+    "overlaps",
+    "hidden",
 )
 # The stack each chip runs unless told otherwise (MODEL.md §F.2): the A100's measured runs are
 # Megatron-LM's of 2021-22, the other GPUs' torchtitan's, the TPUs' MaxText's.
@@ -278,7 +288,54 @@ def with_stack(profile: Profile, stack: str | None) -> Profile:
 
 
 def _stack_fields(stack: str) -> dict:
-    """The behaviour and memory a stack sets; the defaults where it sets none."""
+    """The behaviour and memory a stack sets, and the traffic its features govern and hide by
+    default; the defaults where it sets none."""
     unset = {name: getattr(GENERIC, name) for name in MEMORY_FIELDS}
     member = REGISTRY[stack]
-    return {**dataclasses.asdict(member.behaviour), **unset, **member.memory}
+    features = {
+        "overlaps": ",".join(sorted({f.hides for f in member.features.values()})),
+        "hidden": hidden_by(member, member.default_features),
+    }
+    return {**dataclasses.asdict(member.behaviour), **unset, **member.memory, **features}
+
+
+def hidden_by(stack, names) -> str:
+    """The traffic the named features of ``stack`` (a ``stacks.Stack``) hide, comma-separated.
+
+    Parameters
+    ----------
+    stack : Stack
+        The stack whose ``features`` the names are.
+    names : iterable of str
+        Names of its features that are on.
+
+    Returns
+    -------
+    hidden : str
+        The ``stacks.HIDES`` keys they hide, sorted, comma-separated ("" for none).
+    """
+    return ",".join(sorted({stack.features[name].hides for name in names}))
+
+
+def hidden_share(profile: Profile, traffic: str, fitted):
+    """The share of its compute that ``traffic`` hides under (MODEL.md §F.2): all of it where a
+    feature that hides it is on, none where the stack's features govern it and none is on, else
+    the stack's fitted share.
+
+    Parameters
+    ----------
+    profile : Profile
+        Its ``overlaps`` and ``hidden``.
+    traffic : str
+        A key of ``stacks.HIDES``.
+    fitted : float
+        The stack's fitted share for that traffic (``o_tp``, ``o_dp``...).
+
+    Returns
+    -------
+    share : float
+        From 0 to 1.
+    """
+    if traffic in profile.hidden.split(","):
+        return 1.0
+    return 0.0 if traffic in profile.overlaps.split(",") else fitted

@@ -10,7 +10,8 @@ import re
 
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
-from ...cost.stacks.megatron_lm import RECOMPUTE_MODULES
+from ...cost.stacks import feature_names
+from ...cost.stacks.megatron_lm import FEATURES, RECOMPUTE_MODULES
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
@@ -42,7 +43,8 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
           "--train-samples", "--recompute-modules", "--grad-reduce-in-bf16",
           "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
-          "--exp-avg-sq-dtype", "--main-grads-dtype")  # fmt: skip
+          "--exp-avg-sq-dtype", "--main-grads-dtype",
+          *(f.flag for f in FEATURES.values()))  # fmt: skip
 # flags the model cannot price: refused when given
 UNPRICED = {
     flag: True
@@ -57,7 +59,6 @@ UNPRICED = {
 APPROXIMATED = {
     "--step-batch-size-schedule": "the final global batch charged",
     "--rampup-batch-size": "the final global batch charged",
-    "--tp-comm-overlap": "TP charged as the stack overlaps it",
     "--delay-wgrad-compute": "weight gradients charged in their pass",
 }
 CP_KINDS = {"p2p": "ring", "all_gather": "all-gather", "a2a": "ulysses"}
@@ -208,9 +209,28 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         fp8_params="--fp8-param-gather" in got,
         moment_dtype=_moments(got, notes),
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
+        features=_features(got),
         steps=_steps(got, global_batch),
     )
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _features(got: dict) -> str | None:
+    """Its overlaps as the flags set them, each off where its flag is absent (or on, for one on
+    by default: ``stacks/megatron_lm.py``'s FEATURES), "none" for none; None where the file
+    names none of their flags: the release's defaults."""
+    if not any(f.flag in got for f in FEATURES.values()):
+        return None
+    on = [name for name, f in FEATURES.items() if (f.flag in got) != f.default]
+    return ",".join(on) or "none"
+
+
+def _feature_flags(features: str | None) -> list[str]:
+    """The flags that set ``features`` (None: the release's defaults, no flag)."""
+    if features is None:
+        return []
+    on = set(feature_names(features))
+    return [f.flag for name, f in FEATURES.items() if (name in on) != f.default]
 
 
 def _steps(got: dict, global_batch: int) -> int | None:
@@ -399,10 +419,11 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         layout += ["--use-precision-aware-optimizer", "--exp-avg-dtype bf16",
                    "--exp-avg-sq-dtype bf16"]  # fmt: skip
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
+    layout += _feature_flags(d.features)
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
-    cannot += unwritten(d, says=("gradients", "Adam's moments", "fp8 weights"))
+    cannot += unwritten(d, says=("gradients", "Adam's moments", "fp8 weights", "features"))
     lines = [
         "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",

@@ -1,0 +1,69 @@
+"""A stack's features that hide communication (MODEL.md §F.2) and ZeRO-3's prefetch (§C.2): what
+a user checks when they turn an overlap on or off, or split a replica's batch finer."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaling_widgets.cost import Cluster, InputError, Layout, Options, Workload, evaluate
+from scaling_widgets.cost.hardware.nodes import gpu_slice
+from scaling_widgets.cost.stacks import REGISTRY
+from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
+
+H100 = HARDWARE["h100"]
+
+
+def _run(*, features=None, stack="megatron-lm", zero=1, microbatches=None, x=64, y=8):
+    cluster = Cluster(H100, gpu_slice(chips=x * y, node_size=8))
+    workload = Workload(MODELS["llama-3-70b"], batch=512 * 8192, seq_len=8192,
+                        precision=PRECISIONS["mixed-adam"])  # fmt: skip
+    layout = Layout(strategy="fsdp+tp", x=x, y=y, zero=zero, sequence_parallel=True,
+                    microbatches=microbatches, remat="full")  # fmt: skip
+    return evaluate(cluster, workload, layout, Options(stack=stack, features=features))
+
+
+def test_megatrons_overlaps_hide_what_they_name_and_nothing_else():
+    off = _run(features="none").step_breakdown
+    tp = _run(features="tp_comm_overlap").step_breakdown
+    grads = _run(features="overlap_grad_reduce").step_breakdown
+    both = _run(features="overlap_grad_reduce,overlap_param_gather").step_breakdown
+    assert tp["tp_exposed"] < 0.5 * off["tp_exposed"]
+    assert tp["dp_exposed"] == off["dp_exposed"]
+    assert grads["dp_exposed"] < off["dp_exposed"] and grads["tp_exposed"] == off["tp_exposed"]
+    assert both["dp_exposed"] < grads["dp_exposed"]
+    # with every data-parallel overlap on, at least one layer's chunk still shows
+    assert both["dp_exposed"] > 0
+
+
+def test_a_stack_named_without_features_runs_its_releases_defaults_and_says_so():
+    assert REGISTRY["megatron-lm"].default_features == ("overlap_p2p_comm",)
+    default = _run()
+    assert float(default.step_time) == float(_run(features="overlap_p2p_comm").step_time)
+
+
+@pytest.mark.parametrize(
+    "stack, features, field",
+    [("megatron-lm", "overlap_grads", "features"), ("fsdp2", "tp_comm_overlap", "features")],
+)
+def test_a_feature_the_stack_does_not_have_is_refused_naming_the_ones_it_has(
+    stack, features, field
+):
+    with pytest.raises(InputError) as err:
+        _run(stack=stack, features=features, zero=3 if stack == "fsdp2" else 1)
+    assert err.value.field == field
+    if stack == "megatron-lm":
+        assert "overlap_grad_reduce" in str(err.value)
+
+
+def test_zero3_prefetch_exposes_only_what_exceeds_each_microbatchs_compute():
+    # Llama 3 70B on 512 H100, FSDP 64 x TP 8, 8 sequences of 8,192 a replica: a layer's gathers
+    # and scatter over the NIC take about as long as its compute on one sequence. Splitting the
+    # replica's batch into 8 microbatches exposes some of it, never the whole traffic again.
+    steps = {m: _run(stack="fsdp2", zero=3, microbatches=m) for m in (1, 2, 4, 8)}
+    exposed = {m: float(e.step_breakdown["fsdp_exposed"]) for m, e in steps.items()}
+    assert exposed[1] <= exposed[2] <= exposed[4] <= exposed[8]
+    assert exposed[8] < 0.1 * float(steps[8].step_time)
+    # and the default picks the fastest count that fits
+    chosen = _run(stack="fsdp2", zero=3)
+    fits = [e for e in steps.values() if bool(e.fits)]
+    assert float(chosen.step_time) <= min(float(e.step_time) for e in fits) * (1 + 1e-9)
