@@ -12,17 +12,22 @@
 
 The chips' physics comes from microbenchmarks (``fit_physics.py``) and is never refitted here.
 Run: ``pip install -e ".[fit]"`` then ``python benchmarks/bench_predictions.py`` (a few minutes).
-It asserts nothing.
+It asserts nothing. ``--write`` also keeps each run's out-of-sample ratio, measured over predicted,
+in ``scaling_widgets/data/step_residuals.json``: the intervals every predicted step carries
+(``cost/step/interval.py``), and section 1 reports how many runs fall inside theirs.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import sys
 
 import numpy as np
 from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
+from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, spread_of
 from scaling_widgets.measured import SCHEDULE_RUNS, load_runs
 
 
@@ -35,6 +40,23 @@ def refit_predict(train, test) -> np.ndarray:
         mine = [r for r in train if r.stack == stack]
         behaviours[stack] = fit_stack(mine, typical) if mine else typical
     return predicted(test, behaviours)
+
+
+def residual(run, predicted_step: float) -> dict:
+    """A run's out-of-sample ratio, measured over predicted, with what pools it."""
+    ratio = run.step_time / predicted_step
+    return {"id": run.id, "source": run.group, "stack": run.stack,
+            "chip": run.values[0].chip.name, "ratio": round(float(ratio), 4)}  # fmt: skip
+
+
+def coverage(runs, rows) -> float:
+    """The share of runs inside the interval the other sources' runs give them."""
+    inside = 0
+    for run, row in zip(runs, rows):
+        others = [r for r in rows if r["source"] != run.group]
+        spread = spread_of(others, row["stack"], row["chip"])
+        inside += spread.low <= row["ratio"] <= spread.high
+    return inside / len(runs)
 
 
 def _row(name: str, errors, note: str = "") -> str:
@@ -63,6 +85,15 @@ def main() -> None:
     print(_row("all runs", every))
     print(f"{'mean over sources':<34} {'':>4} {np.mean(per_source):>9.1%} "
           f"{np.max(per_source):>9.1%}  (worst source mean)")  # fmt: skip
+    rows = [residual(r, out_of_sample[r.id]) for r in runs]
+    print(f"{LEVEL:.0%} intervals, each from the other sources' runs: {coverage(runs, rows):.0%}"
+          f" of {len(runs)} runs inside theirs")  # fmt: skip
+    if "--write" in sys.argv:
+        about = ("Each published run's measured step over the step predicted by a fit without its"
+                 " source (benchmarks/bench_predictions.py --write): the intervals of predicted"
+                 " steps (scaling_widgets/cost/step/interval.py).")  # fmt: skip
+        text = json.dumps({"about": about, "runs": rows}, indent=1)
+        RESIDUALS.write_text(text + "\n", encoding="utf-8")
 
     print("\n2. LEAVE-ONE-CHIP-OUT, stacks on two chips or more\n" + header)
     for stack in REGISTRY:

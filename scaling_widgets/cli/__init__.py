@@ -301,7 +301,14 @@ def _plan(args, state: dict, given: dict) -> int:
     top = range(min(args.top, len(ranked)))
     if args.json:
         best = [ranked.estimate(r) for r in top]
-        layouts = [{**report.record(e), "binds": binds(e)} for e in best]
+        layouts = [
+            {
+                **report.record(e),
+                "binds": binds(e),
+                "ties_best": r > 0 and report.ties_best(e, best[0]),
+            }
+            for r, e in enumerate(best)
+        ]
         print(
             json.dumps(
                 {"evaluated": len(ranked.step_time), "fit": len(ranked), "layouts": layouts},

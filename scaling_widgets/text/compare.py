@@ -24,6 +24,11 @@ SUMMARY = (
     ("batch", ("batch_tokens",), units.tokens),
     ("bound by", ("bottleneck",), str),
     ("step", ("step_time_s",), units.seconds),
+    (
+        "step: 80% interval",
+        ("step_interval_s",),
+        lambda ends: " to ".join(map(units.seconds, ends)),
+    ),
     ("MFU", ("mfu",), _pct),
     ("fits", ("fits",), lambda fits: "yes" if fits else "no"),
 )

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.step.interval import LEVEL
 from ..cost.transformer.experts import folds_over_tp
 from . import explain, memory, moe_and_context, units
 from .lines import plain
@@ -145,9 +146,27 @@ def _step(e: Estimate) -> dict:
         "compute_s": _num(e.compute_time),
         "exposed_comm_s": _num(e.comm_time),
         "step_time_s": _num(e.step_time),
+        **_interval(e),
         "training_tokens": None if e.tokens is None else _num(e.tokens),
         "training_time_s": None if e.training_time is None else _num(e.training_time),
         "run": None if e.run is None else _run(e.run),
+    }
+
+
+def _interval(e: Estimate) -> dict:
+    """The predicted step's interval (MODEL.md §F.3): its ends [s], the share of out-of-sample
+    runs it is to hold and the runs it comes from; None with an MFU given."""
+    if e.step_interval is None:
+        return {"step_interval_s": None, "step_interval": None}
+    low, high = e.step_interval
+    return {
+        "step_interval_s": [_num(low), _num(high)],
+        "step_interval": {
+            "level": LEVEL,
+            "runs": e.spread.runs,
+            "sources": e.spread.sources,
+            "pool": e.spread.pool,
+        },
     }
 
 
@@ -207,6 +226,7 @@ def _summary(e) -> dict:
         "memory_per_chip_bytes": _num(e.memory.total),
         "peak_bytes": _num(e.peak.reserved),
         "step_time_s": _num(e.step_time),
+        "step_interval_s": None if e.step_interval is None else [_num(t) for t in e.step_interval],
     }
 
 
@@ -332,11 +352,12 @@ def plan_table(ranked, ranks) -> str:
         *note,
         f"{'#':>3}  {'X x Y x Z':<16} "
         + (f"{'axes':<10} " if orders else "")
-        + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} {'peak':>9} "
-        f"{'HBM left':>8}"
+        + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} "
+        f"{f'{LEVEL:.0%} interval':>17} {'peak':>9} {'HBM left':>8}"
         + (f" {'to train':>10} {'goodput':>7}" if workload.tokens is not None else "")
         + "  binds",
     ]
+    best = ranked.estimate(0)
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["virtual_stages"] > 1 else "")
@@ -356,10 +377,58 @@ def plan_table(ranked, ranks) -> str:
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "
             f"{k['microbatches']:>4}"
-            f" {step:>9} {units.nbytes(float(ranked.memory[index])):>9} {_left(ranked, index):>8}"
-            f"{train}  {binds(e)}"
+            f" {step:>9} {_span(e, best, r > 0):>17} {units.nbytes(float(ranked.memory[index])):>9}"
+            f" {_left(ranked, index):>8}{train}  {binds(e)}"
         )
-    return "\n".join(rows)
+    return "\n".join(rows + _ties_said(ranked, best))
+
+
+def _span(e: Estimate, best: Estimate, below: bool) -> str:
+    """A plan row's interval, "tie" where a row below the best overlaps the best's (MODEL.md
+    §F.3)."""
+    if e.step_interval is None:
+        return "-"
+    low, high = (units.seconds(float(t)) for t in e.step_interval)
+    return f"{low}-{high}" + (" tie" if below and ties_best(e, best) else "")
+
+
+def ties_best(e: Estimate, best: Estimate) -> bool:
+    """Whether a layout's interval overlaps the best layout's: the model cannot say which of the
+    two is faster (MODEL.md §F.3).
+
+    Parameters
+    ----------
+    e : Estimate
+        A layout of the plan.
+    best : Estimate
+        The plan's best layout, no slower than ``e``.
+
+    Returns
+    -------
+    ties : bool
+        True where ``e``'s interval starts below the end of the best's; False without
+        intervals (an MFU given).
+    """
+    if e.step_interval is None or best.step_interval is None:
+        return False
+    return bool(float(e.step_interval[0]) <= float(best.step_interval[1]))
+
+
+def _ties_said(ranked, best: Estimate) -> list[str]:
+    """What the table's ties mean, where it has any beside the best."""
+    if best.step_interval is None:
+        return []
+    ties = sum(ties_best(ranked.estimate(r), best) for r in range(1, min(len(ranked), 50)))
+    if not ties:
+        return []
+    spread = best.spread
+    return [
+        "",
+        f"tie: its {LEVEL:.0%} interval overlaps the best's, so the model cannot rank the two"
+        f" ({ties} of the next {min(len(ranked), 50) - 1}); the intervals hold where"
+        f" {LEVEL:.0%} of {spread.runs} published runs ({spread.pool}, {spread.sources} sources)"
+        " fell around their predictions made without their source",
+    ]
 
 
 def _left(ranked, index) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..cost import Estimate
 from ..cost.stacks import REGISTRY, feature_names
+from ..cost.step.interval import LEVEL
 from ..cost.step.profiles import default_stack
 from . import memory, units
 from .lines import Line, Math, tex_sci, tex_text
@@ -68,8 +69,22 @@ def predicted_step(e: Estimate) -> Line:
     parts = " + ".join(f"{name} {units.seconds(v)}" for name, v in terms)
     return Line.of(
         "step",
-        f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)};"
+        f"Predicted step ({memory.stack_name(e)} profile): {parts} = {units.seconds(t)}"
+        f"{_interval(e)};"
         f" MFU {mfu:.1%}, HFU {hfu:.1%} ({MFU_CONVENTION}){_features(e)}{_hidden(e)}",
+    )
+
+
+def _interval(e: Estimate) -> str:
+    """The step's interval and what it rests on (MODEL.md §F.3)."""
+    if e.step_interval is None:
+        return ""
+    low, high = (units.seconds(float(t)) for t in e.step_interval)
+    spread = e.spread
+    return (
+        f" ({LEVEL:.0%} interval {low} to {high}: where {LEVEL:.0%} of {spread.runs} published"
+        f" runs ({spread.pool}, {spread.sources} sources) fell around predictions made without"
+        " their source)"
     )
 
 
@@ -261,7 +276,8 @@ def binds(e: Estimate) -> str:
         )
         if worst < 0.02 * t:
             return "compute (nothing else above 2% of the step)"
-        return f"the {TERM_NAMES[name]}, {worst / t:.0%} of the step"
+        term = TERM_NAMES[name]
+        return f"{term if term.startswith('the ') else 'the ' + term}, {worst / t:.0%} of the step"
     compute, exposed = float(e.compute_time), float(e.comm_time)
     ratio, collective = float(e.layer.worst_ratio), COLLECTIVES[str(e.layer.worst_axis)]
     if exposed >= compute:

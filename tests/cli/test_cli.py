@@ -549,7 +549,7 @@ def test_the_plan_table_shows_each_rows_peak_and_the_hbm_it_leaves(capsys):
     table = capsys.readouterr().out.splitlines()
     head = next(line for line in table if line.lstrip().startswith("#"))
     assert "peak" in head and "HBM left" in head
-    rows = [line for line in table[table.index(head) + 1 :] if line.strip()]
+    rows = [line for line in table[table.index(head) + 1 :] if line[:3].strip().isdigit()]
     assert len(rows) == 3
     # the "80 GB" H100: CUDA's 79.11 GiB less 1.2 GiB of its context and NCCL, 83.7 GB
     hbm = (79.11 - 1.2) * 2**30 / 1e9
@@ -698,3 +698,19 @@ def test_a_demo_refusal_is_one_line_and_exit_2_before_any_server_starts(args, me
         main(["demo", "--no-browser", *args])
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_plan_marks_as_ties_the_rows_its_own_error_cannot_rank(capsys):
+    where = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch",
+             "4194304", "--seq-len", "8192", "--stack", "megatron-lm"]  # fmt: skip
+    code, out, _ = run(["plan", *where, "--top", "10"], capsys)
+    assert code == 0 and "80% interval" in out
+    rows = [line for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert len(rows) == 10 and " tie " not in rows[0]
+    ties = [row for row in rows[1:] if " tie " in row]
+    assert ties and "the model cannot rank the two" in out
+    code, text, _ = run(["plan", *where, "--top", "10", "--json"], capsys)
+    layouts = json.loads(text)["layouts"]
+    assert not layouts[0]["ties_best"] and sum(r["ties_best"] for r in layouts) == len(ties)
+    low, high = layouts[0]["step_interval_s"]
+    assert 0 < low < high and low / layouts[0]["step_time_s"] < 1 < high / layouts[0]["step_time_s"]

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from ..memory.chapter import MemoryPerChip
 from ..memory.peak import PeakMemory
 from ..memory.verdict import fits, verdict
+from ..step.interval import Spread
 from ..step.run import Run
 from ..transformer.counts import ParamCount
 from ..transformer.layer import LayerTimes
@@ -78,6 +79,9 @@ class Estimate:
     # traffic, not in the step [s] (MODEL.md §B.6); None with an MFU given
     hidden: dict | None = None
     run: Run | None = None  # the whole run with failures and checkpoints (MODEL.md §H)
+    # where measured steps fell around out-of-sample predictions of its stack and chip (MODEL.md
+    # §F.3); None with an MFU given, or without residuals shipped
+    spread: Spread | None = None
 
     def __repr__(self) -> str:
         shape = np.shape(self.step_time)
@@ -151,6 +155,14 @@ class Estimate:
     @property
     def calibrated(self) -> bool:
         return self.options.measured_step_time is not None
+
+    @property
+    def step_interval(self) -> tuple | None:
+        """The predicted step's interval, (low, high) [s]: the step times the spread's ratios;
+        None without a spread (MODEL.md §F.3)."""
+        if self.spread is None:
+            return None
+        return self.step_time * self.spread.low, self.step_time * self.spread.high
 
     @property
     def chips(self) -> int | np.ndarray:

@@ -17,6 +17,7 @@ from ..ground.refusals import refuse
 from ..hardware.chip import Chip
 from ..stacks import REGISTRY, feature_names
 from ..step.chapter import time_to_train
+from ..step.interval import step_spread
 from ..step.pipeline import busiest_stage_layers
 from ..step.profiles import Profile, default_stack, hidden_by, profile_for, with_stack
 from ..step.run import whole_run
@@ -205,7 +206,8 @@ def predicted(e: Estimate, profile) -> Estimate:
     estimate : Estimate
         ``e`` with the predicted step [s], its terms (``step_breakdown``) and what pairs hid
         (``hidden``) [s], the compute time [s], the MFU and HFU, the hardware FLOPs per token
-        [FLOP/token] and the time to train [s].
+        [FLOP/token], the time to train [s], and the spread of out-of-sample runs of its stack
+        and chip that gives the step its interval (``spread``, MODEL.md §F.3).
 
     References
     ----------
@@ -239,6 +241,7 @@ def predicted(e: Estimate, profile) -> Estimate:
         training_time=training_time(e.workload, step),
         step_breakdown=terms,
         hidden=hidden,
+        spread=step_spread(e.options.stack or default_stack(e.chip), e.chip.name),
     )
 
 

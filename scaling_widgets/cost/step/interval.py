@@ -1,0 +1,94 @@
+"""The interval around a predicted step (MODEL.md §F.3): where measured steps fell around the
+predictions made for them by a fit that never saw their source.
+
+``benchmarks/bench_predictions.py --write`` keeps each published run's out-of-sample ratio,
+measured over predicted, in ``data/step_residuals.json``. A prediction's interval takes the runs
+nearest it: those of its stack on its chip, else of its stack, else every run; the first of these
+pools with runs from ``FEWEST`` sources or more stands, for a source's runs share its bias (one
+source's runs all come out slower, or all faster, than predicted): the spread between sources is
+what a new source meets. The interval is that pool's central ``LEVEL`` of the ratios times the
+prediction: a pool of other stacks or chips is wider, as it should be where the prediction has no
+neighbours.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+RESIDUALS = Path(__file__).resolve().parents[2] / "data" / "step_residuals.json"
+LEVEL = 0.8  # the share of out-of-sample runs the interval is to hold
+FEWEST = 4  # the sources a pool needs to stand: fewer show too little of the spread between them
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where measured steps fell around their out-of-sample predictions: the ratios at the
+    interval's two ends, measured over predicted, the runs they come from, their sources and the
+    pool's name ("maxtext on TPU v5e", "maxtext", "every stack")."""
+
+    low: float
+    high: float
+    runs: int
+    sources: int
+    pool: str
+
+
+def spread_of(rows: list[dict], stack: str, chip: str) -> Spread | None:
+    """The spread of the nearest pool of ``rows`` with runs of ``FEWEST`` sources.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per run: "source", "stack", "chip" (the chip's name) and "ratio", its measured step
+        over the step predicted without its source.
+    stack : str
+        The prediction's stack.
+    chip : str
+        The prediction's chip, by name ("H100", "TPU v5p").
+
+    Returns
+    -------
+    spread : Spread or None
+        The ratios at the central ``LEVEL``'s ends; None with fewer than ``FEWEST`` sources in
+        all.
+    """
+    pools = (
+        (f"{stack} on {chip}", [r for r in rows if r["stack"] == stack and r["chip"] == chip]),
+        (stack, [r for r in rows if r["stack"] == stack]),
+        ("every stack", rows),
+    )
+    for name, pool in pools:
+        sources = len({r["source"] for r in pool})
+        if sources >= FEWEST:
+            ratios = np.array([r["ratio"] for r in pool])
+            tail = (1 - LEVEL) / 2
+            low, high = np.quantile(ratios, [tail, 1 - tail])
+            return Spread(float(low), float(high), len(pool), sources, name)
+    return None
+
+
+@functools.lru_cache(maxsize=64)  # a stack on a chip: few, asked on every evaluation
+def step_spread(stack: str, chip: str) -> Spread | None:
+    """The spread the shipped out-of-sample residuals give a stack on a chip (``spread_of``).
+
+    Parameters
+    ----------
+    stack : str
+        The prediction's stack.
+    chip : str
+        The prediction's chip, by name.
+
+    Returns
+    -------
+    spread : Spread or None
+        None where the package ships no residuals.
+    """
+    if not RESIDUALS.exists():
+        return None
+    rows = json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"]
+    return spread_of(rows, stack, chip)
