@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from ..fields import FIELDS
 from ..launch import read_config, write_config
 from ..text import report
 from ..text.compare import as_csv, as_text, comparison
+from ..text.rank_of import rank_of
 from ..text.step import binds
 from ..text.strategy_map import as_record
 from ..text.strategy_map import as_text as map_text
@@ -281,6 +283,23 @@ def _calibrated(values, args):
     return cluster, workload, layout, options
 
 
+def _layout_of(flags: str, state: dict):
+    """The layout ``--rank-of``'s estimate flags give over the plan's scenario, evaluated."""
+    try:
+        words = shlex.split(flags)
+    except ValueError as err:
+        raise ValueError(
+            f"--rank-of must be estimate flags in quotes; got {flags!r} ({err})"
+        ) from None
+    parsed, unknown = build_parser().parse_known_args(["estimate", *words])
+    if unknown:
+        raise ValueError(f"--rank-of takes estimate's flags; {' '.join(unknown)} is none of them")
+    typed = {k: v for k, v in vars(parsed).items() if k != "command" and k not in ACTIONS}
+    given = fields.from_flags(typed, state)
+    chosen = fields.checked(fields.given_by_hand(state, given), tuple(given))
+    return evaluate(*fields.values(chosen))
+
+
 # the stack that runs each framework's file: what a plan for it ranks by
 FRAMEWORK_STACKS = {"torchtitan": "fsdp2", "megatron": "megatron-lm", "maxtext": "maxtext"}
 
@@ -293,6 +312,11 @@ def _plan(args, state: dict, given: dict) -> int:
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     ranked = plan(**keywords, **limits, rank_by=args.rank_by)
+    if getattr(args, "rank_of", None) is not None:
+        if not len(ranked):
+            raise ValueError("no layout of this plan fits: there is nothing to rank against")
+        print(rank_of(ranked, _layout_of(args.rank_of, state)))
+        return 0
     if export_to is not None:
         if args.rank > len(ranked):
             raise refuse("rank", f"at most the {len(ranked):,} layouts that fit", args.rank)

@@ -19,7 +19,7 @@ from ..text import units
 
 # options that are no field
 ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_tp", "max_pp",
-           "config", "verbose", "to", "output", "export_to", "rank", "rank_by",
+           "config", "verbose", "to", "output", "export_to", "rank", "rank_by", "rank_of",
            "trace", "scenarios", "csv", "batches", "chip_range", "cells")  # fmt: skip
 
 

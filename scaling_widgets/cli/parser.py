@@ -88,6 +88,14 @@ def _plan(commands) -> None:
         default=1,
         help="the row to export, 1 the best (default 1)",
     )
+    planner.add_argument(
+        "--rank-of",
+        metavar="'FLAGS'",
+        default=argparse.SUPPRESS,
+        help="where the layout these estimate flags give ranks, over the plan's scenario (say"
+        " --rank-of '--tp 8 --pp 16 --dp 128'), and which terms make the layouts above it"
+        " faster",
+    )
     _caps(planner)
     planner.add_argument(
         "--top",

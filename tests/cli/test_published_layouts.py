@@ -2,6 +2,7 @@
 frameworks need: whole sequences in a batch, whole sequences in a microbatch, GPUs in nodes."""
 
 import json
+import re
 
 import pytest
 
@@ -180,3 +181,37 @@ def test_deepseek_v3s_knobs_each_lower_its_peak(capsys):
                        ("--remat", "activations"),
                        ("--swiglu-input-fp8", "activations")):  # fmt: skip
         assert peak(flag)[part] > every[part], flag
+
+
+def test_rank_of_says_where_llama_3_405bs_layout_ranks_and_which_term_keeps_it_there(capsys):
+    # Meta's TP 8 x PP 16 x DP 128, as typed without a schedule: 1F1B, 16 microbatches of one
+    # sequence on 16 stages, so the bubble is the term the faster layouts do without.
+    where, layout = LLAMA_3_405B[:10], " ".join(LLAMA_3_405B[10:] + ["--zero", "1"])
+    code, out, err = run(capsys, "plan", *where, "--stack", "megatron-lm", "--rank-of", layout)
+    assert code == 0 and err == ""
+    head, rank, *above = out.splitlines()
+    assert head.startswith("Your layout: DP X=128 x TP Y=8 x PP Z=16") and "it fits" in head
+    place = int(re.search(r"ranks ([\d,]+) of", rank).group(1).replace(",", ""))
+    assert place > 10 and len(above) == 3
+    assert all("against yours: bubble -" in line for line in above)  # the largest term first
+
+
+def test_rank_of_agrees_with_the_plans_own_table(capsys):
+    where = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch",
+             "4194304", "--seq-len", "8192", "--stack", "megatron-lm"]  # fmt: skip
+    code, text, _ = run(capsys, "plan", *where, "--top", "5", "--json")
+    fifth = json.loads(text)["layouts"][4]
+    k = fifth["layout"]
+    flags = (f"--fsdp {k['X']} --tp {k['Y']} --pp {k['Z']} --zero {fifth['zero_stage']}"
+             f" --schedule {fifth['schedule']} --virtual-stages {fifth['virtual_stages']}"
+             f" --microbatches {k['microbatches']} --remat {fifth['remat']}"
+             f" --cp {k['CP']}")  # fmt: skip
+    code, out, _ = run(capsys, "plan", *where, "--rank-of", flags)
+    place = int(re.search(r"ranks ([\d,]+) of", out).group(1))
+    assert code == 0 and place <= 5 and f"{fifth['step_time_s']:.3g}" in out.splitlines()[0]
+
+
+def test_rank_of_refuses_flags_it_cannot_read_in_one_line(capsys):
+    for flags in ("--tp 8 'open", "--tp 8 --pipeline 16"):
+        code, _, err = run(capsys, "plan", *LLAMA_3_405B[:10], "--rank-of", flags)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "--rank-of" in err
