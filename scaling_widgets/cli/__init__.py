@@ -296,6 +296,11 @@ def _layout_of(flags: str, state: dict):
         raise ValueError(f"--rank-of takes estimate's flags; {' '.join(unknown)} is none of them")
     typed = {k: v for k, v in vars(parsed).items() if k != "command" and k not in ACTIONS}
     given = fields.from_flags(typed, state)
+    for name in given:  # the plan's scenario stands: only the layout is the flags'
+        value = FIELDS[name].value
+        if value is not None and not value.startswith("layout."):
+            flag = FIELDS[name].flag
+            raise ValueError(f"--rank-of takes the layout's flags; give {flag} to the plan itself")
     chosen = fields.checked(fields.given_by_hand(state, given), tuple(given))
     return evaluate(*fields.values(chosen))
 
@@ -313,6 +318,8 @@ def _plan(args, state: dict, given: dict) -> int:
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     ranked = plan(**keywords, **limits, rank_by=args.rank_by)
     if getattr(args, "rank_of", None) is not None:
+        if args.rank_by != "step":
+            raise ValueError("--rank-of ranks by the step: drop --rank-by wall")
         if not len(ranked):
             raise ValueError("no layout of this plan fits: there is nothing to rank against")
         print(rank_of(ranked, _layout_of(args.rank_of, state)))

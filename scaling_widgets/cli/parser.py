@@ -92,9 +92,8 @@ def _plan(commands) -> None:
         "--rank-of",
         metavar="'FLAGS'",
         default=argparse.SUPPRESS,
-        help="where the layout these estimate flags give ranks, over the plan's scenario (say"
-        " --rank-of '--tp 8 --pp 16 --dp 128'), and which terms make the layouts above it"
-        " faster",
+        help="where the layout that estimate's layout flags give (in quotes) ranks in the plan's"
+        " scenario, whether it ties the best, and which terms make the best three faster",
     )
     _caps(planner)
     planner.add_argument(

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
-from ..cost.step.interval import LEVEL
+from ..cost.step.interval import LEVEL, pair_spread
 from ..cost.transformer.experts import folds_over_tp
 from . import explain, memory, moe_and_context, units
 from .lines import plain
@@ -393,8 +393,8 @@ def _span(e: Estimate, best: Estimate, below: bool) -> str:
 
 
 def ties_best(e: Estimate, best: Estimate) -> bool:
-    """Whether a layout's interval overlaps the best layout's: the model cannot say which of the
-    two is faster (MODEL.md §F.3).
+    """Whether the model cannot tell a layout from the best: the ratio of their predicted steps
+    is within the spread of its error on the ratio of two runs of one source (MODEL.md §F.3).
 
     Parameters
     ----------
@@ -406,28 +406,27 @@ def ties_best(e: Estimate, best: Estimate) -> bool:
     Returns
     -------
     ties : bool
-        True where ``e``'s interval starts below the end of the best's; False without
-        intervals (an MFU given).
+        True where ``e``'s step over the best's is at most the spread's upper end; False for a
+        step not predicted (an MFU given) or without shipped residuals.
     """
-    if e.step_interval is None or best.step_interval is None:
+    pairs = pair_spread()
+    if pairs is None or e.step_interval is None or best.step_interval is None:
         return False
-    return bool(float(e.step_interval[0]) <= float(best.step_interval[1]))
+    return bool(float(e.step_time) <= pairs.high * float(best.step_time))
 
 
 def _ties_said(ranked, best: Estimate) -> list[str]:
     """What the table's ties mean, where it has any beside the best."""
-    if best.step_interval is None:
-        return []
-    ties = sum(ties_best(ranked.estimate(r), best) for r in range(1, min(len(ranked), 50)))
+    shown = min(len(ranked), 50)
+    ties = sum(ties_best(ranked.estimate(r), best) for r in range(1, shown))
     if not ties:
         return []
-    spread = best.spread
+    pairs = pair_spread()
     return [
         "",
-        f"tie: its {LEVEL:.0%} interval overlaps the best's, so the model cannot rank the two"
-        f" ({ties} of the next {min(len(ranked), 50) - 1}); the intervals hold where"
-        f" {LEVEL:.0%} of {spread.runs} published runs ({spread.pool}, {spread.sources} sources)"
-        " fell around their predictions made without their source",
+        f"tie: within {pairs.high - 1:.0%} of the best's step, where {LEVEL:.0%} of the model's"
+        f" errors on the ratio of two runs of one published source fall ({pairs.runs:,} pairs):"
+        f" the model cannot rank the two ({ties} of the next {shown - 1})",
     ]
 
 

@@ -212,6 +212,6 @@ def test_rank_of_agrees_with_the_plans_own_table(capsys):
 
 
 def test_rank_of_refuses_flags_it_cannot_read_in_one_line(capsys):
-    for flags in ("--tp 8 'open", "--tp 8 --pipeline 16"):
+    for flags in ("--tp 8 'open", "--tp 8 --pipeline 16", "--tp 8 --batch 1M"):
         code, _, err = run(capsys, "plan", *LLAMA_3_405B[:10], "--rank-of", flags)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "--rank-of" in err

@@ -67,3 +67,16 @@ def test_zero3_prefetch_exposes_only_what_exceeds_each_microbatchs_compute():
     chosen = _run(stack="fsdp2", zero=3)
     fits = [e for e in steps.values() if bool(e.fits)]
     assert float(chosen.step_time) <= min(float(e.step_time) for e in fits) * (1 + 1e-9)
+
+
+def test_tp_comm_overlap_hides_nothing_without_sequence_parallelism():
+    # Megatron-LM runs --tp-comm-overlap only with --sequence-parallel
+    def tp(sp):
+        cluster = Cluster(H100, gpu_slice(chips=64, node_size=8))
+        workload = Workload(MODELS["llama-3-70b"], batch=64 * 8192, seq_len=8192,
+                            precision=PRECISIONS["mixed-adam"])  # fmt: skip
+        layout = Layout(strategy="fsdp+tp", x=8, y=8, zero=1, sequence_parallel=sp, remat="full")
+        options = Options(stack="megatron-lm", features="tp_comm_overlap")
+        return float(evaluate(cluster, workload, layout, options).step_breakdown["tp_exposed"])
+
+    assert tp(sp=True) < 0.5 * tp(sp=False) and tp(sp=False) > 0

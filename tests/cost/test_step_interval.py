@@ -57,3 +57,17 @@ def test_the_report_says_the_interval_and_what_it_rests_on(stack):
     e = estimate(**H100, x=64, y=8, stack=stack)
     line = next(str(x) for x in explain(e) if "Predicted step" in str(x))
     assert "80% interval" in line and f"runs ({e.spread.pool}, {e.spread.sources} sources)" in line
+
+
+def test_two_layouts_tie_within_the_models_error_on_a_ratio_and_a_users_profile_has_none():
+    from scaling_widgets.cost.step.interval import pair_spread_of
+
+    pairs = pair_spread_of(ROWS)
+    assert 0.8 < pairs.low < 1 < pairs.high < 1.25 and pairs.runs > 1000
+    calibrated = estimate(**H100, x=64, y=8, measured_step_time=12.0)
+    assert calibrated.step_interval is None  # a measured step is no prediction
+    from scaling_widgets.cost.step.profiles import profile_for
+    from scaling_widgets.presets import HARDWARE
+
+    own = estimate(**H100, x=64, y=8, profile=profile_for(HARDWARE["h100"], "megatron-lm"))
+    assert own.step_interval is None and own.step_breakdown is not None

@@ -241,8 +241,16 @@ def predicted(e: Estimate, profile) -> Estimate:
         training_time=training_time(e.workload, step),
         step_breakdown=terms,
         hidden=hidden,
-        spread=step_spread(e.options.stack or default_stack(e.chip), e.chip.name),
+        spread=_spread(e),
     )
+
+
+def _spread(e: Estimate):
+    """The spread of out-of-sample runs of the estimate's stack and chip (MODEL.md §F.3); None
+    with a profile of the user's own, which no published run was predicted with."""
+    if e.options.profile is not None:
+        return None
+    return step_spread(e.options.stack or default_stack(e.chip), e.chip.name)
 
 
 def attention_block_flops(e: Estimate) -> float:

@@ -16,7 +16,7 @@ from .collectives import (
     link_efficiency,
     ring_costs,
 )
-from .profiles import hidden_share
+from .profiles import governs, hidden_share
 
 
 def tp_exposed(e, profile, b, rerun, layer_matmul):
@@ -64,8 +64,12 @@ def tp_exposed(e, profile, b, rerun, layer_matmul):
     )
     mlp = per_pass - 1
     count = per_pass * 2 + rerun.dense + mlp * rerun.mlp
-    hides = hidden_share(profile, "tp", profile.o_tp) * layer_matmul
-    return np.maximum(0.0, one * count - hides)
+    # a TP overlap feature runs with sequence parallelism alone (Megatron-LM refuses
+    # --tp-comm-overlap without --sequence-parallel): without it, nothing hides
+    share = hidden_share(profile, "tp", profile.o_tp)
+    if governs(profile, "tp"):
+        share = np.where(np.asarray(e.layout.sequence_parallel), share, 0.0)
+    return np.maximum(0.0, one * count - share * layer_matmul)
 
 
 def all_to_alls(e, profile, stage_layers, rerun_mlp):

@@ -9,6 +9,10 @@ source's runs all come out slower, or all faster, than predicted): the spread be
 what a new source meets. The interval is that pool's central ``LEVEL`` of the ratios times the
 prediction: a pool of other stacks or chips is wider, as it should be where the prediction has no
 neighbours.
+
+Two layouts of one plan tie when the model cannot order them: when the ratio of their predicted
+steps is within the spread of its error on the ratio of two runs of one source (``pair_spread``),
+all ordered pairs of each source's runs, whose central ``LEVEL`` is about 0.86 to 1.16.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +97,43 @@ def step_spread(stack: str, chip: str) -> Spread | None:
         return None
     rows = json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"]
     return spread_of(rows, stack, chip)
+
+
+def pair_spread_of(rows: list[dict]) -> Spread | None:
+    """The spread of the model's error on the ratio of two runs of one source: for every ordered
+    pair of a source's runs, the ratio of their measured-over-predicted ratios, central ``LEVEL``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per run: "source" and "ratio" (``spread_of``'s rows).
+
+    Returns
+    -------
+    spread : Spread or None
+        Its ``runs`` counts the pairs; None where no source has two runs.
+    """
+    by_source: dict[str, list] = {}
+    for r in rows:
+        by_source.setdefault(r["source"], []).append(r["ratio"])
+    ratios = [a / b for runs in by_source.values() for a, b in permutations(runs, 2)]
+    if not ratios:
+        return None
+    tail = (1 - LEVEL) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    sources = sum(len(runs) > 1 for runs in by_source.values())
+    return Spread(float(low), float(high), len(ratios), sources, "pairs")
+
+
+@functools.lru_cache(maxsize=1)
+def pair_spread() -> Spread | None:
+    """``pair_spread_of`` the shipped residuals; None where the package ships none.
+
+    Returns
+    -------
+    spread : Spread or None
+        The spread of the error on two runs' ratio.
+    """
+    if not RESIDUALS.exists():
+        return None
+    return pair_spread_of(json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"])

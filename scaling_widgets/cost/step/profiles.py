@@ -336,6 +336,29 @@ def hidden_share(profile: Profile, traffic: str, fitted):
     share : float
         From 0 to 1.
     """
-    if traffic in profile.hidden.split(","):
+    if traffic in _named(profile.hidden):
         return 1.0
-    return 0.0 if traffic in profile.overlaps.split(",") else fitted
+    return 0.0 if traffic in _named(profile.overlaps) else fitted
+
+
+def governs(profile: Profile, traffic: str) -> bool:
+    """Whether a feature of the profile's stack decides ``traffic``'s overlap (MODEL.md §F.2).
+
+    Parameters
+    ----------
+    profile : Profile
+        Its ``overlaps``.
+    traffic : str
+        A key of ``stacks.HIDES``.
+
+    Returns
+    -------
+    governs : bool
+        True where the stack declares a feature that hides it.
+    """
+    return traffic in _named(profile.overlaps)
+
+
+def _named(names: str) -> set:
+    """The names in a comma-separated string, none for ""."""
+    return set(filter(None, names.split(",")))
