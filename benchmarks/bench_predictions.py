@@ -27,7 +27,7 @@ import numpy as np
 from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
-from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, spread_of
+from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, held_out_coverage
 from scaling_widgets.measured import SCHEDULE_RUNS, load_runs
 
 
@@ -47,16 +47,6 @@ def residual(run, predicted_step: float) -> dict:
     ratio = run.step_time / predicted_step
     return {"id": run.id, "source": run.group, "stack": run.stack,
             "chip": run.values[0].chip.name, "ratio": round(float(ratio), 4)}  # fmt: skip
-
-
-def coverage(runs, rows) -> float:
-    """The share of runs inside the interval the other sources' runs give them."""
-    inside = 0
-    for run, row in zip(runs, rows):
-        others = [r for r in rows if r["source"] != run.group]
-        spread = spread_of(others, row["stack"], row["chip"])
-        inside += spread.low <= row["ratio"] <= spread.high
-    return inside / len(runs)
 
 
 def _row(name: str, errors, note: str = "") -> str:
@@ -86,7 +76,7 @@ def main() -> None:
     print(f"{'mean over sources':<34} {'':>4} {np.mean(per_source):>9.1%} "
           f"{np.max(per_source):>9.1%}  (worst source mean)")  # fmt: skip
     rows = [residual(r, out_of_sample[r.id]) for r in runs]
-    print(f"{LEVEL:.0%} intervals, each from the other sources' runs: {coverage(runs, rows):.0%}"
+    print(f"{LEVEL:.0%} intervals, each from the other sources' runs: {held_out_coverage(rows):.0%}"
           f" of {len(runs)} runs inside theirs")  # fmt: skip
     if "--write" in sys.argv:
         about = ("Each published run's measured step over the step predicted by a fit without its"

@@ -417,11 +417,14 @@ def ties_best(e: Estimate, best: Estimate) -> bool:
 
 def _ties_said(ranked, best: Estimate) -> list[str]:
     """What the table's ties mean, where it has any beside the best."""
-    shown = min(len(ranked), 50)
-    ties = sum(ties_best(ranked.estimate(r), best) for r in range(1, shown))
+    pairs, shown = pair_spread(), min(len(ranked), 50)
+    if pairs is None or best.step_interval is None:  # no predicted steps: no ties to say
+        return []
+    # the next rows' steps as the plan holds them: no layout evaluated again to count them
+    steps = ranked.step_time[ranked.order[1:shown]]
+    ties = int(np.sum(steps <= pairs.high * float(best.step_time)))
     if not ties:
         return []
-    pairs = pair_spread()
     return [
         "",
         f"tie: within {pairs.high - 1:.0%} of the best's step, where {LEVEL:.0%} of the model's"

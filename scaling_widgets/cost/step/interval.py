@@ -77,6 +77,28 @@ def spread_of(rows: list[dict], stack: str, chip: str) -> Spread | None:
     return None
 
 
+def held_out_coverage(rows: list[dict]) -> float:
+    """The share of runs inside the interval the other sources' runs give them, as a new
+    source's run would be (``spread_of``).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per run: "source", "stack", "chip" and "ratio" (``spread_of``'s rows).
+
+    Returns
+    -------
+    coverage : float
+        From 0 to 1; ``LEVEL`` where the intervals say what they mean.
+    """
+    inside = 0
+    for row in rows:
+        others = [r for r in rows if r["source"] != row["source"]]
+        spread = spread_of(others, row["stack"], row["chip"])
+        inside += spread is not None and spread.low <= row["ratio"] <= spread.high
+    return inside / len(rows)
+
+
 @functools.lru_cache(maxsize=64)  # a stack on a chip: few, asked on every evaluation
 def step_spread(stack: str, chip: str) -> Spread | None:
     """The spread the shipped out-of-sample residuals give a stack on a chip (``spread_of``).
