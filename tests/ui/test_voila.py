@@ -3,6 +3,7 @@ inline."""
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -269,6 +270,24 @@ def test_each_open_page_keeps_one_kernel_and_a_closed_or_reloaded_page_none(brow
         assert "ERROR" not in text and "Traceback" not in text, text[-3000:]
         for page in pages[:2] + pages[6:]:
             page.context.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_page_opened_after_the_warm_kernel_idled_past_the_culler_still_runs(page):
+    """The warm page's kernel waits in the pool, idle, for its page. Once a page takes it, the
+    culler must count its idling from then: counted from the pool, it shut the kernel down as
+    the page loaded, and the page waited forever for widgets on a kernel that was gone."""
+    port = free_port()
+    server = Server(voila_demo_argv(port, "--cull-after", "2"), port, "/voila/static/voila.js")
+    try:
+        while not re.search(r"Kernel pool of \S+ is filled", Path(server.log.name).read_text()):
+            time.sleep(0.2)
+        time.sleep(6)  # three times --cull-after, the culler looking every second
+        page.goto(server.home)
+        wait_for_panel(page)
+        assert "Kernel does not exist" not in Path(server.log.name).read_text()
+        assert page.errors == []
     finally:
         assert server.stop() == 0
 
