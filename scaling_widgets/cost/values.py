@@ -40,6 +40,7 @@ from .hardware.mesh import ROLES, check_fits_pod
 from .hardware.nodes import check_gpu_slice
 from .schedules import SCHEDULES
 from .stacks import STACKS
+from .step.pipeline import ENDS_AS_LAYERS
 from .step.profiles import Profile
 from .step.run import CHECKPOINT_BW, FAILURES_PER_CHIP_HOUR, PUE, RESTART_S
 from .strategies import STRATEGIES
@@ -323,6 +324,11 @@ class Layout:
         gives them.
     cp_kind : str or array_like, default "ring"
         How CP passes keys and values: "ring", "all-gather" or "ulysses".
+    ends_as_layers : str, default "none"
+        Which ends of the model take a layer's place in the pipeline split: "none",
+        "embedding", "loss" or "both" (Megatron-LM's --account-for-embedding-in-pipeline-split
+        and --account-for-loss-in-pipeline-split): the first (last) stage holds a layer fewer
+        (MODEL.md §A.6).
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -348,6 +354,7 @@ class Layout:
     etp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
+    ends_as_layers: str = checked("none", Choice(tuple(ENDS_AS_LAYERS)))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -16,6 +16,7 @@ from ..cost.hardware.nodes import gpu_slice
 from ..cost.hardware.slices import slices_near
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
+from ..cost.step.pipeline import ENDS_AS_LAYERS
 from ..cost.strategies import STRATEGIES
 from ..cost.transformer.context import CP_KINDS
 from ..cost.transformer.shapes import Precision
@@ -220,6 +221,14 @@ FIELDS_TABLE = (
     Field("virtual_stages", "layout.virtual_stages",
           "virtual stages per device, with an interleaved schedule", flag="--virtual-stages",
           parse=WHOLE, label="virtual stages"),
+    Field("ends_as_layers", "layout.ends_as_layers",
+          "the ends of the model that take a layer's place in the pipeline split: the first"
+          " stage holds a layer fewer for the embedding, the last one for the loss (Megatron-LM's"
+          " --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split)",
+          flag="--ends-as-layers", choices=tuple(ENDS_AS_LAYERS), since=15,
+          label="Ends as layers",
+          choice_labels={"none": "none", "embedding": "the embedding", "loss": "the loss",
+                         "both": "embedding and loss"}),
     Field("sequence_parallel", "layout.sequence_parallel",
           "shard LayerNorm and dropout activations over TP", flag="--sequence-parallel",
           switch=True, label="sequence parallel"),

@@ -110,7 +110,7 @@ def read_config(
         chips (``fields_of``).
     """
     path = pathlib.Path(source)
-    is_file = "\n" not in source and path.suffix != "" and path.exists()
+    is_file = "\n" not in source and path.suffix != "" and _exists(path)
     text = path.read_text() if is_file else source
     framework = framework or detect(text, path.name if is_file else "")
     beside = path.parent / "config.json" if is_file else None
@@ -172,3 +172,12 @@ __all__ = [
     "read_config",
     "write_config",
 ]
+
+
+def _exists(path: pathlib.Path) -> bool:
+    """Whether a file is there; False for text no file could be named (a one-line script of
+    flags is longer than a file's name may be)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False

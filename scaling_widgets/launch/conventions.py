@@ -21,6 +21,7 @@ from ..cost import Estimate
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.nodes import gpu_slice
 from ..cost.hardware.slices import slices_near
+from ..text.explain import ENDS_NAMED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Degrees:
     loss_chunks: int = 1  # the loss run in chunks over the sequence (torchtitan's 2026 configs)
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     features: str | None = None  # the stack's features on ("none"); None: its release's defaults
+    ends_as_layers: str = "none"  # the ends that take a layer's place in the pipeline split
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -158,6 +160,7 @@ def degrees_of(e: Estimate) -> Degrees:
         accumulate_unsharded=bool(options.accumulate_unsharded),
         loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
+        ends_as_layers=e.layout.ends_as_layers if z > 1 else "none",
         steps=_steps(e.workload.tokens, round(sequences) * T),
         **{name: getattr(options, name) for name in AS_GIVEN},
     )
@@ -166,7 +169,8 @@ def degrees_of(e: Estimate) -> Degrees:
 # options a launch file carries as they are given (None: the framework's default)
 AS_GIVEN = ("compile_loss", "grad_dtype", "weight_dtype", "moment_dtype", "optimizer_impl",
             "features")  # fmt: skip
-SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features")
+SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features",
+           "ends as layers")  # fmt: skip
 
 
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
@@ -183,7 +187,7 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
         The layout as the frameworks count it.
     says : tuple of str, default ()
         What the file can say, of ``SAYABLE``: "gradients", "Adam's moments", "the weights",
-        "fp8 weights", "foreach".
+        "fp8 weights", "foreach", "features", "ends as layers".
 
     Returns
     -------
@@ -203,6 +207,9 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     foreach = d.optimizer_impl == "foreach" and "foreach" not in says
     features = d.features is not None and "features" not in says
     lines += [f"the features {d.features}: written as the framework's defaults"] * features
+    ends = d.ends_as_layers != "none" and "ends as layers" not in says
+    named = ENDS_NAMED.get(d.ends_as_layers)
+    lines += [f"{named} as layers in the pipeline split: written as layers alone"] * ends
     return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
 
@@ -300,6 +307,7 @@ def fields_of(d: Degrees, chip) -> dict:
         etp=None if d.etp == d.tp else d.etp,
         cp=d.cp,
         cp_kind=d.cp_kind,
+        ends_as_layers=d.ends_as_layers,
         ep_overlap=d.ep_overlap,
         matmul_dtype="fp8" if d.fp8 else "bf16",
         torch_compile=d.compile,

@@ -16,6 +16,12 @@ from .lines import Line, plain
 from .step import binds, step, time_to_train
 from .thresholds import thresholds
 
+# the ends that take a layer's place in the pipeline split, as the layout's line says them
+ENDS_NAMED = {
+    "embedding": "the embedding",
+    "loss": "the loss",
+    "both": "the embedding and the loss",
+}
 AXIS_NAMES = {
     "dp": "data-parallel (X)",
     "fsdp": "FSDP (X)",
@@ -172,6 +178,8 @@ def layout_name(e: Estimate) -> str:
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""
         )
         extra.append(f"{e.schedule}{virtual}, {int(e.microbatches)} microbatches")
+        if e.layout.ends_as_layers != "none":
+            extra.append(f"{ENDS_NAMED[e.layout.ends_as_layers]} as layers")
     elif int(e.microbatches) > 1:
         extra.append(f"{int(e.microbatches)} microbatches accumulated")
     if e.remat != "checkpoints":

@@ -193,6 +193,7 @@ def _placement(e: Estimate) -> dict:
         "ETP": _num(np.where(folds_over_tp(e.layout.etp, e.y), 1, e.y)),
         "CP": _num(e.layout.cp),
         "cp_kind": e.layout.cp_kind,
+        "ends_as_layers": e.layout.ends_as_layers,
     }
 
 

@@ -101,6 +101,7 @@ class StrategySelector(Bound, w.VBox):
             description=FIELDS["cp"].label, options=_cp_options(None), **_narrow()
         )
         self._cp_kind = control("cp_kind", layout=w.Layout(width=WIDE))
+        self._ends = control("ends_as_layers", layout=w.Layout(width=WIDE))
         self._stages.observe(self._on_stages_change, "value")
         self._microbatches.observe(self._on_microbatches_change, "value")
         self._schedule.observe(self._on_schedule_change, "value")
@@ -110,6 +111,7 @@ class StrategySelector(Bound, w.VBox):
             "ep_overlap": self._ep_overlap,
             "ep": self._ep,
             "cp_kind": self._cp_kind,
+            "ends_as_layers": self._ends,
         }
         for field, child in plain.items():
             self._bind(child, field)
@@ -129,6 +131,7 @@ class StrategySelector(Bound, w.VBox):
             [
                 w.HBox([self._stages, self._microbatches]),
                 w.HBox([self._schedule, self._virtual, self._sequence_parallel]),
+                self._ends,
                 w.HBox([self._ep, self._ep_over_tp, self._ep_overlap]),
                 w.HBox([self._cp, self._cp_kind]),
             ]
@@ -158,6 +161,7 @@ class StrategySelector(Bound, w.VBox):
         # a V-shaped schedule runs its own two chunks: nothing to choose
         own = SCHEDULES[s.schedule]
         self._virtual.disabled = not own.takes_virtual_stages or bool(own.fixed_chunks)
+        self._ends.disabled = mesh.z == 1 and s.ends_as_layers == "none"
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
         self._ep_over_tp.disabled = s.model.moe is None and s.etp is None

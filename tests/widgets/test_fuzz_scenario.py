@@ -71,6 +71,7 @@ PLAUSIBLE = {
     "etp": [None, 1, 2],  # version 6: the experts whole on each chip, EP folded over TP x X
     "cp": [1, 2, 4],
     "cp_kind": ["ring", "all-gather", "ulysses"],
+    "ends_as_layers": ["none", "embedding", "loss", "both"],
     "stack": [None, "megatron-lm", "fsdp2"],
     "flash_attention": [None, True, False],
     "torch_compile": [None, True, False],

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..schedules import ends_together
 from ..step.exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
 from ..step.physics import attention_efficiency, matmul_efficiency, slowest_of
-from ..step.pipeline import busiest_stage_layers
+from ..step.pipeline import stage_layers
 from ..step.profiles import Profile, hidden_share
 from ..transformer.experts import ep_of_data, routed_params
 
@@ -113,10 +114,12 @@ def predict(
     X, Y, Z, P, m, v = e.x, e.y, e.z, e.pods, e.microbatches, layout.virtual_stages
     D, L = model.d_model, model.layers
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
-    l = busiest_stage_layers(layers=L, stages=Z, virtual_stages=v)  # noqa: E741 - the busiest stage's layers
     layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, rerun)
     layer_memory, layer_tp, layer_fixed = _layer_rest(e, profile, b, layer_matmul, rerun)
     head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
+    layer = layer_matmul + layer_memory + layer_tp + layer_fixed
+    l, with_head = _busiest_stage(e, layer, head_matmul + head_memory)  # noqa: E741 - its layers
+    head_matmul, head_memory = head_matmul * with_head, head_memory * with_head
     boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     # an interleaved schedule's sends overlap the other virtual stages' work where the stack's
@@ -167,6 +170,22 @@ def predict(
     terms |= {"ep_hidden": m * hidden[0], "cp_hidden": m * hidden[1]}
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
+
+
+def _busiest_stage(e, layer, head) -> tuple:
+    """The stage that sets the pace: its layers, and whether it runs the output layer (of time
+    ``head`` [s]) beside its layers of time ``layer`` [s] each. The output layer's stage, or one
+    without it that holds more layers, where the ends take a layer's place (MODEL.md §A.6)."""
+    first, middle, last = stage_layers(
+        layers=e.model.layers,
+        stages=e.z,
+        virtual_stages=e.layout.virtual_stages,
+        ends_as_layers=e.layout.ends_as_layers,
+        ends_together=ends_together(e.layout.schedule),
+    )
+    other = np.maximum(first, middle)
+    with_head = last * layer + head >= other * layer
+    return np.where(with_head, last, other), with_head
 
 
 def _layer_rest(e, profile, b, matmul, rerun) -> tuple:

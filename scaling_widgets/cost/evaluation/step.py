@@ -220,7 +220,10 @@ def predicted(e: Estimate, profile) -> Estimate:
     # the predicted step, and the hardware FLOPs, pay for that recompute (MODEL.md §C.2).
     checkpoints = (remat == "checkpoints") * 1.0
     chunk = busiest_stage_layers(
-        layers=e.model.layers, stages=e.z, virtual_stages=e.layout.virtual_stages
+        layers=e.model.layers,
+        stages=e.z,
+        virtual_stages=e.layout.virtual_stages,
+        ends_as_layers=e.layout.ends_as_layers,
     ) / np.asarray(e.layout.virtual_stages)
 
     def rerun(policy):

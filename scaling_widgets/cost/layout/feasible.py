@@ -29,6 +29,7 @@ from ..stacks import (
     TORCH_ADAM,
     feature_names,
 )
+from ..step.pipeline import ENDS_AS_LAYERS
 from ..step.profiles import default_stack, runs_on
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
@@ -215,6 +216,7 @@ def runs(
     schedule: str | np.ndarray = "1f1b",
     remat: str | np.ndarray = "checkpoints",
     ep_overlap: bool = False,
+    ends_as_layers: str = "none",
 ) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
@@ -226,8 +228,9 @@ def runs(
       that is not whole is the chapter's average over replicas, and stands as it is);
     - "heads": TP divides the attention heads, and the KV heads divide it or it divides them
       (KV heads fewer than Y are replicated Y/K times, as Megatron-LM does);
-    - "stages": every (virtual) stage gets a layer: Z·v ≤ L (uneven stages are charged by the
-      busiest, ``pipeline.busiest_stage_layers``);
+    - "stages": every (virtual) stage gets a layer: Z·v ≤ L, the embedding and the loss each
+      counting as one where they take a layer's place (``ends_as_layers``); uneven stages are
+      charged by the busiest, ``pipeline.busiest_stage_layers``;
     - "schedule": the pipeline schedule can run m microbatches on Z stages (e.g. DualPipe's
       even Z and m ≥ 2Z);
     - "experts": EP divides the experts E (a dense model: EP = 1) and the data axis X it is
@@ -273,6 +276,8 @@ def runs(
         The recompute policy ("full" breaks combined 1F1B's pairs).
     ep_overlap : bool, default False
         Whether combined 1F1B pairs the passes to hide the expert all-to-alls.
+    ends_as_layers : str, default "none"
+        Which ends of the model take a layer's place in the pipeline split.
 
     Returns
     -------
@@ -301,7 +306,8 @@ def runs(
         "sequences": share >= microbatches,
         "whole": True if seq_len is None else _whole_microbatches(share, microbatches),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
-        "stages": np.asarray(z) * virtual_stages <= model.layers,
+        "stages": np.asarray(z) * virtual_stages
+        <= model.layers + (np.asarray(z) > 1) * sum(ENDS_AS_LAYERS[ends_as_layers]),
         "schedule": schedules.runs(schedule=schedule, stages=z, microbatches=microbatches),
         "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
         "context": (np.asarray(x) % CP == 0)
@@ -404,7 +410,12 @@ def possible(*, given: Layout, **layout) -> None:
     names += ("etp",) * (layout.get("etp") is not None)
     arrays = np.broadcast_arrays(*(np.asarray(layout.get(name, 1)) for name in names))
     placed = {**layout, **dict(zip(names, arrays))}
-    ok = runs(**placed, remat=given.remat, ep_overlap=given.ep_overlap)
+    ok = runs(
+        **placed,
+        remat=given.remat,
+        ep_overlap=given.ep_overlap,
+        ends_as_layers=given.ends_as_layers,
+    )
     if given.cp is None:  # sequences split for the user count tokens, as the chapter does
         ok["whole"] = ok["whole"] | (placed["cp"] > 1)
     for rule, refusal in rule_refusals.REFUSALS.items():  # in the order a user would mend them
@@ -412,7 +423,7 @@ def possible(*, given: Layout, **layout) -> None:
             raise refusal(first(~ok[rule]), given=given, **placed)
 
 
-def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
+def stages(*, model: Model, z: ArrayLike, given: Layout) -> None:
     """Refuse more (virtual) pipeline stages than layers (see ``runs``).
 
     Parameters
@@ -421,8 +432,9 @@ def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
         The model; L, its layers.
     z : int or array_like
         Z, the pipeline stages.
-    virtual_stages : int or array_like
-        v, the virtual stages a device.
+    given : Layout
+        The layout as asked for: v, its virtual stages a device, and the ends that take a
+        layer's place (``ends_as_layers``).
 
     Returns
     -------
@@ -434,7 +446,10 @@ def stages(*, model: Model, z: ArrayLike, virtual_stages: ArrayLike) -> None:
     InputError
         Naming ``z`` (or ``virtual_stages``) where Z·v exceeds the model's layers.
     """
-    z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(virtual_stages))
-    empty = z * virtual_stages > model.layers
+    z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(given.virtual_stages))
+    ends = (z > 1) * sum(ENDS_AS_LAYERS[given.ends_as_layers])
+    empty = z * virtual_stages > model.layers + ends
     if empty.any():
-        raise rule_refusals.stages(first(empty), model=model, z=z, virtual_stages=virtual_stages)
+        raise rule_refusals.stages(
+            first(empty), model=model, z=z, virtual_stages=virtual_stages, given=given
+        )

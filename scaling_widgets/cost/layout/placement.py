@@ -86,7 +86,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
             "z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z
         )
     # before a split is sought for them
-    stages(model=workload.model, z=Z, virtual_stages=layout.virtual_stages)
+    stages(model=workload.model, z=Z, given=layout)
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
         x, y = best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..ground.refusals import InputError, refuse
 from ..schedules import SCHEDULES
+from ..step.pipeline import ENDS_AS_LAYERS
 
 
 def sequences(i, *, model, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputError:
@@ -142,7 +143,7 @@ def heads(i, *, model, y, **_) -> InputError:
     )
 
 
-def stages(i, *, model, z, virtual_stages, **_) -> InputError:
+def stages(i, *, model, z, virtual_stages, given, **_) -> InputError:
     """More (virtual) pipeline stages than layers: name ``z``, or ``virtual_stages`` when v > 1.
 
     Parameters
@@ -155,19 +156,33 @@ def stages(i, *, model, z, virtual_stages, **_) -> InputError:
         Z per layout, the pipeline stages.
     virtual_stages : np.ndarray
         v per layout, the virtual stages a device.
+    given : Layout
+        The layout as asked for: which ends take a layer's place (``ends_as_layers``).
     **_
         The placed layout's other keywords, not read.
 
     Returns
     -------
     error : InputError
-        Naming ``z`` or ``virtual_stages``: Z·v at most L.
+        Naming ``z`` or ``virtual_stages``: Z·v at most L and the ends that take a layer's
+        place, with ends_as_layers 'both' where that would run.
     """
     Z, v = int(z[i]), int(virtual_stages[i])
     field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
+    ends = sum(ENDS_AS_LAYERS[given.ends_as_layers])
+    # Megatron-LM's answer, where it is the nearest: the embedding and the loss take a stage's
+    # place each (Llama 3 405B's 126 layers on 8 x 16 virtual stages)
+    both_would_run = ends < 2 and Z * v <= model.layers + 2
     return refuse(
         field,
-        f"such that Z·v is at most the model's {model.layers} layers: every stage needs one",
+        f"such that Z·v is at most the model's {model.layers} layers"
+        + (f" and {ends} end{'s' * (ends > 1)}" if ends else "")
+        + ": every stage needs one"
+        + (
+            " (or ends_as_layers 'both': the embedding and the loss then take a layer's place each)"
+            if both_would_run
+            else ""
+        ),
         got,
     )
 

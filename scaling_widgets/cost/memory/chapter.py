@@ -225,7 +225,10 @@ def layout_memory(
     """
     # The busiest stage holds v·ceil(L/(Z·v)) layers: it counts as L over that many stages.
     Z_busiest = stage_share(
-        layers=workload.model.layers, stages=placed.z, virtual_stages=layout.virtual_stages
+        layers=workload.model.layers,
+        stages=placed.z,
+        virtual_stages=layout.virtual_stages,
+        ends_as_layers=layout.ends_as_layers,
     )
     memory = _state(workload, layout, placed, P, Psi, Z_busiest)
     copies = weight_copies(layout.schedule)  # DualPipe's devices hold a stage of each direction

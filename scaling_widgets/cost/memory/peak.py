@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
-from ..step.pipeline import busiest_stage_layers
+from ..step.pipeline import stage_layers
 from ..transformer.experts import ep_of_data, routed_params
 from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
 from ..transformer.recompute import policy
@@ -157,7 +157,8 @@ def peak_memory(
     """
     model = workload.model
     X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
-    layers = busiest_stage_layers(layers=model.layers, stages=Z, virtual_stages=v)
+    first_layers, middle_layers, last_layers = _stage_layers(model, layout, Z)
+    layers = np.maximum(np.maximum(first_layers, middle_layers), last_layers)
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
 
     sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
@@ -169,19 +170,24 @@ def peak_memory(
 
     per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
 
-    def on_stage(stage):
+    def on_stage(stage, its_layers):
         held = in_flight_microbatches(
             schedule=layout.schedule, stage=stage, stages=Z, microbatches=m, virtual_stages=v
         )
-        return profile.activation_factor * per_layer * tokens * layers * held
+        return profile.activation_factor * per_layer * tokens * its_layers * held
 
     # the stage whose device runs the output layer: the last, or the first in a V or both ways
     last = np.where(ends_together(layout.schedule), 0, np.asarray(Z) - 1)
     at_the_end, logits = _output_stage(
         model, layout, profile, Y, Z, m, tokens, per_layer, loss_chunks
     )
-    first, at_last = on_stage(0), on_stage(last) + at_the_end + logits
-    busiest = np.where(at_last > first, last, 0)
+    first = on_stage(0, first_layers)
+    # the second stage holds a microbatch fewer, and more layers where the first holds the
+    # embedding in a layer's place
+    second = np.where(np.asarray(Z) > 2, on_stage(1, middle_layers), 0.0)
+    first_device = np.maximum(first, second)
+    at_last = on_stage(last, last_layers) + at_the_end + logits
+    busiest = np.where(at_last > first_device, last, np.where(second > first, 1, 0))
     working = per_choice(
         layout.remat,
         lambda name: working_bytes(
@@ -191,7 +197,7 @@ def peak_memory(
     holds_mtp = busiest == last  # the MTP modules sit with the output layer (MODEL.md §D.1)
     state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8, holds_mtp)
     transient = dict(
-        activations=np.where(busiest == last, at_last - logits, first),
+        activations=np.where(busiest == last, at_last - logits, first_device),
         working_set=profile.activation_factor * working * tokens,
         logits=np.where(busiest == last, logits, 0.0),
     )
@@ -203,6 +209,17 @@ def peak_memory(
         allocator=cached * (profile.allocator - 1),
         stage=busiest,
         measures=profile.measures,
+    )
+
+
+def _stage_layers(model, layout, Z) -> tuple:
+    """The layers of the first device, a middle one and the output layer's (MODEL.md §A.6)."""
+    return stage_layers(
+        layers=model.layers,
+        stages=Z,
+        virtual_stages=layout.virtual_stages,
+        ends_as_layers=layout.ends_as_layers,
+        ends_together=ends_together(layout.schedule),
     )
 
 

@@ -261,7 +261,7 @@ def evaluate_order(
     searched = dict(ep=ep, etp=etp, cp=cp, cp_kind=cp_kind, remat=remat, schedules=schedules)
     c, experts_tp = _candidates(cluster, workload, options, placed, **searched)
     if len(c["x"]):
-        ran = _runs(c, at_batches(workload, c), cluster.pods, experts_tp, base.ep_overlap)
+        ran = _runs(c, at_batches(workload, c), cluster.pods, experts_tp, base)
         c = only(c, ran)
     if not len(c["x"]):
         return {}
@@ -309,8 +309,9 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
     return c, (c["etp"] if etp is not None or folds.any() else None)
 
 
-def _runs(c: dict, workload: Workload, pods, experts_tp, ep_overlap: bool) -> np.ndarray:
-    """Which candidates can run together with the workload (``feasible.runs``, every rule)."""
+def _runs(c: dict, workload: Workload, pods, experts_tp, base: Layout) -> np.ndarray:
+    """Which candidates can run together with the workload (``feasible.runs``, every rule), with
+    what every layout shares (``base``: its pairing, the ends it counts as layers)."""
     ok = feasible.runs(
         model=workload.model,
         seq_len=workload.seq_len,
@@ -327,7 +328,8 @@ def _runs(c: dict, workload: Workload, pods, experts_tp, ep_overlap: bool) -> np
         cp_kind=c["cp_kind"],
         schedule=c["schedule"],
         remat=c["remat"],
-        ep_overlap=ep_overlap,
+        ep_overlap=base.ep_overlap,
+        ends_as_layers=base.ends_as_layers,
     )
     return np.logical_and.reduce(list(ok.values()))
 

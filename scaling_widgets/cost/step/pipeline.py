@@ -145,11 +145,27 @@ def stage_traffic_time(
     return (Z > 1) * v * 2 * B * D / (W * m) * (m + Z - 2)
 
 
-def busiest_stage_layers(
-    *, layers: ArrayLike, stages: ArrayLike, virtual_stages: ArrayLike = 1
-) -> np.integer | np.ndarray:
-    """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
-    405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
+# Which ends of the model take a layer's place in the pipeline split: Megatron-LM's
+# --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split
+# (megatron/core/transformer/transformer_block.py, get_num_layers_to_build): (embedding, loss).
+ENDS_AS_LAYERS = {"none": (0, 0), "embedding": (1, 0), "loss": (0, 1), "both": (1, 1)}
+
+
+def stage_layers(
+    *,
+    layers: ArrayLike,
+    stages: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+    ends_as_layers: str = "none",
+    ends_together: ArrayLike = False,
+) -> tuple:
+    """Transformer layers on the first device, a middle one and the one with the output layer.
+
+    The split hands each device v·ceil(S/(Z·v)) of the S = L + e + l slots, where the
+    embedding (e) and the loss (l) may each take a layer's place (``ends_as_layers``): the
+    first device then holds one layer fewer, the last one fewer (both on the first device when
+    the schedule's ends sit together, a V). Where Z·v does not divide S, the busiest device is
+    charged, as for Llama 3 405B's 126 layers over 16 stages. One stage holds all L.
 
     Parameters
     ----------
@@ -159,6 +175,61 @@ def busiest_stage_layers(
         Z, the pipeline stages.
     virtual_stages : int or array_like, default 1
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+    ends_as_layers : str, default "none"
+        Which ends take a layer's place: "none", "embedding", "loss" or "both".
+    ends_together : bool or array_like, default False
+        The output layer sits on the first device (V schedules).
+
+    Returns
+    -------
+    first, middle, last : np.ndarray
+        The layers of the first device, of a device in the middle (the first one's count where
+        there is none) and of the device holding the output layer [layers].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (uneven stages) and §E.1 (the stage).
+
+    Examples
+    --------
+    Llama 3 405B's 126 layers on 8 devices of 16 virtual stages, its ends counted as layers:
+
+    >>> [int(n) for n in stage_layers(layers=126, stages=8, virtual_stages=16,
+    ...                               ends_as_layers="both")]
+    [15, 16, 15]
+    """
+    L, Z, v, V = (np.asarray(a) for a in (layers, stages, virtual_stages, ends_together))
+    staged = Z > 1
+    # the slots the embedding and the loss take; one stage holds them beside all its layers
+    embedding, loss = (end * staged for end in ENDS_AS_LAYERS[ends_as_layers])
+    S = v * -(-(L + embedding + loss) // (Z * v))
+    first = np.where(staged, S - embedding - loss * V, L)
+    last = np.where(V, first, np.where(staged, S - loss, L))
+    middle = np.where((Z > 2) | (staged & V), S, first)
+    return first, middle, last
+
+
+def busiest_stage_layers(
+    *,
+    layers: ArrayLike,
+    stages: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+    ends_as_layers: str = "none",
+) -> np.integer | np.ndarray:
+    """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
+    405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
+    Ends that take a layer's place (``stage_layers``) leave the most on a middle stage.
+
+    Parameters
+    ----------
+    layers : int or array_like
+        L, the model's layers [layers].
+    stages : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like, default 1
+        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+    ends_as_layers : str, default "none"
+        Which ends take a layer's place: "none", "embedding", "loss" or "both".
 
     Returns
     -------
@@ -174,12 +245,18 @@ def busiest_stage_layers(
     >>> busiest_stage_layers(layers=126, stages=[16, 14], virtual_stages=1).tolist()
     [8, 9]
     """
-    L, Z, v = (np.asarray(a) for a in (layers, stages, virtual_stages))
-    return v * -(-L // (Z * v))
+    first, middle, last = stage_layers(
+        layers=layers, stages=stages, virtual_stages=virtual_stages, ends_as_layers=ends_as_layers
+    )
+    return np.maximum(np.maximum(first, middle), last)
 
 
 def stage_share(
-    *, layers: ArrayLike, stages: ArrayLike, virtual_stages: ArrayLike = 1
+    *,
+    layers: ArrayLike,
+    stages: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+    ends_as_layers: str = "none",
 ) -> float | np.ndarray:
     """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly.
 
@@ -191,6 +268,8 @@ def stage_share(
         Z, the pipeline stages.
     virtual_stages : int or array_like, default 1
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
+    ends_as_layers : str, default "none"
+        Which ends take a layer's place: "none", "embedding", "loss" or "both".
 
     Returns
     -------
@@ -199,5 +278,5 @@ def stage_share(
         stage's share.
     """
     return layers / busiest_stage_layers(
-        layers=layers, stages=stages, virtual_stages=virtual_stages
+        layers=layers, stages=stages, virtual_stages=virtual_stages, ends_as_layers=ends_as_layers
     )

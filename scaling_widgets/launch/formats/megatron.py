@@ -12,6 +12,7 @@ from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks import feature_names
 from ...cost.stacks.megatron_lm import FEATURES, RECOMPUTE_MODULES
+from ...cost.step.pipeline import ENDS_AS_LAYERS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
@@ -33,6 +34,8 @@ SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-
          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--multi-latent-attention",
          "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
          "--v-head-dim", "--mtp-num-layers")  # fmt: skip
+# the ends that take a layer's place in the pipeline split (transformer_block.py)
+ENDS_FLAGS = ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
 LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
           "--context-parallel-size", "--cp-comm-type", "--expert-model-parallel-size",
@@ -43,7 +46,7 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
           "--train-samples", "--recompute-modules", "--grad-reduce-in-bf16",
           "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
-          "--exp-avg-sq-dtype", "--main-grads-dtype",
+          "--exp-avg-sq-dtype", "--main-grads-dtype", *ENDS_FLAGS,
           *(f.flag for f in FEATURES.values()))  # fmt: skip
 # flags the model cannot price: refused when given
 UNPRICED = {
@@ -185,7 +188,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     global_batch = _int(got, "--global-batch-size", micro * dp)
     ep = _int(got, "--expert-model-parallel-size", 1)
     model = model or model_of(got)
-    layers = layers_of(model)
+    ends = _ends(got) if pp > 1 else "none"
+    layers = layers_of(model) + sum(ENDS_AS_LAYERS[ends])  # the split's slots
     degrees = Degrees(
         world=world,
         pods=1,
@@ -210,9 +214,16 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         moment_dtype=_moments(got, notes),
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
         features=_features(got),
+        ends_as_layers=ends,
         steps=_steps(got, global_batch),
     )
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _ends(got: dict) -> str:
+    """The ends the flags count as layers in the pipeline split: ours, of ``ENDS_AS_LAYERS``."""
+    embedding, loss = (flag in got for flag in ENDS_FLAGS)
+    return {(0, 0): "none", (1, 0): "embedding", (0, 1): "loss", (1, 1): "both"}[embedding, loss]
 
 
 def _features(got: dict) -> str | None:
@@ -406,6 +417,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append(f"the schedule {d.schedule}: Megatron-LM runs 1F1B or interleaved")
     if d.vp > 1 and d.schedule == "interleaved":
         layout.append(f"--num-virtual-stages-per-pipeline-rank {d.vp}")
+    embedding, loss = ENDS_AS_LAYERS[d.ends_as_layers]
+    layout += [ENDS_FLAGS[0]] * embedding + [ENDS_FLAGS[1]] * loss
     layout += ["--sequence-parallel"] * d.sequence_parallel
     if d.zero == 1:
         layout.append("--use-distributed-optimizer")
@@ -423,7 +436,9 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
-    cannot += unwritten(d, says=("gradients", "Adam's moments", "fp8 weights", "features"))
+    cannot += unwritten(
+        d, says=("gradients", "Adam's moments", "fp8 weights", "features", "ends as layers")
+    )
     lines = [
         "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",

@@ -1,0 +1,118 @@
+"""The embedding and the loss in a layer's place in the pipeline split (MODEL.md §A.6), as
+Megatron-LM's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split
+give them: Llama 3 405B's 126 layers on 8 stages of 16 virtual ones run, the first and the last
+stage hold a layer fewer, and the split reads and writes back through Megatron-LM's flags."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scaling_widgets import fields
+from scaling_widgets.cost import Cluster, InputError, Layout, Options, Workload, evaluate
+from scaling_widgets.cost.step.pipeline import ENDS_AS_LAYERS, stage_layers
+from scaling_widgets.launch import read_config, write_config
+from scaling_widgets.presets import HARDWARE, MODELS
+
+LLAMA_405B = MODELS["llama-3-405b"]
+H100_16K = Cluster(HARDWARE["h100"], (2048, 8))
+BATCH = Workload(LLAMA_405B, 2048 * 8192, seq_len=8192)  # 2,048 sequences of 8,192
+MEGATRON = Options(stack="megatron-lm")
+
+
+def interleaved(ends: str, z: int = 8, v: int = 16, schedule: str = "interleaved") -> Layout:
+    return Layout(
+        x=16384 // (8 * z), y=8, z=z, zero=1, schedule=schedule, virtual_stages=v,
+        sequence_parallel=True, ends_as_layers=ends,
+    )  # fmt: skip
+
+
+def test_126_layers_on_8_stages_of_16_refused_as_layers_alone_and_the_refusal_names_the_ends():
+    with pytest.raises(InputError) as refused:
+        evaluate(H100_16K, BATCH, interleaved("none"), MEGATRON)
+    assert refused.value.field == "virtual_stages"
+    assert "ends_as_layers 'both'" in str(refused.value)
+    assert "128" in str(refused.value)  # what it got: 8 x 16 stages
+
+
+def test_with_both_ends_as_layers_they_run_the_middle_stages_holding_16_layers():
+    e = evaluate(H100_16K, BATCH, interleaved("both"), MEGATRON)
+    assert float(e.step_time) > 0 and np.isfinite(e.peak.reserved)
+    # 126 + 2 slots over 128 chunks: one layer a chunk, 16 a device, the ends' devices 15
+    assert [int(n) for n in stage_layers(layers=126, stages=8, virtual_stages=16,
+                                         ends_as_layers="both")] == [15, 16, 15]  # fmt: skip
+
+
+def test_the_ends_as_layers_take_the_output_layer_off_the_critical_stage():
+    """126 layers on 8 stages, 1F1B: as layers alone every stage is charged 16 and the last
+    runs the output layer and the loss beside them. With the ends as layers, 128 slots: 16 on a
+    middle stage, 15 and the output layer on the last, which is lighter than a layer. The step
+    is shorter by the output layer's time, and never shorter than 16 layers."""
+    plain = evaluate(H100_16K, BATCH, interleaved("none", v=1, schedule="1f1b"), MEGATRON)
+    both = evaluate(H100_16K, BATCH, interleaved("both", v=1, schedule="1f1b"), MEGATRON)
+    assert [int(n) for n in stage_layers(layers=126, stages=8, ends_as_layers="both")] == [
+        15,
+        16,
+        15,
+    ]
+    head = float(plain.step_breakdown["matmul"] - both.step_breakdown["matmul"])
+    assert head > 0  # the output layer's matmuls left the busiest stage
+    assert float(both.step_time) < float(plain.step_time)
+
+
+@given(
+    layers=st.integers(1, 200),
+    stages=st.integers(1, 64),
+    virtual=st.integers(1, 8),
+    ends=st.sampled_from(tuple(ENDS_AS_LAYERS)),
+    together=st.booleans(),
+)
+def test_every_layer_is_placed_and_no_device_holds_fewer_than_none(
+    layers, stages, virtual, ends, together
+):
+    slots = layers + (stages > 1) * sum(ENDS_AS_LAYERS[ends])
+    if stages * virtual > slots:
+        return  # refused: a stage without a layer
+    first, middle, last = (
+        int(n)
+        for n in stage_layers(
+            layers=layers,
+            stages=stages,
+            virtual_stages=virtual,
+            ends_as_layers=ends,
+            ends_together=together,
+        )  # fmt: skip
+    )
+    assert min(first, middle, last) >= 0
+    if stages == 1:
+        assert first == middle == last == layers
+        return
+    devices = stages - 1 if together else stages - 2  # the middle ones
+    held = first + devices * middle + (0 if together else last)
+    assert held >= layers  # every layer on a device; the busiest charged where it is uneven
+    if ends == "none":  # as before: v·ceil(L/(Z·v)) on every device
+        assert first == middle == last == virtual * -(-layers // (stages * virtual))
+
+
+def test_megatron_flags_read_and_write_back_the_ends():
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 126 --hidden-size 16384 --ffn-hidden-size 53248"
+        " --num-attention-heads 128 --group-query-attention --num-query-groups 8 --swiglu"
+        " --untie-embeddings-and-output-weights --vocab-size 128256 --seq-length 8192"
+        " --tensor-model-parallel-size 8 --pipeline-model-parallel-size 8"
+        " --num-virtual-stages-per-pipeline-rank 16 --account-for-embedding-in-pipeline-split"
+        " --account-for-loss-in-pipeline-split --micro-batch-size 1 --global-batch-size 2048"
+        " --use-distributed-optimizer --sequence-parallel --bf16"
+    )
+    chip = HARDWARE["h100"]
+    got, _ = read_config(script, chip=chip, chips=16384, pods=1, framework="megatron")
+    assert got["ends_as_layers"] == "both"
+    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+    assert int(e.z) == 8 and int(e.virtual_stages) == 16
+    text = write_config("megatron", e)
+    assert "--account-for-embedding-in-pipeline-split" in text
+    assert "--account-for-loss-in-pipeline-split" in text
+    back, _ = read_config(text, chip=chip, chips=16384, pods=1, framework="megatron")
+    assert back["ends_as_layers"] == "both"
+    # torchtitan's job file has no such key: it says so rather than drop it silently
+    assert "the embedding and the loss as layers" in write_config("torchtitan", e)
