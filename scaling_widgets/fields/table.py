@@ -226,7 +226,7 @@ FIELDS_TABLE = (
           " stage holds a layer fewer for the embedding, the last one for the loss (Megatron-LM's"
           " --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split)",
           flag="--ends-as-layers", choices=tuple(ENDS_AS_LAYERS), since=15,
-          label="Ends as layers",
+          label="PP ends",
           choice_labels={"none": "none", "embedding": "the embedding", "loss": "the loss",
                          "both": "embedding and loss"}),
     Field("sequence_parallel", "layout.sequence_parallel",
