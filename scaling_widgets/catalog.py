@@ -258,6 +258,7 @@ def chip_from_json(source: str | Path | dict) -> Chip:
         "id": "",  # your own chip: the datasheet's shares, not a preset's measured physics
         "hbm_limit": 0.0,  # what the runtime lets a program allocate; 0: all of hbm_bytes
         "runtime_bytes": 0.0,  # held outside the framework's allocator (CUDA context, NCCL)
+        "blas_workspace": None,  # a cuBLAS handle's workspace; None: PyTorch's default on a GPU
     }
     return _from_json(Chip, source, optional=optional)
 

@@ -251,7 +251,8 @@ def case_layout(k: dict) -> Layout:
     """A case's layout: its groups, ZeRO stage, recompute, schedule, and its microbatches (a count,
     or sequences each; one, no gradient accumulation, where the source names neither: the run as
     it ran, not the count the tool would choose); expert and context parallelism where it gives
-    them (``ep``, ``etp``, ``cp``, ``cp_kind``, ``ep_overlap``; none otherwise).
+    them (``ep``, ``etp``, ``cp``, ``cp_kind``, ``ep_overlap``; none otherwise), and the ends
+    its pipeline split counts as layers (``ends_as_layers``; none otherwise).
 
     Parameters
     ----------
@@ -259,7 +260,7 @@ def case_layout(k: dict) -> Layout:
         A case's ``layout`` entry: ``strategy``, ``fsdp`` (X), ``tp`` (Y), ``pp`` (Z), ``zero``,
         ``remat``, ``sequence_parallel``, ``schedule``, ``virtual_stages``, and optionally
         ``microbatches``, ``microbatch_seqs``, ``ep``, ``etp``, ``cp``, ``cp_kind``,
-        ``ep_overlap``.
+        ``ep_overlap``, ``ends_as_layers``.
 
     Returns
     -------
@@ -284,6 +285,7 @@ def case_layout(k: dict) -> Layout:
         cp=k.get("cp"),
         cp_kind=k.get("cp_kind", "ring"),
         ep_overlap=k.get("ep_overlap", False),
+        ends_as_layers=k.get("ends_as_layers", "none"),
     )
 
 

@@ -81,6 +81,10 @@ _TPUS = (
 # figure), scaleout_bw the NIC per GPU, pod_shape (nodes, GPUs per node) with room for 32,768 GPUs
 # (18,432 for NVL72). Between "pods" the NIC is the DCN too.
 _DGX = dict(pod_shape=(4096, 8), node_size=8, wraparound="switched", runtime_bytes=1.2 * 2**30)
+# PyTorch's cuBLAS workspace of a handle on Hopper and Blackwell, 4096 KiB x 8
+# (CublasHandlePool.cpp, getChosenWorkspaceSize: "32MiB for Hopper and Blackwell"); the A100
+# takes the default of the GPUs before them
+_FROM_HOPPER = dict(blas_workspace=32 * 2**20)
 _GPUS = (
     Chip(
         "A100",
@@ -107,6 +111,7 @@ _GPUS = (
         scaleout_bw=5e10,
         dcn_bw=5e10,  # DGX H100: one 400 Gb/s NIC per GPU, 400 GB/s per node
         **_DGX,
+        **_FROM_HOPPER,
         power=700.0,  # H100 SXM datasheet: up to 700 W
     ),
     Chip(
@@ -121,6 +126,7 @@ _GPUS = (
         scaleout_bw=5e10,
         dcn_bw=5e10,  # eight 400 Gb/s InfiniBand NICs a node, one a GPU
         **_DGX,
+        **_FROM_HOPPER,
         power=700.0,
     ),
     Chip(
@@ -134,6 +140,7 @@ _GPUS = (
         scaleout_bw=5e10,
         dcn_bw=5e10,
         **_DGX,
+        **_FROM_HOPPER,
         power=700.0,  # H200 SXM datasheet: up to 700 W
     ),
     Chip(
@@ -147,6 +154,7 @@ _GPUS = (
         scaleout_bw=5e10,
         dcn_bw=5e10,  # MODEL.md §A.7: the same 400 GB/s per node
         **_DGX,
+        **_FROM_HOPPER,
         power=1000.0,  # HGX B200 datasheet: 1,000 W a GPU
     ),
     Chip(
@@ -163,6 +171,7 @@ _GPUS = (
         node_size=72,
         wraparound="switched",
         runtime_bytes=1.2 * 2**30,
+        **_FROM_HOPPER,
         power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
     ),
 )

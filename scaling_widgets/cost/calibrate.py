@@ -261,8 +261,8 @@ def calibrate_memory(
     if peak_bytes <= fixed:
         raise refuse(
             "measured_peak",
-            f"above {fixed / 1e9:.4g} GB, what the weights, gradients, optimizer state and"
-            " buffers alone take",
+            f"above {fixed / 1e9:.4g} GB, what the weights, gradients, optimizer state,"
+            " buffers and workspaces alone take",
             f"{peak_bytes / 1e9:.4g} GB",
         )
     if one <= fixed:  # the optimizer step's buffers set the peak, whatever the activations hold

@@ -21,6 +21,7 @@ PART_NAMES = {
     "working_set": "backward working set",
     "logits": "logits and loss",
     "buffers": "communication buffers",
+    "workspaces": "matmul workspaces",
     "overhead": "runtime overhead",
     "allocator": "allocator reserve",
 }

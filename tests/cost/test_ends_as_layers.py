@@ -116,3 +116,47 @@ def test_megatron_flags_read_and_write_back_the_ends():
     assert back["ends_as_layers"] == "both"
     # torchtitan's job file has no such key: it says so rather than drop it silently
     assert "the embedding and the loss as layers" in write_config("torchtitan", e)
+
+
+TORCHTITAN_PP = """
+[model]
+name = "llama3"
+flavor = "405B"
+
+[training]
+local_batch_size = 16
+seq_len = 8192
+
+[parallelism]
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 8
+pipeline_parallel_degree = 8
+pipeline_parallel_schedule = "Interleaved1F1B"
+pipeline_parallel_layers_per_stage = 1
+pipeline_parallel_microbatch_size = 1
+"""
+
+
+@pytest.mark.parametrize(
+    "less, ends, chunks",
+    [("", "both", 16), ("first_stage_less_layers = 0\nlast_stage_less_layers = 0", "none", None)],
+)
+def test_torchtitans_split_counts_the_embedding_and_the_output_as_layers_by_default(
+    less, ends, chunks
+):
+    """torchtitan's pipeline_parallel_first/last_stage_less_layers, 1 each by default: its split
+    of 126 layers at one a stage is 128 stages, 16 a device on 8. Without them, 126 stages
+    do not split over 8 devices, and the reader names the key."""
+    text = TORCHTITAN_PP + "".join(f"pipeline_parallel_{line}\n" for line in less.splitlines())
+    chip = HARDWARE["h100"]
+    if chunks is None:
+        with pytest.raises(InputError, match="pipeline_parallel_layers_per_stage"):
+            read_config(text, chip=chip, chips=16384, framework="torchtitan")
+        return
+    got, _ = read_config(text, chip=chip, chips=16384, framework="torchtitan")
+    assert got["ends_as_layers"] == ends and got["virtual_stages"] == chunks
+    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+    written = write_config("torchtitan", e)
+    assert "pipeline_parallel_layers_per_stage = 1" in written
+    assert "less_layers" not in written  # torchtitan's default, not written
+    assert "as layers in the pipeline split" not in written  # no "Cannot express" line

@@ -290,6 +290,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
             fp8_matmuls=options.matmul_dtype == "fp8",
             loss_chunks=options.loss_chunks,
             swiglu_fp8=options.swiglu_input_fp8,
+            blas_workspace=cluster.chip.blas_workspace,
         ),
         flops_per_token=flops["model"],
         hardware_flops_per_token=flops["hardware"],

@@ -10,6 +10,9 @@ from ..ground.refusals import is_number, is_positive, is_whole, require
 
 WRAPAROUND_RULES = ("cube", "full-axis", "switched")
 LARGEST_POD = 2**24  # chips in a pod: 500 times the largest preset's 32,768 GPUs
+# PyTorch's cuBLAS workspace of a handle but on Hopper and Blackwell, 4096 KiB x 2 + 16 KiB x 8
+# (aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize) [bytes]
+BLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,10 @@ class Chip:
     hbm_limit: float = 0.0  # what the runtime lets a program allocate [bytes]; 0: hbm_bytes
     # held outside the framework's allocator: CUDA's context and NCCL's buffers [bytes]
     runtime_bytes: float = 0.0
+    # the matmul library's workspace of one handle, held through the allocator [bytes]; None:
+    # PyTorch's default, 32 MiB on Hopper and Blackwell and 8 MiB + 128 KiB before them (a GPU),
+    # none on a TPU (MODEL.md §E.1)
+    blas_workspace: float | None = None
 
     def __post_init__(self):
         require(self, "name", isinstance(self.name, str), "a string")
@@ -95,6 +102,10 @@ class Chip:
                 nic >= 1e-30,
                 "a number > 0 and < 1e30 on a GPU (node_size > 0)",
             )
+        if self.blas_workspace is None:  # PyTorch's default on a GPU; a TPU has none
+            object.__setattr__(self, "blas_workspace", BLAS_WORKSPACE * (self.node_size > 0))
+        ok = is_number(self.blas_workspace) and 0 <= self.blas_workspace < 2**34
+        require(self, "blas_workspace", ok, "bytes from 0 to 2**34")
 
     @property
     def usable_hbm(self) -> float:

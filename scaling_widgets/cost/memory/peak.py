@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from ..transformer.counts import ParamCount
     from ..values import Layout, Workload
 
+# The threads that run matmuls, each with its cuBLAS handle and workspace, allocated through the
+# caching allocator and never freed: the forward's (Python's) and autograd's backward thread
+# (PyTorch's CublasHandlePool.cpp, getNewWorkspace: one workspace per handle and stream).
+BLAS_THREADS = 2
+
 PARTS = (
     "weights",
     "grads",
@@ -46,6 +51,7 @@ PARTS = (
     "working_set",
     "logits",
     "buffers",
+    "workspaces",
     "overhead",
     "allocator",
 )
@@ -67,6 +73,7 @@ class PeakMemory:
     working_set: np.ndarray
     logits: np.ndarray
     buffers: np.ndarray
+    workspaces: np.ndarray  # the matmul library's, one per thread that runs matmuls
     overhead: np.ndarray
     allocator: np.ndarray
     stage: np.ndarray
@@ -102,6 +109,7 @@ def peak_memory(
     fp8_matmuls: bool = False,
     loss_chunks: int = 1,
     swiglu_fp8: bool = False,
+    blas_workspace: float = 0.0,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -140,6 +148,9 @@ def peak_memory(
     swiglu_fp8 : bool, default False
         Whether the SwiGLU's input is kept in fp8 for the backward, a byte an element
         (Megatron-Core's ``activation_func_fp8_input_store``).
+    blas_workspace : float, default 0.0
+        The matmul library's workspace of one handle (``Chip.blas_workspace``), held for each of
+        the ``BLAS_THREADS`` threads that run matmuls [bytes].
 
     Returns
     -------
@@ -202,6 +213,7 @@ def peak_memory(
         logits=np.where(busiest == last, logits, 0.0),
     )
     parts = _busier_phase(state, step, transient)
+    parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
     return PeakMemory(
         **parts,

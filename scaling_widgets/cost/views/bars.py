@@ -16,7 +16,7 @@ BAR_PARTS = {
     "optimizer state": ("optimizer", "optimizer_step"),
     "activations": ("activations", "working_set"),
     "logits": ("logits",),
-    "buffers": ("buffers", "overhead"),
+    "buffers": ("buffers", "workspaces", "overhead"),
     "allocator": ("allocator",),
 }
 

@@ -14,6 +14,7 @@ import tomllib
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
+from ...cost.step.pipeline import ENDS_AS_LAYERS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
@@ -58,6 +59,8 @@ READ = (
     "parallelism.pipeline_parallel_degree", "parallelism.pipeline_parallel_schedule",
     "parallelism.pipeline_parallel_microbatch_size",
     "parallelism.pipeline_parallel_layers_per_stage",
+    "parallelism.pipeline_parallel_first_stage_less_layers",
+    "parallelism.pipeline_parallel_last_stage_less_layers",
     "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "activation_checkpoint.mode",
     "activation_checkpoint.selective_ac_option", "compile.enable", "compile.components",
@@ -78,8 +81,6 @@ APPROXIMATED = {
     "parallelism.enable_async_tensor_parallel": "TP charged as the stack overlaps it",
     "quantize.linear.float8.enable_fsdp_float8_all_gather": "FSDP gathers charged in bf16",
     "parallelism.context_parallel_rotate_method": "charged as a ring",
-    "parallelism.pipeline_parallel_first_stage_less_layers": "stages charged by their layers",
-    "parallelism.pipeline_parallel_last_stage_less_layers": "stages charged by their layers",
 }
 
 
@@ -181,6 +182,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     reshard = one.get("fsdp_reshard_after_forward", "default")
     optimizer_impl, moment_dtype = _optimizer(got.get("optimizer.implementation", "fused"), notes)
     compiled, components = got.get("compile.enable", False), got.get("compile.components", BOTH)
+    ends = _ends(one, notes) if pp > 1 else "none"
     degrees = Degrees(
         world=chips,
         pods=1,
@@ -188,7 +190,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         cp=cp,
         tp=tp,
         pp=pp,
-        vp=_chunks(one, schedule, pp, layers_of(model)),
+        vp=_chunks(one, schedule, pp, layers_of(model) + sum(ENDS_AS_LAYERS[ends])),
         ep=ep,
         etp=one.get("expert_tensor_parallel_degree", 1) if ep > 1 else tp,
         zero=0 if shard == 1 else RESHARD.get(reshard, 2 if pp > 1 else 3),
@@ -204,10 +206,23 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         steps=got.get("training.steps"),
         optimizer_impl=optimizer_impl,
         moment_dtype=moment_dtype,
+        ends_as_layers=ends,
     )
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _ends(one: dict, notes: list) -> str:
+    """The ends that take a layer's place in torchtitan's pipeline split: the embedding the
+    first stage's ``first_stage_less_layers`` (1 by default), the output layer the last's
+    (``distributed/pipeline_parallel.py``, since 3c84ce095, 2025-07-30); more than one charged as
+    one, and said."""
+    less = [one.get(f"pipeline_parallel_{end}_stage_less_layers", 1) for end in ("first", "last")]
+    if max(less) > 1:
+        notes.append(f"stages {less[0]} and {less[1]} layers lighter at the ends: charged as one")
+    embedding, loss = (min(n, 1) for n in less)
+    return {(0, 0): "none", (1, 0): "embedding", (0, 1): "loss", (1, 1): "both"}[embedding, loss]
 
 
 def _data_degrees(one: dict, chips: int, *, tp: int, pp: int, cp: int) -> tuple[int, int]:
@@ -242,7 +257,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     replicas alone (ZeRO-0); ZeRO-1 is written as ZeRO-2. Pipelined, the local batch is a rank's
     share of the global batch, cut into microbatches of ``d.micro_batch`` sequences; otherwise it is
     one microbatch, and global/(local·DP) of them are accumulated. More than two virtual stages a
-    device are written as the layers a stage, where ceil((L + 2)/(Z·v)) gives back Z·v stages.
+    device are written as the layers a stage, where ceil(S/(Z·v)) gives back Z·v stages, S the
+    layers and the ends that take a layer's place (torchtitan's default: both).
 
     Parameters
     ----------
@@ -310,13 +326,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         f"expert_parallel_degree = {d.ep}",
         f"expert_tensor_parallel_degree = {1 if d.etp == 1 and d.ep > 1 else d.tp}",
     ]
-    if d.pp > 1 and d.vp > 2:
-        per_stage = math.ceil((layers + 2) / (d.pp * d.vp))
-        if math.ceil((layers + 2) / per_stage) == d.pp * d.vp:
-            lines.append(f"pipeline_parallel_layers_per_stage = {per_stage}")
-            chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
-        else:
-            cannot.append(f"{d.vp} chunks a device over {layers} layers")
+    lines += _split_lines(d, layers, chosen, cannot)
     implementation = _implementation(d)
     cannot += _unsaid(d, implementation)
     lines += ["", "[activation_checkpoint]", *_remat_lines(d.remat, cannot)]
@@ -355,14 +365,37 @@ def _schedule(name: str) -> str:
     )
 
 
+def _split_lines(d: Degrees, layers: int, chosen: list, cannot: list) -> list:
+    """The pipeline split's keys: the ends that take a layer's place where they are not
+    torchtitan's default (both), and more than two virtual stages a device as the layers a stage,
+    where ceil(S/(Z·v)) gives back Z·v stages of the S slots."""
+    embedding, loss = ENDS_AS_LAYERS[d.ends_as_layers]
+    lines = []
+    if d.pp > 1 and d.ends_as_layers != "both":
+        lines += [
+            f"pipeline_parallel_first_stage_less_layers = {embedding}",
+            f"pipeline_parallel_last_stage_less_layers = {loss}",
+        ]
+    slots = layers + embedding + loss
+    if d.pp > 1 and d.vp > 2:
+        per_stage = math.ceil(slots / (d.pp * d.vp))
+        if math.ceil(slots / per_stage) == d.pp * d.vp:
+            lines.append(f"pipeline_parallel_layers_per_stage = {per_stage}")
+            chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
+        else:
+            cannot.append(f"{d.vp} chunks a device over {layers} layers")
+    return lines
+
+
 def _chunks(one: dict, schedule: str, pp: int, layers: int) -> int:
-    """Virtual stages a device: from the layers a stage, else two for a multi-stage schedule."""
+    """Virtual stages a device: from the layers a stage (``layers`` counting the ends that take
+    a layer's place), else two for a multi-stage schedule."""
     if pp == 1:
         return 1
     per_stage = one.get("pipeline_parallel_layers_per_stage")
     if per_stage is None:
         return 2 if schedule in MULTI_STAGE else 1
-    stages = math.ceil((layers + 2) / per_stage)
+    stages = math.ceil(layers / per_stage)
     if stages % pp:
         raise refuse(
             "parallelism.pipeline_parallel_layers_per_stage",
@@ -392,7 +425,8 @@ def _unsaid(d: Degrees, implementation: str) -> list:
         d.tp > 1 and not d.sequence_parallel
     )
     cannot += [f"CP by {d.cp_kind}: torchtitan's CP is a ring"] * (d.cp > 1 and d.cp_kind != "ring")
-    cannot += unwritten(d, says=("foreach",) + ("Adam's moments",) * ("bf16" in implementation))
+    says = ("foreach", "ends as layers") + ("Adam's moments",) * ("bf16" in implementation)
+    cannot += unwritten(d, says=says)
     return cannot + ["pairing the expert all-to-alls (Megatron-LM's combined 1F1B)"] * d.ep_overlap
 
 
