@@ -329,6 +329,13 @@ class Layout:
         "embedding", "loss" or "both" (Megatron-LM's --account-for-embedding-in-pipeline-split
         and --account-for-loss-in-pipeline-split): the first (last) stage holds a layer fewer
         (MODEL.md §A.6).
+    first_stage_layers : int, optional
+        The layers of the first pipeline stage, all its virtual stages together (Megatron-LM's
+        --decoder-first-pipeline-num-layers); the stages between the first and the last split
+        the rest. None: its share of the split. Not with ``ends_as_layers``.
+    last_stage_layers : int, optional
+        The layers of the last pipeline stage (Megatron-LM's --decoder-last-pipeline-num-layers).
+        None: its share of the split.
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -355,9 +362,18 @@ class Layout:
     cp: int | np.ndarray | None = checked(None, Maybe(Whole(per_layout=True)))
     cp_kind: str | np.ndarray = checked("ring", Choice(CP_KINDS, per_layout=True))
     ends_as_layers: str = checked("none", Choice(tuple(ENDS_AS_LAYERS)))
+    first_stage_layers: int | None = checked(None, Maybe(Whole()))
+    last_stage_layers: int | None = checked(None, Maybe(Whole()))
 
     def __post_init__(self) -> None:
         check_fields(self)
+        given = self.first_stage_layers is not None or self.last_stage_layers is not None
+        if given and self.ends_as_layers != "none":  # as Megatron-LM refuses them together
+            raise refuse(
+                "ends_as_layers",
+                "'none' when the first or the last stage's layers are given",
+                repr(self.ends_as_layers),
+            )
         if self.strategy == "tp" and np.any(
             np.asarray(self.zero if self.zero is not None else 0) > 0
         ):

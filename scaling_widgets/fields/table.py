@@ -229,6 +229,14 @@ FIELDS_TABLE = (
           label="PP ends",
           choice_labels={"none": "none", "embedding": "the embedding", "loss": "the loss",
                          "both": "embedding and loss"}),
+    Field("first_stage_layers", "layout.first_stage_layers",
+          "the first pipeline stage's layers, all its virtual stages together; the stages between"
+          " the first and the last split the rest (Megatron-LM's"
+          " --decoder-first-pipeline-num-layers)", flag="--first-stage-layers", parse=WHOLE,
+          since=15),
+    Field("last_stage_layers", "layout.last_stage_layers",
+          "the last pipeline stage's layers (Megatron-LM's --decoder-last-pipeline-num-layers)",
+          flag="--last-stage-layers", parse=WHOLE, since=15),
     Field("sequence_parallel", "layout.sequence_parallel",
           "shard LayerNorm and dropout activations over TP", flag="--sequence-parallel",
           switch=True, label="sequence parallel"),

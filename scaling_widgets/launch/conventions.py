@@ -59,6 +59,8 @@ class Degrees:
     cp_kind: str = "ring"  # ours: "ring", "all-gather" or "ulysses"
     features: str | None = None  # the stack's features on ("none"); None: its release's defaults
     ends_as_layers: str = "none"  # the ends that take a layer's place in the pipeline split
+    first_stage_layers: int | None = None  # given; None: the split's share
+    last_stage_layers: int | None = None
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -160,17 +162,26 @@ def degrees_of(e: Estimate) -> Degrees:
         accumulate_unsharded=bool(options.accumulate_unsharded),
         loss_chunks=int(options.loss_chunks),
         cp_kind=str(e.layout.cp_kind) if cp > 1 else "ring",
-        ends_as_layers=e.layout.ends_as_layers if z > 1 else "none",
+        **(_split(e.layout) if z > 1 else {}),
         steps=_steps(e.workload.tokens, round(sequences) * T),
         **{name: getattr(options, name) for name in AS_GIVEN},
     )
+
+
+# the pipeline split: the ends that take a layer's place, the first and the last stage's layers
+SPLIT = ("ends_as_layers", "first_stage_layers", "last_stage_layers")
+
+
+def _split(layout) -> dict:
+    """The layout's pipeline split, as the degrees carry it."""
+    return {name: getattr(layout, name) for name in SPLIT}
 
 
 # options a launch file carries as they are given (None: the framework's default)
 AS_GIVEN = ("compile_loss", "grad_dtype", "weight_dtype", "moment_dtype", "optimizer_impl",
             "features")  # fmt: skip
 SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features",
-           "ends as layers")  # fmt: skip
+           "ends as layers", "stage layers")  # fmt: skip
 
 
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
@@ -187,7 +198,7 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
         The layout as the frameworks count it.
     says : tuple of str, default ()
         What the file can say, of ``SAYABLE``: "gradients", "Adam's moments", "the weights",
-        "fp8 weights", "foreach", "features", "ends as layers".
+        "fp8 weights", "foreach", "features", "ends as layers", "stage layers".
 
     Returns
     -------
@@ -210,6 +221,10 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     ends = d.ends_as_layers != "none" and "ends as layers" not in says
     named = ENDS_NAMED.get(d.ends_as_layers)
     lines += [f"{named} as layers in the pipeline split: written as layers alone"] * ends
+    counts = {"first": d.first_stage_layers, "last": d.last_stage_layers}
+    given = "stage layers" not in says
+    lines += [f"the {end} stage's {n} layers: written as the even split" for end, n in
+              counts.items() if n is not None and given]  # fmt: skip
     return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
 
@@ -307,7 +322,7 @@ def fields_of(d: Degrees, chip) -> dict:
         etp=None if d.etp == d.tp else d.etp,
         cp=d.cp,
         cp_kind=d.cp_kind,
-        ends_as_layers=d.ends_as_layers,
+        **{name: getattr(d, name) for name in SPLIT},
         ep_overlap=d.ep_overlap,
         matmul_dtype="fp8" if d.fp8 else "bf16",
         torch_compile=d.compile,

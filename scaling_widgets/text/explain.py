@@ -180,6 +180,8 @@ def layout_name(e: Estimate) -> str:
         extra.append(f"{e.schedule}{virtual}, {int(e.microbatches)} microbatches")
         if e.layout.ends_as_layers != "none":
             extra.append(f"{ENDS_NAMED[e.layout.ends_as_layers]} as layers")
+        given = {"first": e.layout.first_stage_layers, "last": e.layout.last_stage_layers}
+        extra += [f"the {end} stage {n} layers" for end, n in given.items() if n is not None]
     elif int(e.microbatches) > 1:
         extra.append(f"{int(e.microbatches)} microbatches accumulated")
     if e.remat != "checkpoints":

@@ -194,6 +194,8 @@ def _placement(e: Estimate) -> dict:
         "CP": _num(e.layout.cp),
         "cp_kind": e.layout.cp_kind,
         "ends_as_layers": e.layout.ends_as_layers,
+        "first_stage_layers": e.layout.first_stage_layers,
+        "last_stage_layers": e.layout.last_stage_layers,
     }
 
 

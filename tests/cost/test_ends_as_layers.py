@@ -160,3 +160,60 @@ def test_torchtitans_split_counts_the_embedding_and_the_output_as_layers_by_defa
     assert "pipeline_parallel_layers_per_stage = 1" in written
     assert "less_layers" not in written  # torchtitan's default, not written
     assert "as layers in the pipeline split" not in written  # no "Cannot express" line
+
+
+DEEPSEEK_V3 = MODELS["deepseek-v3"]
+H800_2K = Cluster(HARDWARE["h800"], (256, 8))
+DSV3_BATCH = Workload(DEEPSEEK_V3, 15360 * 4096, seq_len=4096)
+
+
+def dsv3(**split) -> Layout:
+    return Layout(z=16, ep=64, x=128, y=1, zero=1, **split)
+
+
+def test_the_first_and_last_stages_given_layers_lighten_their_devices_and_the_step():
+    """Megatron-LM's --decoder-first-pipeline-num-layers 3 and --decoder-last-pipeline-num-layers
+    2 on DeepSeek-V3's 61 layers over 16 stages: the 14 between hold 4 each; the last no longer
+    runs 4 layers and the output layer, so the step is the middle stages' and shorter."""
+    assert [int(n) for n in stage_layers(layers=61, stages=16, first_layers=3, last_layers=2)] == [
+        3,
+        4,
+        2,
+    ]
+    even = evaluate(H800_2K, DSV3_BATCH, dsv3(), MEGATRON)
+    given = evaluate(H800_2K, DSV3_BATCH, dsv3(first_stage_layers=3, last_stage_layers=2), MEGATRON)
+    assert float(given.step_time) < float(even.step_time)
+    assert float(given.peak.reserved) < float(even.peak.reserved)
+
+
+@pytest.mark.parametrize(
+    "split, field, words",
+    [
+        (dict(first_stage_layers=40, last_stage_layers=40), "first_stage_layers", "leaves -19"),
+        (dict(first_stage_layers=3, schedule="dualpipev"), "first_stage_layers", "share a device"),
+        (dict(last_stage_layers=2, ends_as_layers="both"), "ends_as_layers", "'none' when"),
+    ],
+)
+def test_stage_layers_that_cannot_run_are_refused_naming_the_field(split, field, words):
+    with pytest.raises(InputError) as refused:
+        evaluate(H800_2K, DSV3_BATCH, dsv3(**split), MEGATRON)
+    assert refused.value.field == field and words in str(refused.value)
+
+
+def test_megatron_reads_and_writes_the_first_and_last_stages_layers():
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432"
+        " --num-attention-heads 128 --swiglu --untie-embeddings-and-output-weights"
+        " --vocab-size 129280 --seq-length 4096 --tensor-model-parallel-size 1"
+        " --pipeline-model-parallel-size 16 --decoder-first-pipeline-num-layers 3"
+        " --decoder-last-pipeline-num-layers 2 --micro-batch-size 1 --global-batch-size 1024"
+        " --use-distributed-optimizer --bf16"
+    )
+    chip = HARDWARE["h800"]
+    got, _ = read_config(script, chip=chip, chips=2048, pods=1, framework="megatron")
+    assert (got["first_stage_layers"], got["last_stage_layers"]) == (3, 2)
+    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+    text = write_config("megatron", e)
+    assert "--decoder-first-pipeline-num-layers 3" in text
+    assert "--decoder-last-pipeline-num-layers 2" in text
+    assert "the first stage's 3 layers" in write_config("maxtext", e)  # said, not dropped

@@ -72,6 +72,8 @@ PLAUSIBLE = {
     "cp": [1, 2, 4],
     "cp_kind": ["ring", "all-gather", "ulysses"],
     "ends_as_layers": ["none", "embedding", "loss", "both"],
+    "first_stage_layers": [None, 1, 3],
+    "last_stage_layers": [None, 1, 3],
     "stack": [None, "megatron-lm", "fsdp2"],
     "flash_attention": [None, True, False],
     "torch_compile": [None, True, False],

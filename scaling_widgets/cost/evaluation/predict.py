@@ -181,6 +181,8 @@ def _busiest_stage(e, layer, head) -> tuple:
         stages=e.z,
         virtual_stages=e.layout.virtual_stages,
         ends_as_layers=e.layout.ends_as_layers,
+        first_layers=e.layout.first_stage_layers,
+        last_layers=e.layout.last_stage_layers,
         ends_together=ends_together(e.layout.schedule),
     )
     other = np.maximum(first, middle)

@@ -224,6 +224,8 @@ def predicted(e: Estimate, profile) -> Estimate:
         stages=e.z,
         virtual_stages=e.layout.virtual_stages,
         ends_as_layers=e.layout.ends_as_layers,
+        first_layers=e.layout.first_stage_layers,
+        last_layers=e.layout.last_stage_layers,
     ) / np.asarray(e.layout.virtual_stages)
 
     def rerun(policy):

@@ -217,6 +217,8 @@ def runs(
     remat: str | np.ndarray = "checkpoints",
     ep_overlap: bool = False,
     ends_as_layers: str = "none",
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
 ) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
@@ -278,6 +280,10 @@ def runs(
         Whether combined 1F1B pairs the passes to hide the expert all-to-alls.
     ends_as_layers : str, default "none"
         Which ends of the model take a layer's place in the pipeline split.
+    first_stage_layers : int, optional
+        The first stage's layers, given (``_stages_hold_layers``).
+    last_stage_layers : int, optional
+        The last stage's layers, given.
 
     Returns
     -------
@@ -306,8 +312,14 @@ def runs(
         "sequences": share >= microbatches,
         "whole": True if seq_len is None else _whole_microbatches(share, microbatches),
         "heads": (H % np.asarray(y) == 0) & ((np.asarray(y) % K == 0) | (K % np.asarray(y) == 0)),
-        "stages": np.asarray(z) * virtual_stages
-        <= model.layers + (np.asarray(z) > 1) * sum(ENDS_AS_LAYERS[ends_as_layers]),
+        "stages": _stages_hold_layers(
+            model.layers,
+            z,
+            virtual_stages,
+            ends_as_layers,
+            (first_stage_layers, last_stage_layers),
+            schedule,
+        ),
         "schedule": schedules.runs(schedule=schedule, stages=z, microbatches=microbatches),
         "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
         "context": (np.asarray(x) % CP == 0)
@@ -415,6 +427,8 @@ def possible(*, given: Layout, **layout) -> None:
         remat=given.remat,
         ep_overlap=given.ep_overlap,
         ends_as_layers=given.ends_as_layers,
+        first_stage_layers=given.first_stage_layers,
+        last_stage_layers=given.last_stage_layers,
     )
     if given.cp is None:  # sequences split for the user count tokens, as the chapter does
         ok["whole"] = ok["whole"] | (placed["cp"] > 1)
@@ -447,9 +461,32 @@ def stages(*, model: Model, z: ArrayLike, given: Layout) -> None:
         Naming ``z`` (or ``virtual_stages``) where Z·v exceeds the model's layers.
     """
     z, virtual_stages = np.broadcast_arrays(np.asarray(z), np.asarray(given.virtual_stages))
-    ends = (z > 1) * sum(ENDS_AS_LAYERS[given.ends_as_layers])
-    empty = z * virtual_stages > model.layers + ends
+    ends = (given.first_stage_layers, given.last_stage_layers)
+    empty = ~_stages_hold_layers(
+        model.layers, z, virtual_stages, given.ends_as_layers, ends, given.schedule
+    )
     if empty.any():
         raise rule_refusals.stages(
-            first(empty), model=model, z=z, virtual_stages=virtual_stages, given=given
+            first(empty),
+            model=model,
+            z=z,
+            virtual_stages=virtual_stages,
+            given=given,
+            schedule=given.schedule,
         )
+
+
+def _stages_hold_layers(layers, z, virtual_stages, ends_as_layers, given, schedule) -> np.ndarray:
+    """Whether every (virtual) stage gets a layer: Z·v ≤ L and the ends that take a layer's place
+    (MODEL.md §A.6). With the first or the last stage's layers ``given`` (a pair, each None or
+    a count), the stages between them need a layer each of the rest, which they exactly take
+    where there are none between; a V, whose ends share a device, takes no such counts."""
+    Z, v = np.asarray(z), np.asarray(virtual_stages)
+    first, last = given
+    if first is None and last is None:
+        return Z * v <= layers + (Z > 1) * sum(ENDS_AS_LAYERS[ends_as_layers])
+    k = (first is not None) + (last is not None)
+    rest = layers - (first or 0) - (last or 0)
+    between = Z - k
+    ok = (between >= 0) & (between * v <= rest) & ((between > 0) | (rest == 0))
+    return (Z == 1) | (ok & ~np.asarray(schedules.ends_together(schedule)))

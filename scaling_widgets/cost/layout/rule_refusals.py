@@ -143,7 +143,7 @@ def heads(i, *, model, y, **_) -> InputError:
     )
 
 
-def stages(i, *, model, z, virtual_stages, given, **_) -> InputError:
+def stages(i, *, model, z, virtual_stages, given, schedule="1f1b", **_) -> InputError:
     """More (virtual) pipeline stages than layers: name ``z``, or ``virtual_stages`` when v > 1.
 
     Parameters
@@ -157,7 +157,10 @@ def stages(i, *, model, z, virtual_stages, given, **_) -> InputError:
     virtual_stages : np.ndarray
         v per layout, the virtual stages a device.
     given : Layout
-        The layout as asked for: which ends take a layer's place (``ends_as_layers``).
+        The layout as asked for: which ends take a layer's place (``ends_as_layers``), or the
+        first and the last stage's layers.
+    schedule : str or np.ndarray, default "1f1b"
+        The schedule per layout: a V's ends share a device.
     **_
         The placed layout's other keywords, not read.
 
@@ -168,6 +171,8 @@ def stages(i, *, model, z, virtual_stages, given, **_) -> InputError:
         place, with ends_as_layers 'both' where that would run.
     """
     Z, v = int(z[i]), int(virtual_stages[i])
+    if given.first_stage_layers is not None or given.last_stage_layers is not None:
+        return _given_ends(model, Z, v, given, str(np.broadcast_to(schedule, np.shape(z))[i]))
     field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
     ends = sum(ENDS_AS_LAYERS[given.ends_as_layers])
     # Megatron-LM's answer, where it is the nearest: the embedding and the loss take a stage's
@@ -184,6 +189,23 @@ def stages(i, *, model, z, virtual_stages, given, **_) -> InputError:
             else ""
         ),
         got,
+    )
+
+
+def _given_ends(model, Z, v, given, schedule) -> InputError:
+    """The first or the last stage's layers given, and the stages between them left without a
+    layer each (or with layers and no stage to take them, or a V whose ends share a device)."""
+    first, last = given.first_stage_layers, given.last_stage_layers
+    field, got = ("first_stage_layers", first) if first is not None else ("last_stage_layers", last)
+    if SCHEDULES[schedule].ends_together:
+        return refuse(field, f"unset with {schedule}, whose ends share a device", got)
+    between = max(Z - (first is not None) - (last is not None), 0)
+    rest = model.layers - (first or 0) - (last or 0)
+    return refuse(
+        field,
+        f"such that the {between} stages between the first and the last get a layer for each of"
+        f" their {v} virtual stages, and take all that is left of the model's {model.layers}",
+        f"{got}, which leaves {rest} layers for {between * v} virtual stages",
     )
 
 

@@ -229,6 +229,8 @@ def layout_memory(
         stages=placed.z,
         virtual_stages=layout.virtual_stages,
         ends_as_layers=layout.ends_as_layers,
+        first_layers=layout.first_stage_layers,
+        last_layers=layout.last_stage_layers,
     )
     memory = _state(workload, layout, placed, P, Psi, Z_busiest)
     copies = weight_copies(layout.schedule)  # DualPipe's devices hold a stage of each direction

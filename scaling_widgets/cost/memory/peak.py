@@ -231,6 +231,8 @@ def _stage_layers(model, layout, Z) -> tuple:
         stages=Z,
         virtual_stages=layout.virtual_stages,
         ends_as_layers=layout.ends_as_layers,
+        first_layers=layout.first_stage_layers,
+        last_layers=layout.last_stage_layers,
         ends_together=ends_together(layout.schedule),
     )
 

@@ -330,6 +330,8 @@ def _runs(c: dict, workload: Workload, pods, experts_tp, base: Layout) -> np.nda
         remat=c["remat"],
         ep_overlap=base.ep_overlap,
         ends_as_layers=base.ends_as_layers,
+        first_stage_layers=base.first_stage_layers,
+        last_stage_layers=base.last_stage_layers,
     )
     return np.logical_and.reduce(list(ok.values()))
 

@@ -158,6 +158,8 @@ def stage_layers(
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
     ends_together: ArrayLike = False,
+    first_layers: int | None = None,
+    last_layers: int | None = None,
 ) -> tuple:
     """Transformer layers on the first device, a middle one and the one with the output layer.
 
@@ -166,6 +168,10 @@ def stage_layers(
     first device then holds one layer fewer, the last one fewer (both on the first device when
     the schedule's ends sit together, a V). Where Z·v does not divide S, the busiest device is
     charged, as for Llama 3 405B's 126 layers over 16 stages. One stage holds all L.
+
+    The first or the last device may instead be given its layers (Megatron-LM's
+    --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers): the devices
+    between them split the rest, v·ceil(rest/((Z − k)·v)) each for the k devices given.
 
     Parameters
     ----------
@@ -179,6 +185,11 @@ def stage_layers(
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
     ends_together : bool or array_like, default False
         The output layer sits on the first device (V schedules).
+    first_layers : int, optional
+        The layers of the first device, given (not with ``ends_as_layers``). None: its share of
+        the split.
+    last_layers : int, optional
+        The layers of the last device, given. None: its share of the split.
 
     Returns
     -------
@@ -206,7 +217,22 @@ def stage_layers(
     first = np.where(staged, S - embedding - loss * V, L)
     last = np.where(V, first, np.where(staged, S - loss, L))
     middle = np.where((Z > 2) | (staged & V), S, first)
-    return first, middle, last
+    if first_layers is None and last_layers is None:
+        return first, middle, last
+    return _given_ends(L, Z, v, first_layers, last_layers)
+
+
+def _given_ends(L, Z, v, first_layers, last_layers) -> tuple:
+    """The first and the last device's layers as given, the devices between them splitting the
+    rest evenly (the busiest charged); one stage holds all L."""
+    given = (first_layers is not None) + (last_layers is not None)
+    rest = L - (first_layers or 0) - (last_layers or 0)
+    between = np.maximum(Z - given, 1)
+    middle = v * -(-np.maximum(rest, 0) // (between * v))
+    staged = Z > 1
+    first = np.where(staged, middle if first_layers is None else first_layers, L)
+    last = np.where(staged, middle if last_layers is None else last_layers, L)
+    return first, np.where(staged & (Z > given), middle, first), last
 
 
 def busiest_stage_layers(
@@ -215,6 +241,8 @@ def busiest_stage_layers(
     stages: ArrayLike,
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
+    first_layers: int | None = None,
+    last_layers: int | None = None,
 ) -> np.integer | np.ndarray:
     """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
     405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
@@ -230,6 +258,10 @@ def busiest_stage_layers(
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
     ends_as_layers : str, default "none"
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
+    first_layers : int, optional
+        The layers of the first device, given (``stage_layers``).
+    last_layers : int, optional
+        The layers of the last device, given.
 
     Returns
     -------
@@ -246,7 +278,12 @@ def busiest_stage_layers(
     [8, 9]
     """
     first, middle, last = stage_layers(
-        layers=layers, stages=stages, virtual_stages=virtual_stages, ends_as_layers=ends_as_layers
+        layers=layers,
+        stages=stages,
+        virtual_stages=virtual_stages,
+        ends_as_layers=ends_as_layers,
+        first_layers=first_layers,
+        last_layers=last_layers,
     )
     return np.maximum(np.maximum(first, middle), last)
 
@@ -257,6 +294,8 @@ def stage_share(
     stages: ArrayLike,
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
+    first_layers: int | None = None,
+    last_layers: int | None = None,
 ) -> float | np.ndarray:
     """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly.
 
@@ -270,6 +309,10 @@ def stage_share(
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
     ends_as_layers : str, default "none"
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
+    first_layers : int, optional
+        The layers of the first device, given (``stage_layers``).
+    last_layers : int, optional
+        The layers of the last device, given.
 
     Returns
     -------
@@ -278,5 +321,10 @@ def stage_share(
         stage's share.
     """
     return layers / busiest_stage_layers(
-        layers=layers, stages=stages, virtual_stages=virtual_stages, ends_as_layers=ends_as_layers
+        layers=layers,
+        stages=stages,
+        virtual_stages=virtual_stages,
+        ends_as_layers=ends_as_layers,
+        first_layers=first_layers,
+        last_layers=last_layers,
     )

@@ -34,8 +34,10 @@ SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-
          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--multi-latent-attention",
          "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
          "--v-head-dim", "--mtp-num-layers")  # fmt: skip
-# the ends that take a layer's place in the pipeline split (transformer_block.py)
+# the ends that take a layer's place in the pipeline split, and the first and the last stage's
+# layers given (transformer_block.py, get_num_layers_to_build)
 ENDS_FLAGS = ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
+STAGE_FLAGS = ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers")
 LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
           "--context-parallel-size", "--cp-comm-type", "--expert-model-parallel-size",
@@ -46,7 +48,7 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--fp8-format", "--overlap-moe-expert-parallel-comm", "--train-iters",
           "--train-samples", "--recompute-modules", "--grad-reduce-in-bf16",
           "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
-          "--exp-avg-sq-dtype", "--main-grads-dtype", *ENDS_FLAGS,
+          "--exp-avg-sq-dtype", "--main-grads-dtype", *ENDS_FLAGS, *STAGE_FLAGS,
           *(f.flag for f in FEATURES.values()))  # fmt: skip
 # flags the model cannot price: refused when given
 UNPRICED = {
@@ -54,8 +56,6 @@ UNPRICED = {
     for flag in (
         "--cpu-offloading",
         "--fp4-format",
-        "--decoder-first-pipeline-num-layers",
-        "--decoder-last-pipeline-num-layers",
         "--hierarchical-context-parallel-sizes",
     )
 }
@@ -65,6 +65,8 @@ APPROXIMATED = {
     "--delay-wgrad-compute": "weight gradients charged in their pass",
 }
 CP_KINDS = {"p2p": "ring", "all_gather": "all-gather", "a2a": "ulysses"}
+# what Megatron-LM's flags say of the options no other file says (conventions.unwritten)
+SAYS = ("gradients", "Adam's moments", "fp8 weights", "features", "ends as layers", "stage layers")
 SHARDING = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
 
 
@@ -189,6 +191,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     ep = _int(got, "--expert-model-parallel-size", 1)
     model = model or model_of(got)
     ends = _ends(got) if pp > 1 else "none"
+    first, last = (_int(got, flag, 0) or None if pp > 1 else None for flag in STAGE_FLAGS)
     layers = layers_of(model) + sum(ENDS_AS_LAYERS[ends])  # the split's slots
     degrees = Degrees(
         world=world,
@@ -215,6 +218,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         cp_kind=_cp_kind(got.get("--cp-comm-type", "p2p")),
         features=_features(got),
         ends_as_layers=ends,
+        first_stage_layers=first,
+        last_stage_layers=last,
         steps=_steps(got, global_batch),
     )
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
@@ -419,6 +424,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         layout.append(f"--num-virtual-stages-per-pipeline-rank {d.vp}")
     embedding, loss = ENDS_AS_LAYERS[d.ends_as_layers]
     layout += [ENDS_FLAGS[0]] * embedding + [ENDS_FLAGS[1]] * loss
+    for flag, n in zip(STAGE_FLAGS, (d.first_stage_layers, d.last_stage_layers), strict=True):
+        layout += [f"{flag} {n}"] * (n is not None)
     layout += ["--sequence-parallel"] * d.sequence_parallel
     if d.zero == 1:
         layout.append("--use-distributed-optimizer")
@@ -436,9 +443,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
-    cannot += unwritten(
-        d, says=("gradients", "Adam's moments", "fp8 weights", "features", "ends as layers")
-    )
+    cannot += unwritten(d, says=SAYS)
     lines = [
         "#!/bin/bash",
         f"GPUS_PER_NODE={per_node}",
