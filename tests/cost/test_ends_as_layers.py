@@ -20,6 +20,12 @@ BATCH = Workload(LLAMA_405B, 2048 * 8192, seq_len=8192)  # 2,048 sequences of 8,
 MEGATRON = Options(stack="megatron-lm")
 
 
+def read_and_evaluate(text: str, chip, chips: int, framework: str):
+    """A launch file's fields as read, and the estimate they give."""
+    got, _ = read_config(text, chip=chip, chips=chips, pods=1, framework=framework)
+    return got, evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
+
+
 def interleaved(ends: str, z: int = 8, v: int = 16, schedule: str = "interleaved") -> Layout:
     return Layout(
         x=16384 // (8 * z), y=8, z=z, zero=1, schedule=schedule, virtual_stages=v,
@@ -105,9 +111,8 @@ def test_megatron_flags_read_and_write_back_the_ends():
         " --use-distributed-optimizer --sequence-parallel --bf16"
     )
     chip = HARDWARE["h100"]
-    got, _ = read_config(script, chip=chip, chips=16384, pods=1, framework="megatron")
+    got, e = read_and_evaluate(script, chip, 16384, "megatron")
     assert got["ends_as_layers"] == "both"
-    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
     assert int(e.z) == 8 and int(e.virtual_stages) == 16
     text = write_config("megatron", e)
     assert "--account-for-embedding-in-pipeline-split" in text
@@ -153,9 +158,8 @@ def test_torchtitans_split_counts_the_embedding_and_the_output_as_layers_by_defa
         with pytest.raises(InputError, match="pipeline_parallel_layers_per_stage"):
             read_config(text, chip=chip, chips=16384, framework="torchtitan")
         return
-    got, _ = read_config(text, chip=chip, chips=16384, framework="torchtitan")
+    got, e = read_and_evaluate(text, chip, 16384, "torchtitan")
     assert got["ends_as_layers"] == ends and got["virtual_stages"] == chunks
-    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
     written = write_config("torchtitan", e)
     assert "pipeline_parallel_layers_per_stage = 1" in written
     assert "less_layers" not in written  # torchtitan's default, not written
@@ -209,10 +213,8 @@ def test_megatron_reads_and_writes_the_first_and_last_stages_layers():
         " --decoder-last-pipeline-num-layers 2 --micro-batch-size 1 --global-batch-size 1024"
         " --use-distributed-optimizer --bf16"
     )
-    chip = HARDWARE["h800"]
-    got, _ = read_config(script, chip=chip, chips=2048, pods=1, framework="megatron")
+    got, e = read_and_evaluate(script, HARDWARE["h800"], 2048, "megatron")
     assert (got["first_stage_layers"], got["last_stage_layers"]) == (3, 2)
-    e = evaluate(*fields.values(fields.checked({**fields.defaults(), **got}, tuple(got))))
     text = write_config("megatron", e)
     assert "--decoder-first-pipeline-num-layers 3" in text
     assert "--decoder-last-pipeline-num-layers 2" in text

@@ -40,7 +40,7 @@ import numpy as np
 from ..schedules import ends_together
 from ..step.exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
 from ..step.physics import attention_efficiency, matmul_efficiency, slowest_of
-from ..step.pipeline import stage_layers
+from ..step.pipeline import layout_split, stage_layers
 from ..step.profiles import Profile, hidden_share
 from ..transformer.experts import ep_of_data, routed_params
 
@@ -179,10 +179,7 @@ def _busiest_stage(e, layer, head) -> tuple:
     first, middle, last = stage_layers(
         layers=e.model.layers,
         stages=e.z,
-        virtual_stages=e.layout.virtual_stages,
-        ends_as_layers=e.layout.ends_as_layers,
-        first_layers=e.layout.first_stage_layers,
-        last_layers=e.layout.last_stage_layers,
+        **layout_split(e.layout),
         ends_together=ends_together(e.layout.schedule),
     )
     other = np.maximum(first, middle)

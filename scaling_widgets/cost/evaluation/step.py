@@ -18,7 +18,7 @@ from ..hardware.chip import Chip
 from ..stacks import REGISTRY, feature_names
 from ..step.chapter import time_to_train
 from ..step.interval import step_spread
-from ..step.pipeline import busiest_stage_layers
+from ..step.pipeline import busiest_stage_layers, layout_split
 from ..step.profiles import Profile, default_stack, hidden_by, profile_for, with_stack
 from ..step.run import whole_run
 from ..transformer.counts import (
@@ -222,10 +222,7 @@ def predicted(e: Estimate, profile) -> Estimate:
     chunk = busiest_stage_layers(
         layers=e.model.layers,
         stages=e.z,
-        virtual_stages=e.layout.virtual_stages,
-        ends_as_layers=e.layout.ends_as_layers,
-        first_layers=e.layout.first_stage_layers,
-        last_layers=e.layout.last_stage_layers,
+        **layout_split(e.layout),
     ) / np.asarray(e.layout.virtual_stages)
 
     def rerun(policy):

@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
 from ..schedules import in_flight_microbatches, weight_copies
-from ..step.pipeline import stage_share
+from ..step.pipeline import layout_split, stage_share
 from ..transformer.activations import activation_bytes_per_layer
 from ..transformer.experts import dispatch_bytes, ep_of_data, routed_params
 from ..transformer.kept import kept_bytes, tensor_bytes
@@ -227,10 +227,7 @@ def layout_memory(
     Z_busiest = stage_share(
         layers=workload.model.layers,
         stages=placed.z,
-        virtual_stages=layout.virtual_stages,
-        ends_as_layers=layout.ends_as_layers,
-        first_layers=layout.first_stage_layers,
-        last_layers=layout.last_stage_layers,
+        **layout_split(layout),
     )
     memory = _state(workload, layout, placed, P, Psi, Z_busiest)
     copies = weight_copies(layout.schedule)  # DualPipe's devices hold a stage of each direction

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
-from ..step.pipeline import stage_layers
+from ..step.pipeline import layout_split, stage_layers
 from ..transformer.experts import ep_of_data, routed_params
 from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
 from ..transformer.recompute import policy
@@ -229,10 +229,7 @@ def _stage_layers(model, layout, Z) -> tuple:
     return stage_layers(
         layers=model.layers,
         stages=Z,
-        virtual_stages=layout.virtual_stages,
-        ends_as_layers=layout.ends_as_layers,
-        first_layers=layout.first_stage_layers,
-        last_layers=layout.last_stage_layers,
+        **layout_split(layout),
         ends_together=ends_together(layout.schedule),
     )
 

@@ -151,6 +151,28 @@ def stage_traffic_time(
 ENDS_AS_LAYERS = {"none": (0, 0), "embedding": (1, 0), "loss": (0, 1), "both": (1, 1)}
 
 
+def layout_split(layout) -> dict:
+    """A layout's pipeline split as ``stage_layers`` takes it: its virtual stages, the ends it
+    counts as layers, and the first and the last stage's layers where given.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout.
+
+    Returns
+    -------
+    split : dict
+        ``virtual_stages``, ``ends_as_layers``, ``first_layers`` and ``last_layers``.
+    """
+    return dict(
+        virtual_stages=layout.virtual_stages,
+        ends_as_layers=layout.ends_as_layers,
+        first_layers=layout.first_stage_layers,
+        last_layers=layout.last_stage_layers,
+    )
+
+
 def stage_layers(
     *,
     layers: ArrayLike,
