@@ -57,13 +57,16 @@ def stage_name(e: Estimate) -> str:
     -------
     name : str
         "one stage" without a pipeline; else the first stage (embeddings, most microbatches in
-        flight) or the last (output layer, logits), of Z.
+        flight), the second (the most layers, where the ends take a layer's place) or the last
+        (output layer, logits), of Z.
     """
     Z, stage = int(np.max(e.z)), int(e.peak.stage)
     if Z == 1:
         return "one stage"
     if stage == 0:
         return f"stage 1 of {Z}: the embeddings and the most microbatches in flight"
+    if stage < Z - 1:  # a middle stage, where the ends take a layer's place on theirs
+        return f"stage {stage + 1} of {Z}: the most layers, the ends taking a layer's place"
     return f"stage {Z} of {Z}: the output layer and the logits"
 
 

@@ -13,6 +13,7 @@ from scaling_widgets.cost import Cluster, InputError, Layout, Options, Workload,
 from scaling_widgets.cost.step.pipeline import ENDS_AS_LAYERS, stage_layers
 from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.presets import HARDWARE, MODELS
+from scaling_widgets.text.memory import stage_name
 
 LLAMA_405B = MODELS["llama-3-405b"]
 H100_16K = Cluster(HARDWARE["h100"], (2048, 8))
@@ -219,3 +220,21 @@ def test_megatron_reads_and_writes_the_first_and_last_stages_layers():
     assert "--decoder-first-pipeline-num-layers 3" in text
     assert "--decoder-last-pipeline-num-layers 2" in text
     assert "the first stage's 3 layers" in write_config("maxtext", e)  # said, not dropped
+
+
+def test_the_report_names_a_middle_stage_when_it_is_the_busiest():
+    e = evaluate(H100_16K, BATCH, interleaved("both"), MEGATRON)
+    assert int(e.peak.stage) == 1
+    assert "stage 2 of 8: the most layers" in stage_name(e)
+
+
+def test_megatron_is_never_written_ends_as_layers_that_do_not_divide_over_its_stages():
+    """32 layers and two ends are 34 slots: Megatron-LM asserts they divide over 4 stages."""
+    e = evaluate(
+        Cluster(HARDWARE["h100"], (8, 8)),
+        Workload(MODELS["llama-3-8b"], 128 * 8192, seq_len=8192),
+        Layout(x=8, y=2, z=4, zero=1, ends_as_layers="both"),
+        MEGATRON,
+    )
+    text = write_config("megatron", e)
+    assert "--account-for" not in text and "34 slots do not divide" in text

@@ -423,6 +423,13 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     if d.vp > 1 and d.schedule == "interleaved":
         layout.append(f"--num-virtual-stages-per-pipeline-rank {d.vp}")
     embedding, loss = ENDS_AS_LAYERS[d.ends_as_layers]
+    slots = model.layers + embedding + loss
+    if embedding + loss and (slots % d.pp or (slots // d.pp) % max(d.vp, 1)):
+        cannot.append(  # Megatron-LM asserts the slots divide over the stages and their chunks
+            f"the ends as layers over {d.pp} stages of {d.vp}: {slots} slots do not divide;"
+            " written as layers alone"
+        )
+        embedding = loss = 0
     layout += [ENDS_FLAGS[0]] * embedding + [ENDS_FLAGS[1]] * loss
     for flag, n in zip(STAGE_FLAGS, (d.first_stage_layers, d.last_stage_layers), strict=True):
         layout += [f"{flag} {n}"] * (n is not None)

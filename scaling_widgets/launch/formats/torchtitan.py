@@ -190,7 +190,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         cp=cp,
         tp=tp,
         pp=pp,
-        vp=_chunks(one, schedule, pp, layers_of(model) + sum(ENDS_AS_LAYERS[ends])),
+        vp=_chunks(one, schedule, pp, layers_of(model) + _less_layers(one) * (pp > 1)),
         ep=ep,
         etp=one.get("expert_tensor_parallel_degree", 1) if ep > 1 else tp,
         zero=0 if shard == 1 else RESHARD.get(reshard, 2 if pp > 1 else 3),
@@ -211,6 +211,14 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _less_layers(one: dict) -> int:
+    """The layers' places the ends take in torchtitan's count of stages, as written (1 each by
+    default), whatever the model charges of them."""
+    return sum(
+        one.get(f"pipeline_parallel_{end}_stage_less_layers", 1) for end in ("first", "last")
+    )
 
 
 def _ends(one: dict, notes: list) -> str:
@@ -383,7 +391,10 @@ def _split_lines(d: Degrees, layers: int, chosen: list, cannot: list) -> list:
             lines.append(f"pipeline_parallel_layers_per_stage = {per_stage}")
             chosen.append(f"{per_stage} layers a stage, for {d.vp} chunks a device")
         else:
-            cannot.append(f"{d.vp} chunks a device over {layers} layers")
+            other = "none" if d.ends_as_layers == "both" else "both"
+            cannot.append(
+                f"{d.vp} chunks a device over {layers} layers (ends_as_layers '{other}' may split)"
+            )
     return lines
 
 
