@@ -16,9 +16,9 @@ import stat
 import tempfile
 import threading
 import webbrowser
+from datetime import UTC, datetime
 from html import escape
 
-from jupyter_server._tz import utcnow
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from jupyter_server.utils import ensure_async
 from tornado import web
@@ -189,7 +189,8 @@ class PanelPage(TornadoVoilaHandler):
         self.pages.started(kernel_id)
         # A warm kernel idled in the pool since it ran the dashboard; until the page's websocket
         # connects, the culler would count that wait and shut down the kernel the page is taking.
-        self.settings["kernel_manager"].get_kernel(kernel_id).last_activity = utcnow()
+        now = datetime.now(UTC)
+        self.settings["kernel_manager"].get_kernel(kernel_id).last_activity = now
 
     @web.authenticated
     async def get(self, path=None):

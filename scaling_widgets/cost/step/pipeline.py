@@ -149,6 +149,8 @@ def stage_traffic_time(
 # --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split
 # (megatron/core/transformer/transformer_block.py, get_num_layers_to_build): (embedding, loss).
 ENDS_AS_LAYERS = {"none": (0, 0), "embedding": (1, 0), "loss": (0, 1), "both": (1, 1)}
+# and back: the name of each (embedding, loss) pair, as a launch file's flags give it
+ENDS_NAMED_BY_SLOTS = {slots: name for name, slots in ENDS_AS_LAYERS.items()}
 
 
 def layout_split(layout) -> dict:

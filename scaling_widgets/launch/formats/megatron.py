@@ -12,7 +12,7 @@ from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks import feature_names
 from ...cost.stacks.megatron_lm import FEATURES, RECOMPUTE_MODULES
-from ...cost.step.pipeline import ENDS_AS_LAYERS
+from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
@@ -228,7 +228,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
 def _ends(got: dict) -> str:
     """The ends the flags count as layers in the pipeline split: ours, of ``ENDS_AS_LAYERS``."""
     embedding, loss = (flag in got for flag in ENDS_FLAGS)
-    return {(0, 0): "none", (1, 0): "embedding", (0, 1): "loss", (1, 1): "both"}[embedding, loss]
+    return ENDS_NAMED_BY_SLOTS[int(embedding), int(loss)]
 
 
 def _features(got: dict) -> str | None:

@@ -14,7 +14,7 @@ import tomllib
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
-from ...cost.step.pipeline import ENDS_AS_LAYERS
+from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
@@ -230,7 +230,7 @@ def _ends(one: dict, notes: list) -> str:
     if max(less) > 1:
         notes.append(f"stages {less[0]} and {less[1]} layers lighter at the ends: charged as one")
     embedding, loss = (min(n, 1) for n in less)
-    return {(0, 0): "none", (1, 0): "embedding", (0, 1): "loss", (1, 1): "both"}[embedding, loss]
+    return ENDS_NAMED_BY_SLOTS[int(embedding), int(loss)]
 
 
 def _data_degrees(one: dict, chips: int, *, tp: int, pp: int, cp: int) -> tuple[int, int]:
