@@ -252,7 +252,8 @@ def case_layout(k: dict) -> Layout:
     or sequences each; one, no gradient accumulation, where the source names neither: the run as
     it ran, not the count the tool would choose); expert and context parallelism where it gives
     them (``ep``, ``etp``, ``cp``, ``cp_kind``, ``ep_overlap``; none otherwise), and the ends
-    its pipeline split counts as layers (``ends_as_layers``; none otherwise).
+    its pipeline split counts as layers or the first and the last stage's layers
+    (``ends_as_layers``, ``first_stage_layers``, ``last_stage_layers``; an even split otherwise).
 
     Parameters
     ----------
@@ -260,7 +261,7 @@ def case_layout(k: dict) -> Layout:
         A case's ``layout`` entry: ``strategy``, ``fsdp`` (X), ``tp`` (Y), ``pp`` (Z), ``zero``,
         ``remat``, ``sequence_parallel``, ``schedule``, ``virtual_stages``, and optionally
         ``microbatches``, ``microbatch_seqs``, ``ep``, ``etp``, ``cp``, ``cp_kind``,
-        ``ep_overlap``, ``ends_as_layers``.
+        ``ep_overlap``, ``ends_as_layers``, ``first_stage_layers``, ``last_stage_layers``.
 
     Returns
     -------
@@ -286,6 +287,8 @@ def case_layout(k: dict) -> Layout:
         cp_kind=k.get("cp_kind", "ring"),
         ep_overlap=k.get("ep_overlap", False),
         ends_as_layers=k.get("ends_as_layers", "none"),
+        first_stage_layers=k.get("first_stage_layers"),
+        last_stage_layers=k.get("last_stage_layers"),
     )
 
 

@@ -238,3 +238,40 @@ def test_megatron_is_never_written_ends_as_layers_that_do_not_divide_over_its_st
     )
     text = write_config("megatron", e)
     assert "--account-for" not in text and "34 slots do not divide" in text
+
+
+def test_the_busiest_device_is_charged_its_own_layers_and_ends_alone():
+    """Llama 3 405B on 8 stages, both ends as layers, interleaved: a middle device holds 16
+    layers and no embedding, and it is the busiest. Its weights are 16 layers', the embedding's
+    less than on 1F1B's first device, which holds 16 layers and the embedding."""
+    one_f_one_b = interleaved("none", v=1, schedule="1f1b")
+    first_holds_embedding = evaluate(H100_16K, BATCH, one_f_one_b, MEGATRON)
+    middle = evaluate(H100_16K, BATCH, interleaved("both"), MEGATRON)
+    assert int(first_holds_embedding.peak.stage) == 0 and int(middle.peak.stage) == 1
+    embedding = LLAMA_405B.vocab * LLAMA_405B.d_model / 8 * 2  # over TP 8, bf16 weights
+    saved = float(first_holds_embedding.peak.weights - middle.peak.weights)
+    assert saved == pytest.approx(embedding, rel=1e-6)
+
+
+def test_a_v_on_two_stages_compares_its_second_device():
+    """ZB-V on 2 stages of 2 chunks, LLaMA-2 13B's 40 layers and both ends as layers: 44 slots,
+    22 a device. The first holds 20 layers and both ends, the second 22 layers: with a vocabulary
+    of 32,000, the second is the busier, and the peak is its."""
+    both = Layout(x=32, y=1, z=2, zero=1, schedule="zbv", virtual_stages=2,
+                  ends_as_layers="both", microbatches=8)  # fmt: skip
+    workload = Workload(MODELS["llama-2-13b"], 64 * 4096, seq_len=4096)
+    e = evaluate(Cluster(HARDWARE["h100"], (8, 8)), workload, both, MEGATRON)
+    assert int(e.peak.stage) == 1
+
+
+@pytest.mark.parametrize("ends", tuple(ENDS_AS_LAYERS))
+def test_dualpipes_first_device_holds_one_copys_first_stage_and_the_others_last(ends):
+    """DualPipe: each of two copies splits S = ceil((L + e + l)/Z) slots a stage; device 0 holds
+    the first stage of one (S − e layers) and the last of the other (S − l)."""
+    embedding, loss = ENDS_AS_LAYERS[ends]
+    slots = -(-(62 + embedding + loss) // 16)
+    first, middle, _ = stage_layers(
+        layers=62, stages=16, ends_as_layers=ends, ends_together=True, copies=2
+    )
+    assert 2 * first == (slots - embedding) + (slots - loss)
+    assert 2 * middle == 2 * slots

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..schedules import ends_together
 from ..step.exposed import all_to_alls, context_exchange, data_parallel, tp_exposed, under_pairs
 from ..step.physics import attention_efficiency, matmul_efficiency, slowest_of
 from ..step.pipeline import layout_split, stage_layers
@@ -180,7 +179,6 @@ def _busiest_stage(e, layer, head) -> tuple:
         layers=e.model.layers,
         stages=e.z,
         **layout_split(e.layout),
-        ends_together=ends_together(e.layout.schedule),
     )
     other = np.maximum(first, middle)
     with_head = last * layer + head >= other * layer

@@ -12,8 +12,10 @@ really holds at its busiest moment, the start of the first backward pass:
   unfused attention's buffer of one layer's scores;
 - the caching allocator's rounding and fragmentation: reserved memory over allocated.
 
-The first and the last stage are evaluated; any other holds no more than the first (fewer
-microbatches in flight, no embeddings). ``Profile`` names what a stack chooses (MODEL.md §E.2).
+Three devices are evaluated, each with its own layers, ends and microbatches in flight: the first,
+the second (a microbatch fewer, and more layers where the first holds the embedding in a layer's
+place) and the output layer's; any other holds no more than the second. The busiest is reported.
+``Profile`` names what a stack chooses (MODEL.md §E.2).
 """
 
 from __future__ import annotations
@@ -167,19 +169,19 @@ def peak_memory(
        Parameter Models", SC 2020.
     """
     model = workload.model
-    X, Y, Z, m, v = placed.x, placed.y, placed.z, placed.microbatches, layout.virtual_stages
+    X, Y, m, v = placed.x, placed.y, placed.microbatches, layout.virtual_stages
+    Z = np.asarray(placed.z)
     first_layers, middle_layers, last_layers = _stage_layers(model, layout, Z)
     layers = np.maximum(np.maximum(first_layers, middle_layers), last_layers)
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
-
     sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
     compiled, moe = profile.torch_compile, model.moe is not None
+    held = (sizes, compiled, profile.gradients)  # what a layer's working set is of
 
-    def kept(name):
-        p = policy(name, profile.selective, moe)
-        return kept_bytes(p, sizes, compiled, chunk_layers=layers / v)
-
-    per_layer = per_choice(layout.remat, kept)  # bytes a token, whichever stage
+    per_layer = per_choice(  # bytes a token, whichever stage
+        layout.remat,
+        lambda name: kept_bytes(policy(name, profile.selective, moe), *held[:2], layers / v),
+    )
 
     def on_stage(stage, its_layers):
         held = in_flight_microbatches(
@@ -188,31 +190,35 @@ def peak_memory(
         return profile.activation_factor * per_layer * tokens * its_layers * held
 
     # the stage whose device runs the output layer: the last, or the first in a V or both ways
-    last = np.where(ends_together(layout.schedule), 0, np.asarray(Z) - 1)
+    last = np.where(ends_together(layout.schedule), 0, Z - 1)
     at_the_end, logits = _output_stage(
         model, layout, profile, Y, Z, m, tokens, per_layer, loss_chunks
     )
-    first = on_stage(0, first_layers)
-    # the second stage holds a microbatch fewer, and more layers where the first holds the
-    # embedding in a layer's place
-    second = np.where(np.asarray(Z) > 2, on_stage(1, middle_layers), 0.0)
-    first_device = np.maximum(first, second)
-    at_last = on_stage(last, last_layers) + at_the_end + logits
-    busiest = np.where(at_last > first_device, last, np.where(second > first, 1, 0))
     working = per_choice(
-        layout.remat,
-        lambda name: working_bytes(
-            policy(name, profile.selective, moe), sizes, compiled, profile.gradients
-        ),
+        layout.remat, lambda name: working_bytes(policy(name, profile.selective, moe), *held)
     )
-    holds_mtp = busiest == last  # the MTP modules sit with the output layer (MODEL.md §D.1)
-    state, step = _state(workload, layout, placed, pods, params, profile, layers, fp8, holds_mtp)
-    transient = dict(
-        activations=np.where(busiest == last, at_last - logits, first_device),
-        working_set=profile.activation_factor * working * tokens,
-        logits=np.where(busiest == last, logits, 0.0),
-    )
-    parts = _busier_phase(state, step, transient)
+
+    def device(stage, its_layers, beside=0.0, its_logits=0.0):
+        """One device's parts: its own layers' and ends' state, its microbatches in flight."""
+        state, step = _state(
+            workload, layout, placed, pods, params, profile, (stage, its_layers, last), fp8
+        )
+        transient = dict(
+            activations=on_stage(stage, its_layers) + beside,
+            working_set=profile.activation_factor * working * tokens,
+            logits=its_logits,
+        )
+        return _busier_phase(state, step, transient)
+
+    # the first device (where the output layer's is another), the second (a microbatch fewer in
+    # flight, more layers where the first holds the embedding in a layer's place) and the output
+    # layer's: the busiest is reported, the earliest of equals; a device no layout has is skipped
+    has_second = (Z > 2) | ((Z == 2) & (last == 0))
+    devices = [(0, lambda: device(0, first_layers), last != 0)]
+    devices += [(1, lambda: device(1, middle_layers), has_second)]
+    devices = [(stage, parts(), there) for stage, parts, there in devices if np.any(there)]
+    devices += [(last, device(last, last_layers, at_the_end, logits), True)]
+    parts, busiest = _busiest(devices)
     parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
     return PeakMemory(
@@ -224,13 +230,24 @@ def peak_memory(
     )
 
 
+def _busiest(devices: list) -> tuple:
+    """The busiest of ``devices`` (each its stage, its peak's parts, and the layouts that have
+    it), the earliest of equals: its parts, and its stage."""
+    stages, parts_of, present = zip(*devices)
+    totals = [
+        np.where(there, sum(parts.values()), -np.inf) for parts, there in zip(parts_of, present)
+    ]
+    busiest = np.argmax(np.broadcast_arrays(*totals), axis=0)
+    parts = {k: np.choose(busiest, [parts[k] for parts in parts_of]) for k in parts_of[0]}
+    return parts, np.choose(busiest, stages)
+
+
 def _stage_layers(model, layout, Z) -> tuple:
     """The layers of the first device, a middle one and the output layer's (MODEL.md §A.6)."""
     return stage_layers(
         layers=model.layers,
         stages=Z,
         **layout_split(layout),
-        ends_together=ends_together(layout.schedule),
     )
 
 
@@ -290,9 +307,7 @@ def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) 
     return mtp_layers, np.where(chunks > 1, chunked, held * one)
 
 
-def _state(
-    workload, layout, placed, pods, params, profile, layers, fp8=False, holds_mtp=True
-) -> dict:
+def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) -> dict:
     """Weights, gradients, optimizer state and communication buffers of a stage, per chip.
 
     The stage's parameters (its layers, twice under DualPipe, and its embeddings: the input's on
@@ -314,11 +329,12 @@ def _state(
     optimizer_bytes = (profile.optimizer_bytes or precision.optimizer_bytes) - 2 * (
         4.0 - profile.moment_bytes
     )
+    index, layers, last = stage
     routed, embedding = routed_params(model), float(model.vocab * model.d_model)
-    # a stage holds one end's embeddings; one stage, or a V's or DualPipe's first device, both
-    stage_embedding = np.where(
-        (Z == 1) | ends_together(layout.schedule), params.embeddings, embedding
-    )
+    # an end's device holds its embeddings; one stage, or a V's or DualPipe's first device, both
+    ends = np.where((Z == 1) | ends_together(layout.schedule), params.embeddings, embedding)
+    holds_end = (index == 0) | (index == last)
+    stage_embedding = np.where(holds_end, ends, 0.0)
     layers = layers * weight_copies(layout.schedule)  # DualPipe: a stage of each direction
     layer = (
         params.total - params.embeddings - routed
@@ -326,9 +342,10 @@ def _state(
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     layer_routed = routed / model.layers / e
 
-    # the MTP modules, on the output layer's stage (``holds_mtp``: this one; MODEL.md §D.1)
+    # the MTP modules, on the output layer's stage (MODEL.md §D.1)
     mtp, mtp_routed = (
-        np.where(holds_mtp, n, 0.0) for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
+        np.where(index == last, n, 0.0)
+        for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
     )
 
     def over_x(first_stage):

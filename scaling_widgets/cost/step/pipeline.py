@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..schedules import ends_together, weight_copies
+
 
 def bubble_fraction(*, stages: ArrayLike, microbatches: ArrayLike) -> float | np.ndarray:
     """Share of a GPipe/1F1B step that each stage idles: (Z − 1) / (m + Z − 1) (MODEL.md §A.6).
@@ -155,7 +157,8 @@ ENDS_NAMED_BY_SLOTS = {slots: name for name, slots in ENDS_AS_LAYERS.items()}
 
 def layout_split(layout) -> dict:
     """A layout's pipeline split as ``stage_layers`` takes it: its virtual stages, the ends it
-    counts as layers, and the first and the last stage's layers where given.
+    counts as layers, the first and the last stage's layers where given, and how its schedule
+    places the stages (both ends on the first device; DualPipe's two copies).
 
     Parameters
     ----------
@@ -165,11 +168,14 @@ def layout_split(layout) -> dict:
     Returns
     -------
     split : dict
-        ``virtual_stages``, ``ends_as_layers``, ``first_layers`` and ``last_layers``.
+        ``virtual_stages``, ``ends_as_layers``, ``ends_together``, ``copies``, ``first_layers``
+        and ``last_layers``.
     """
     return dict(
         virtual_stages=layout.virtual_stages,
         ends_as_layers=layout.ends_as_layers,
+        ends_together=ends_together(layout.schedule),
+        copies=weight_copies(layout.schedule),
         first_layers=layout.first_stage_layers,
         last_layers=layout.last_stage_layers,
     )
@@ -182,6 +188,7 @@ def stage_layers(
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
     ends_together: ArrayLike = False,
+    copies: ArrayLike = 1,
     first_layers: int | None = None,
     last_layers: int | None = None,
 ) -> tuple:
@@ -190,8 +197,10 @@ def stage_layers(
     The split hands each device v·ceil(S/(Z·v)) of the S = L + e + l slots, where the
     embedding (e) and the loss (l) may each take a layer's place (``ends_as_layers``): the
     first device then holds one layer fewer, the last one fewer (both on the first device when
-    the schedule's ends sit together, a V). Where Z·v does not divide S, the busiest device is
-    charged, as for Llama 3 405B's 126 layers over 16 stages. One stage holds all L.
+    the schedule's ends sit together, a V). DualPipe's devices hold a stage of each of its two
+    copies, the first device one copy's first and the other's last: a copy's share there is
+    S − (e + l)/2. Where Z·v does not divide S, the busiest device is charged, as for Llama 3
+    405B's 126 layers over 16 stages. One stage holds all L.
 
     The first or the last device may instead be given its layers (Megatron-LM's
     --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers): the devices
@@ -209,6 +218,9 @@ def stage_layers(
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
     ends_together : bool or array_like, default False
         The output layer sits on the first device (V schedules).
+    copies : int or array_like, default 1
+        The copies of the model the stages split (2 for DualPipe, whose first device holds the
+        first stage of one and the last of the other).
     first_layers : int, optional
         The layers of the first device, given (not with ``ends_as_layers``). None: its share of
         the split.
@@ -219,7 +231,8 @@ def stage_layers(
     -------
     first, middle, last : np.ndarray
         The layers of the first device, of a device in the middle (the first one's count where
-        there is none) and of the device holding the output layer [layers].
+        there is none) and of the device holding the output layer, a copy's share under DualPipe
+        [layers].
 
     References
     ----------
@@ -238,7 +251,7 @@ def stage_layers(
     # the slots the embedding and the loss take; one stage holds them beside all its layers
     embedding, loss = (end * staged for end in ENDS_AS_LAYERS[ends_as_layers])
     S = v * -(-(L + embedding + loss) // (Z * v))
-    first = np.where(staged, S - embedding - loss * V, L)
+    first = np.where(staged, S - (embedding + loss * V) / np.asarray(copies), L)
     last = np.where(V, first, np.where(staged, S - loss, L))
     middle = np.where((Z > 2) | (staged & V), S, first)
     if first_layers is None and last_layers is None:
@@ -265,6 +278,8 @@ def busiest_stage_layers(
     stages: ArrayLike,
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
+    ends_together: ArrayLike = False,
+    copies: ArrayLike = 1,
     first_layers: int | None = None,
     last_layers: int | None = None,
 ) -> np.integer | np.ndarray:
@@ -282,6 +297,10 @@ def busiest_stage_layers(
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
     ends_as_layers : str, default "none"
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
+    ends_together : bool or array_like, default False
+        The output layer sits on the first device (V schedules).
+    copies : int or array_like, default 1
+        The copies of the model the stages split (2 for DualPipe).
     first_layers : int, optional
         The layers of the first device, given (``stage_layers``).
     last_layers : int, optional
@@ -290,7 +309,8 @@ def busiest_stage_layers(
     Returns
     -------
     layers : np.integer or np.ndarray
-        The layers the busiest stage holds (a whole number for whole inputs) [layers].
+        The layers the busiest stage holds (a whole number for whole inputs, but a copy's
+        share under DualPipe) [layers].
 
     References
     ----------
@@ -298,7 +318,7 @@ def busiest_stage_layers(
 
     Examples
     --------
-    >>> busiest_stage_layers(layers=126, stages=[16, 14], virtual_stages=1).tolist()
+    >>> [int(n) for n in busiest_stage_layers(layers=126, stages=[16, 14], virtual_stages=1)]
     [8, 9]
     """
     first, middle, last = stage_layers(
@@ -306,6 +326,8 @@ def busiest_stage_layers(
         stages=stages,
         virtual_stages=virtual_stages,
         ends_as_layers=ends_as_layers,
+        ends_together=ends_together,
+        copies=copies,
         first_layers=first_layers,
         last_layers=last_layers,
     )
@@ -318,6 +340,8 @@ def stage_share(
     stages: ArrayLike,
     virtual_stages: ArrayLike = 1,
     ends_as_layers: str = "none",
+    ends_together: ArrayLike = False,
+    copies: ArrayLike = 1,
     first_layers: int | None = None,
     last_layers: int | None = None,
 ) -> float | np.ndarray:
@@ -333,6 +357,10 @@ def stage_share(
         v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
     ends_as_layers : str, default "none"
         Which ends take a layer's place: "none", "embedding", "loss" or "both".
+    ends_together : bool or array_like, default False
+        The output layer sits on the first device (V schedules).
+    copies : int or array_like, default 1
+        The copies of the model the stages split (2 for DualPipe).
     first_layers : int, optional
         The layers of the first device, given (``stage_layers``).
     last_layers : int, optional
@@ -349,6 +377,8 @@ def stage_share(
         stages=stages,
         virtual_stages=virtual_stages,
         ends_as_layers=ends_as_layers,
+        ends_together=ends_together,
+        copies=copies,
         first_layers=first_layers,
         last_layers=last_layers,
     )
