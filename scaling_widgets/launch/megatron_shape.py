@@ -58,7 +58,7 @@ def model_of(got: dict) -> str | Model:
        ``_add_mla_args``; ``validate_args``: the default ``ffn_hidden_size``, ``kv_channels``
        and ``moe_ffn_hidden_size``).
     """
-    number = lambda flag, default=None: int(got.get(flag, default))  # noqa: E731
+    number = lambda flag, default=None: whole(got, flag, default)  # noqa: E731
     if "--num-layers" not in got or "--hidden-size" not in got:
         raise refuse("--num-layers", "given with --hidden-size (or give --model)", None)
     L, D, H = number("--num-layers"), number("--hidden-size"), number("--num-attention-heads")
@@ -77,7 +77,11 @@ def model_of(got: dict) -> str | Model:
             shared=shared,
             dense_layers=_dense_layers(got.get("--moe-layer-freq", "1")),
         )
-    vocab = got.get("--vocab-size") or TOKENIZER_VOCAB.get(got.get("--tokenizer-type"))
+    vocab = (
+        number("--vocab-size")
+        if "--vocab-size" in got
+        else TOKENIZER_VOCAB.get(got.get("--tokenizer-type"))
+    )
     mtp = number("--mtp-num-layers", 0)  # Megatron's default: no MTP modules
     for name, preset in MODELS.items():
         same = _shape(preset) == (L, D, H, K, moe.d_ff if moe else F, experts)
@@ -183,9 +187,32 @@ def _mla(got: dict) -> MLA | None:
     if "--multi-latent-attention" not in got:
         return None
     return MLA(
-        kv_lora_rank=int(got.get("--kv-lora-rank", 512)),
-        qk_rope_head_dim=int(got.get("--qk-pos-emb-head-dim", 64)),
-        qk_nope_head_dim=int(got.get("--qk-head-dim", 128)),
-        v_head_dim=int(got.get("--v-head-dim", 128)),
-        q_lora_rank=int(got.get("--q-lora-rank", 0) or 0),
+        kv_lora_rank=whole(got, "--kv-lora-rank", 512),
+        qk_rope_head_dim=whole(got, "--qk-pos-emb-head-dim", 64),
+        qk_nope_head_dim=whole(got, "--qk-head-dim", 128),
+        v_head_dim=whole(got, "--v-head-dim", 128),
+        q_lora_rank=whole(got, "--q-lora-rank", 0),
     )
+
+
+def whole(got: dict, flag: str, default: int | None) -> int:
+    """A flag's whole number (``default`` where it is not given), else refused by name.
+
+    Parameters
+    ----------
+    got : dict
+        The flags read: flag -> its value.
+    flag : str
+        The flag.
+    default : int or None
+        Its value where it is not given; None: it must be given.
+
+    Returns
+    -------
+    value : int
+        The whole number.
+    """
+    value = got.get(flag, default)
+    if isinstance(value, list) or not re.fullmatch(r"[0-9]+", str(value)):
+        raise refuse(flag, "a whole number", value)
+    return int(value)

@@ -10,6 +10,8 @@ import ast
 import re
 import shlex
 
+from ..cost.ground.refusals import refuse
+
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$")
 _VAR = re.compile(
     r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(\[@\])?(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
@@ -49,33 +51,50 @@ def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
         match = _ASSIGN.match(line)
         if match:
             name, append, value = match.groups()
-            words = _value(value, variables)
+            words = _value(value, variables, text, line)
             variables[name] = variables.get(name, []) + words if append else words
             continue
-        words = shlex.split(_expanded(line, variables))
+        words = _words(_expanded(line, variables), text, line)
         at = [i for i, w in enumerate(words) if re.search(program, w)]
         if at and words[0] not in _NOT_LAUNCH:
             return words[: at[0]], words[at[0] + 1 :]
     bare = " ".join(line for line in lines if not _ASSIGN.match(line))
-    return [], shlex.split(_expanded(bare, variables))
+    return [], _words(_expanded(bare, variables), text, bare)
 
 
 def _logical_lines(text: str) -> list[str]:
-    """Lines with their continuations joined, an array's ``( ... )`` on one line, comments out,
-    ``; then`` and ``; do`` split off."""
+    """Lines with their continuations joined, a quote or an array's ``( ... )`` open across lines
+    on one line, comments out, ``; then`` and ``; do`` split off."""
     out: list[str] = []
-    open_array = False
+    open_array = open_quote = False
     for raw in re.sub(r"\\\n", " ", text).splitlines():
-        line = _uncommented(raw).strip()
-        if not line:
+        line = raw.strip() if open_quote else _uncommented(raw).strip()
+        if not line and not open_quote:
             continue
-        if open_array:
+        if open_array or open_quote:
             out[-1] += " " + line
         else:
             out.append(re.sub(r";\s*(then|do)\s*$", "", line))
+        open_quote = _quote_left_open(out[-1]) is not None
         if re.match(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(", out[-1]):
             open_array = ")" not in out[-1].split("=(", 1)[1]
     return out
+
+
+def _quote_left_open(line: str) -> str | None:
+    """The quote a line leaves open, as the shell reads it (a backslash escapes in double quotes
+    and outside quotes, not in single ones); None when every quote closes."""
+    quote, escaped = None, False
+    for ch in line:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+    return quote
 
 
 def _uncommented(line: str) -> str:
@@ -108,7 +127,7 @@ def _holds(test: str, variables: dict) -> bool:
     """``[[ "$A" == "b" ]] || [ -z "$C" ]``: string tests; anything else is taken to hold."""
     results = []
     for part in re.split(r"\|\|", test):
-        words = shlex.split(_expanded(part.replace("[[", "").replace("]]", ""), variables))
+        words = _words(_expanded(part.replace("[[", "").replace("]]", ""), variables), "", test)
         words = [w for w in words if w not in ("[", "]")]
         if len(words) == 3 and words[1] in ("==", "=", "!="):
             results.append((words[0] == words[2]) == (words[1] != "!="))
@@ -121,12 +140,36 @@ def _holds(test: str, variables: dict) -> bool:
     return any(results)
 
 
-def _value(text: str, variables: dict) -> list[str]:
+def _value(text: str, variables: dict, script: str, line: str) -> list[str]:
+    """An assignment's value: an array's words, or one word."""
     text = text.strip()
     if text.startswith("("):
-        return shlex.split(_expanded(text[1 : text.rindex(")")], variables))
-    words = shlex.split(_expanded(text, variables))
+        if ")" not in text:
+            raise refuse(_where(script, line), "an array closed by ')'", _shown(line))
+        return _words(_expanded(text[1 : text.rindex(")")], variables), script, line)
+    words = _words(_expanded(text, variables), script, line)
     return words[:1] if words else [""]
+
+
+def _words(text: str, script: str, line: str) -> list[str]:
+    """The shell's words of ``text`` (expanded from ``line`` of ``script``); an unclosed quote is
+    refused with the line it opens on."""
+    try:
+        return shlex.split(text)
+    except ValueError:  # shlex's "No closing quotation"
+        raise refuse(_where(script, line), "shell words whose quotes close", _shown(line)) from None
+
+
+def _where(script: str, line: str) -> str:
+    """'config line N': where a logical line of ``script`` starts (its first words found)."""
+    head = line.split()[0] if line.split() else line
+    at = script.find(head)
+    return f"config line {script.count(chr(10), 0, at) + 1}" if at >= 0 else "config"
+
+
+def _shown(line: str) -> str:
+    """A line as a refusal shows it: its first 60 characters."""
+    return line if len(line) <= 60 else line[:57] + "..."
 
 
 _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -147,15 +190,10 @@ def _arithmetic(node) -> int:
 
 
 def _expanded(text: str, variables: dict) -> str:
-    """``text`` with its variables and arithmetic replaced; an unknown variable is empty, or its
-    ``:-`` default; an array's elements are split again, as the shell splits them unquoted."""
-
-    def variable(match) -> str:
-        name = match.group(1) or match.group(4)
-        if name not in variables:
-            return match.group(3) or ""
-        words = variables[name]
-        return " ".join(words) if match.group(2) else shlex.quote(words[0]) if words else ""
+    """``text`` with its variables and arithmetic replaced as the shell expands them: inside
+    double quotes a value stays one word, outside them it splits at blanks (an empty one leaves no
+    word), inside single quotes nothing expands. An unknown variable is empty, or its ``:-``
+    default; an array's elements are words of their own."""
 
     def number(name: str) -> str:
         return (variables.get(name) or ["0"])[0]
@@ -170,4 +208,24 @@ def _expanded(text: str, variables: dict) -> str:
         except (SyntaxError, ValueError, ZeroDivisionError):
             return "0"
 
-    return _VAR.sub(variable, _ARITHMETIC.sub(arithmetic, text))
+    text = _ARITHMETIC.sub(arithmetic, text)
+    out, at = [], 0
+    for match in _VAR.finditer(text):
+        quote = _quote_left_open(text[: match.start()])
+        out.append(text[at : match.start()])
+        out.append(match.group(0) if quote == "'" else _value_of(match, variables, quote))
+        at = match.end()
+    return "".join(out) + text[at:]
+
+
+def _value_of(match, variables: dict, quote: str | None) -> str:
+    """A variable's value where ``match`` names it: inside double quotes (``quote``), escaped
+    for them; outside, its words each quoted, as the shell splits them."""
+    name = match.group(1) or match.group(4)
+    if name in variables:
+        words = variables[name] if match.group(2) else variables[name][:1]
+    else:  # its default, its quotes removed as the shell removes them
+        words = [" ".join(_words(match.group(3) or "", match.group(3) or "", match.group(0)))]
+    if quote == '"':
+        return '" "'.join(re.sub(r'(["\\$`])', r"\\\1", w) for w in words)
+    return " ".join(shlex.quote(part) for w in words for part in w.split())

@@ -26,7 +26,7 @@ OLD_TOML = "a TOML of before 2025 (model.norm_type) is refused"
 FOUNDRY = "llm-foundry's YAML is not read"
 DEEPSPEED = "a DeepSpeed script and its ds_config are not read"
 NO_CHIP = "no preset of its chip"
-QUOTES = "the script's shell quoting is refused"
+OVER_A_YAML = "a script over a model's YAML (models/*.yml) is refused: the YAML is not read"
 # key (file, or file:function) -> why it is expected to fail today
 NOT_YET = {
     "torchtitan/llama4_17bx16e.toml": FLAVOR,
@@ -42,15 +42,15 @@ NOT_YET = {
     "megatron/gptoss_02_train.sh": NO_CHIP + " (GB300)",
     "maxtext/v6e_gemma2_9b.sh": "ici_fsdp_transpose_parallelism is refused",
     "maxtext/v6e_gemma2_27b.sh": "ici_fsdp_transpose_parallelism is refused",
-    "maxtext/a3_llama_2_7b_1vm.sh": QUOTES,
-    "maxtext/a3_llama_2_7b_16vm.sh": QUOTES,
-    "maxtext/a3_llama_3.1_405b_128vm.sh": "a script that names a YAML beside it is refused",
+    "maxtext/a3_llama_2_7b_1vm.sh": OVER_A_YAML,
+    "maxtext/a3_llama_2_7b_16vm.sh": OVER_A_YAML,
+    "maxtext/a3_llama_3.1_405b_128vm.sh": OVER_A_YAML,
     **{f"llm-foundry/mpt-{n}.yaml": FOUNDRY for n in ("125m", "1b", "7b", "13b", "30b", "70b")},
     "deepspeed/dschat_step1_opt_single_node_run_13b.sh": NO_CHIP + " (A100 40GB)",
     "deepspeed/dschat_step1_opt_multi_node_run_66b.sh": DEEPSPEED,
     "deepspeed/finetune_llama-70b_4gpu.sh": NO_CHIP + " (GH200)",
     "deepspeed/finetune_qwen3-30b-a3b_2gpu.sh": NO_CHIP + " (GH200)",
-    "deepspeed/domino_pretrain_gpt3_13b.sh": QUOTES,
+    "deepspeed/domino_pretrain_gpt3_13b.sh": "its model's vocabulary is in a file (--vocab-file)",
     "deepspeed/ds_pretrain_gpt_13B.sh": NO_CHIP + " (V100 32GB)",
     "deepspeed/ds_pretrain_gpt_125M_flashattn.sh": DEEPSPEED,
     "deepspeed/pretrain_gpt_30B_seq_parallel.sh": NO_CHIP + " (A100 40GB)",

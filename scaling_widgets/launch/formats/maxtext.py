@@ -7,6 +7,7 @@ the defaults of the keys read here (``BASE``).
 from __future__ import annotations
 
 import math
+import re
 
 import yaml
 
@@ -104,12 +105,50 @@ def overrides(text: str) -> dict:
         try:
             table = yaml.safe_load(text)
         except yaml.YAMLError as err:
-            raise refuse("config", f"a YAML file MaxText reads ({err})", "a file") from None
+            if not re.search(r"pre_train\.|train(_compile)?\.py", text):  # a script: read below
+                raise refuse(
+                    "config", f"a YAML file MaxText reads ({_yaml_problem(err)})", "a file"
+                ) from None
+            table = None
         if isinstance(table, dict):
             return {k: v for k, v in table.items() if k != "base_config"}
     _, after = launch_args(text, PROGRAM)
+    named = [w.rsplit("/", 1)[-1] for w in after if w.endswith((".yml", ".yaml")) and "=" not in w]
+    if any(name != "base.yml" for name in named):  # its settings would be missed, silently
+        allowed = "a script over base.yml: read the YAML it names with --config instead"
+        raise refuse("config", allowed, f"a script over {named[0]}")
     pairs = [word.split("=", 1) for word in after if "=" in word]
-    return {key: yaml.safe_load(value) if value else "" for key, value in pairs}
+    return {key: _typed(key, value) for key, value in pairs}
+
+
+def _typed(key: str, value: str):
+    """An override's value as YAML types it ("" for none), refused by its key where it is no
+    YAML value."""
+    try:
+        return yaml.safe_load(value) if value else ""
+    except yaml.YAMLError as err:
+        raise refuse(key, f"a value YAML reads ({_yaml_problem(err)})", value) from None
+
+
+def _yaml_problem(err) -> str:
+    """PyYAML's error on one line: the line it is on and what it found there."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"line {mark.line + 1}: {problem}" if mark is not None else problem
+
+
+def _numbers(got: dict) -> dict:
+    """The keys given whose base.yml value is a number, checked to be numbers too (whole where
+    base.yml's is whole; -1 and the other sentinels pass), else refused by name."""
+    for key, given in got.items():
+        default = BASE.get(key, 1 if key.endswith("_parallelism") or key == "num_slices" else None)
+        if isinstance(default, bool) or not isinstance(default, (int, float)):
+            continue
+        whole = isinstance(default, int)
+        number = isinstance(given, (int, float)) and not isinstance(given, bool)
+        if not number or (whole and not float(given).is_integer()):
+            raise refuse(key, "a whole number" if whole else "a number", given)
+    return got
 
 
 def _remat(value: dict, notes: list) -> str:
@@ -182,7 +221,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        with what the others leave).
     """
     got, ignored, notes = checked_keys(NAME, overrides(text), READ, UNPRICED, APPROXIMATED)
-    value = {**BASE, **got}
+    value = {**BASE, **_numbers(got)}
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
     dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
     for name, axes in (("dcn_fsdp_parallelism", "fsdp"), ("dcn_pipeline_parallelism", "pipeline"),

@@ -6,7 +6,6 @@ those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 from __future__ import annotations
 
 import math
-import re
 
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
@@ -17,7 +16,7 @@ from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, layers_of
-from ..megatron_shape import model_of, shape_flags
+from ..megatron_shape import model_of, shape_flags, whole
 from ..shell import launch_args
 
 NAME = "megatron"
@@ -172,12 +171,12 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     before, after = launch_args(text, PROGRAM)
     got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
     launcher = flags(before)
-    world = chips or _int(launcher, "--nproc_per_node", 1) * _int(launcher, "--nnodes", 1)
+    world = chips or whole(launcher, "--nproc_per_node", 1) * whole(launcher, "--nnodes", 1)
     tp, pp = (
-        _int(got, "--tensor-model-parallel-size", 1),
-        _int(got, "--pipeline-model-parallel-size", 1),
+        whole(got, "--tensor-model-parallel-size", 1),
+        whole(got, "--pipeline-model-parallel-size", 1),
     )
-    cp = _int(got, "--context-parallel-size", 1)
+    cp = whole(got, "--context-parallel-size", 1)
     if world % (tp * pp * cp):
         raise refuse(
             "--nnodes",
@@ -186,12 +185,12 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
             world,
         )
     dp = world // (tp * pp * cp)
-    micro = _int(got, "--micro-batch-size", 1)
-    global_batch = _int(got, "--global-batch-size", micro * dp)
-    ep = _int(got, "--expert-model-parallel-size", 1)
+    micro = whole(got, "--micro-batch-size", 1)
+    global_batch = whole(got, "--global-batch-size", micro * dp)
+    ep = whole(got, "--expert-model-parallel-size", 1)
     model = model or model_of(got)
     ends = _ends(got) if pp > 1 else "none"
-    first, last = (_int(got, flag, 0) or None if pp > 1 else None for flag in STAGE_FLAGS)
+    first, last = (whole(got, flag, 0) or None if pp > 1 else None for flag in STAGE_FLAGS)
     layers = layers_of(model) + sum(ENDS_AS_LAYERS[ends])  # the split's slots
     degrees = Degrees(
         world=world,
@@ -202,9 +201,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         pp=pp,
         vp=_chunks(got, pp, layers),
         ep=ep,
-        etp=_int(got, "--expert-tensor-parallel-size", tp),
+        etp=whole(got, "--expert-tensor-parallel-size", tp),
         zero=_zero(got),
-        seq_len=_int(got, "--seq-length", 2048),
+        seq_len=whole(got, "--seq-length", 2048),
         global_batch=global_batch,
         micro_batch=micro,
         schedule="interleaved" if _chunks(got, pp, layers) > 1 else "1f1b",
@@ -251,15 +250,8 @@ def _feature_flags(features: str | None) -> list[str]:
 
 def _steps(got: dict, global_batch: int) -> int | None:
     """The steps to train: ``--train-iters``, or ``--train-samples`` in global batches."""
-    samples = _int(got, "--train-samples", 0)
-    return _int(got, "--train-iters", 0) or -(-samples // global_batch) or None
-
-
-def _int(got: dict, flag: str, default: int) -> int:
-    value = got.get(flag, default)
-    if isinstance(value, list) or not re.fullmatch(r"[0-9]+", str(value)):
-        raise refuse(flag, "a whole number", value)
-    return int(value)
+    samples = whole(got, "--train-samples", 0)
+    return whole(got, "--train-iters", 0) or -(-samples // global_batch) or None
 
 
 def _chunks(got: dict, pp: int, layers: int) -> int:
@@ -267,8 +259,8 @@ def _chunks(got: dict, pp: int, layers: int) -> int:
     if pp == 1:
         return 1
     if "--num-virtual-stages-per-pipeline-rank" in got:
-        return _int(got, "--num-virtual-stages-per-pipeline-rank", 1)
-    per_chunk = _int(got, "--num-layers-per-virtual-pipeline-stage", 0)
+        return whole(got, "--num-virtual-stages-per-pipeline-rank", 1)
+    per_chunk = whole(got, "--num-layers-per-virtual-pipeline-stage", 0)
     if not per_chunk:
         return 1
     if layers % (pp * per_chunk):
