@@ -11,6 +11,7 @@ catalog.py, presets.py and cost/; widgets/ and cli/ above it write and read the 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import pathlib
 
 from .. import catalog
@@ -81,7 +82,7 @@ def read_config(
     ----------
     source : str
         The launch file: its path, or its text (text holds a newline, or names no existing file
-        with a suffix).
+        with a suffix); ``FILE:NAME`` for the config NAME of a torchtitan config registry.
     chip : Chip
         The chip the layout runs on; a launch file does not name its chips.
     chips : int, optional
@@ -109,6 +110,7 @@ def read_config(
         Naming the key or flag the model cannot read or price, or degrees that do not divide the
         chips (``fields_of``).
     """
+    source, entry = _entry(source)
     path = pathlib.Path(source)
     is_file = "\n" not in source and path.suffix != "" and _exists(path)
     text = path.read_text() if is_file else source
@@ -116,7 +118,10 @@ def read_config(
     beside = path.parent / "config.json" if is_file else None
     if model is None and beside is not None and beside.exists():  # the team's own model
         model = catalog.model_from_json(beside)
-    read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods)
+    named = {} if entry is None else {"entry": entry}
+    if named and "entry" not in inspect.signature(FORMATS[framework].read).parameters:
+        raise refuse("config", "FILE alone (FILE:NAME names a torchtitan registry's config)", entry)
+    read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods, **named)
     degrees = read.degrees if pods is None else dataclasses.replace(read.degrees, pods=pods)
     fields = {**fields_of(degrees, chip), **read.extra}
     fields["model"] = read.model
@@ -172,6 +177,17 @@ __all__ = [
     "read_config",
     "write_config",
 ]
+
+
+def _entry(source: str) -> tuple[str, str | None]:
+    """``FILE:NAME`` as the file and the config it names (a torchtitan registry's function);
+    a file, or text, as it is."""
+    if "\n" in source or ":" not in source:
+        return source, None
+    file, name = source.rsplit(":", 1)
+    if name.isidentifier() and _exists(pathlib.Path(file)):
+        return file, name
+    return source, None
 
 
 def _exists(path: pathlib.Path) -> bool:

@@ -5,6 +5,8 @@ field: no parser's own exception (shlex's, PyYAML's, int()'s) reaches the user."
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -71,3 +73,23 @@ def test_a_quote_open_across_lines_is_one_word_as_the_shell_reads_it():
     script = 'ARGS="\n  --num-layers 32 \\\n  --hidden-size 4096\n"\ntorchrun pretrain_gpt.py $ARGS --num-attention-heads 32 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000\n'  # noqa: E501
     got, _ = read_config(script, chip=HARDWARE["h100"], chips=8, framework="megatron")
     assert (got["model"].layers, got["model"].d_model) == (32, 4096)
+
+
+REGISTRIES = [e for e in READ if e.get("function")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    index=st.integers(0, len(REGISTRIES) - 1),
+    kind=st.sampled_from(["cut short", "'", '"', "[", "{", "a number as a word", "unknown keys"]),
+    at=st.floats(0, 1),
+)
+def test_a_mangled_registry_config_is_read_or_refused_in_one_line(index, kind, at):
+    entry = REGISTRIES[index]
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "config_registry.py"
+        file.write_text(mangled(TEXTS[entry["file"]], kind, at))
+        try:
+            read_config(f"{file}:{entry['function']}", chip=HARDWARE["h100"], chips=64)
+        except InputError as refusal:
+            assert "\n" not in str(refusal).strip() and " must " in str(refusal)

@@ -20,7 +20,6 @@ MANIFEST = json.loads((SHIPPED / "MANIFEST.json").read_text(encoding="utf-8"))
 # the manifest's chips as our presets
 CHIPS = {"a100": "a100", "a100-80gb": "a100", "h100": "h100", "h100-80gb": "h100", "h200": "h200",
          "b200": "b200", **{tpu: tpu for tpu in ("tpu-v5p", "tpu-v5e", "tpu-v6e")}}  # fmt: skip
-TORCHTITAN_REGISTRY = "torchtitan's Python config_registry.py is not read yet"
 FLAVOR = "torchtitan's flavor has no preset of ours"
 OLD_TOML = "a TOML of before 2025 (model.norm_type) is refused"
 FOUNDRY = "llm-foundry's YAML is not read"
@@ -35,10 +34,7 @@ NOT_YET = {
     "torchtitan/2024-10_llama2_70b.toml": OLD_TOML,
     "torchtitan/2024-08_llama3_405b.toml": OLD_TOML,
     "torchtitan/2025-04_llama4_17bx16e.toml": OLD_TOML,
-    "torchtitan/llama3_config_registry.py:llama3_8b": TORCHTITAN_REGISTRY,
-    "torchtitan/llama3_config_registry.py:llama3_70b": TORCHTITAN_REGISTRY,
-    "torchtitan/llama3_config_registry.py:llama3_405b": TORCHTITAN_REGISTRY,
-    "torchtitan/qwen3_config_registry.py:qwen3_32b": TORCHTITAN_REGISTRY,
+    "torchtitan/qwen3_config_registry.py:qwen3_32b": NO_CHIP + " (H100 96GB)",
     "megatron/gptoss_02_train.sh": NO_CHIP + " (GB300)",
     "maxtext/v6e_gemma2_9b.sh": "ici_fsdp_transpose_parallelism is refused",
     "maxtext/v6e_gemma2_27b.sh": "ici_fsdp_transpose_parallelism is refused",
@@ -67,7 +63,7 @@ def verdict(entry: dict) -> str:
     chip = HARDWARE[CHIPS[hardware["chip"]]]
     # a Megatron-LM script says its world itself; the others need the chips
     chips = None if entry["framework"] == "megatron" else hardware["chips"]
-    got, _ = read_config(str(SHIPPED / entry["file"]), chip=chip, chips=chips)
+    got, _ = read_config(str(SHIPPED / key(entry)), chip=chip, chips=chips)
     state = fields.checked({**fields.defaults(), **got}, tuple(got))
     return str(evaluate(*fields.values(state)).verdict)
 

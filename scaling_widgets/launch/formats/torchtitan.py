@@ -19,12 +19,13 @@ from ...cost.transformer.shapes import Model
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, flat, layers_of
+from ..torchtitan_registry import registry_table
 
 NAME = "torchtitan"
 LABEL = "torchtitan"
 ORDER = 1
 FILE_NAME = "train.toml"
-READS = "torchtitan's job TOML"
+READS = "torchtitan's job TOML or config_registry.py (FILE:NAME)"
 STACK = "fsdp2"
 # our presets as torchtitan's model name and flavor (torchtitan/models/*/__init__.py)
 FLAVORS = {
@@ -97,14 +98,18 @@ def detects(text: str, name: str) -> bool:
     Returns
     -------
     found : bool
-        Whether the name ends in ``.toml`` or the text starts with a table (``[``).
+        Whether the name ends in ``.toml``, the text starts with a table (``[``), or it is a
+        Python config registry.
     """
-    return name.endswith(".toml") or text.lstrip().startswith("[")
+    return name.endswith(".toml") or text.lstrip().startswith("[") or _is_registry(text)
 
 
-def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
-    """A job TOML's layout on ``chips`` chips, its model the flavor's preset unless ``model``
-    (a preset's name or a ``Model``) is given.
+def read(
+    text: str, *, chips: int | None, model=None, pods: int | None = None, entry: str | None = None
+) -> LaunchFile:
+    """A job TOML's layout on ``chips`` chips, or that of the config ``entry`` of a Python config
+    registry (``torchtitan_registry``), its model the flavor's preset unless ``model`` (a preset's
+    name or a ``Model``) is given.
 
     As torchtitan counts: DP = replicate x shard, a shard degree of -1 filling the GPUs the other
     degrees leave; a global batch of -1 is the local batch times DP; FSDP2 reshards after the
@@ -123,6 +128,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         A preset's name or a ``Model``; None: the preset of ``[model] name`` and ``flavor``.
     pods : int, optional
         Not read here: the degrees are one pod's, and ``read_config`` sets the pods.
+    entry : str, optional
+        The config of a registry to read (its function's name); a job TOML has none.
 
     Returns
     -------
@@ -154,11 +161,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        torchtitan/components/optimizer/optimizer.py`` (``implementation``: "fused" by default,
        "foreach", "for-loop", "fused_opt_states_bf16").
     """
-    try:
-        table = flat(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as err:
-        raise refuse("config", f"a TOML file torchtitan reads ({err})", "a file") from None
-    got, ignored, notes = checked_keys(NAME, table, READ, UNPRICED, APPROXIMATED)
+    table, ignored, notes = _table(text, entry)
+    got, costless, approximated = checked_keys(NAME, table, READ, UNPRICED, APPROXIMATED)
+    ignored, notes = [*ignored, *costless], [*notes, *approximated]
     if chips is None:
         raise refuse("chips", "given: a torchtitan job file does not say how many GPUs", None)
     model = model or _preset(got.get("model.name", "llama3"), got.get("model.flavor", "8B"))
@@ -211,6 +216,26 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+
+
+def _table(text: str, entry: str | None) -> tuple[dict, list, list]:
+    """The file's keys, flat as the job TOML's: the TOML's own, or a registry config's as
+    ``torchtitan_registry`` reads it; with what costs nothing and what was approximated."""
+    if _is_registry(text):
+        return registry_table(text, entry)
+    if entry is not None:
+        raise refuse(
+            "config", "FILE alone for a job TOML (FILE:NAME names a registry's config)", entry
+        )
+    try:
+        return flat(tomllib.loads(text)), [], []
+    except tomllib.TOMLDecodeError as err:
+        raise refuse("config", f"a TOML file torchtitan reads ({err})", "a file") from None
+
+
+def _is_registry(text: str) -> bool:
+    """A Python config registry: functions that build a ``Trainer.Config``."""
+    return "-> Trainer.Config" in text
 
 
 def _less_layers(one: dict) -> int:
