@@ -22,6 +22,7 @@ from ..text.units import seconds
 from .conventions import Degrees, degrees_of, fields_of
 from .formats import FORMATS, Format
 from .keys import LaunchFile
+from .shell import with_sourced
 
 COMMENT = "#"  # every format here comments with it
 
@@ -118,10 +119,15 @@ def read_config(
     beside = path.parent / "config.json" if is_file else None
     if model is None and beside is not None and beside.exists():  # the team's own model
         model = catalog.model_from_json(beside)
+    text, missing = with_sourced(text, path.parent) if is_file else (text, [])
     named = {} if entry is None else {"entry": entry}
     if named and "entry" not in inspect.signature(FORMATS[framework].read).parameters:
         raise refuse("config", "FILE alone (FILE:NAME names a torchtitan registry's config)", entry)
     read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods, **named)
+    unread = tuple(
+        f"sourced {name}: not found beside the file, its settings not read" for name in missing
+    )
+    read = dataclasses.replace(read, notes=read.notes + unread)
     degrees = read.degrees if pods is None else dataclasses.replace(read.degrees, pods=pods)
     fields = {**fields_of(degrees, chip), **read.extra}
     fields["model"] = read.model

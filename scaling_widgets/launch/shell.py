@@ -7,6 +7,7 @@ comparisons, comments and line continuations.
 from __future__ import annotations
 
 import ast
+import pathlib
 import re
 import shlex
 
@@ -60,6 +61,49 @@ def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
             return words[: at[0]], words[at[0] + 1 :]
     bare = " ".join(line for line in lines if not _ASSIGN.match(line))
     return [], _words(_expanded(bare, variables), text, bare)
+
+
+_SOURCE = re.compile(r"^[ \t]*(?:source|\.)[ \t]+(?![=(])([^\n#]+?)[ \t]*(?:#[^\n]*)?$", re.M)
+# what a sourced path starts from that names the script's own folder: $(dirname $0), ${SCRIPT_DIR},
+# `pwd` and the like, up to the path's first "/" after them
+_FROM_HERE = re.compile(r"""^["']?(?:\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_]\w*|`[^`]*`)/""")
+
+
+def with_sourced(text: str, folder: pathlib.Path) -> tuple[str, list[str]]:
+    """A script with each file it ``source``s (or ``.``s) from its own folder put in the line's
+    place, once each, nested; and the sourced files not found there.
+
+    Parameters
+    ----------
+    text : str
+        The script.
+    folder : pathlib.Path
+        The script's folder: a path that starts from ``$(dirname $0)``, ``${SCRIPT_DIR}`` or
+        ```pwd``` is taken from there, as is a relative one.
+
+    Returns
+    -------
+    text : str
+        The script, the sourced files' lines in place of the ``source`` lines.
+    missing : list of str
+        The sourced paths not found beside it, as the script writes them.
+    """
+    missing: list[str] = []
+    seen: set = set()
+
+    def put(match) -> str:
+        written = match.group(1)
+        relative = _FROM_HERE.sub("", written.strip("\"'")).strip("\"'")
+        file = folder / relative
+        if "$" in relative or relative.startswith("/") or not file.is_file():
+            missing.append(written)
+            return match.group(0)
+        if file in seen:
+            return ""
+        seen.add(file)
+        return _SOURCE.sub(put, file.read_text())
+
+    return _SOURCE.sub(put, text), missing
 
 
 def _logical_lines(text: str) -> list[str]:

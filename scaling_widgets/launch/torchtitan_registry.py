@@ -178,11 +178,22 @@ def _assign(target, value, env: dict) -> None:
 
 
 def _section(config: dict, key: str) -> dict:
-    """A section of the config (``TrainingConfig(...)`` as its arguments), {} where not given."""
+    """A section of the config (``TrainingConfig(...)`` as its arguments), {} where not given;
+    each of its settings data, or refused by name."""
     section = config.get(key, {})
     if not isinstance(section, dict):
         raise refuse(key, "a config built from data", _shown(section))
+    for name, value in section.items():
+        if not name.startswith("__") and not _plain(value):
+            raise refuse(f"{key}.{name}", "a value the file gives (not code)", _shown(value))
     return section
+
+
+def _plain(value) -> bool:
+    """Data: a number, a string, a truth value or None, or a list of them."""
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return not isinstance(value, (Unread, dict))
 
 
 def _shown(value) -> str:

@@ -69,12 +69,6 @@ def test_a_broken_script_is_refused_naming_its_line(tmp_path, capsys, text, says
     assert code == 2 and err.count("\n") == 1 and says in err
 
 
-def test_a_quote_open_across_lines_is_one_word_as_the_shell_reads_it():
-    script = 'ARGS="\n  --num-layers 32 \\\n  --hidden-size 4096\n"\ntorchrun pretrain_gpt.py $ARGS --num-attention-heads 32 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000\n'  # noqa: E501
-    got, _ = read_config(script, chip=HARDWARE["h100"], chips=8, framework="megatron")
-    assert (got["model"].layers, got["model"].d_model) == (32, 4096)
-
-
 REGISTRIES = [e for e in READ if e.get("function")]
 
 

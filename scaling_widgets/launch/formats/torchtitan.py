@@ -8,8 +8,11 @@ chips; it names a model by ``[model] name`` and ``flavor``.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import tomllib
+from importlib import resources
 
 from ... import catalog
 from ...cost.ground.refusals import refuse
@@ -25,7 +28,7 @@ NAME = "torchtitan"
 LABEL = "torchtitan"
 ORDER = 1
 FILE_NAME = "train.toml"
-READS = "torchtitan's job TOML or config_registry.py (FILE:NAME)"
+READS = "torchtitan's job TOML or config_registry.py"
 STACK = "fsdp2"
 # our presets as torchtitan's model name and flavor (torchtitan/models/*/__init__.py)
 FLAVORS = {
@@ -375,18 +378,34 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
 
 
 def _preset(name: str, flavor: str) -> str | Model:
+    """The model of torchtitan's ``name`` and ``flavor``: our preset where we have it, else the
+    flavor as torchtitan's source defines it (``data/torchtitan_flavors.json``)."""
     for preset, known in FLAVORS.items():
         if known == (name, flavor):  # a flavor without MTP modules (num_mtp_layers' default)
             return catalog.preset_with_mtp(preset, 0)
     if flavor == CUSTOM and name in MODELS:  # written by us for a model torchtitan has not
         return name
+    shipped = _shipped_flavors()
+    if (name, flavor) in shipped:
+        return catalog.model_from_json(shipped[name, flavor])
+    known = sorted({f"{n} {f}" for n, f in shipped})
     raise refuse(
         "model.flavor",
-        "a flavor with a preset of ours ("
-        + ", ".join(f"{n} {f}" for n, f in FLAVORS.values())
-        + "), or give the model with --model or --model-file",
+        f"a flavor torchtitan ships ({', '.join(known)}), or give the model with --model"
+        " or --model-file",
         f"{name} {flavor}",
     )
+
+
+@functools.cache
+def _shipped_flavors() -> dict:
+    """(family, flavor) -> the model's keys, from torchtitan's source (the newer commit's where
+    the two differ: the first listed)."""
+    text = resources.files("scaling_widgets.data").joinpath("torchtitan_flavors.json").read_text()
+    flavors = {}
+    for entry in json.loads(text)["flavors"]:
+        flavors.setdefault((entry["family"], entry["flavor"]), entry["model"])
+    return flavors
 
 
 def _schedule(name: str) -> str:

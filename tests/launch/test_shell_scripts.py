@@ -1,0 +1,55 @@
+"""Megatron-LM's and MaxText's scripts read as the shell reads them, nothing run: the files they
+source from beside them, variables expanded as the shell expands them, quotes open across lines."""
+
+from __future__ import annotations
+
+from scaling_widgets import catalog
+from scaling_widgets.launch import read_config
+from scaling_widgets.launch.shell import launch_args
+from scaling_widgets.presets import HARDWARE
+
+H100 = HARDWARE["h100"]
+SHAPE = "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --vocab-size 32000"
+RUN = "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64"
+
+
+def test_a_script_reads_the_files_it_sources_from_its_folder(tmp_path):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "model.sh").write_text(f'MODEL_ARGS="{SHAPE}"\n')
+    (tmp_path / "common.sh").write_text(
+        'source "${SCRIPT_DIR}/conf/model.sh"\nPARALLEL="--tensor-model-parallel-size $TP"\n'
+    )
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "TP=${TP:-2}\nSCRIPT_PATH=${BASH_SOURCE[0]}\nsource $(dirname $SCRIPT_PATH)/common.sh\n"
+        f"torchrun --nproc_per_node 8 pretrain_gpt.py $MODEL_ARGS $PARALLEL {RUN}\n"
+    )
+    fields, file = read_config(str(script), chip=H100)
+    assert (fields["model"].layers, fields["model"].d_model, fields["y"]) == (32, 4096, 2)
+    assert file.notes == ()
+
+
+def test_a_sourced_file_not_beside_the_script_is_said(tmp_path):
+    script = tmp_path / "train.sh"
+    launch = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SHAPE} {RUN}"
+    script.write_text(f"source ${{SANDBOX_ENV_SETUP}}\n{launch}\n")
+    _, file = read_config(str(script), chip=H100)
+    assert file.notes == ("sourced ${SANDBOX_ENV_SETUP}: not found beside the file, its settings"
+                          " not read",)  # fmt: skip
+
+
+def test_variables_expand_as_the_shell_expands_them():
+    script = (
+        "ONE='a b'\nARR=(\"--x 1\" --y)\nE=\n"
+        'run pretrain_gpt.py $ONE "$ONE" \'$ONE\' ${ARR[@]} $E "${MISSING:-"d e"}"\n'
+    )
+    _, after = launch_args(script, r"pretrain_gpt\.py")
+    # unquoted: split at blanks, an empty one gone; in double quotes: one word; in single: as is
+    assert after == ["a", "b", "a b", "$ONE", "--x", "1", "--y", "d e"]
+
+
+def test_a_quote_open_across_lines_is_one_word_as_the_shell_reads_it():
+    args = f'ARGS="\n  {SHAPE} \\\n  --ffn-hidden-size 11008\n"'
+    fields, _ = read_config(f"{args}\ntorchrun pretrain_gpt.py $ARGS {RUN}\n", chip=H100, chips=8)
+    model = catalog.model(fields["model"])
+    assert (model.layers, model.d_ff) == (32, 11008)
