@@ -21,7 +21,7 @@ _ARITHMETIC = re.compile(r"\$\(\(([^()]*)\)\)")
 _NOT_LAUNCH = ("if", "elif", "echo", "printf", "[", "[[", "test", "mkdir", "cd", "ls")
 
 
-def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
+def launch_args(text: str, program: str, said: list | None = None) -> tuple[list[str], list[str]]:
     """The arguments before and after ``program`` (a pattern such as ``pretrain_gpt\\.py``) on the
     script's launch line; a file of bare arguments (no such line) is all after.
 
@@ -31,6 +31,8 @@ def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
         The script, or a file of bare arguments.
     program : str
         A regular expression a word of the launch line matches: the program it runs.
+    said : list, optional
+        Where to say which branch of each ``if`` was taken, a line each.
 
     Returns
     -------
@@ -40,27 +42,29 @@ def launch_args(text: str, program: str) -> tuple[list[str], list[str]]:
         The program's arguments, the shell's variables and arithmetic expanded.
     """
     variables: dict[str, list[str]] = {}
-    taken = [True]  # whether each open ``if`` branch runs
+    chains: list = []  # for each open ``if``: whether its branch at hand runs, and one before ran
+    said = [] if said is None else said
     lines = _logical_lines(text)
-    for line in lines:
+    for number, line in lines:
+        where = f"config line {number}"
         first = line.split()[0]
         if first in ("if", "elif", "else", "fi"):
-            _branch(first, line, taken, variables)
+            _branch(first, (where, line), chains, variables, said)
             continue
-        if not all(taken):
+        if not all(runs for runs, _ in chains):
             continue
         match = _ASSIGN.match(line)
         if match:
             name, append, value = match.groups()
-            words = _value(value, variables, text, line)
+            words = _value(value, variables, where, line)
             variables[name] = variables.get(name, []) + words if append else words
             continue
-        words = _words(_expanded(line, variables), text, line)
+        words = _words(_expanded(line, variables), where, line)
         at = [i for i, w in enumerate(words) if re.search(program, w)]
         if at and words[0] not in _NOT_LAUNCH:
             return words[: at[0]], words[at[0] + 1 :]
-    bare = " ".join(line for line in lines if not _ASSIGN.match(line))
-    return [], _words(_expanded(bare, variables), text, bare)
+    bare = " ".join(line for _, line in lines if not _ASSIGN.match(line))
+    return [], _words(_expanded(bare, variables), "config", bare)
 
 
 _SOURCE = re.compile(r"^[ \t]*(?:source|\.)[ \t]+(?![=(])([^\n#]+?)[ \t]*(?:#[^\n]*)?$", re.M)
@@ -106,23 +110,29 @@ def with_sourced(text: str, folder: pathlib.Path) -> tuple[str, list[str]]:
     return _SOURCE.sub(put, text), missing
 
 
-def _logical_lines(text: str) -> list[str]:
+def _logical_lines(text: str) -> list[tuple[int, str]]:
     """Lines with their continuations joined, a quote or an array's ``( ... )`` open across lines
-    on one line, comments out, ``; then`` and ``; do`` split off."""
-    out: list[str] = []
+    on one line, comments out, ``; then`` and ``; do`` split off; each with the number of the
+    line it starts on."""
+    out: list[list] = []
     open_array = open_quote = False
-    for raw in re.sub(r"\\\n", " ", text).splitlines():
+    joined = False  # the line before ended in a backslash: this one continues it
+    for number, raw in enumerate(text.splitlines(), start=1):
+        continues = raw.endswith("\\")
+        raw = raw[:-1] if continues else raw
         line = raw.strip() if open_quote else _uncommented(raw).strip()
-        if not line and not open_quote:
+        if not line and not open_quote and not joined:
+            joined = continues
             continue
-        if open_array or open_quote:
-            out[-1] += " " + line
+        if open_array or open_quote or joined:
+            out[-1][1] += " " + line
         else:
-            out.append(re.sub(r";\s*(then|do)\s*$", "", line))
-        open_quote = _quote_left_open(out[-1]) is not None
-        if re.match(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(", out[-1]):
-            open_array = ")" not in out[-1].split("=(", 1)[1]
-    return out
+            out.append([number, re.sub(r";\s*(then|do)\s*$", "", line)])
+        joined = continues
+        open_quote = _quote_left_open(out[-1][1]) is not None
+        if re.match(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\+?=\(", out[-1][1]):
+            open_array = ")" not in out[-1][1].split("=(", 1)[1]
+    return [(number, line) for number, line in out]
 
 
 def _quote_left_open(line: str) -> str | None:
@@ -155,23 +165,33 @@ def _uncommented(line: str) -> str:
     return "".join(out)
 
 
-def _branch(word: str, line: str, taken: list, variables: dict) -> None:
-    """An ``if``'s branches: the first whose condition holds runs (an unknown test holds)."""
+def _branch(word: str, at: tuple, chains: list, variables: dict, said: list) -> None:
+    """An ``if``'s branches: the first whose test holds runs (an unknown test holds), and the
+    one taken is said. ``at`` is where the line is and the line; ``chains`` holds, for each open
+    ``if``, whether the branch at hand runs and whether one before it ran."""
+    where, line = at
+    if word == "fi":
+        chains.pop()
+        return
     if word == "if":
-        taken.append(_holds(line[2:], variables))
-    elif word == "fi":
-        taken.pop()
-    elif word == "else":
-        taken[-1] = not taken[-1] and not getattr(taken, "done", False)
-    elif word == "elif":
-        taken[-1] = not taken[-1] and _holds(line[4:], variables)
+        chains.append([False, False])
+    runs, ran = chains[-1]
+    ran = ran or runs
+    holds, known = (True, True) if word == "else" else _holds(line.split(None, 1)[-1], variables)
+    chains[-1] = [not ran and holds, ran]
+    if chains[-1][0] and all(runs for runs, _ in chains[:-1]):
+        unread = "" if known else ", its test taken to hold"
+        said.append(f"{where}: took '{_shown(line)}'{unread}")
 
 
-def _holds(test: str, variables: dict) -> bool:
-    """``[[ "$A" == "b" ]] || [ -z "$C" ]``: string tests; anything else is taken to hold."""
-    results = []
+def _holds(test: str, variables: dict) -> tuple[bool, bool]:
+    """``[[ "$A" == "b" ]] || [ -z "$C" ]``: string tests; anything else is taken to hold. Whether
+    it holds, and whether every part of it was read."""
+    results, known = [], True
     for part in re.split(r"\|\|", test):
-        words = _words(_expanded(part.replace("[[", "").replace("]]", ""), variables), "", test)
+        words = _words(
+            _expanded(part.replace("[[", "").replace("]]", ""), variables), "config", test
+        )
         words = [w for w in words if w not in ("[", "]")]
         if len(words) == 3 and words[1] in ("==", "=", "!="):
             results.append((words[0] == words[2]) == (words[1] != "!="))
@@ -181,34 +201,28 @@ def _holds(test: str, variables: dict) -> bool:
             results.append(words[0] == "-z")
         else:
             results.append(True)
-    return any(results)
+            known = False
+    return any(results), known
 
 
-def _value(text: str, variables: dict, script: str, line: str) -> list[str]:
+def _value(text: str, variables: dict, where: str, line: str) -> list[str]:
     """An assignment's value: an array's words, or one word."""
     text = text.strip()
     if text.startswith("("):
         if ")" not in text:
-            raise refuse(_where(script, line), "an array closed by ')'", _shown(line))
-        return _words(_expanded(text[1 : text.rindex(")")], variables), script, line)
-    words = _words(_expanded(text, variables), script, line)
+            raise refuse(where, "an array closed by ')'", _shown(line))
+        return _words(_expanded(text[1 : text.rindex(")")], variables), where, line)
+    words = _words(_expanded(text, variables), where, line)
     return words[:1] if words else [""]
 
 
-def _words(text: str, script: str, line: str) -> list[str]:
-    """The shell's words of ``text`` (expanded from ``line`` of ``script``); an unclosed quote is
-    refused with the line it opens on."""
+def _words(text: str, where: str, line: str) -> list[str]:
+    """The shell's words of ``text`` (expanded from ``line``, ``where`` in the script); an unclosed
+    quote is refused with the line it opens on."""
     try:
         return shlex.split(text)
     except ValueError:  # shlex's "No closing quotation"
-        raise refuse(_where(script, line), "shell words whose quotes close", _shown(line)) from None
-
-
-def _where(script: str, line: str) -> str:
-    """'config line N': where a logical line of ``script`` starts (its first words found)."""
-    head = line.split()[0] if line.split() else line
-    at = script.find(head)
-    return f"config line {script.count(chr(10), 0, at) + 1}" if at >= 0 else "config"
+        raise refuse(where, "shell words whose quotes close", _shown(line)) from None
 
 
 def _shown(line: str) -> str:
@@ -269,7 +283,7 @@ def _value_of(match, variables: dict, quote: str | None) -> str:
     if name in variables:
         words = variables[name] if match.group(2) else variables[name][:1]
     else:  # its default, its quotes removed as the shell removes them
-        words = [" ".join(_words(match.group(3) or "", match.group(3) or "", match.group(0)))]
+        words = [" ".join(_words(match.group(3) or "", "config", match.group(0)))]
     if quote == '"':
         return '" "'.join(re.sub(r'(["\\$`])', r"\\\1", w) for w in words)
     return " ".join(shlex.quote(part) for w in words for part in w.split())

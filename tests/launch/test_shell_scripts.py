@@ -53,3 +53,30 @@ def test_a_quote_open_across_lines_is_one_word_as_the_shell_reads_it():
     fields, _ = read_config(f"{args}\ntorchrun pretrain_gpt.py $ARGS {RUN}\n", chip=H100, chips=8)
     model = catalog.model(fields["model"])
     assert (model.layers, model.d_ff) == (32, 11008)
+
+
+def test_an_if_chain_runs_its_first_branch_that_holds_and_says_which():
+    script = (
+        'MODE=b\nif [[ "$MODE" == "a" ]]; then\n  X=1\nelif [[ "$MODE" == "b" ]]; then\n  X=2\n'
+        'elif [[ "$MODE" == "b" ]]; then\n  X=3\nelse\n  X=4\nfi\n'
+        'if [[ "$MODE" == "b" ]]; then\n  Y=5\nelif [ -f /x ]; then\n  Y=6\nelse\n  Y=7\nfi\n'
+        "run pretrain_gpt.py $X $Y\n"
+    )
+    said: list = []
+    _, after = launch_args(script, r"pretrain_gpt\.py", said)
+    assert after == ["2", "5"]  # neither a later branch nor the else runs once one has
+    assert said == [
+        'config line 4: took \'elif [[ "$MODE" == "b" ]]\'',
+        'config line 11: took \'if [[ "$MODE" == "b" ]]\'',
+    ]
+
+
+def test_a_test_the_reader_cannot_evaluate_is_taken_and_said(tmp_path):
+    script = tmp_path / "train.sh"
+    script.write_text(
+        f"if [ -f /etc/cluster ]; then\n  TP=4\nfi\ntorchrun --nproc_per_node 8 pretrain_gpt.py"
+        f" {SHAPE} {RUN} --tensor-model-parallel-size $TP\n"
+    )
+    fields, file = read_config(str(script), chip=H100)
+    assert fields["y"] == 4
+    assert file.notes == ("config line 1: took 'if [ -f /etc/cluster ]', its test taken to hold",)

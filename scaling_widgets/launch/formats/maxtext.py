@@ -39,7 +39,8 @@ BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             context_parallel_strategy="all_gather", attention="autoselected",
             first_num_dense_layers=0, shared_experts=0, attention_type="global", q_lora_rank=0,
             kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
-            mtp_num_layers=0, weight_dtype="float32", mu_dtype="")  # fmt: skip
+            mtp_num_layers=0, weight_dtype="float32", mu_dtype="",
+            capacity_factor=-1.0)  # fmt: skip
 AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
 # our presets as MaxText's model_name (configs/models/*.yml)
 NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": "llama2-70b",
@@ -263,6 +264,11 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
 
 def _filled(axes: dict, name: str, total: int, tier: str) -> int:
     """The axis given as -1 filled with what the others leave of ``total``; every axis checked."""
+    for axis, degree in axes.items():
+        if degree < 1 and degree != -1:
+            raise refuse(
+                f"{tier}_{axis}_parallelism", "a degree of 1 or more, or -1 to fill", degree
+            )
     known = math.prod(v for v in axes.values() if v != -1)
     blank = [a for a, v in axes.items() if v == -1]
     if len(blank) > 1 or total % known:
@@ -340,7 +346,13 @@ def _moe(value: dict, mlp: int) -> MoE | None:
     return MoE(experts=experts, top_k=int(value["num_experts_per_tok"]),
                d_ff=(moe_mlp if moe_mlp > 0 else int(value["base_mlp_dim"])) * mlp,
                shared=int(value["shared_experts"]),
-               dense_layers=int(value["first_num_dense_layers"]))  # fmt: skip
+               dense_layers=int(value["first_num_dense_layers"]),
+               capacity_factor=_capacity(value["capacity_factor"]))  # fmt: skip
+
+
+def _capacity(factor: float) -> float | None:
+    """capacity_factor: above 0, tokens padded to that many times their share; else dropless."""
+    return float(factor) if factor > 0 else None
 
 
 def _mla(value: dict) -> MLA | None:
@@ -359,6 +371,34 @@ def _scales(scale: int) -> tuple[int, int, int, int]:
     base, rem = divmod(int(math.log2(scale)), 3)
     heads = base + int(rem > 0)
     return 2 ** (base + int(rem > 1)), 2**heads, 2**heads, 2**base
+
+
+def _model_lines(m: Model, cannot: list) -> list[str]:
+    """A model MaxText has no config of, as base.yml's keys that ``_model`` reads back: its
+    dimensions, its MLP's activations, tied embeddings, its experts, its latent attention and
+    its MTP modules."""
+    lines = [f"base_emb_dim: {m.d_model}", f"base_num_query_heads: {m.heads}",
+             f"base_num_kv_heads: {m.kv_heads}", f"base_mlp_dim: {m.d_ff}",
+             f"base_num_decoder_layers: {m.layers}", f"head_dim: {m.head_dim}",
+             f"vocab_size: {m.vocab}",
+             "mlp_activations: " + ('["silu", "linear"]' if m.gated else '["gelu"]'),
+             f"logits_via_embedding: {str(m.tied_embeddings).lower()}",
+             f"mtp_num_layers: {m.mtp_layers}"]  # fmt: skip
+    if m.moe is not None:
+        e = m.moe
+        lines += [f"num_experts: {e.experts}", f"num_experts_per_tok: {e.top_k}",
+                  f"base_moe_mlp_dim: {e.d_ff}", f"shared_experts: {e.shared}",
+                  f"first_num_dense_layers: {e.dense_layers}",
+                  f"capacity_factor: {e.capacity_factor or -1.0}"]  # fmt: skip
+        if e.routed_nodes is not None:
+            cannot.append(f"node-limited routing ({e.routed_nodes} nodes a token)")
+    if m.mla is not None:
+        lines += ['attention_type: "mla"'] + [
+            f"{key}: {getattr(m.mla, key)}"
+            for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                        "v_head_dim")
+        ]  # fmt: skip
+    return lines
 
 
 def _remat_lines(remat: str, cannot: list) -> list:
@@ -424,10 +464,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     else:
         m = MODELS[model] if isinstance(model, str) else model
         cannot.append(f"the model {m.name}: MaxText has no config of it; written by its dims")
-        lines += [f"base_emb_dim: {m.d_model}", f"base_num_query_heads: {m.heads}",
-                  f"base_num_kv_heads: {m.kv_heads}", f"base_mlp_dim: {m.d_ff}",
-                  f"base_num_decoder_layers: {m.layers}", f"head_dim: {m.head_dim}",
-                  f"vocab_size: {m.vocab}"]  # fmt: skip
+        lines += _model_lines(m, cannot)
     per_step = d.microbatches if d.pp == 1 else 1
     pdbs = d.global_batch / (d.world * per_step)
     lines += [f"per_device_batch_size: {pdbs!r}", f"max_target_length: {d.seq_len}"]
@@ -440,9 +477,13 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines += _remat_lines(d.remat, cannot)
     if d.zero in (1, 2):
         cannot.append(f"ZeRO-{d.zero}: MaxText's fsdp axis shards all three; written as ZeRO-3")
-    per_slice_dp = d.dp // d.pods // d.ep
+    ep = math.gcd(d.ep, d.dp // d.pods)  # MaxText's expert axis is carved out of the data ranks
+    if ep != d.ep:
+        cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
+                      f" data ranks' axes; written as EP {ep}")  # fmt: skip
+    per_slice_dp = d.dp // d.pods // ep
     fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
-    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=d.ep, pipeline=d.pp)
+    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=ep, pipeline=d.pp)
     lines += [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
     lines.append(f"dcn_data_parallelism: {d.pods}")
     if d.cp > 1:

@@ -168,8 +168,10 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        megatron/core/pipeline_parallel/schedules.py`` (``get_forward_backward_func``: virtual
        stages run the interleaved schedule).
     """
-    before, after = launch_args(text, PROGRAM)
+    branches: list[str] = []
+    before, after = launch_args(text, PROGRAM, branches)
     got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
+    notes = branches + notes
     launcher = flags(before)
     world = chips or whole(launcher, "--nproc_per_node", 1) * whole(launcher, "--nnodes", 1)
     tp, pp = (
