@@ -120,9 +120,12 @@ def read_config(
     if model is None and beside is not None and beside.exists():  # the team's own model
         model = catalog.model_from_json(beside)
     text, missing = with_sourced(text, path.parent) if is_file else (text, [])
+    takes = inspect.signature(FORMATS[framework].read).parameters
     named = {} if entry is None else {"entry": entry}
-    if named and "entry" not in inspect.signature(FORMATS[framework].read).parameters:
+    if named and "entry" not in takes:
         raise refuse("config", "FILE alone (FILE:NAME names a torchtitan registry's config)", entry)
+    if is_file and "folder" in takes:  # where the file's own relative paths start
+        named["folder"] = path.parent
     read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods, **named)
     unread = tuple(
         f"sourced {name}: not found beside the file, its settings not read" for name in missing

@@ -86,6 +86,10 @@ def registry_table(text: str, name: str | None) -> tuple[dict, list[str], list[s
     table |= _batch(_section(config, "training"), _section(config, "parallelism"))
     table |= _recompute(config.get("activation_checkpoint", {"__kind__": "SelectiveAC.Config"}))
     table |= _compiled(_section(config, "compile"))
+    if isinstance(config.get("hf_assets_path"), str) and not isinstance(
+        config["hf_assets_path"], Unread
+    ):
+        table["model.hf_assets_path"] = config["hf_assets_path"]
     for key, default in REGISTRY_UNPRICED.items():
         if table.get(key, default) != default:
             raise refuse(key, f"{default!r}: another setting is not priced", table[key])

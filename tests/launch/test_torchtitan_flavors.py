@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from scaling_widgets import catalog
+from scaling_widgets.cost import InputError
 from scaling_widgets.cost.transformer.counts import param_count
 from scaling_widgets.launch import read_config
 from scaling_widgets.presets import HARDWARE, MODELS
 
+DATA = Path(__file__).parent.parent / "data"
 FLAVORS = json.loads(
     resources.files("scaling_widgets.data").joinpath("torchtitan_flavors.json").read_text()
 )["flavors"]
@@ -52,3 +55,20 @@ def test_a_job_with_a_flavor_we_have_no_preset_of_reads_torchtitans_own():
     fields, _ = read_config(toml, chip=HARDWARE["h100"], chips=8, framework="torchtitan")
     assert fields["model"].name == "torchtitan qwen3 14B"
     assert float(param_count(**fields["model"].dims()).total) == pytest.approx(14.8e9, rel=0.01)
+
+
+def test_a_flavor_of_ones_own_is_read_from_the_hf_config_beside_the_job(tmp_path):
+    assets = tmp_path / "assets" / "hf" / "mine"
+    assets.mkdir(parents=True)
+    config = json.loads((DATA / "hf" / "mistral-7b.json").read_text())
+    (assets / "config.json").write_text(json.dumps(config))
+    job = tmp_path / "train.toml"
+    job.write_text(
+        '[model]\nname = "llama3"\nflavor = "mine"\nhf_assets_path = "./assets/hf/mine"\n'
+    )
+    fields, _ = read_config(str(job), chip=HARDWARE["h100"], chips=8)
+    assert fields["model"].d_ff == config["intermediate_size"]
+    # without it, the refusal names the flavors torchtitan ships
+    (assets / "config.json").unlink()
+    with pytest.raises(InputError, match="model.flavor must be a flavor torchtitan ships"):
+        read_config(str(job), chip=HARDWARE["h100"], chips=8)

@@ -55,12 +55,15 @@ NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": 
 REMAT = ("full", *SAVED_BY_POLICY)
 CUSTOM = {name: "device" if name == "decoder_layer_input" else "remat" for name in CHECKPOINT_NAMES}
 CP_KINDS = {"ring": "ring", "all_gather": "all-gather", "ulysses": "ulysses"}
-READ = (*BASE, "num_slices", *CUSTOM,
+# fsdp_transpose: FSDP over a second mesh axis (the batch and the weights sharded over both;
+# configs/base.yml's logical_axis_rules put it beside fsdp), read as part of the fsdp axis
+READ = (*BASE, "num_slices", *CUSTOM, "ici_fsdp_transpose_parallelism",
         *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
 # other axes and offloading: not priced, so refused unless at base.yml's value
 UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
             for axis in ("fsdp_transpose", "sequence", "tensor_sequence", "autoregressive",
-                         "context_usp_ulysses", "context_autoregressive", "diloco")}  # fmt: skip
+                         "context_usp_ulysses", "context_autoregressive", "diloco")
+            if (tier, axis) != ("ici", "fsdp_transpose")}  # fmt: skip
 APPROXIMATED: dict = {}
 
 
@@ -235,7 +238,11 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else 1)
     pods = _filled(dcn, "data", slices, "dcn")
     per_slice = chips // pods
+    ici["fsdp_transpose"] = int(value.get("ici_fsdp_transpose_parallelism", 1))
     _filled(ici, "fsdp", per_slice, "ici")
+    if ici["fsdp_transpose"] > 1:
+        notes.append("ici_fsdp x ici_fsdp_transpose: charged as one FSDP axis over both")
+    ici["fsdp"] *= ici.pop("fsdp_transpose")
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import pathlib
 import tomllib
 from importlib import resources
 
@@ -56,7 +57,8 @@ RESHARD = {"always": 3, "never": 2}
 BOTH = ("model", "loss")
 # keys that change the cost, read into the layout
 READ = (
-    "model.name", "model.flavor", "model.converters", "training.local_batch_size",
+    "model.name", "model.flavor", "model.converters", "model.hf_assets_path",
+    "training.local_batch_size",
     "training.global_batch_size", "training.seq_len", "training.steps",
     "parallelism.data_parallel_replicate_degree", "parallelism.data_parallel_shard_degree",
     "parallelism.fsdp_reshard_after_forward", "parallelism.tensor_parallel_degree",
@@ -108,7 +110,13 @@ def detects(text: str, name: str) -> bool:
 
 
 def read(
-    text: str, *, chips: int | None, model=None, pods: int | None = None, entry: str | None = None
+    text: str,
+    *,
+    chips: int | None,
+    model=None,
+    pods: int | None = None,
+    entry: str | None = None,
+    folder: pathlib.Path | None = None,
 ) -> LaunchFile:
     """A job TOML's layout on ``chips`` chips, or that of the config ``entry`` of a Python config
     registry (``torchtitan_registry``), its model the flavor's preset unless ``model`` (a preset's
@@ -133,6 +141,9 @@ def read(
         Not read here: the degrees are one pod's, and ``read_config`` sets the pods.
     entry : str, optional
         The config of a registry to read (its function's name); a job TOML has none.
+    folder : pathlib.Path, optional
+        The file's folder, where its ``hf_assets_path`` starts: a flavor neither we nor
+        torchtitan's source know is read from the ``config.json`` there.
 
     Returns
     -------
@@ -169,7 +180,9 @@ def read(
     ignored, notes = [*ignored, *costless], [*notes, *approximated]
     if chips is None:
         raise refuse("chips", "given: a torchtitan job file does not say how many GPUs", None)
-    model = model or _preset(got.get("model.name", "llama3"), got.get("model.flavor", "8B"))
+    hf = got.get("model.hf_assets_path")
+    beside = folder / hf / "config.json" if folder is not None and hf else None
+    model = model or _preset(got.get("model.name", "llama3"), got.get("model.flavor", "8B"), beside)
     converters = got.get("model.converters", [])
     if any(c != "float8" for c in converters):
         raise refuse(
@@ -377,9 +390,10 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     return "\n".join(lines) + "\n", chosen, cannot
 
 
-def _preset(name: str, flavor: str) -> str | Model:
+def _preset(name: str, flavor: str, beside: pathlib.Path | None = None) -> str | Model:
     """The model of torchtitan's ``name`` and ``flavor``: our preset where we have it, else the
-    flavor as torchtitan's source defines it (``data/torchtitan_flavors.json``)."""
+    flavor as torchtitan's source defines it (``data/torchtitan_flavors.json``), else the
+    Hugging Face ``config.json`` of the job's ``hf_assets_path`` (``beside``) where it is there."""
     for preset, known in FLAVORS.items():
         if known == (name, flavor):  # a flavor without MTP modules (num_mtp_layers' default)
             return catalog.preset_with_mtp(preset, 0)
@@ -388,6 +402,8 @@ def _preset(name: str, flavor: str) -> str | Model:
     shipped = _shipped_flavors()
     if (name, flavor) in shipped:
         return catalog.model_from_json(shipped[name, flavor])
+    if beside is not None and beside.is_file():  # a flavor of the team's own, its HF config there
+        return catalog.model_from_json(beside)
     known = sorted({f"{n} {f}" for n, f in shipped})
     raise refuse(
         "model.flavor",
