@@ -60,8 +60,10 @@ def launch_args(text: str, program: str, said: list | None = None) -> tuple[list
             variables[name] = variables.get(name, []) + words if append else words
             continue
         words = _words(_expanded(line, variables), where, line)
-        at = [i for i, w in enumerate(words) if re.search(program, w)]
+        at = [i for i, w in enumerate(words) if any(re.search(program, p) for p in w.split())]
         if at and words[0] not in _NOT_LAUNCH:
+            if re.search(r"\s", words[at[0]]):  # a command run as a string: bash -c "…", srun …
+                return launch_args(re.sub(r";\s*", "\n", words[at[0]]), program, said)
             return words[: at[0]], words[at[0] + 1 :]
     bare = " ".join(line for _, line in lines if not _ASSIGN.match(line))
     return [], _words(_expanded(bare, variables), "config", bare)
@@ -271,19 +273,24 @@ def _expanded(text: str, variables: dict) -> str:
     for match in _VAR.finditer(text):
         quote = _quote_left_open(text[: match.start()])
         out.append(text[at : match.start()])
-        out.append(match.group(0) if quote == "'" else _value_of(match, variables, quote))
+        whole = (
+            text[match.start() - 1 : match.start()] == '"' == text[match.end() : match.end() + 1]
+        )
+        out.append(match.group(0) if quote == "'" else _value_of(match, variables, quote, whole))
         at = match.end()
     return "".join(out) + text[at:]
 
 
-def _value_of(match, variables: dict, quote: str | None) -> str:
+def _value_of(match, variables: dict, quote: str | None, whole: bool) -> str:
     """A variable's value where ``match`` names it: inside double quotes (``quote``), escaped
-    for them; outside, its words each quoted, as the shell splits them."""
+    for them, an array's elements words of their own where the quotes hold it alone (``whole``:
+    "${A[@]}") and joined by blanks inside a longer string; outside quotes, its words each
+    quoted, as the shell splits them."""
     name = match.group(1) or match.group(4)
     if name in variables:
         words = variables[name] if match.group(2) else variables[name][:1]
     else:  # its default, its quotes removed as the shell removes them
         words = [" ".join(_words(match.group(3) or "", "config", match.group(0)))]
     if quote == '"':
-        return '" "'.join(re.sub(r'(["\\$`])', r"\\\1", w) for w in words)
+        return ('" "' if whole else " ").join(re.sub(r'(["\\$`])', r"\\\1", w) for w in words)
     return " ".join(shlex.quote(part) for w in words for part in w.split())

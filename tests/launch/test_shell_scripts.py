@@ -3,6 +3,8 @@ source from beside them, variables expanded as the shell expands them, quotes op
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from scaling_widgets import catalog
 from scaling_widgets.launch import read_config
 from scaling_widgets.launch.shell import launch_args
@@ -80,3 +82,16 @@ def test_a_test_the_reader_cannot_evaluate_is_taken_and_said(tmp_path):
     fields, file = read_config(str(script), chip=H100)
     assert fields["y"] == 4
     assert file.notes == ("config line 1: took 'if [ -f /etc/cluster ]', its test taken to hold",)
+
+
+def test_an_sbatch_script_whose_launch_line_is_a_string_srun_runs_reads():
+    # Megatron-LM's Megatron-FSDP DeepSeek-V3 example: PRETRAIN_ARGS in an array, the launch line
+    # in TRAINING_CMD, run by `srun ... bash -x -c "${TRAINING_CMD}"` inside `sbatch <<EOF`
+    script = (
+        Path(__file__).parent.parent / "data" / "configs" / "megatron_sbatch_mfsdp_deepseek_v3.sh"
+    )
+    fields, file = read_config(str(script), chip=H100, chips=256)
+    model = catalog.model(fields["model"])
+    assert (model.layers, model.mtp_layers, model.moe.experts) == (61, 1, 256)
+    assert (fields["ep"], fields["zero"], fields["batch"]) == (8, 3, 2048 * 4096)
+    assert "config line 138: took 'if [ \"${USE_MEGATRON_FSDP}\" = 1 ]'" in file.notes
