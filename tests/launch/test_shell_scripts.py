@@ -95,3 +95,18 @@ def test_an_sbatch_script_whose_launch_line_is_a_string_srun_runs_reads():
     assert (model.layers, model.mtp_layers, model.moe.experts) == (61, 1, 256)
     assert (fields["ep"], fields["zero"], fields["batch"]) == (8, 3, 2048 * 4096)
     assert "config line 138: took 'if [ \"${USE_MEGATRON_FSDP}\" = 1 ]'" in file.notes
+
+
+def test_a_megatron_yaml_config_reads_its_model_args():
+    # the form of Megatron-LM's functional-test and release configs (model_config.yaml)
+    text = (
+        "ENV_VARS:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\nTEST_TYPE: release\nMODEL_ARGS:\n"
+        "  --tensor-model-parallel-size: 4\n  --use-distributed-optimizer: true\n"
+        "  --sequence-parallel: true\n  --overlap-grad-reduce: false\n  --num-layers: 32\n"
+        "  --hidden-size: 4096\n  --num-attention-heads: 32\n  --vocab-size: 32000\n"
+        "  --seq-length: 4096\n  --max-position-embeddings: 4096\n  --micro-batch-size: 2\n"
+        "  --global-batch-size: 64\n  --data-path: $DATA_BLEND\n"
+    )
+    fields, _ = read_config(text, chip=H100, chips=16)
+    assert (fields["y"], fields["zero"], fields["sequence_parallel"]) == (4, 1, True)
+    assert fields["batch"] == 64 * 4096 and catalog.model(fields["model"]).layers == 32

@@ -6,6 +6,9 @@ those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 from __future__ import annotations
 
 import math
+import re
+
+import yaml
 
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
@@ -169,7 +172,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        stages run the interleaved schedule).
     """
     branches: list[str] = []
-    before, after = launch_args(text, PROGRAM, branches)
+    given = _model_args(text)
+    before, after = ([], given) if given is not None else launch_args(text, PROGRAM, branches)
     got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
     notes = branches + notes
     launcher = flags(before)
@@ -230,6 +234,31 @@ def _ends(got: dict) -> str:
     """The ends the flags count as layers in the pipeline split: ours, of ``ENDS_AS_LAYERS``."""
     embedding, loss = (flag in got for flag in ENDS_FLAGS)
     return ENDS_NAMED_BY_SLOTS[int(embedding), int(loss)]
+
+
+def _model_args(text: str) -> list[str] | None:
+    """The flags of a YAML config's ``MODEL_ARGS`` (Megatron-LM's functional-test and release
+    configs, tests/functional_tests/test_cases/*/model_config.yaml): flag -> value, ``true`` a
+    switch given, ``false`` one left out; None for a file that is no such YAML."""
+    if not re.search(r"^MODEL_ARGS:", text, re.MULTILINE):
+        return None
+    try:
+        table = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or "not YAML"
+        raise refuse("config", f"a YAML file ({where}{problem})", "a file") from None
+    args = table.get("MODEL_ARGS") if isinstance(table, dict) else None
+    if not isinstance(args, dict):
+        raise refuse("MODEL_ARGS", "a mapping of flags to their values", type(args).__name__)
+    words: list[str] = []
+    for flag, value in args.items():
+        if value is True:
+            words.append(str(flag))
+        elif value not in (False, None):
+            words += [str(flag), *str(value).split()]
+    return words
 
 
 def _features(got: dict) -> str | None:
