@@ -21,7 +21,9 @@ _ARITHMETIC = re.compile(r"\$\(\(([^()]*)\)\)")
 _NOT_LAUNCH = ("if", "elif", "echo", "printf", "[", "[[", "test", "mkdir", "cd", "ls")
 
 
-def launch_args(text: str, program: str, said: list | None = None) -> tuple[list[str], list[str]]:
+def launch_args(
+    text: str, program: str, said: list | None = None, unset: list | None = None
+) -> tuple[list[str], list[str]]:
     """The arguments before and after ``program`` (a pattern such as ``pretrain_gpt\\.py``) on the
     script's launch line; a file of bare arguments (no such line) is all after.
 
@@ -33,6 +35,8 @@ def launch_args(text: str, program: str, said: list | None = None) -> tuple[list
         A regular expression a word of the launch line matches: the program it runs.
     said : list, optional
         Where to say which branch of each ``if`` was taken, a line each.
+    unset : list, optional
+        Where to name the variables used without a value or a default, with their lines.
 
     Returns
     -------
@@ -56,14 +60,14 @@ def launch_args(text: str, program: str, said: list | None = None) -> tuple[list
         match = _ASSIGN.match(line)
         if match:
             name, append, value = match.groups()
-            words = _value(value, variables, where, line)
+            words = _value(value, variables, where, line, unset)
             variables[name] = variables.get(name, []) + words if append else words
             continue
-        words = _words(_expanded(line, variables), where, line)
+        words = _words(_expanded(line, variables, (unset, where)), where, line)
         at = [i for i, w in enumerate(words) if any(re.search(program, p) for p in w.split())]
         if at and words[0] not in _NOT_LAUNCH:
             if re.search(r"\s", words[at[0]]):  # a command run as a string: bash -c "…", srun …
-                return launch_args(re.sub(r";\s*", "\n", words[at[0]]), program, said)
+                return launch_args(re.sub(r";\s*", "\n", words[at[0]]), program, said, unset)
             return words[: at[0]], words[at[0] + 1 :]
     bare = " ".join(line for _, line in lines if not _ASSIGN.match(line))
     return [], _words(_expanded(bare, variables), "config", bare)
@@ -207,14 +211,15 @@ def _holds(test: str, variables: dict) -> tuple[bool, bool]:
     return any(results), known
 
 
-def _value(text: str, variables: dict, where: str, line: str) -> list[str]:
-    """An assignment's value: an array's words, or one word."""
+def _value(text: str, variables: dict, where: str, line: str, unset=None) -> list[str]:
+    """An assignment's value: an array's words, or one word (``unset``: ``_expanded``'s)."""
     text = text.strip()
     if text.startswith("("):
         if ")" not in text:
             raise refuse(where, "an array closed by ')'", _shown(line))
-        return _words(_expanded(text[1 : text.rindex(")")], variables), where, line)
-    words = _words(_expanded(text, variables), where, line)
+        inner = text[1 : text.rindex(")")]
+        return _words(_expanded(inner, variables, (unset, where)), where, line)
+    words = _words(_expanded(text, variables, (unset, where)), where, line)
     return words[:1] if words else [""]
 
 
@@ -249,13 +254,21 @@ def _arithmetic(node) -> int:
     raise ValueError("not shell arithmetic")
 
 
-def _expanded(text: str, variables: dict) -> str:
+def _expanded(text: str, variables: dict, noted: tuple = (None, "")) -> str:
     """``text`` with its variables and arithmetic replaced as the shell expands them: inside
     double quotes a value stays one word, outside them it splits at blanks (an empty one leaves no
-    word), inside single quotes nothing expands. An unknown variable is empty, or its ``:-``
-    default; an array's elements are words of their own."""
+    word), inside single quotes nothing expands. An unknown variable is empty (0 in arithmetic),
+    or its ``:-`` default, and is named in ``noted``'s list with its place there; an array's
+    elements are words of their own."""
+    unset, where = noted
+
+    def missing(name: str) -> None:
+        if unset is not None and not any(u.startswith(f"${name} ") for u in unset):
+            unset.append(f"${name} ({where})")
 
     def number(name: str) -> str:
+        if name not in variables:
+            missing(name)
         return (variables.get(name) or ["0"])[0]
 
     def arithmetic(match) -> str:
@@ -276,6 +289,9 @@ def _expanded(text: str, variables: dict) -> str:
         whole = (
             text[match.start() - 1 : match.start()] == '"' == text[match.end() : match.end() + 1]
         )
+        name = match.group(1) or match.group(4)
+        if quote != "'" and name not in variables and match.group(3) is None:
+            missing(name)
         out.append(match.group(0) if quote == "'" else _value_of(match, variables, quote, whole))
         at = match.end()
     return "".join(out) + text[at:]

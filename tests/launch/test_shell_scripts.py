@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scaling_widgets import catalog
+from scaling_widgets.cost import InputError
 from scaling_widgets.launch import read_config
 from scaling_widgets.launch.shell import launch_args
 from scaling_widgets.presets import HARDWARE
@@ -110,3 +113,15 @@ def test_a_megatron_yaml_config_reads_its_model_args():
     fields, _ = read_config(text, chip=H100, chips=16)
     assert (fields["y"], fields["zero"], fields["sequence_parallel"]) == (4, 1, True)
     assert fields["batch"] == 64 * 4096 and catalog.model(fields["model"]).layers == 32
+
+
+def test_a_flag_the_cost_needs_that_holds_an_unset_variable_is_refused_naming_it(tmp_path):
+    script = tmp_path / "train.sh"
+    script.write_text(
+        'EXTRA=""\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $NUM_LAYERS'
+        f" --hidden-size 4096 --num-attention-heads 32 --vocab-size 32000 {RUN} $EXTRA\n"
+    )
+    with pytest.raises(InputError) as refused:
+        read_config(str(script), chip=H100)
+    assert refused.value.field == "--num-layers"
+    assert "the script using $NUM_LAYERS (config line 2) unset" in str(refused.value)

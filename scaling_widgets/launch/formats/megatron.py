@@ -10,7 +10,7 @@ import re
 
 import yaml
 
-from ...cost.ground.refusals import refuse
+from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks import feature_names
 from ...cost.stacks.megatron_lm import FEATURES, RECOMPUTE_MODULES
@@ -172,10 +172,24 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        stages run the interleaved schedule).
     """
     branches: list[str] = []
+    unset: list[str] = []
     given = _model_args(text)
-    before, after = ([], given) if given is not None else launch_args(text, PROGRAM, branches)
-    got, ignored, notes = checked_keys(NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED)
-    notes = branches + notes
+    launch = ([], given) if given is not None else launch_args(text, PROGRAM, branches, unset)
+    try:
+        return _read(*launch, chips=chips, model=model, notes=branches)
+    except InputError as err:  # a flag the cost needs may hold a variable the script never set
+        if not unset:
+            raise
+        said = ", ".join(unset[:3]) + (" and more" if len(unset) > 3 else "")
+        raise refuse(err.field, err.allowed, f"{err.got}, the script using {said} unset") from None
+
+
+def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile:
+    """The layout of a launch's words: the launcher's (``before``) and the program's."""
+    got, ignored, approximated = checked_keys(
+        NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED
+    )
+    notes = notes + approximated
     launcher = flags(before)
     world = chips or whole(launcher, "--nproc_per_node", 1) * whole(launcher, "--nnodes", 1)
     tp, pp = (
