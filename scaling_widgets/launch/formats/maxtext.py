@@ -6,8 +6,12 @@ the defaults of the keys read here (``BASE``).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import math
 import re
+from importlib import resources
 
 import yaml
 
@@ -319,9 +323,12 @@ def _model(value: dict) -> str | Model:
     for ours, theirs in NAMES.items():
         if theirs == name:  # the preset, with MaxText's MTP modules (none unless asked)
             return catalog.preset_with_mtp(ours, mtp)
+    shipped = _shipped_models()
+    if name in shipped:  # a model file MaxText ships (configs/models/*.yml)
+        return dataclasses.replace(catalog.model_from_json(shipped[name]), mtp_layers=mtp)
     if name != "default":
-        raise refuse("model_name", "one with a preset of ours ("
-                     + ", ".join(NAMES.values()) + "), or give --model", name)  # fmt: skip
+        allowed = f"a model MaxText ships ({', '.join(sorted(shipped))}), or give --model"
+        raise refuse("model_name", allowed, name)
     emb, heads, mlp, layers = _scales(int(value["global_parameter_scale"]))
     mla = _mla(value)
     return Model(
@@ -355,6 +362,14 @@ def _moe(value: dict, mlp: int) -> MoE | None:
                shared=int(value["shared_experts"]),
                dense_layers=int(value["first_num_dense_layers"]),
                capacity_factor=_capacity(value["capacity_factor"]))  # fmt: skip
+
+
+@functools.cache
+def _shipped_models() -> dict:
+    """model_name -> the model's keys, for every model file MaxText ships, read from its source
+    (``data/maxtext_models.json``)."""
+    text = resources.files("scaling_widgets.data").joinpath("maxtext_models.json").read_text()
+    return {name: entry["model"] for name, entry in json.loads(text)["models"].items()}
 
 
 def _capacity(factor: float) -> float | None:
