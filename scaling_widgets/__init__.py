@@ -15,10 +15,6 @@ The tiers, each a folder or file that says its role, imports pointing down only 
 - ``app.py`` (the panel, ``explore``), ``demo/`` (the panel on Voila) and ``cli/``.
 """
 
-from .cost import evaluate, plan
-from .cost.views.trace import step_trace
-from .fields.keywords import as_given, cost_keywords
-
 
 def estimate(**keywords):
     """``cost.estimate``, its keywords also in the command line's names and forms: ``fsdp``,
@@ -52,6 +48,7 @@ def estimate(**keywords):
     (128, 8, (128, 8))
     """
     from .cost import estimate as evaluate_keywords
+    from .fields.keywords import as_given, cost_keywords
 
     given = {**_CLI_DEFAULTS, **keywords}
     if "chip" in keywords:
@@ -68,14 +65,16 @@ __version__ = "0.1.0"
 __all__ = ["Scenario", "estimate", "evaluate", "explore", "plan", "step_trace", "__version__"]
 
 
+# where each name the package offers lives: each loads on first use, so that importing the
+# package, or its command line, costs no more than what is used (the widgets never load for the
+# cost layer or the CLI)
+_LAZY = {"evaluate": ".cost", "plan": ".cost", "step_trace": ".cost.views.trace",
+         "explore": ".app", "Scenario": ".widgets.scenario"}  # fmt: skip
+
+
 def __getattr__(name):
-    # The widgets load on first use, so the cost layer and the CLI never import ipywidgets.
-    if name == "explore":
-        from .app import explore
+    if name in _LAZY:
+        import importlib
 
-        return explore
-    if name == "Scenario":
-        from .widgets.scenario import Scenario
-
-        return Scenario
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module 'scaling_widgets' has no attribute {name!r}")

@@ -23,25 +23,6 @@ ACTIONS = ("scenario", "measured_peak_gb", "save_profile", "json", "top", "max_t
            "trace", "scenarios", "csv", "batches", "chip_range", "cells")  # fmt: skip
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse's parser whose errors are one line, without the usage."""
-
-    def error(self, message):  # one line, no usage dump
-        """Print ``prog: error: message`` on stderr and exit.
-
-        Parameters
-        ----------
-        message : str
-            argparse's message.
-
-        Raises
-        ------
-        SystemExit
-            With status 2.
-        """
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def typed(parse, flag: str):
     """``parse(text, flag)`` as argparse's type: its ValueError becomes argparse's one line.
 

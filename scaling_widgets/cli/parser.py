@@ -7,7 +7,8 @@ import argparse
 
 from ..launch import FORMATS, readable
 from ..text import units
-from .options import Parser, add_fields, typed
+from .commands import COMMANDS, DESCRIPTION, PROG, Parser
+from .options import add_fields, typed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,9 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser : argparse.ArgumentParser
         A ``Parser``: ``estimate``, ``plan``, ``export``, ``map``, ``compare`` and ``demo``.
     """
-    parser = Parser(
-        prog="scaling-widgets", description="How to parallelize a transformer for training."
-    )
+    parser = Parser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in (_estimate, _plan, _export, _map, _compare, _demo):
         add(commands)
@@ -29,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _estimate(commands) -> None:
-    est = commands.add_parser("estimate", help="evaluate one layout and compare the strategies")
+    est = commands.add_parser("estimate", help=COMMANDS["estimate"])
     est.add_argument(
         "--scenario",
         metavar="FILE.json",
@@ -66,7 +65,7 @@ def _estimate(commands) -> None:
 
 
 def _plan(commands) -> None:
-    planner = commands.add_parser("plan", help="rank every legal layout of a cluster")
+    planner = commands.add_parser("plan", help=COMMANDS["plan"])
     _launch_file(planner)
     add_fields(planner, "plan")
     planner.add_argument(
@@ -110,9 +109,7 @@ def _plan(commands) -> None:
 
 
 def _export(commands) -> None:
-    export = commands.add_parser(
-        "export", help="write a layout as a framework's launch file (the same flags as estimate)"
-    )
+    export = commands.add_parser("export", help=COMMANDS["export"])
     export.add_argument(
         "--to", required=True, choices=tuple(FORMATS), help="the framework whose file to write"
     )
@@ -126,9 +123,7 @@ def _export(commands) -> None:
 
 
 def _map(commands) -> None:
-    mapper = commands.add_parser(
-        "map", help="which layout wins where: the best at each global batch and count of chips"
-    )
+    mapper = commands.add_parser("map", help=COMMANDS["map"])
     add_fields(mapper, "map")
     mapper.add_argument(
         "--batches",
@@ -158,9 +153,7 @@ def _map(commands) -> None:
 
 
 def _compare(commands) -> None:
-    compare = commands.add_parser(
-        "compare", help="scenarios saved from the panel side by side, differences marked"
-    )
+    compare = commands.add_parser("compare", help=COMMANDS["compare"])
     compare.add_argument("scenarios", nargs="+", metavar="FILE.json", help="two to four scenarios")
     how = compare.add_mutually_exclusive_group()
     how.add_argument("--json", action="store_true", help="one JSON object: the rows and numbers")
@@ -168,7 +161,7 @@ def _compare(commands) -> None:
 
 
 def _demo(commands) -> None:
-    demo = commands.add_parser("demo", help="serve the panel in the browser with Voila")
+    demo = commands.add_parser("demo", help=COMMANDS["demo"])
     demo.add_argument(
         "--port",
         type=typed(units.parse_whole, "--port"),

@@ -13,8 +13,6 @@ import math
 import re
 from importlib import resources
 
-import yaml
-
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
@@ -109,6 +107,8 @@ def overrides(text: str) -> dict:
     InputError
         For text that looks like YAML and is not.
     """
+    import yaml  # PyYAML loads only for a YAML file, not for every command
+
     if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
         try:
             table = yaml.safe_load(text)
@@ -132,6 +132,8 @@ def overrides(text: str) -> dict:
 def _typed(key: str, value: str):
     """An override's value as YAML types it ("" for none), refused by its key where it is no
     YAML value."""
+    import yaml  # PyYAML loads only for a YAML file, not for every command
+
     try:
         return yaml.safe_load(value) if value else ""
     except yaml.YAMLError as err:

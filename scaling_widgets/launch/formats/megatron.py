@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 import re
 
-import yaml
-
 from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks import feature_names
@@ -256,6 +254,8 @@ def _model_args(text: str) -> list[str] | None:
     switch given, ``false`` one left out; None for a file that is no such YAML."""
     if not re.search(r"^MODEL_ARGS:", text, re.MULTILINE):
         return None
+    import yaml  # PyYAML loads only for a YAML file, not for every command
+
     try:
         table = yaml.safe_load(text)
     except yaml.YAMLError as err:
