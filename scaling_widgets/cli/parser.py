@@ -217,7 +217,7 @@ def _launch_file(parser) -> None:
         " file does not say); a flag given beside it overrides that field",
     )
     parser.add_argument(
-        "--verbose", action="store_true", help="with --config, list the keys that were ignored"
+        "--verbose", action="store_true", help="with --config, list every key that was ignored"
     )
 
 

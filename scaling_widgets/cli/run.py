@@ -166,8 +166,10 @@ def _from_config(args, typed: dict) -> dict:
     )
     for note in read.notes:
         print(f"note: {note}", file=sys.stderr)
-    if args.verbose and read.ignored:
-        print(f"ignored (no cost): {', '.join(read.ignored)}", file=sys.stderr)
+    if read.ignored:  # one note: the keys read and left, none of which changes the cost
+        shown = read.ignored if args.verbose else read.ignored[:6]
+        more = "" if len(shown) == len(read.ignored) else f", and {len(read.ignored) - 6} more"
+        print(f"ignored (no cost): {', '.join(shown)}{more}", file=sys.stderr)
     return config
 
 

@@ -232,3 +232,10 @@ def test_maxtexts_weight_dtype_keeps_weights_gradients_and_moments_in_it(tmp_pat
         "scaling-widgets estimate: error: mu_dtype must be '' or 'float32', the weights' (one"
         " moment in another dtype: not priced); got bfloat16"
     )
+
+
+def test_the_keys_that_change_no_cost_are_one_note_even_without_verbose(capsys):
+    code, _, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100", "--chips", "64"],
+                       capsys)  # fmt: skip
+    said = [line for line in err.splitlines() if line.startswith("ignored (no cost): ")]
+    assert code == 0 and len(said) == 1 and "more" in said[0]

@@ -26,7 +26,9 @@ DEEPSPEED = "a DeepSpeed script and its ds_config are not read"
 NO_CHIP = "no preset of its chip"
 # read since MaxText's model files are data, but judged "does not fit": 25-38 GB of logits and
 # loss for 256K-vocabulary logits at 6 bytes each (bf16 and the fp32 softmax), more than XLA holds
-GEMMA2_LOGITS = "read, but called \"does not fit\": 256K-vocabulary logits charged beyond what XLA holds"
+GEMMA2_LOGITS = (
+    'read, but called "does not fit": 256K-vocabulary logits charged beyond what XLA holds'
+)
 OVER_A_YAML = "a script over a model's YAML (models/*.yml) is refused: the YAML is not read"
 # key (file, or file:function) -> why it is expected to fail today
 NOT_YET = {
