@@ -20,7 +20,6 @@ MANIFEST = json.loads((SHIPPED / "MANIFEST.json").read_text(encoding="utf-8"))
 # the manifest's chips as our presets
 CHIPS = {"a100": "a100", "a100-80gb": "a100", "h100": "h100", "h100-80gb": "h100", "h200": "h200",
          "b200": "b200", **{tpu: tpu for tpu in ("tpu-v5p", "tpu-v5e", "tpu-v6e")}}  # fmt: skip
-OLD_TOML = "a TOML of before 2025 (model.norm_type) is refused"
 FOUNDRY = "llm-foundry's YAML is not read"
 DEEPSPEED = "a DeepSpeed script and its ds_config are not read"
 NO_CHIP = "no preset of its chip"
@@ -33,10 +32,6 @@ OVER_A_YAML = "a script over a model's YAML (models/*.yml) is refused: the YAML 
 # key (file, or file:function) -> why it is expected to fail today
 NOT_YET = {
     "torchtitan/qwen3_32b.toml": NO_CHIP + " (H100 96GB)",
-    "torchtitan/2024-10_llama2_13b.toml": OLD_TOML,
-    "torchtitan/2024-10_llama2_70b.toml": OLD_TOML,
-    "torchtitan/2024-08_llama3_405b.toml": OLD_TOML,
-    "torchtitan/2025-04_llama4_17bx16e.toml": OLD_TOML,
     "torchtitan/qwen3_config_registry.py:qwen3_32b": NO_CHIP + " (H100 96GB)",
     "megatron/gptoss_02_train.sh": NO_CHIP + " (GB300)",
     "maxtext/v6e_gemma2_9b.sh": GEMMA2_LOGITS,

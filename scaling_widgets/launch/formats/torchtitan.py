@@ -22,7 +22,8 @@ from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, flat, layers_of
+from ..keys import LaunchFile, checked_keys, flat, layers_of, schema
+from ..torchtitan_older import as_current
 from ..torchtitan_registry import registry_table
 
 NAME = "torchtitan"
@@ -33,6 +34,9 @@ READS = "torchtitan's job TOML or config_registry.py"
 STACK = "fsdp2"
 # our presets as torchtitan's model name and flavor (torchtitan/models/*/__init__.py)
 FLAVORS = {
+    "llama-2-7b": ("llama2", "7B"),  # torchtitan's llama2 of 2024 (models/llama/__init__.py)
+    "llama-2-13b": ("llama2", "13B"),
+    "llama-2-70b": ("llama2", "70B"),
     "llama-3-8b": ("llama3", "8B"),
     "llama-3-70b": ("llama3", "70B"),
     "llama-3-405b": ("llama3", "405B"),
@@ -244,9 +248,10 @@ def _table(text: str, entry: str | None) -> tuple[dict, list, list]:
             "config", "FILE alone for a job TOML (FILE:NAME names a registry's config)", entry
         )
     try:
-        return flat(tomllib.loads(text)), [], []
+        table = flat(tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:
         raise refuse("config", f"a TOML file torchtitan reads ({err})", "a file") from None
+    return as_current(table, schema(NAME))
 
 
 def _is_registry(text: str) -> bool:
