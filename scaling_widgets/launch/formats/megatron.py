@@ -176,7 +176,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     try:
         return _read(*launch, chips=chips, model=model, notes=branches)
     except InputError as err:  # a flag the cost needs may hold a variable the script never set
-        if not unset:
+        words = launch[1]
+        valueless = {w for w, after in zip(words, [*words[1:], "--"]) if after.startswith("--")}
+        if not unset or not (err.field in valueless or "given" in err.allowed):
             raise
         said = ", ".join(unset[:3]) + (" and more" if len(unset) > 3 else "")
         raise refuse(err.field, err.allowed, f"{err.got}, the script using {said} unset") from None
