@@ -1,8 +1,8 @@
 """Launch files (docs/MODEL.md §G): a layout written as torchtitan's job TOML, Megatron-LM's
-``torchrun … pretrain_gpt.py`` script or MaxText's overrides, and those files read back into a
-scenario's fields. One module a format, in ``formats/`` (a registry: a new framework is a new
-file there); ``conventions`` maps our degrees to theirs, ``keys`` reads each format's schema,
-``shell`` a script's launch line.
+``torchrun … pretrain_gpt.py`` script, MaxText's overrides or llm-foundry's YAML, and those files
+read back into a scenario's fields. One module a format, in ``formats/`` (a registry: a new
+framework is a new file there); ``conventions`` maps our degrees to theirs, ``keys`` reads each
+format's schema, ``shell`` a script's launch line.
 
 Tier 7 of the package (``tests/test_tiers.py`` declares the order): it imports from fields/, text/,
 catalog.py, presets.py and cost/; widgets/ and cli/ above it write and read the files.

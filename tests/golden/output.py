@@ -32,7 +32,10 @@ def kept(name: str, text: str) -> str:
     """The form the golden file holds: a JSON output rounded and indented, text as printed."""
     if not name.endswith(".json") or text.startswith("[") or "[exit" in text:
         return text
-    return json.dumps(_rounded(json.loads(text)), indent=1, sort_keys=True) + "\n"
+    printed, said, stderr = text.partition("[stderr]\n")  # notes beside the JSON, kept as said
+    return (
+        json.dumps(_rounded(json.loads(printed)), indent=1, sort_keys=True) + "\n" + said + stderr
+    )
 
 
 def _rounded(value):

@@ -60,6 +60,7 @@ READ_CONFIGS = {  # a framework's own file, on the hardware it names
     "config_torchtitan_llama3_8b": "torchtitan_llama3_8b.toml --hardware a100 --chips 64",
     "config_megatron_mixtral_8x7b": "megatron_mixtral_8x7b.sh --hardware h100 --chips 64",
     "config_maxtext_v5p_llama2_7b": "maxtext_v5p_llama2_7b.sh --hardware tpu-v5p --mesh 8x8x4",
+    "config_llm_foundry_mpt_7b": "llm-foundry_mpt_7b.yaml --hardware a100 --chips 8",
 }
 
 OTHERS = {
@@ -73,6 +74,8 @@ OTHERS = {
     "export_maxtext": "export --to maxtext --model llama-2-70b --hardware tpu-v5p --mesh 16x16x8 "
     "--batch 4194304 --seq-len 4k --strategy fsdp",
     "export_torchtitan_moe": f"export --to torchtitan {MOE} --ep 64 --pp 16 --zero 1 --tp 1",
+    "export_llm_foundry": "export --to llm-foundry --model llama-2-7b --hardware a100 --chips 64 "
+    "--batch 2097152 --seq-len 2k --strategy fsdp --remat full",
     "map_small": "map --model llama-3-8b --hardware h100 --cells 4x5 --remat none --schedule 1f1b",
     "map_small_json": "map --model llama-3-8b --hardware tpu-v5e --cells 3x3 "
     "--batches 256K..16M --chip-range 16..256 --json",

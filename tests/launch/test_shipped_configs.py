@@ -20,7 +20,6 @@ MANIFEST = json.loads((SHIPPED / "MANIFEST.json").read_text(encoding="utf-8"))
 # the manifest's chips as our presets
 CHIPS = {"a100": "a100", "a100-80gb": "a100", "h100": "h100", "h100-80gb": "h100", "h200": "h200",
          "b200": "b200", **{tpu: tpu for tpu in ("tpu-v5p", "tpu-v5e", "tpu-v6e")}}  # fmt: skip
-FOUNDRY = "llm-foundry's YAML is not read"
 DEEPSPEED = "a DeepSpeed script and its ds_config are not read"
 NO_CHIP = "no preset of its chip"
 # read since MaxText's model files are data, but judged "does not fit": 25-38 GB of logits and
@@ -39,7 +38,6 @@ NOT_YET = {
     "maxtext/a3_llama_2_7b_1vm.sh": OVER_A_YAML,
     "maxtext/a3_llama_2_7b_16vm.sh": OVER_A_YAML,
     "maxtext/a3_llama_3.1_405b_128vm.sh": OVER_A_YAML,
-    **{f"llm-foundry/mpt-{n}.yaml": FOUNDRY for n in ("125m", "1b", "7b", "13b", "30b", "70b")},
     "deepspeed/dschat_step1_opt_single_node_run_13b.sh": NO_CHIP + " (A100 40GB)",
     "deepspeed/dschat_step1_opt_multi_node_run_66b.sh": DEEPSPEED,
     "deepspeed/finetune_llama-70b_4gpu.sh": NO_CHIP + " (GH200)",

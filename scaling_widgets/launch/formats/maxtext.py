@@ -85,6 +85,8 @@ def detects(text: str, name: str) -> bool:
         Whether the name ends in ``.yml`` or ``.yaml``, or the text holds "maxtext" or
         "_parallelism".
     """
+    if re.search(r"^(global_train_batch_size|device_train_microbatch_size):", text, re.M):
+        return False  # llm-foundry's YAML: its TrainConfig's batch keys
     return name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text
 
 
