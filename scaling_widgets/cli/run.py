@@ -56,7 +56,7 @@ def _negatives_joined(argv: list[str]) -> list[str]:
 
 
 def run(argv: list) -> int:
-    """Run the command line: parse, evaluate and print; bad input is one line on stderr.
+    """``main``'s work for a command: parse, evaluate and print.
 
     Parameters
     ----------
@@ -66,14 +66,7 @@ def run(argv: list) -> int:
     Returns
     -------
     status : int
-        0 when done (``demo``: the server's status); 1 when the reader of the output went
-        away (``| head``).
-
-    Raises
-    ------
-    SystemExit
-        With status 2 for bad input: the message names the option, the value and what is
-        allowed.
+        As ``main`` returns it (and exits).
     """
     parser = build_parser()
     args = parser.parse_args(_negatives_joined(list(argv)))

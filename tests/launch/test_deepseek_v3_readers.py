@@ -22,8 +22,9 @@ def _params(capsys, *args) -> dict:
 
 
 def _megatron_model_flags(tmp_path) -> Path:
-    """The model's flags of Megatron-LM's DeepSeek-V3 script, one a line (the script itself is
-    not read yet: its sbatch quoting)."""
+    """The model's flags of Megatron-LM's DeepSeek-V3 script, one a line: the script itself reads
+    (``test_shell_scripts.py``), but its batch of 2,048 sequences, 4 a GPU, runs on 512 GPUs at
+    most, not on these 2,048."""
     text = (MODELS / "sbatch_mfsdp_deepseek_v3.sh").read_text()
     block = text[text.index("--num-layers 61") : text.index("--eval-iters")]
     flags = tmp_path / "flags.txt"
