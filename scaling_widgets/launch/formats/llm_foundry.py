@@ -30,7 +30,7 @@ from ..keys import LaunchFile, checked_keys, flat
 NAME = "llm-foundry"
 LABEL = "llm-foundry"
 ORDER = 4
-FILE_NAME = "train.yaml"
+FILE_NAME = "foundry_train.yaml"
 READS = "an llm-foundry YAML"
 STACK = "llm-foundry"
 # FSDP's sharding strategies as ZeRO stages (torch.distributed.fsdp.ShardingStrategy)
