@@ -88,7 +88,12 @@ def flat(table: dict, prefix: str = "") -> dict:
 
 
 def checked_keys(
-    framework: str, table: dict, read: tuple, unpriced: dict, approximated: dict
+    framework: str,
+    table: dict,
+    read: tuple,
+    unpriced: dict,
+    approximated: dict,
+    also: frozenset = frozenset(),
 ) -> tuple[dict, list, list]:
     """Split a file's keys: those ``read`` into the layout, the ignored, and notes on those read
     as their nearest (``approximated``: key -> what is charged instead).
@@ -105,6 +110,8 @@ def checked_keys(
         Key -> its default, for keys the model cannot price: refused when set to anything else.
     approximated : dict
         Key -> what is charged instead, for keys read as their nearest when set.
+    also : frozenset, optional
+        Keys known beside the framework's schema (a fork's own, as Megatron-DeepSpeed's flags).
 
     Returns
     -------
@@ -121,7 +128,7 @@ def checked_keys(
         For a key the framework has not (naming the nearest it has), or one of ``unpriced`` set
         away from its default (key -> default).
     """
-    known = schema(framework)
+    known = schema(framework) | also
     got, ignored, notes = {}, [], []
     for key, value in table.items():
         if key not in known:

@@ -11,6 +11,10 @@ from ..cost.transformer.shapes import MLA, Model, MoE
 from ..presets import MODELS
 
 TOKENIZER_VOCAB = {"GPT2BPETokenizer": 50257}  # the tokenizer's own vocabulary
+# the tokenizer pretrain_gpt.py takes where a script names none (its ``pretrain(...,
+# args_defaults={'tokenizer_type': 'GPT2BPETokenizer'})``: NVIDIA/Megatron-LM@d98e8a64dd,
+# pretrain_gpt.py L527; microsoft/Megatron-DeepSpeed@f4157be, pretrain_gpt.py L364)
+DEFAULT_TOKENIZER = "GPT2BPETokenizer"
 
 
 def _shape(model: Model) -> tuple:
@@ -80,7 +84,7 @@ def model_of(got: dict) -> str | Model:
     vocab = (
         number("--vocab-size")
         if "--vocab-size" in got
-        else TOKENIZER_VOCAB.get(got.get("--tokenizer-type"))
+        else TOKENIZER_VOCAB.get(got.get("--tokenizer-type", DEFAULT_TOKENIZER))
     )
     mtp = number("--mtp-num-layers", 0)  # Megatron's default: no MTP modules
     for name, preset in MODELS.items():

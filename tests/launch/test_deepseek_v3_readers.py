@@ -26,7 +26,7 @@ def _megatron_model_flags(tmp_path) -> Path:
     (``test_shell_scripts.py``), but its batch of 2,048 sequences, 4 a GPU, runs on 512 GPUs at
     most, not on these 2,048."""
     text = (MODELS / "sbatch_mfsdp_deepseek_v3.sh").read_text()
-    block = text[text.index("--num-layers 61") : text.index("--eval-iters")]
+    block = text[text.index("--tokenizer-type") : text.index("--eval-iters")]
     flags = tmp_path / "flags.txt"
     flags.write_text("\n".join(line.strip() for line in block.splitlines()) + "\n")
     return flags

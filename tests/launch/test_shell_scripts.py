@@ -90,9 +90,7 @@ def test_a_test_the_reader_cannot_evaluate_is_taken_and_said(tmp_path):
 def test_an_sbatch_script_whose_launch_line_is_a_string_srun_runs_reads():
     # Megatron-LM's Megatron-FSDP DeepSeek-V3 example: PRETRAIN_ARGS in an array, the launch line
     # in TRAINING_CMD, run by `srun ... bash -x -c "${TRAINING_CMD}"` inside `sbatch <<EOF`
-    script = (
-        Path(__file__).parent.parent / "data" / "configs" / "megatron_sbatch_mfsdp_deepseek_v3.sh"
-    )
+    script = Path(__file__).parent.parent / "data" / "models" / "sbatch_mfsdp_deepseek_v3.sh"
     fields, file = read_config(str(script), chip=H100, chips=256)
     model = catalog.model(fields["model"])
     assert (model.layers, model.mtp_layers, model.moe.experts) == (61, 1, 256)
@@ -125,3 +123,19 @@ def test_a_flag_the_cost_needs_that_holds_an_unset_variable_is_refused_naming_it
         read_config(str(script), chip=H100)
     assert refused.value.field == "--num-layers"
     assert "the script using $NUM_LAYERS (config line 2) unset" in str(refused.value)
+
+
+def test_a_megatron_deepspeed_script_reads_its_own_flags_and_runs_deepspeed():
+    # microsoft/Megatron-DeepSpeed's 125M example: TP 2, PP 2, ZeRO-1, --checkpoint-activations,
+    # its own flags (--lr-decay-tokens, --zero-stage) beside Megatron-LM's
+    script = Path(__file__).parent.parent / "data" / "shipped" / "deepspeed"
+    fields, _ = read_config(str(script / "ds_pretrain_gpt_125M_flashattn.sh"), chip=H100, chips=8)
+    assert (fields["y"], fields["z"], fields["zero"], fields["remat"]) == (2, 2, 1, "full")
+    assert fields["stack"] == "deepspeed"
+    # no tokenizer named: pretrain_gpt.py's GPT2BPETokenizer, 50,257 tokens
+    assert catalog.model(fields["model"]).vocab == 50257
+
+
+def test_a_megatron_lm_flag_megatron_deepspeed_alone_has_is_refused_outside_it():
+    with pytest.raises(InputError, match="--zero-stage must be a key of megatron"):
+        read_config(f"torchrun pretrain_gpt.py {SHAPE} {RUN} --zero-stage 2", chip=H100, chips=8)

@@ -42,9 +42,7 @@ NOT_YET = {
     "deepspeed/dschat_step1_opt_multi_node_run_66b.sh": DEEPSPEED,
     "deepspeed/finetune_llama-70b_4gpu.sh": NO_CHIP + " (GH200)",
     "deepspeed/finetune_qwen3-30b-a3b_2gpu.sh": NO_CHIP + " (GH200)",
-    "deepspeed/domino_pretrain_gpt3_13b.sh": "its model's vocabulary is in a file (--vocab-file)",
     "deepspeed/ds_pretrain_gpt_13B.sh": NO_CHIP + " (V100 32GB)",
-    "deepspeed/ds_pretrain_gpt_125M_flashattn.sh": DEEPSPEED,
     "deepspeed/pretrain_gpt_30B_seq_parallel.sh": NO_CHIP + " (A100 40GB)",
 }
 

@@ -5,8 +5,11 @@ those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import re
+from importlib import resources
 
 from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
@@ -38,6 +41,9 @@ SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-
 # layers given (transformer_block.py, get_num_layers_to_build)
 ENDS_FLAGS = ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
 STAGE_FLAGS = ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers")
+# Megatron-DeepSpeed's (microsoft/Megatron-DeepSpeed@f4157be, megatron/arguments.py): DeepSpeed's
+# ZeRO stage, its engine without a pipeline, and full recompute by the older flag
+DS_LAYOUT = ("--zero-stage", "--no-pipeline-parallel", "--checkpoint-activations")
 LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
           "--context-parallel-size", "--cp-comm-type", "--expert-model-parallel-size",
@@ -185,16 +191,20 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
 
 
 def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile:
-    """The layout of a launch's words: the launcher's (``before``) and the program's."""
+    """The layout of a launch's words: the launcher's (``before``) and the program's; a launch
+    by DeepSpeed is Megatron-DeepSpeed's, its own flags known beside Megatron-LM's."""
+    ds = _deepspeed(before, after)
     got, ignored, approximated = checked_keys(
-        NAME, flags(after), SHAPE + LAYOUT, UNPRICED, APPROXIMATED
-    )
+        NAME, flags(after), SHAPE + LAYOUT + DS_LAYOUT * ds, UNPRICED, APPROXIMATED,
+        also=_deepspeed_flags() if ds else frozenset(),
+    )  # fmt: skip
     notes = notes + approximated
     launcher = flags(before)
-    world = chips or whole(launcher, "--nproc_per_node", 1) * whole(launcher, "--nnodes", 1)
+    per_node, nodes = ("--num_gpus", "--num_nodes") if ds else ("--nproc_per_node", "--nnodes")
+    world = chips or whole(launcher, per_node, 1) * whole(launcher, nodes, 1)
     tp, pp = (
         whole(got, "--tensor-model-parallel-size", 1),
-        whole(got, "--pipeline-model-parallel-size", 1),
+        1 if "--no-pipeline-parallel" in got else whole(got, "--pipeline-model-parallel-size", 1),
     )
     cp = whole(got, "--context-parallel-size", 1)
     if world % (tp * pp * cp):
@@ -222,7 +232,7 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
         vp=_chunks(got, pp, layers),
         ep=ep,
         etp=whole(got, "--expert-tensor-parallel-size", tp),
-        zero=_zero(got),
+        zero=whole(got, "--zero-stage", 1) if ds else _zero(got),
         seq_len=whole(got, "--seq-length", 2048),
         global_batch=global_batch,
         micro_batch=micro,
@@ -241,7 +251,20 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
         last_stage_layers=last,
         steps=_steps(got, global_batch),
     )
-    return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": STACK})
+    stack = "deepspeed" if ds else STACK
+    return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": stack})
+
+
+def _deepspeed(before: list, after: list) -> bool:
+    """Megatron-DeepSpeed: launched by ``deepspeed``, or told ``--deepspeed``."""
+    return "--deepspeed" in after or bool(before) and before[0].rsplit("/", 1)[-1] == "deepspeed"
+
+
+@functools.cache
+def _deepspeed_flags() -> frozenset:
+    """Megatron-DeepSpeed's own flags (``data/megatron_deepspeed_flags.json``)."""
+    text = resources.files("scaling_widgets.data").joinpath("megatron_deepspeed_flags.json")
+    return frozenset(json.loads(text.read_text())["keys"])
 
 
 def _ends(got: dict) -> str:
@@ -359,6 +382,8 @@ def _remat(got: dict) -> str:
     granularity = got.get(
         "--recompute-granularity", "selective" if "--recompute-activations" in got else None
     )
+    if granularity is None and "--checkpoint-activations" in got:  # the flag of older releases
+        granularity = "full"
     if granularity is None:
         return "none"
     if granularity == "full":
