@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from scaling_widgets.cli import main
 from scaling_widgets.cost import InputError
-from scaling_widgets.launch import read_config
+from scaling_widgets.launch import FORMATS, read_config
 from scaling_widgets.presets import HARDWARE
 
 from .test_shipped_configs import MANIFEST, SHIPPED
 
-# the files our readers take: torchtitan's TOMLs, Megatron-LM's and MaxText's scripts and YAMLs
-READ = [e for e in MANIFEST if e["framework"] in ("torchtitan", "megatron", "maxtext")]
+# the files of a format we read: torchtitan, Megatron-LM, MaxText and llm-foundry
+READ = [e for e in MANIFEST if e["framework"] in FORMATS]
 TEXTS = {e["file"]: (SHIPPED / e["file"]).read_text(encoding="utf-8") for e in READ}
 
 

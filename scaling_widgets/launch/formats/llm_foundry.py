@@ -114,7 +114,9 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if micro == "auto":
         micro = global_batch // chips
         notes.append("device_train_microbatch_size auto: charged as no accumulation")
-    if global_batch % chips or (global_batch // chips) % _whole({"m": micro}, "m"):
+    if global_batch % chips or (global_batch // chips) % _whole(
+        {"device_train_microbatch_size": micro}, "device_train_microbatch_size"
+    ):
         allowed = (
             f"a batch whose share of each of the {chips:,} GPUs is whole microbatches of {micro}"
         )
@@ -193,15 +195,18 @@ def _mpt(got: dict) -> Model:
     ffn = got.get("model.ffn_config.ffn_type", "mptmlp")
     if ffn not in ("mptmlp", "mptglu"):
         raise refuse("model.ffn_config.ffn_type", "mptmlp or mptglu", ffn)
-    wide = got.get("model.ffn_config.ffn_hidden_size") or int(
-        got.get("model.expansion_ratio", 4) * D
-    )
+    ratio = got.get("model.expansion_ratio", 4)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
+        raise refuse("model.expansion_ratio", "a number above 0", ratio)
+    given = got.get("model.ffn_config.ffn_hidden_size")
+    wide = _whole(got, "model.ffn_config.ffn_hidden_size") if given else int(ratio * D)
     grouped = got.get("model.attn_config.attn_type") == "grouped_query_attention"
     return Model(
-        "MPT from the YAML", layers=_whole(got, "model.n_layers", 24), d_model=D, d_ff=int(wide),
-        heads=H, kv_heads=got.get("model.attn_config.kv_n_heads", H) if grouped else H,
-        head_dim=got.get("model.head_dim") or D // H, vocab=_whole(got, "model.vocab_size", 50368),
-        gated=ffn == "mptglu", tied_embeddings=bool(got.get("model.tie_word_embeddings", True)),
+        "MPT from the YAML", layers=_whole(got, "model.n_layers", 24), d_model=D, d_ff=wide,
+        heads=H, kv_heads=_whole(got, "model.attn_config.kv_n_heads", H) if grouped else H,
+        head_dim=_whole(got, "model.head_dim") if got.get("model.head_dim") else D // H,
+        vocab=_whole(got, "model.vocab_size", 50368), gated=ffn == "mptglu",
+        tied_embeddings=bool(got.get("model.tie_word_embeddings", True)),
     )  # fmt: skip
 
 
