@@ -176,6 +176,8 @@ def _branch(word: str, at: tuple, chains: list, variables: dict, said: list) -> 
     one taken is said. ``at`` is where the line is and the line; ``chains`` holds, for each open
     ``if``, whether the branch at hand runs and whether one before it ran."""
     where, line = at
+    if word != "if" and not chains:  # the shell's own syntax error
+        raise refuse(where, "inside an if chain ('if ... fi')", _shown(line))
     if word == "fi":
         chains.pop()
         return

@@ -87,3 +87,10 @@ def test_a_mangled_registry_config_is_read_or_refused_in_one_line(index, kind, a
             read_config(f"{file}:{entry['function']}", chip=HARDWARE["h100"], chips=64)
         except InputError as refusal:
             assert "\n" not in str(refusal).strip() and " must " in str(refusal)
+
+
+def test_a_branch_outside_an_if_is_refused_naming_its_line():
+    with pytest.raises(InputError) as refused:
+        read_config("X=1\nfi\ntorchrun pretrain_gpt.py --num-layers 2\n", chip=HARDWARE["h100"],
+                    chips=8, framework="megatron")  # fmt: skip
+    assert refused.value.field == "config line 2" and "if chain" in str(refused.value)
