@@ -160,3 +160,37 @@ def layers_of(model) -> int:
         L, the model's transformer layers.
     """
     return catalog.model(model).layers
+
+
+def yaml_loaded(text: str, field: str, reads: str):
+    """A YAML text's value, PyYAML loaded only for it; a text PyYAML cannot read is refused on
+    one line naming ``field`` and where PyYAML stopped.
+
+    Parameters
+    ----------
+    text : str
+        The YAML.
+    field : str
+        What a refusal names: "config" for a file, a key for one value.
+    reads : str
+        What the text should be, worded to follow "must be" ("a YAML file MaxText reads").
+
+    Returns
+    -------
+    value : object
+        The YAML's value (a dict for a file of keys).
+
+    Raises
+    ------
+    InputError
+        "<field> must be <reads> (line N: what PyYAML found)".
+    """
+    import yaml  # PyYAML loads only for a YAML file, not for every command
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        said = f"line {mark.line + 1}: {problem}" if mark is not None else problem
+        raise refuse(field, f"{reads} ({said})", "a file" if field == "config" else text) from None

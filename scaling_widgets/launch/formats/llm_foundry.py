@@ -25,7 +25,7 @@ from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, flat
+from ..keys import LaunchFile, checked_keys, flat, yaml_loaded
 
 NAME = "llm-foundry"
 LABEL = "llm-foundry"
@@ -137,17 +137,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
 
 
 def _yaml(text: str) -> dict:
-    import yaml  # PyYAML loads only for a YAML file, not for every command
-
-    try:
-        table = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or "not YAML"
-        raise refuse(
-            "config", f"a YAML file llm-foundry reads ({where}{problem})", "a file"
-        ) from None
+    table = yaml_loaded(text, "config", "a YAML file llm-foundry reads")
     if not isinstance(table, dict):
         raise refuse("config", "a YAML mapping of llm-foundry's keys", type(table).__name__)
     return table

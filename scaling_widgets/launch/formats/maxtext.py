@@ -14,13 +14,13 @@ import re
 from importlib import resources
 
 from ... import catalog
-from ...cost.ground.refusals import refuse
+from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys
+from ..keys import LaunchFile, checked_keys, yaml_loaded
 from ..shell import launch_args
 
 NAME = "maxtext"
@@ -109,16 +109,12 @@ def overrides(text: str) -> dict:
     InputError
         For text that looks like YAML and is not.
     """
-    import yaml  # PyYAML loads only for a YAML file, not for every command
-
     if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
         try:
-            table = yaml.safe_load(text)
-        except yaml.YAMLError as err:
+            table = yaml_loaded(text, "config", "a YAML file MaxText reads")
+        except InputError:
             if not re.search(r"pre_train\.|train(_compile)?\.py", text):  # a script: read below
-                raise refuse(
-                    "config", f"a YAML file MaxText reads ({_yaml_problem(err)})", "a file"
-                ) from None
+                raise
             table = None
         if isinstance(table, dict):
             return {k: v for k, v in table.items() if k != "base_config"}
@@ -134,19 +130,7 @@ def overrides(text: str) -> dict:
 def _typed(key: str, value: str):
     """An override's value as YAML types it ("" for none), refused by its key where it is no
     YAML value."""
-    import yaml  # PyYAML loads only for a YAML file, not for every command
-
-    try:
-        return yaml.safe_load(value) if value else ""
-    except yaml.YAMLError as err:
-        raise refuse(key, f"a value YAML reads ({_yaml_problem(err)})", value) from None
-
-
-def _yaml_problem(err) -> str:
-    """PyYAML's error on one line: the line it is on and what it found there."""
-    mark = getattr(err, "problem_mark", None)
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"line {mark.line + 1}: {problem}" if mark is not None else problem
+    return yaml_loaded(value, key, "a value YAML reads") if value else ""
 
 
 def _numbers(got: dict) -> dict:

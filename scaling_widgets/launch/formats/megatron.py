@@ -19,7 +19,7 @@ from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, layers_of
+from ..keys import LaunchFile, checked_keys, layers_of, yaml_loaded
 from ..megatron_shape import model_of, shape_flags, whole
 from ..shell import launch_args
 
@@ -279,15 +279,7 @@ def _model_args(text: str) -> list[str] | None:
     switch given, ``false`` one left out; None for a file that is no such YAML."""
     if not re.search(r"^MODEL_ARGS:", text, re.MULTILINE):
         return None
-    import yaml  # PyYAML loads only for a YAML file, not for every command
-
-    try:
-        table = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or "not YAML"
-        raise refuse("config", f"a YAML file ({where}{problem})", "a file") from None
+    table = yaml_loaded(text, "config", "a YAML file of Megatron-LM's MODEL_ARGS")
     args = table.get("MODEL_ARGS") if isinstance(table, dict) else None
     if not isinstance(args, dict):
         raise refuse("MODEL_ARGS", "a mapping of flags to their values", type(args).__name__)
