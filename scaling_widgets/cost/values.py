@@ -130,8 +130,8 @@ class Workload:
         Required.
     batch : float or array_like
         B, the global batch, every sequence together [tokens]. With ``seq_len`` it is rounded to
-        whole sequences (``whole_sequences``; ``rounded_from`` keeps the batch asked for).
-        Required.
+        whole sequences (``whole_sequences``; ``rounded_from`` keeps the batch asked for), and
+        below one sequence refused. Required.
     seq_len : int, optional
         T, the sequence length [tokens]. None: the chapter's token-level model.
     precision : Precision, default BOOK_PRECISION
@@ -155,6 +155,10 @@ class Workload:
         if self.seq_len is not None:
             # Frameworks count a batch of sequences in whole ones: a part is rounded off, and
             # the batch asked for stays readable for the note that says so (``rounded_from``).
+            # Below one sequence nothing runs: refused, naming the smallest batch that does.
+            if np.any(np.asarray(self.batch) < self.seq_len):
+                allowed = f"at least one sequence: {self.seq_len:,} tokens or more"
+                raise refuse("batch", allowed, f"{float(np.min(self.batch)):g} tokens")
             whole = whole_sequences(self.batch, self.seq_len)
             if np.any(whole != self.batch):
                 object.__setattr__(self, "_asked_batch", self.batch)
