@@ -157,8 +157,11 @@ class Workload:
             # the batch asked for stays readable for the note that says so (``rounded_from``).
             # Below one sequence nothing runs: refused, naming the smallest batch that does.
             if np.any(np.asarray(self.batch) < self.seq_len):
-                allowed = f"at least one sequence: {self.seq_len:,} tokens or more"
-                raise refuse("batch", allowed, f"{float(np.min(self.batch)):g} tokens")
+                raise refuse(
+                    "batch",
+                    f"at least one sequence: {self.seq_len:,} tokens or more",
+                    f"{float(np.min(self.batch)):g} tokens",
+                )
             whole = whole_sequences(self.batch, self.seq_len)
             if np.any(whole != self.batch):
                 object.__setattr__(self, "_asked_batch", self.batch)

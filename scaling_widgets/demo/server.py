@@ -22,7 +22,7 @@ from html import escape
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from jupyter_server.utils import ensure_async
 from tornado import web
-from traitlets import Int, Unicode
+from traitlets import Int, TraitError, Unicode
 from voila.app import Voila
 from voila.tornado.handler import TornadoVoilaHandler
 
@@ -54,15 +54,22 @@ class DemoKernels(AsyncMappingKernelManager):
         await super().shutdown_all(now=now)
 
     async def cull_kernel_if_idle(self, kernel_id: str) -> None:
-        """Cull the kernel as Jupyter Server does, if it is still there.
+        """Cull the kernel as Jupyter Server does, if it is still there and has an activity to
+        judge: a kernel being shut down by its page as the culler comes round can be left
+        without one, and Jupyter Server's culler then logs an error with its traceback.
 
         Parameters
         ----------
         kernel_id : str
             The kernel's id, from the culler's list.
         """
-        if kernel_id in self:
-            await super().cull_kernel_if_idle(kernel_id)
+        if kernel_id not in self:
+            return
+        try:
+            self.get_kernel(kernel_id).last_activity  # noqa: B018 (a trait that may be unset)
+        except TraitError:
+            return
+        await super().cull_kernel_if_idle(kernel_id)
 
 
 class Pages:

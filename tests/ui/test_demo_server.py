@@ -220,6 +220,23 @@ def test_a_server_stopped_while_a_kernel_starts_shuts_that_kernel_down_too():
     assert started and left == []
 
 
+def test_the_culler_passes_over_a_kernel_without_an_activity_to_judge():
+    """A kernel its page is shutting down as the culler comes round can be left without its
+    last activity: Jupyter Server's culler read it and logged an error with a traceback (seen in
+    the eight-page browser test). The culler now passes over it; the page's shutdown ends it."""
+    import asyncio
+
+    from jupyter_server.services.kernels.kernelmanager import ServerKernelManager
+
+    from scaling_widgets.demo.server import DemoKernels
+
+    kernels = DemoKernels()
+    kernels.cull_idle_timeout = 2
+    kernels._kernels["unjudged"] = ServerKernelManager()  # its last_activity never set
+    asyncio.run(kernels.cull_kernel_if_idle("unjudged"))  # raised TraitError before
+    assert "unjudged" in kernels
+
+
 def test_a_server_stopped_while_a_page_shuts_its_kernel_down_exits_0_and_leaves_none():
     """A page's kernel shutting down (its page closed, or the culler) as the signal comes: the
     server waits for that shutdown on its own loop, rather than failing to on another ("attached
