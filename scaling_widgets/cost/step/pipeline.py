@@ -272,17 +272,7 @@ def _given_ends(L, Z, v, first_layers, last_layers) -> tuple:
     return first, np.where(staged & (Z > given), middle, first), last
 
 
-def busiest_stage_layers(
-    *,
-    layers: ArrayLike,
-    stages: ArrayLike,
-    virtual_stages: ArrayLike = 1,
-    ends_as_layers: str = "none",
-    ends_together: ArrayLike = False,
-    copies: ArrayLike = 1,
-    first_layers: int | None = None,
-    last_layers: int | None = None,
-) -> np.integer | np.ndarray:
+def busiest_stage_layers(*, layers: ArrayLike, stages: ArrayLike, **split) -> np.ndarray:
     """Layers on the busiest pipeline stage: v·ceil(L/(Z·v)) when Z·v does not divide L (Llama 3
     405B's 126 layers over 16 stages, DeepSeek-V3's 61): that stage sets the pace and the memory.
     Ends that take a layer's place (``stage_layers``) leave the most on a middle stage.
@@ -293,22 +283,13 @@ def busiest_stage_layers(
         L, the model's layers [layers].
     stages : int or array_like
         Z, the pipeline stages.
-    virtual_stages : int or array_like, default 1
-        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
-    ends_as_layers : str, default "none"
-        Which ends take a layer's place: "none", "embedding", "loss" or "both".
-    ends_together : bool or array_like, default False
-        The output layer sits on the first device (V schedules).
-    copies : int or array_like, default 1
-        The copies of the model the stages split (2 for DualPipe).
-    first_layers : int, optional
-        The layers of the first device, given (``stage_layers``).
-    last_layers : int, optional
-        The layers of the last device, given.
+    **split
+        How the stages split the layers: ``stage_layers``' other keywords (a layout's, as
+        ``layout_split`` gives them).
 
     Returns
     -------
-    layers : np.integer or np.ndarray
+    layers : np.ndarray
         The layers the busiest stage holds (a whole number for whole inputs, but a copy's
         share under DualPipe) [layers].
 
@@ -321,30 +302,11 @@ def busiest_stage_layers(
     >>> [int(n) for n in busiest_stage_layers(layers=126, stages=[16, 14], virtual_stages=1)]
     [8, 9]
     """
-    first, middle, last = stage_layers(
-        layers=layers,
-        stages=stages,
-        virtual_stages=virtual_stages,
-        ends_as_layers=ends_as_layers,
-        ends_together=ends_together,
-        copies=copies,
-        first_layers=first_layers,
-        last_layers=last_layers,
-    )
+    first, middle, last = stage_layers(layers=layers, stages=stages, **split)
     return np.maximum(np.maximum(first, middle), last)
 
 
-def stage_share(
-    *,
-    layers: ArrayLike,
-    stages: ArrayLike,
-    virtual_stages: ArrayLike = 1,
-    ends_as_layers: str = "none",
-    ends_together: ArrayLike = False,
-    copies: ArrayLike = 1,
-    first_layers: int | None = None,
-    last_layers: int | None = None,
-) -> float | np.ndarray:
+def stage_share(*, layers: ArrayLike, stages: ArrayLike, **split) -> float | np.ndarray:
     """The stages' count as the busiest stage sees it, L / its layers: Z when they split evenly.
 
     Parameters
@@ -353,18 +315,8 @@ def stage_share(
         L, the model's layers [layers].
     stages : int or array_like
         Z, the pipeline stages.
-    virtual_stages : int or array_like, default 1
-        v, the virtual stages a device holds (interleaved 1F1B); 1 for GPipe and 1F1B.
-    ends_as_layers : str, default "none"
-        Which ends take a layer's place: "none", "embedding", "loss" or "both".
-    ends_together : bool or array_like, default False
-        The output layer sits on the first device (V schedules).
-    copies : int or array_like, default 1
-        The copies of the model the stages split (2 for DualPipe).
-    first_layers : int, optional
-        The layers of the first device, given (``stage_layers``).
-    last_layers : int, optional
-        The layers of the last device, given.
+    **split
+        How the stages split the layers: ``stage_layers``' other keywords.
 
     Returns
     -------
@@ -372,13 +324,4 @@ def stage_share(
         L / ``busiest_stage_layers``: the stages the model would split into at the busiest
         stage's share.
     """
-    return layers / busiest_stage_layers(
-        layers=layers,
-        stages=stages,
-        virtual_stages=virtual_stages,
-        ends_as_layers=ends_as_layers,
-        ends_together=ends_together,
-        copies=copies,
-        first_layers=first_layers,
-        last_layers=last_layers,
-    )
+    return layers / busiest_stage_layers(layers=layers, stages=stages, **split)

@@ -19,8 +19,10 @@ References
 
 from __future__ import annotations
 
+import math
 import re
 
+from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.transformer.shapes import Model
@@ -110,13 +112,12 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if chips is None:
         raise refuse("chips", "given: an llm-foundry YAML does not say how many GPUs", None)
     seq_len, global_batch = _whole(got, "max_seq_len", 2048), _whole(got, "global_train_batch_size")
-    micro = got.get("device_train_microbatch_size", global_batch // chips)
-    if micro == "auto":
-        micro = global_batch // chips
+    share = max(global_batch // chips, 1)  # sequences a GPU a step
+    if got.get("device_train_microbatch_size") == "auto":
+        got["device_train_microbatch_size"] = share
         notes.append("device_train_microbatch_size auto: charged as no accumulation")
-    if global_batch % chips or (global_batch // chips) % _whole(
-        {"device_train_microbatch_size": micro}, "device_train_microbatch_size"
-    ):
+    micro = _whole(got, "device_train_microbatch_size", share)
+    if global_batch % chips or share % micro:
         allowed = (
             f"a batch whose share of each of the {chips:,} GPUs is whole microbatches of {micro}"
         )
@@ -127,7 +128,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     degrees = Degrees(
         world=chips, pods=1, dp=chips, cp=1, tp=1, pp=1, vp=1, ep=1, etp=1,
         zero=ZERO[strategy] if chips > 1 else 0, seq_len=seq_len, global_batch=global_batch,
-        micro_batch=int(micro), schedule="1f1b",
+        micro_batch=micro, schedule="1f1b",
         remat="full" if got.get("fsdp_config.activation_checkpointing") else "none",
         fp8=got.get("precision") == "amp_fp8",
         steps=_steps(got.get("max_duration"), global_batch, seq_len),
@@ -227,8 +228,6 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         What llm-foundry cannot express (TP, PP, CP, EP, ZeRO-1, a recompute other than whole
         layers, a model an MPT is not), one line each.
     """
-    from ... import catalog
-
     m = catalog.model(model)
     degrees = (("TP", d.tp), ("PP", d.pp), ("CP", d.cp), ("EP", d.ep))
     cannot = [f"{name} {n}: llm-foundry runs FSDP alone; written as data parallelism"
@@ -270,8 +269,6 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
 def _batch(d: Degrees, cannot: list) -> tuple[int, int]:
     """The global batch and the microbatch as data parallelism over every GPU says them: whole
     sequences on each, in whole microbatches (the nearest, and said, where the layout's are not)."""
-    import math
-
     per_gpu = max(1, round(d.global_batch / d.world))
     if per_gpu * d.world != d.global_batch:
         cannot.append(f"a batch of {d.global_batch:,} sequences over {d.world:,} GPUs: written as"
