@@ -116,8 +116,10 @@ def peak(e: Estimate) -> Line:
         whether it fits.
     """
     p, hbm = e.peak, e.chip.usable_hbm
+    recomputed = float(p.recomputed)
+    said = {"logits": f" ({units.nbytes(recomputed)} of fp32 copies recomputed, over the limit)"}
     parts = " + ".join(
-        f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}"
+        f"{PART_NAMES[k]} {units.nbytes(float(getattr(p, k)))}{said.get(k, '') * (recomputed > 0)}"
         for k in PARTS
         if float(getattr(p, k)) > 0
     )
@@ -151,7 +153,8 @@ def peak_record(e: Estimate) -> dict:
     record : dict
         Each part of ``PARTS``, "allocated", "reserved" and "reported" [bytes]; "measures"
         (which of the two the stack reports); "stage", the busiest, counted from 1; "stages",
-        Z; "stack" (``stack_name``).
+        Z; "stack" (``stack_name``); "recomputed_to_fit", the loss's copies of the logits a
+        compiler recomputes for the program to fit, left out of "logits" [bytes].
     """
     p = e.peak
     return {
@@ -163,4 +166,5 @@ def peak_record(e: Estimate) -> dict:
         "stage": int(p.stage) + 1,
         "stages": int(np.max(e.z)),
         "stack": stack_name(e),
+        "recomputed_to_fit": float(p.recomputed),
     }

@@ -524,3 +524,24 @@ def test_accumulating_unsharded_holds_the_whole_gradients_and_scatters_once_a_st
         assert float(a.peak.reserved) == float(b.peak.reserved)
     with pytest.raises(InputError, match="accumulate_unsharded must be off with deepspeed"):
         estimate(**args | {"stack": "deepspeed"}, accumulate_unsharded=True)
+
+
+def test_xla_recomputes_the_losss_fp32_copies_only_past_its_limit_and_never_the_bf16_logits():
+    # MaxText keeps the fp32 logits and their exponentials for its loss (6 bytes a logit); XLA
+    # recomputes them from the matmul's bf16 output only when the step is over the HBM limit
+    args = dict(model=MODELS["gemma-7b"], chip=HARDWARE["tpu-v6e"], slice_shape=(16, 16),
+                seq_len=8192, strategy="fsdp", x=256, remat="full", stack="maxtext",
+                microbatches=1)  # fmt: skip
+    limit, logits_a_sequence = HARDWARE["tpu-v6e"].usable_hbm, 8192 * MODELS["gemma-7b"].vocab
+    one = estimate(**args, batch=256 * 8192).peak  # a sequence a chip: under the limit
+    assert float(one.recomputed) == 0 and float(one.logits) == 6 * logits_a_sequence
+    two = estimate(**args, batch=2 * 256 * 8192)  # two: over it, some copies recomputed
+    assert float(two.peak.allocated) == pytest.approx(limit) and str(two.verdict) == "tight"
+    assert float(two.peak.logits + two.peak.recomputed) == pytest.approx(12 * logits_a_sequence)
+    assert 4 * logits_a_sequence < float(two.peak.logits) < 12 * logits_a_sequence
+    eight = estimate(**args, batch=8 * 256 * 8192)  # eight: no recompute makes it fit
+    assert float(eight.peak.logits) == pytest.approx(16 * logits_a_sequence)  # the bf16 logits
+    assert str(eight.verdict) == "does not fit"
+    # a GPU stack recomputes nothing for the limit's sake
+    gpu = dict(args, chip=HARDWARE["h100"], slice_shape=(32, 8), stack="fsdp2")
+    assert float(estimate(**gpu, batch=8 * 256 * 8192).peak.recomputed) == 0

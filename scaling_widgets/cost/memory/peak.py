@@ -80,6 +80,8 @@ class PeakMemory:
     allocator: np.ndarray
     stage: np.ndarray
     measures: str = "allocated"
+    # the loss's copies of the logits a compiler recomputes to fit (XLA), left out of ``logits``
+    recomputed: np.ndarray | float = 0.0
 
     def __repr__(self) -> str:
         return f"PeakMemory(shape={np.shape(self.reserved)})"
@@ -112,6 +114,7 @@ def peak_memory(
     loss_chunks: int = 1,
     swiglu_fp8: bool = False,
     blas_workspace: float = 0.0,
+    memory_limit: float = np.inf,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -153,6 +156,10 @@ def peak_memory(
     blas_workspace : float, default 0.0
         The matmul library's workspace of one handle (``Chip.blas_workspace``), held for each of
         the ``BLAS_THREADS`` threads that run matmuls [bytes].
+    memory_limit : float, default inf
+        The HBM a compiler plans the program within (``Chip.usable_hbm``): a stack that
+        recomputes to fit (``Profile.recomputes_to_fit``) holds the loss's copies of the logits
+        only as far as they fit, down to the logits its matmul wrote [bytes].
 
     Returns
     -------
@@ -208,17 +215,12 @@ def peak_memory(
             working_set=profile.activation_factor * working * tokens,
             logits=its_logits,
         )
-        return _busier_phase(state, step, transient)
+        parts = _busier_phase(state, step, transient)
+        return _recompute_to_fit(parts, overhead, memory_limit, workload, profile)
 
-    # the first device (where the output layer's is another), the second (a microbatch fewer in
-    # flight, more layers where the first holds the embedding in a layer's place) and the output
-    # layer's: the busiest is reported, the earliest of equals; a device no layout has is skipped
-    has_second = (Z > 2) | ((Z == 2) & (last == 0))
-    devices = [(0, lambda: device(0, first_layers), last != 0)]
-    devices += [(1, lambda: device(1, middle_layers), has_second)]
-    devices = [(stage, parts(), there) for stage, parts, there in devices if np.any(there)]
-    devices += [(last, device(last, last_layers, at_the_end, logits), True)]
-    parts, busiest = _busiest(devices)
+    layers_of = (first_layers, middle_layers, last_layers)
+    parts, busiest = _busiest(_devices(device, Z, last, layers_of, (at_the_end, logits)))
+    recomputed = parts.pop("recomputed")
     parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
     return PeakMemory(
@@ -227,16 +229,43 @@ def peak_memory(
         allocator=cached * (profile.allocator - 1),
         stage=busiest,
         measures=profile.measures,
+        recomputed=recomputed,
     )
+
+
+def _recompute_to_fit(parts, overhead, limit, workload, profile) -> dict:
+    """A device's ``parts`` with the loss's copies of the logits (its fp32 cast and
+    exponentials) a compiler recomputes, from the logits its matmul wrote, for the program to
+    fit its HBM limit: as much as the peak is over it, at most the copies, taken out of
+    "logits" and put in "recomputed" (MODEL.md §E.1); none for a stack that does not [bytes]."""
+    written = workload.precision.activation_bytes  # the matmul's output, bytes a logit
+    copies = parts["logits"] * max(0.0, 1 - written / profile.loss_bytes)
+    over = sum(parts.values()) + overhead - limit
+    recomputed = np.clip(over, 0.0, copies) if profile.recomputes_to_fit else np.zeros(())
+    return {**parts, "logits": parts["logits"] - recomputed, "recomputed": recomputed}
+
+
+def _devices(device, Z, last, layers_of, output) -> list:
+    """The devices a peak compares, each its stage, its parts (``device``) and the layouts that
+    have it: the first (where the output layer's is another), the second (a microbatch fewer in
+    flight, more layers where the first holds the embedding in a layer's place) and the output
+    layer's, with what it holds beside its layers (``output``); a device no layout has is
+    skipped."""
+    first_layers, middle_layers, last_layers = layers_of
+    has_second = (Z > 2) | ((Z == 2) & (last == 0))
+    devices = [(0, lambda: device(0, first_layers), last != 0)]
+    devices += [(1, lambda: device(1, middle_layers), has_second)]
+    devices = [(stage, parts(), there) for stage, parts, there in devices if np.any(there)]
+    return devices + [(last, device(last, last_layers, *output), True)]
 
 
 def _busiest(devices: list) -> tuple:
     """The busiest of ``devices`` (each its stage, its peak's parts, and the layouts that have
-    it), the earliest of equals: its parts, and its stage."""
+    it), the earliest of equals: its parts, and its stage. What a compiler recomputes
+    ("recomputed") is not held."""
     stages, parts_of, present = zip(*devices)
-    totals = [
-        np.where(there, sum(parts.values()), -np.inf) for parts, there in zip(parts_of, present)
-    ]
+    held = [sum(v for k, v in parts.items() if k != "recomputed") for parts in parts_of]
+    totals = [np.where(there, total, -np.inf) for total, there in zip(held, present)]
     busiest = np.argmax(np.broadcast_arrays(*totals), axis=0)
     parts = {k: np.choose(busiest, [parts[k] for parts in parts_of]) for k in parts_of[0]}
     return parts, np.choose(busiest, stages)

@@ -26,7 +26,10 @@ PIPELINE_SCHEDULES = ("gpipe",)
 # plans its buffers ahead, with no caching allocator on top, and reuses a residual's buffer once
 # the backward has read it: beside a layer's activations, only the gradients alive at once. Its
 # FSDP all-gathers each weight where a matmul reads it (the SPMD partitioner's collectives), not
-# a whole layer.
+# a whole layer. Its loss keeps the fp32 logits and their exponentials for the backward
+# (max_utils.cross_entropy_with_logits' custom VJP), 6 bytes a logit beside the matmul's bf16
+# output; over the HBM limit XLA recomputes those copies from that output, as its
+# rematerialization pass does only past the limit (openxla/xla, hlo_rematerialization.h).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -35,6 +38,7 @@ MEMORY = dict(
     gradients="mlp-inputs",
     gathered="weight",
     logits_bytes=6.0,
+    recomputes_to_fit=True,
     allocator=1.0,
     measures="allocated",
 )

@@ -91,6 +91,9 @@ class Profile:
     # per logit alive at a compiled loss: the logits it keeps and the gradient it returns, in the
     # dtype the model hands it (§E.1); 0: the stack's loss runs eager
     compiled_loss_bytes: float = 0.0
+    # a compiler that, over its HBM limit, recomputes the loss's copies of the logits from the
+    # logits its matmul wrote until the program fits (XLA's rematerialization pass; §E.1)
+    recomputes_to_fit: bool = False
     # without flash attention, a score's fp32 softmax output kept beside its copy (§E.1); 0: none
     softmax_bytes: float = 0.0
     scores_buffer: bool = False  # without flash attention, one layer's scores held all step
@@ -171,6 +174,7 @@ MEMORY_FIELDS = (
     "gradients",
     "logits_bytes",
     "compiled_loss_bytes",
+    "recomputes_to_fit",
     "softmax_bytes",
     "scores_buffer",
     "eager_glu",
