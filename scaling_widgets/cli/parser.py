@@ -242,7 +242,7 @@ def _pair(text: str, flag: str, sep: str, parse, example: str) -> tuple:
 
 def _range(text: str, flag: str) -> tuple[float, float]:
     """ "64K..128M" as (65536.0, 134217728.0)."""
-    return _pair(text, flag, "..", units.parse_count, "64K..128M")
+    return _pair(text, flag, "..", units.parse_batch, "64K..128M")
 
 
 def _cells(text: str, flag: str = "--cells") -> tuple[int, int]:

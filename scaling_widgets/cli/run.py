@@ -100,7 +100,7 @@ def run(argv: list) -> int:
         if state["model"] is None:
             raise ValueError("one of --model, --model-file (or --scenario) is required")
         if state["batch"] is None and args.command != "map":
-            raise ValueError("--batch is required, such as --batch 3M")
+            raise ValueError("--batch is required, such as --batch 4M")
         run = {"plan": _plan, "export": _export, "map": _map}.get(args.command, _estimate)
         return run(args, state, given)
     except InputError as err:

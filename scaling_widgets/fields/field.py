@@ -59,6 +59,8 @@ class Field:
     )
     dump: Callable | None = None  # value -> JSON
     check: Callable | None = None  # the scenario's own fields' check; the others are the value's
+    # value -> the other fields it gives ({name: value}): a slice's name gives its chip
+    implies: Callable | None = None
     label: str = ""  # the panel's words for it
     choice_labels: dict | None = None  # the panel's words for each choice, where not the name
 

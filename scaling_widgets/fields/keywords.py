@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .state import from_flags
+from .state import from_flags, with_implied
 from .table import FIELDS, FIELDS_TABLE
 
 
@@ -61,6 +61,7 @@ def fields_named(keywords: dict[str, Any], state: dict | None = None) -> dict[st
             given[name] = field.parse(value, key)
         else:
             given[name] = value  # as it is: its check says what it may be
+    given = with_implied(given)
     return {**given, **from_flags(others, {**(state or {}), **given}), **rest}
 
 

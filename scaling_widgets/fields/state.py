@@ -192,7 +192,38 @@ def from_flags(parsed: dict, state: dict) -> dict:
         elif field.choices is not None and field.parse is not None:
             value = field.parse(value, field.flag)
         given[name] = value
-    return given
+    return with_implied(given)
+
+
+def with_implied(given: dict) -> dict:
+    """``given`` with the fields its values imply (a slice's name, its chip) where not given.
+
+    Parameters
+    ----------
+    given : dict
+        Field name -> value, as typed.
+
+    Returns
+    -------
+    given : dict
+        The same, and each implied field not in it.
+
+    Raises
+    ------
+    InputError
+        Naming the implying field where the field it implies is given otherwise.
+    """
+    out = dict(given)
+    for name, value in given.items():
+        implied = FIELDS[name].implies(value) if FIELDS[name].implies else {}
+        for other, its in implied.items():
+            typed = out.get(other)
+            if typed is not None and getattr(typed, "id", typed) != its:
+                said = getattr(value, "name", value)
+                of = f"a slice of the {other} given, {typed}: {said} is {its}'s"
+                raise refuse(name, of, said)
+            out.setdefault(other, its)
+    return out
 
 
 def _checked_field(field: Field, value):

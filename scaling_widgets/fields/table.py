@@ -13,6 +13,7 @@ from ..cost.ground.checks import Switch
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.mesh import ROLES, parse_slice
 from ..cost.hardware.nodes import gpu_slice
+from ..cost.hardware.slice_names import NamedSlice, is_slice_name, named_slice
 from ..cost.hardware.slices import slices_near
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
@@ -124,8 +125,27 @@ COUNT, WHOLE = units.parse_count, units.parse_whole
 
 def _tokens_to(high: float):
     """A count of tokens as ``COUNT`` reads it, refused beyond the value's own limit: a negative
-    or absurd batch is told the limit the batch has."""
+    or absurd count is told the limit it has."""
     return lambda text, flag: units.parse_count(text, flag, high=high)
+
+
+def _batch(text: str, flag: str) -> float:
+    """A batch of tokens, K, M and G powers of two (``units.parse_batch``), at most the batch's
+    own limit."""
+    return units.parse_batch(text, flag, high=MAX_BATCH)
+
+
+def _mesh(text: str, flag: str) -> tuple[int, ...]:
+    """A slice's shape (16x16x16), or its name as Google gives it (v5p-512), which keeps its chip
+    (``slice_names.NamedSlice``)."""
+    if is_slice_name(text):
+        return named_slice(text, catalog.hardware, flag)
+    return units.parse_mesh(text, flag)
+
+
+def _slice_chip(shape) -> dict:
+    """The chip a slice's name gives: v5p-512 is TPU v5p's."""
+    return {"hardware": shape.chip} if isinstance(shape, NamedSlice) else {}
 
 
 def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
@@ -156,8 +176,10 @@ FIELDS_TABLE = (
                      "your own chip as JSON"),),
           words=_name(HARDWARE), dump=_named(HARDWARE), label="Hardware"),
     Field("slice_shape", "cluster.slice_shape",
-          "slice shape such as 16x16x16 (default: a TPU's full pod, 1,024 GPUs)", flag="--mesh",
-          parse=units.parse_mesh, coerce=_shape, words=units.mesh, absent_ok=True,
+          "slice shape such as 16x16x16, or a TPU slice's name such as v5p-512 (v4 and v5p names"
+          " count TensorCores, two a chip; v5e and v6e names count chips) (default: a TPU's full"
+          " pod, 1,024 GPUs)", flag="--mesh", parse=_mesh, implies=_slice_chip,
+          coerce=_shape, words=units.mesh, absent_ok=True,
           also=(Flag("--chips", WHOLE, None, "GPUs in all (GPU presets; nodes from the preset)",
                      resolve=lambda chips, state: _gpu_slice(chips, state["hardware"])),)),
     Field("pods", "cluster.pods", "pods joined by DCN", flag="--pods", parse=WHOLE,
@@ -168,8 +190,9 @@ FIELDS_TABLE = (
           also=(Flag("--model-file", _file(catalog.model_from_json), "F.json",
                      "your own model as JSON"),),
           words=_name(MODELS), dump=_named(MODELS), label="Model"),
-    Field("batch", "workload.batch", "global batch in tokens: 3M, 3e6 or 3000000", flag="--batch",
-          parse=_tokens_to(MAX_BATCH), start=16e6, words=_count, label="Batch"),
+    Field("batch", "workload.batch", "global batch in tokens, K, M and G powers of two: 4M"
+          " (4,194,304 tokens: 512 sequences of 8,192), 4e6 or 4194304", flag="--batch",
+          parse=_batch, start=2.0**24, words=_count, label="Batch"),
     Field("seq_len", "workload.seq_len", "sequence length", flag="--seq-len", parse=WHOLE,
           default=4096, label="Seq length"),
     Field("precision", "workload.precision", "bytes per parameter policy (book: 10)",

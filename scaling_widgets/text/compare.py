@@ -21,7 +21,7 @@ SUMMARY = (
     ("hardware", ("hardware",), str),
     ("chips", ("chips",), units.count),
     ("layout", ("layout_name",), str),
-    ("batch", ("batch_tokens",), units.tokens),
+    ("batch", ("batch_tokens",), units.batch),
     ("bound by", ("bottleneck",), str),
     ("step", ("step_time_s",), units.seconds),
     (

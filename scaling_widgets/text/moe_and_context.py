@@ -236,7 +236,7 @@ def context(e: Estimate) -> Line:
         m = int(e.microbatches)
         per_replica = float(e.batch) / (e.seq_len * int(e.x) * int(e.pods) * m)
         head += (
-            f" (context parallelism, chosen for you: {units.tokens(float(e.batch))} tokens give"
+            f" (context parallelism, chosen for you: {units.batch_echo(float(e.batch))} give"
             f" {per_replica:.2g} sequences per data replica{' and microbatch' * (m > 1)};"
             " --cp 1 refuses instead)"
         )

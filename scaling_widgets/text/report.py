@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..cost import Estimate
+from ..cost.hardware.slice_names import slice_name
 from ..cost.step.interval import LEVEL, pair_spread
 from ..cost.transformer.experts import folds_over_tp
 from . import explain, memory, moe_and_context, units
@@ -69,6 +70,7 @@ def _workload(e: Estimate) -> dict:
     return {
         "model": e.model.name,
         "hardware": e.chip.name,
+        "slice_name": slice_name(e.chip, int(e.chips) // int(e.pods)),  # a pod's, v5p-512; or None
         "strategy": e.strategy,
         "layout_name": explain.layout_name(e),
         "zero_stage": _num(e.zero),
@@ -233,6 +235,18 @@ def _summary(e) -> dict:
     }
 
 
+def _cluster_name(e) -> str:
+    """The cluster as its user names it: "TPU v5p-512 (256 chips, 4x8x8)", with the pods beyond
+    one; a GPU cluster, or a chip Google does not name slices of, by its shape."""
+    pods, shape = int(e.pods), units.mesh(e.slice_shape)
+    per_pod = int(e.chips) // pods
+    named = slice_name(e.chip, per_pod)
+    pods_said = f" x {pods} pods = {int(e.chips):,} chips" if pods > 1 else ""
+    if named is not None:
+        return f"TPU {named} ({per_pod:,} chips, {shape}){pods_said}"
+    return f"{e.chip.name} {shape} x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips"
+
+
 def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     """The report: what binds and by how much, each threshold with its numbers, memory, step.
 
@@ -253,8 +267,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
         verdicts; the thresholds; the memory, the step and the time to train; with ``others``,
         a table of every strategy on this slice.
     """
-    chip, m = e.chip, e.model
-    pods = int(e.pods)
+    m = e.model
     seqs = (
         ""
         if e.seq_len is None
@@ -262,9 +275,8 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     )
     lines = explain.explain(e, best)
     head = [
-        f"{m.name} ({moe_and_context.params(e)}) on {chip.name} {units.mesh(e.slice_shape)}"
-        f" x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips; batch "
-        f"{units.tokens(float(e.batch))} tokens{seqs}",
+        f"{m.name} ({moe_and_context.params(e)}) on {_cluster_name(e)}; batch "
+        f"{units.batch_echo(float(e.batch))}{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",
         "  " + plain(lines[0]),
@@ -334,7 +346,7 @@ def plan_table(ranked, ranks) -> str:
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
         f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
-        f" batch {units.tokens(float(workload.batch))} tokens: {len(ranked.step_time):,} layouts "
+        f" batch {units.batch_echo(float(workload.batch))}: {len(ranked.step_time):,} layouts "
         "evaluated,"
         f" {len(ranked):,} fit"
         + (

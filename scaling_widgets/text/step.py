@@ -143,7 +143,7 @@ def step(e: Estimate) -> Line:
     if e.step_breakdown is not None:
         return predicted_step(e)
     n, C = int(e.chips), e.chip.flops
-    B = units.tokens(float(e.batch))
+    B = units.batch(float(e.batch))
     mfu, hfu, t = float(e.mfu), float(e.hfu), float(e.step_time)
     hardware = "" if np.isclose(hfu, mfu) else f", HFU {hfu:.1%} ({e.remat} recompute)"
     if e.calibrated:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..cost.search.strategy_map import FAMILIES, NONE_FITS, THRESHOLDS, StrategyMap
 from .explain import layout_text
-from .units import count, mesh, nbytes, seconds, tokens
+from .units import batch, count, mesh, nbytes, seconds
 
 FAMILY_NAMES = {
     "dp": "data parallel (ZeRO 0-2)",
@@ -24,7 +24,7 @@ THRESHOLD_NAMES = {"fsdp": "FSDP alone", "fsdp+tp": "FSDP + TP"}
 
 
 def where(m: StrategyMap, row: int, column: int) -> str:
-    """A cell's place in words: "512 chips (64x8), batch 4.19M tokens".
+    """A cell's place in words: "512 chips (64x8), batch 4M tokens".
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def where(m: StrategyMap, row: int, column: int) -> str:
     """
     shape, pods = m.clusters[row]
     on = mesh(shape) + (f" x {pods} pods" if pods > 1 else "")
-    return f"{count(m.chips[row])} chips ({on}), batch {tokens(m.batches[column])} tokens"
+    return f"{count(m.chips[row])} chips ({on}), batch {batch(m.batches[column])} tokens"
 
 
 def cell_text(m: StrategyMap, row: int, column: int) -> str:
@@ -126,7 +126,7 @@ def as_text(m: StrategyMap, title: str) -> str:
             )
             cells.append(_marked(m, i, j) + cell)
         rows.append(f"{count(m.chips[i]):>7} " + "".join(c.rjust(width) for c in cells))
-    axis = "".join(tokens(b).rjust(width * 2) for b in m.batches[::2])
+    axis = "".join(batch(b).rjust(width * 2) for b in m.batches[::2])
     rows += [f"{'chips':>7} {axis}", f"{'':>7} global batch [tokens] ->"]
     return "\n".join(rows)
 

@@ -48,7 +48,7 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     alpha = chip.flops / chip.ici_bw
     mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
     B, N, z = float(e.batch), int(e.chips), int(e.z)
-    B_text = units.tokens(B)
+    B_text = units.batch(B)
     per_chip = Math(
         f"B/N = {B_text}/{N:,} = {B / N:,.0f}", rf"B/N = {tex_text(B_text)}/{N:,} = {B / N:,.0f}"
     )
@@ -105,7 +105,7 @@ def _crossover(e: Estimate) -> Line:
     """The smallest global batch at which the layout is compute-bound."""
     crossing = float(e.crossover_batch)
     words = (
-        f"This layout is compute-bound from a global batch of {units.tokens(crossing)} tokens."
+        f"This layout is compute-bound from a global batch of {units.batch(crossing)} tokens."
         if math.isfinite(crossing)
         else "This layout is never compute-bound, at any batch."
     )
@@ -161,7 +161,7 @@ def _fsdp_tp(
                 f" this slice's split spans {mx:g} and {my:g} axes)",
             )
         )
-    pod = units.tokens(B / float(e.pods))
+    pod = units.batch(B / float(e.pods))
     stage = int(e.x * e.y)
     split = (
         ""
@@ -217,7 +217,7 @@ def _cdot(text: str) -> str:
 
 
 def _dcn(e: Estimate) -> Line:
-    pod, need = units.tokens(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
+    pod, need = units.batch(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
     chip = e.chip
     r_sym, r_num = experts.weights_per_compute(e)[1]
     formula = Math(

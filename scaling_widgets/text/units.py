@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import re
 
-# Counts of tokens (a batch, a run) in SI: 3M is 3,000,000. Sizes (a sequence, a chip count) in
-# powers of two, as people say them: 8k is 8,192.
+# Counts of tokens a run trains on, and money, in SI: 15T is 15e12. Sizes (a sequence, a batch of
+# tokens, a chip count) in powers of two, as people say them: 8k is 8,192, and "a 4M-token batch"
+# is 512 sequences of 8,192, 4,194,304 tokens (MaxText's and Megatron-LM's scripts count so).
 SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 BINARY = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20}
+BATCH = {**BINARY, "G": 2**30}
 _NUMBER = re.compile(r"^\s*([+-]?[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -56,6 +58,89 @@ def parse_count(text: str, field: str = "value", high: float = 1e30) -> float:
     (3000000.0, 3000000.0, 3000000.0, 15000000000000.0)
     """
     return _read(text, field, SUFFIXES, "3M, 3e6 or 3000000", high)
+
+
+def parse_batch(text: str, field: str = "batch", high: float = 1e30) -> float:
+    """A batch of tokens written as 4M, 4e6, 4194304 or 512K, its suffixes powers of two (K is
+    2**10, M 2**20, G 2**30: 4M is 4,194,304 tokens, 512 sequences of 8,192), at most ``high``.
+
+    Parameters
+    ----------
+    text : str
+        The batch as written; underscores in the number are dropped.
+    field : str, default "batch"
+        The field or flag the error message names.
+    high : float, default 1e30
+        The largest batch taken [tokens].
+
+    Returns
+    -------
+    value : float
+        The batch, the suffix multiplied out [tokens].
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not one of ``BATCH``, or the batch is not a number > 0 and at most
+        ``high``.
+
+    Examples
+    --------
+    >>> parse_batch("4M"), parse_batch("16M"), parse_batch("4e6"), parse_batch("512K")
+    (4194304.0, 16777216.0, 4000000.0, 524288.0)
+    """
+    return _read(text, field, BATCH, "4M (4,194,304), 4e6 or 4194304", high)
+
+
+def batch(n: float) -> str:
+    """A batch of tokens as ``parse_batch`` reads it: 4M for 4,194,304, 1.5M, 640K; exact where
+    three decimals of K, M or G say it, else three significant digits.
+
+    Parameters
+    ----------
+    n : float
+        The batch [tokens].
+
+    Returns
+    -------
+    text : str
+        The batch with K (2**10), M (2**20) or G (2**30); "∞" when ``n`` is not finite.
+
+    Examples
+    --------
+    >>> batch(4194304), batch(6 * 2**20 + 2**19), batch(3e6), batch(655_360), batch(732)
+    ('4M', '6.5M', '2.86M', '640K', '732')
+    """
+    if not math.isfinite(n):
+        return "∞"
+    for scale, suffix in ((2**30, "G"), (2**20, "M"), (2**10, "K")):
+        if abs(n) >= scale:
+            q = n / scale
+            exact = float(round(q, 3)) == q
+            return (f"{q:.3f}".rstrip("0").rstrip(".") if exact else f"{q:.3g}") + suffix
+    return f"{n:.3g}"
+
+
+def batch_echo(n: float) -> str:
+    """A batch said both ways, so that no one reads M as a million: "4M = 4,194,304 tokens".
+
+    Parameters
+    ----------
+    n : float
+        The batch [tokens].
+
+    Returns
+    -------
+    text : str
+        ``batch(n)`` and the whole count, or the count alone where the two would be the same.
+
+    Examples
+    --------
+    >>> batch_echo(4194304), batch_echo(3e6), batch_echo(512)
+    ('4M = 4,194,304 tokens', '2.86M = 3,000,000 tokens', '512 tokens')
+    """
+    whole = f"{n:,.0f} tokens" if float(n).is_integer() else f"{n:,.2f} tokens"
+    return whole if n < 2**10 else f"{batch(n)} = {whole}"
 
 
 def parse_whole(text: str, field: str = "value") -> int:

@@ -1,6 +1,7 @@
 """Inputs made of several controls that show one value (after lonboard's composites): the
-global batch as a log slider and a "3M" field, and the step's utilisation given or predicted.
-Each exposes its ``value`` as one trait, usable on its own or bound to a scenario's field."""
+global batch as a log slider and a "4M" field (M = 2**20 tokens), and the step's utilisation
+given or predicted. Each exposes its ``value`` as one trait, usable on its own or bound to a
+scenario's field."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import math
 import ipywidgets as w
 from traitlets import Bool, Float, Unicode, observe
 
-from ..text.units import parse_count, tokens
+from ..text.units import batch, parse_batch
 from ._base import control
 
 
 class BatchInput(w.HBox):
-    """A global batch: a log slider to move it and a field that reads "3M", both showing one
-    value. What the field cannot read is said in ``error``, and the value kept.
+    """A global batch: a log slider to move it and a field that reads "4M" (4,194,304 tokens:
+    K, M and G are powers of two), both showing one value. What the field cannot read is said in
+    ``error``, and the value kept.
 
     Parameters
     ----------
@@ -62,7 +64,7 @@ class BatchInput(w.HBox):
         try:
             self._slider.max = max(9, math.ceil(math.log10(self.value)))
             self._slider.value = self.value
-            self._text.value = tokens(self.value)
+            self._text.value = batch(self.value)
         finally:
             self._showing = False
 
@@ -77,12 +79,12 @@ class BatchInput(w.HBox):
         if self._showing:
             return
         try:
-            batch = parse_count(change["new"], "batch")
+            typed = parse_batch(change["new"], "batch")
         except ValueError as err:  # the text stays as typed, to mend; the value is kept
             self.error = str(err)
             return
         self.error = ""
-        self.value = batch
+        self.value = typed
 
 
 class StepInput(w.HBox):
@@ -129,7 +131,10 @@ class StepInput(w.HBox):
             self._showing = False
 
     def _on_mfu_value(self, change) -> None:
-        if not self._showing:
+        # A greyed-out slider is no one's move: the page sends back the value it drew (0.4
+        # rounded to the slider's steps, 0.39999999999999997) when it first renders, which must
+        # not turn a predicted step into an MFU given.
+        if not self._showing and not self._mfu.disabled:
             self.value = float(change["new"])
 
     def _on_predict_value(self, change) -> None:

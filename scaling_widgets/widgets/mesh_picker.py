@@ -11,6 +11,8 @@ import numpy as np
 from traitlets import Dict
 
 from ..catalog import name_of
+from ..cost.ground.refusals import InputError
+from ..cost.hardware.slice_names import is_slice_name, named_slice, slice_name
 from ..cost.views import MeshData
 from ..presets import HARDWARE
 from ..text import units
@@ -59,6 +61,14 @@ class MeshPicker(Bound, w.VBox):
         self.analysis = Analysis.of(self.scenario)
         self._hardware = control("hardware", options=[(c.name, k) for k, c in HARDWARE.items()])
         self._axes = w.HBox()
+        # the slice by Google's name (v5p-512), shown and typed, on a TPU Google names slices of
+        self._name = w.Text(
+            description="TPU slice",
+            placeholder="v5p-512",
+            continuous_update=False,
+            layout=w.Layout(width="220px"),
+        )
+        self._name.add_class("sw-slice-name")
         self._pods = control("pods")
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
@@ -70,6 +80,7 @@ class MeshPicker(Bound, w.VBox):
             [
                 self._hardware,
                 self._moved,
+                self._name,
                 self._axes,
                 self._pods,
                 self._by_hand,
@@ -82,6 +93,7 @@ class MeshPicker(Bound, w.VBox):
         )
         self.add_class("sw-mesh-picker")
         self._hardware.observe(self._on_hardware_change, "value")
+        self._name.observe(self._on_name_change, "value")
         self._bind(self._pods, "pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
@@ -111,6 +123,9 @@ class MeshPicker(Bound, w.VBox):
             box.description = name
         if s.hardware.is_gpu:  # the node size is the chip's: only the number of nodes is a choice
             self._axes.children[1].disabled = True
+        name = slice_name(s.hardware, math.prod(s.slice_shape))
+        self._name.value = name or ""
+        self._name.layout.display = "none" if name is None else ""
         super()._show_scenario()
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
@@ -142,6 +157,23 @@ class MeshPicker(Bound, w.VBox):
         if change["new"] == "custom" or self._syncing:
             return
         if self._apply(hardware=HARDWARE[change["new"]]):
+            self._show_mended()
+
+    def _on_name_change(self, change) -> None:
+        """A slice typed by its name: its chip and its shape, at once."""
+        if self._syncing:
+            return
+        text = change["new"]
+        try:
+            if not is_slice_name(text):
+                raise ValueError(
+                    f"slice must be a TPU slice's name such as v5p-512 or v6e-256; got {text!r}"
+                )
+            named = named_slice(text, HARDWARE.__getitem__, "slice")
+        except (InputError, ValueError) as err:  # the text stays as typed; the scenario is kept
+            self._message.show(str(err))
+            return
+        if self._apply(hardware=HARDWARE[named.chip], slice_shape=tuple(named)):
             self._show_mended()
 
     def _on_axis_change(self, change) -> None:

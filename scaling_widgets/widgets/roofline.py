@@ -9,7 +9,7 @@ import numpy as np
 from traitlets import Enum, Instance, Tuple, dlink, observe
 
 from ..cost.views import CURVES, RooflineData
-from ..text.units import tokens
+from ..text.units import batch
 from ..text.views import curve_names
 from ._base import check_kwargs, vertical_axis
 from .analysis import Analysis
@@ -184,7 +184,7 @@ def _crossing_text(d: RooflineData, cluster: list[str]) -> str:
     """ "FSDP: 3.48M", or "DP, FSDP: 3.48M; TP: 4M" for crossings close together."""
     at: dict[str, list[str]] = {}
     for n in cluster:
-        at.setdefault(tokens(d.crossover[n]), []).append(d.labels[n])
+        at.setdefault(batch(d.crossover[n]), []).append(d.labels[n])
     return "; ".join(f"{', '.join(labels)}: {where}" for where, labels in at.items())
 
 

@@ -1,7 +1,9 @@
 """The chapter's worked examples and the book's Part 6 through the command line, typed as the book
 states them: a batch in tokens, sequences of the book's length or the CLI's default, and no flag
-the book does not name. Where a data replica would get less than a whole sequence, the tool splits
-each sequence over chips (context parallelism) and says so; the chapter's numbers stand."""
+the book does not name. The chapter's arithmetic reads its batches in millions (3M is 3e6 in its
+732 tokens a chip), so they are typed as 3e6: the CLI's 3M is 3 x 2**20. Where a data replica
+would get less than a whole sequence, the tool splits each sequence over chips (context
+parallelism) and says so; the chapter's numbers stand."""
 
 import json
 
@@ -20,23 +22,23 @@ def estimate(capsys, *args) -> dict:
 def test_examples_1_and_2_data_parallelism_needs_2550_tokens_a_chip_on_one_axis_850_on_three(
     capsys,
 ):
-    one_axis = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x1x1", "--batch", "1M",
+    one_axis = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x1x1", "--batch", "1e6",
                         "--strategy", "dp")  # fmt: skip
     assert one_axis["critical_tokens_per_chip"] == 2550
-    pod = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x20x28", "--batch", "8M",
+    pod = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x20x28", "--batch", "8e6",
                    "--strategy", "dp")  # fmt: skip
     assert pod["critical_tokens_per_chip"] == 850
     assert pod["critical_tokens_per_chip"] * pod["chips"] == pytest.approx(7.6e6, rel=0.01)
 
 
 def test_example_11_across_pods_each_pod_needs_73440_tokens(capsys):
-    two = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3M",
+    two = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3e6",
                    "--pods", "2")  # fmt: skip
     assert two["critical_tokens_per_pod"] == 73_440
 
 
 def test_examples_14_and_15_llama_2_13b_parameters_optimizer_and_checkpoints(capsys):
-    dp = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "16M",
+    dp = estimate(capsys, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "16e6",
                   "--strategy", "dp", "--mfu", "0.4")  # fmt: skip
     parts = dp["params_by_part"]
     assert parts["mlp"] == pytest.approx(8.5e9, rel=0.01)
@@ -51,7 +53,7 @@ def test_examples_14_and_15_llama_2_13b_parameters_optimizer_and_checkpoints(cap
 
 def test_example_16_llama_2_13b_at_3m_tokens_of_32k_on_4096_chips(capsys):
     # "B = 3M, T = 32k (96 sequences)": 91.6 sequences of 32,768 for 1024 data replicas.
-    args = ["--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3M", "--seq-len", "32k",
+    args = ["--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3e6", "--seq-len", "32k",
             "--mfu", "0.4"]  # fmt: skip
     e = estimate(capsys, *args)
     assert (e["layout"]["X"], e["layout"]["Y"]) == (1024, 4)
@@ -70,13 +72,13 @@ def test_example_16_llama_2_13b_at_3m_tokens_of_32k_on_4096_chips(capsys):
     assert "each sequence of 32768 split over 16 chips (context parallelism, chosen for you:" in (
         report
     )
-    assert "3.01M tokens give 0.09 sequences per data replica" in report
+    assert "3,014,656 tokens give 0.09 sequences per data replica" in report
     assert "3,000,000 tokens, is 91.55 sequences of 32768: rounded to 92 whole sequences" in report
 
 
 def test_cp_1_asked_for_keeps_the_refusal_naming_what_would_run(capsys):
     with pytest.raises(SystemExit) as exit_:
-        main([*V5P, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3M",
+        main([*V5P, "--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3e6",
               "--seq-len", "32k", "--cp", "1"])  # fmt: skip
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "--batch must be at least" in err and "--cp" in err
@@ -115,7 +117,7 @@ def _model_file(tmp_path, d_model: int, d_ff: int) -> str:
 def test_example_3_pure_dp_holds_at_most_hbm_over_10_bytes_a_parameter(capsys):
     # 96 GB / 10 B ≈ 9.6e9 parameters: 7B's weights and Adam state fit, 13B's (130 GB) do not.
     for model, fits in (("llama-2-7b", True), ("llama-2-13b", False)):
-        e = estimate(capsys, "--model", model, "--mesh", "4x4x4", "--batch", "1M",
+        e = estimate(capsys, "--model", model, "--mesh", "4x4x4", "--batch", "1e6",
                      "--strategy", "dp", "--mfu", "0.4")  # fmt: skip
         state = e["memory_per_chip_bytes"]["params"] + e["memory_per_chip_bytes"]["optimizer"]
         assert state == pytest.approx(10 * e["params"]) and (state < 96e9 * 2**30 / 1e9) == fits
@@ -123,7 +125,7 @@ def test_example_3_pure_dp_holds_at_most_hbm_over_10_bytes_a_parameter(capsys):
 
 def test_examples_4_and_5_fsdp_over_a_pod_needs_850_tokens_a_chip(capsys):
     # DeepSeek-V2's 40M tokens over 3-axis FSDP: 40M/850 ≈ 47,000 chips, about 5 pods.
-    e = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "40M",
+    e = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "40e6",
                  "--strategy", "fsdp", "--mfu", "0.5", "--tokens", "15T")  # fmt: skip
     assert e["critical_tokens_per_chip"] == 850
     assert 40e6 / e["critical_tokens_per_chip"] == pytest.approx(47_000, rel=0.01)
@@ -133,13 +135,13 @@ def test_examples_4_and_5_fsdp_over_a_pod_needs_850_tokens_a_chip(capsys):
 
 
 def test_examples_6_and_7_the_tp_limit_is_f_over_2550(capsys, tmp_path):
-    l3 = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x16x16", "--batch", "4M",
+    l3 = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x16x16", "--batch", "4e6",
                   "--mfu", "0.4")  # fmt: skip
     # F/2550 (the chapter's F ≈ 30,000 gives 11.8)
     assert l3["tp_limit"] == pytest.approx(28_672 / 2550, abs=0.01)
     # Gemma 7B as the chapter counts it, F = 49,152 (its config's 24,576 gated, times two)
     gemma = _model_file(tmp_path, 3072, 49_152)
-    e = estimate(capsys, "--model-file", gemma, "--mesh", "16x16x16", "--batch", "4M",
+    e = estimate(capsys, "--model-file", gemma, "--mesh", "16x16x16", "--batch", "4e6",
                  "--fsdp", "256", "--tp", "16", "--mfu", "0.4")  # fmt: skip
     assert e["layout"]["M_Y"] == 1 and e["tp_limit"] == pytest.approx(19.3, abs=0.05)
 
@@ -165,11 +167,11 @@ def test_example_10_every_split_of_16x16x16_is_comm_bound_below_4_06e5(capsys, t
 
 def test_examples_12_and_13_llama_3_70b_at_2m_tokens(capsys):
     # 2M tokens over 3-axis FSDP: about 2,350 chips; FSDP + TP: about 108 tokens a chip.
-    fsdp = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2M",
+    fsdp = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2e6",
                     "--strategy", "fsdp", "--mfu", "0.4")  # fmt: skip
     assert 2e6 / fsdp["critical_tokens_per_chip"] == pytest.approx(2_350, rel=0.01)
     # On two pods, 1M tokens a pod, 111 a chip: DCN is fine.
-    two = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2M",
+    two = estimate(capsys, "--model", "llama-3-70b", "--mesh", "16x20x28", "--batch", "2e6",
                    "--pods", "2", "--mfu", "0.4")  # fmt: skip
     assert two["tokens_per_chip"] == pytest.approx(111, abs=1)
     assert two["tokens_per_pod"] >= two["critical_tokens_per_pod"]

@@ -64,17 +64,29 @@ def test_llama_3_405b_runs_with_tp_8_pp_16_dp_128(capsys):
 
 def test_a_batch_of_part_sequences_is_rounded_to_whole_ones_with_a_note(capsys):
     cluster = [*LLAMA_3_405B[:6], "--seq-len", "8k"]
-    code, out, _ = run(capsys, "estimate", *cluster, "--batch", "16M")
+    code, out, _ = run(capsys, "estimate", *cluster, "--batch", "16e6")
     assert code == 0
     assert (
         "The batch asked for, 16,000,000 tokens, is 1,953.12 sequences of 8192: rounded to 1,953"
         " whole sequences (15,998,976 tokens)" in out
     )
-    e = estimate(capsys, *cluster, "--batch", "16M")
+    e = estimate(capsys, *cluster, "--batch", "16e6")
     assert e["batch_tokens_asked"] == 16e6 and e["batch_tokens"] == 1953 * 8192
     # A batch of whole sequences is as asked, with no note.
     e = estimate(capsys, *cluster, "--batch", "16777216")
     assert e["batch_tokens_asked"] is None and e["batch_tokens"] == 16777216
+
+
+def test_a_16m_batch_is_metas_2048_sequences_of_8k_said_both_ways(capsys):
+    # K, M and G in a batch are powers of two, as MaxText's and Megatron-LM's scripts count
+    cluster = ["--model", "llama-3-405b", "--hardware", "h100", "--chips", "2048", "--seq-len",
+               "8k", "--strategy", "fsdp"]  # fmt: skip
+    e = estimate(capsys, *cluster, "--batch", "16M")
+    assert e["batch_tokens"] == 16 * 2**20 and e["sequences"] == 2048
+    assert e["batch_tokens_asked"] is None and e["layout"]["CP"] == 1  # no CP chosen for you
+    code, out, _ = run(capsys, "estimate", *cluster, "--batch", "16M")
+    assert "batch 16M = 16,777,216 tokens (2,048 sequences of 8192)" in out
+    assert "rounded" not in out and "context parallelism" not in out
 
 
 @pytest.mark.parametrize("chips, racks", [(128, 2), (256, 4), (1024, 16), (8192, 128)])
@@ -140,11 +152,11 @@ def test_qwen3_235b_folds_ep_32_over_tp_2_and_dp_16_with_expert_tp_1(capsys):
 
 def test_dp_as_the_frameworks_count_it_holds_cp_to_what_was_given(capsys):
     # DP x CP x TP x PP = chips: with --dp 128 and no --cp, CP is 1, not chosen to split
-    # sequences (which would leave DP 64). 16M tokens give each replica 15.3 sequences.
+    # sequences (which would leave DP 64). 16e6 tokens give each replica 15.3 sequences.
     layout = [*LLAMA_3_405B[:6], "--tp", "8", "--pp", "16", "--dp", "128", "--seq-len", "8k"]
-    code, out, err = run(capsys, "estimate", *layout, "--batch", "16M", "--microbatches", "16")
+    code, out, err = run(capsys, "estimate", *layout, "--batch", "16e6", "--microbatches", "16")
     assert code == 2 and out == "" and "--microbatches must be at most the 15.3 sequences" in err
-    assert estimate(capsys, *layout, "--batch", "16M")["layout"]["CP"] == 1
+    assert estimate(capsys, *layout, "--batch", "16e6")["layout"]["CP"] == 1
 
 
 # DeepSeek-V3's report (sec. 3.2-3.3): 2,048 H800s, EP 64, PP 16 with DualPipe, ZeRO-1, no TP;

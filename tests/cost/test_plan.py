@@ -269,7 +269,7 @@ def test_cli_plan_json_is_ranked_best_first(capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and len(data["layouts"]) == 3
     # "fit" counts the layouts within HBM among those "evaluated", and some do not fit.
-    every = plan(model=L13, chip=V5P, batch=16e6, seq_len=4096, slice_shape=(16, 16, 16))
+    every = plan(model=L13, chip=V5P, batch=2**24, seq_len=4096, slice_shape=(16, 16, 16))  # 16M
     assert data["evaluated"] == len(every.memory)
     assert (
         data["fit"] == fits(every.memory, V5P.usable_hbm).sum()

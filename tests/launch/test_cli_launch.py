@@ -54,7 +54,7 @@ def test_export_writes_each_framework_from_estimates_flags(capsys, tmp_path):
 def test_a_config_with_flags_on_top_answers_what_if(capsys):
     code, out, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100", "--chips", "64",
                           "--batch", "1M", "--json"], capsys)  # fmt: skip
-    assert code == 0 and json.loads(out)["batch_tokens"] == 122 * 8192  # 1M tokens: 122 sequences
+    assert code == 0 and json.loads(out)["batch_tokens"] == 128 * 8192  # 1M = 2**20: 128 of 8K
     code, out, err = run(["estimate", "--config", LLAMA_70B, "--hardware", "a100", "--chips", "64",
                           "--verbose"], capsys)  # fmt: skip
     assert "ignored (no cost): " in err and "optimizer.lr" in err
@@ -94,8 +94,8 @@ def test_a_config_needs_the_chips_it_runs_on(capsys):
 
 
 def test_a_row_no_framework_can_run_names_the_nearest_batch_that_would(capsys):
-    # 4M tokens are 488 sequences of 8,192: not the same whole count on each of 16 data ranks
-    flags = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "256", "--batch", "4M",
+    # 4e6 tokens are 488 sequences of 8,192: not the same whole count on each of 16 data ranks
+    flags = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "256", "--batch", "4e6",
              "--seq-len", "8192", "--tp", "8", "--pp", "2"]  # fmt: skip
     code, _, err = run(["export", "--to", "megatron", *flags], capsys)
     assert code == 2 and "batch must be the same whole sequences for each of the 16" in err

@@ -204,17 +204,34 @@ def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voi
     assert page.errors == []
 
 
-def test_predicting_the_step_draws_its_breakdown(page, voila_demo):
+def test_a_fresh_page_opens_on_the_predicted_step_and_stays_there(page, voila_demo):
+    """The README's promise, after the browser's first sync of every widget: a slider the page
+    renders sends its value back, and a greyed-out MFU slider's echo must not give the MFU."""
+    page.goto(voila_demo.home)
+    wait_for_panel(page)
+    ticked = ".sw-training-controls input[type=checkbox]"
+    page.wait_for_timeout(2000)  # the widgets' first echoes from the page reach the kernel
+    shown = summary(page)
+    assert "Predicted step" in shown and "MFU given" not in page.inner_text(".sw-panel")
+    assert page.locator(ticked).first.is_checked()
+    assert page.errors == []
+
+
+def test_giving_the_mfu_and_predicting_again_redraw_the_step(page, voila_demo):
     page.goto(voila_demo.home)
     wait_for_panel(page)
     widths = lambda p: p.eval_on_selector_all(  # noqa: E731 - the step bar's pieces
         ".sw-step-breakdown rect.bar", "els => els.map(e => +e.getAttribute('width'))"
     )
-    before, text = widths(page), summary(page)
+    predicted, text = widths(page), summary(page)
+    assert "Predicted step" in text
     page.click(".sw-training-controls label:has-text('predict the step')")
-    shown = wait_for_change(page, summary, text)
+    given = wait_for_change(page, summary, text)
+    assert "Predicted step" not in given
+    page.click(".sw-training-controls label:has-text('predict the step')")
+    shown = wait_for_change(page, summary, given)
     assert "Predicted step" in shown and "HFU" in shown
-    wait_for_change(page, widths, before)
+    assert wait_until(page, widths, lambda now: now == predicted)
     assert page.errors == []
 
 

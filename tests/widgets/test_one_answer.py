@@ -36,7 +36,7 @@ from scaling_widgets.fields import FIELDS, checked, mended, scenario_start
 from scaling_widgets.fields.command import command
 from scaling_widgets.presets import MODELS, PRECISIONS
 from scaling_widgets.text import report
-from scaling_widgets.text.units import nbytes, seconds, tokens
+from scaling_widgets.text.units import batch, nbytes, seconds
 from scaling_widgets.widgets.memory_bar import GB, clipped_at
 from scaling_widgets.widgets.recommendations import TOP
 from scaling_widgets.widgets.scenario import Scenario, ScenarioError
@@ -343,7 +343,7 @@ def assert_panel_shows(panel, data: dict) -> None:
         placed["z"],
     ) == xyz
     assert chosen["microbatches"] == layout["microbatches"] and chosen["zero"] == data["zero_stage"]
-    assert panel.training._batch._text.value == tokens(data["batch_tokens"])
+    assert panel.training._batch._text.value == batch(data["batch_tokens"])
     predicted = s.mfu is None  # the step predicted: the box ticked, the MFU slider off
     assert (
         panel.training._step._predict.value == predicted
@@ -650,7 +650,7 @@ def test_an_impossible_change_is_refused_in_the_same_words_and_changes_nothing(k
     )
     assert panel.strategy_selector._virtual.value == s.virtual_stages
     assert tuple(box.value for box in panel.mesh_picker._axes.children) == s.slice_shape
-    assert panel.training._batch._text.value == tokens(s.batch)
+    assert panel.training._batch._text.value == batch(s.batch)
     # The CLI given the same change as flags: exit 2, one line, the same sentence after its flag.
     code, out, err = run_cli(words)
     assert code == 2 and out == "" and err.count("\n") == 1, err

@@ -46,7 +46,7 @@ def test_update_applies_everything_or_nothing():
     s = Scenario(slice_shape=(16, 16, 16))
     with pytest.raises(ScenarioError, match="fits in the chip's pod"):
         s.update(batch=1e6, hardware="tpu-v5e", slice_shape=(16, 16, 16))  # not a v5e slice
-    assert s.batch == 16e6 and s.hardware.name == "TPU v5p"  # the default batch
+    assert s.batch == 2**24 and s.hardware.name == "TPU v5p"  # the default batch, 16M
     s.update(hardware="tpu-v5e", slice_shape=(16, 16), batch=1e6)
     assert (s.hardware.name, s.slice_shape, s.batch) == ("TPU v5e", (16, 16), 1e6)
 

@@ -111,7 +111,9 @@ def test_roofline_reproduces_the_books_16x16x16_figure_with_the_best_split():
     assert d.labels["fsdp+tp"] == "FSDP X=512 x TP Y=8"
     assert d.crossover["optimal"] == pytest.approx(4.35e5, rel=0.005)
     assert any(
-        "FSDP+TP, book split" in label and label.endswith(": 435K") for label in plot._labels.text
+        # 4.35e5 tokens, written as a batch is typed: K is 1,024
+        "FSDP+TP, book split" in label and label.endswith(": 425K")
+        for label in plot._labels.text
     )
     below = d.batch < 4.06e5  # every strategy is comm-bound below the chapter's bound
     assert "tp" not in d.comm  # pure TP over 4096 chips cannot split 64 heads: no curve
@@ -195,14 +197,14 @@ def test_memory_bar_dp_does_not_fit_and_tp_shrinks_the_weights():
 def test_training_controls_accept_3m_and_reject_nonsense():
     s = Scenario(**EXAMPLE_16)
     controls = TrainingControls(s)
-    controls._batch._text.value = "1.5M"
-    assert s.batch == 1.5e6 and controls._batch._slider.value == pytest.approx(1.5e6)
+    controls._batch._text.value = "1.5M"  # M is 2**20 in a batch
+    assert s.batch == 1.5 * 2**20 and controls._batch._slider.value == pytest.approx(1.5 * 2**20)
     controls._batch._text.value = "lots"
     assert "batch must be a number > 0" in controls._message.text
     # The scenario keeps its batch; the text stays as typed, to mend, and a valid one clears it.
-    assert s.batch == 1.5e6 and controls._batch._text.value == "lots"
+    assert s.batch == 1.5 * 2**20 and controls._batch._text.value == "lots"
     controls._batch._text.value = "1.5M"
-    assert controls._message.text == "" and s.batch == 1.5e6
+    assert controls._message.text == "" and s.batch == 1.5 * 2**20
 
 
 def test_model_picker_custom_dimensions():
@@ -226,7 +228,7 @@ def test_explore_shows_example_16():
     panel.scenario.batch = 5e5  # set from code: every part follows
     assert (
         "roofline): communication-bound" in panel.summary.value
-        and panel.training._batch._text.value == "500K"
+        and panel.training._batch._text.value == "488K"  # 5e5 tokens, K being 1,024
     )
 
 
@@ -604,16 +606,19 @@ def test_the_export_makes_the_steps_trace_when_asked_and_forgets_it_on_a_change(
 def test_the_batch_input_shows_one_value_in_its_slider_and_its_field():
     from scaling_widgets.widgets import BatchInput
 
-    batch = BatchInput(value=3e6)
-    assert batch._text.value == "3M" and batch._slider.value == pytest.approx(3e6)
+    M = 2**20  # a batch's M, as frameworks' scripts count it
+    batch = BatchInput(value=3 * M)
+    assert batch._text.value == "3M" and batch._slider.value == pytest.approx(3 * M)
     batch._text.value = "8M"  # typed: the value, and the slider, follow
-    assert batch.value == 8e6 and batch._slider.value == pytest.approx(8e6) and batch.error == ""
-    batch._slider.value = 8.01e6  # the browser rounding 8M to its step: not a move
-    assert batch.value == 8e6
-    batch._slider.value = 2e7  # a move
-    assert batch.value == 2e7 and batch._text.value == "20M"
+    assert (
+        batch.value == 8 * M and batch._slider.value == pytest.approx(8 * M) and batch.error == ""
+    )
+    batch._slider.value = 8.01 * M  # the browser rounding 8M to its step: not a move
+    assert batch.value == 8 * M
+    batch._slider.value = 20 * M  # a move
+    assert batch.value == 20 * M and batch._text.value == "20M"
     batch._text.value = "lots"  # unreadable: said, the value kept
-    assert batch.value == 2e7 and "batch must be" in batch.error
+    assert batch.value == 20 * M and "batch must be" in batch.error
     batch._text.value = "20M"  # the same value again, read: the error goes
     assert batch.error == ""
 
@@ -623,6 +628,10 @@ def test_the_step_input_is_an_mfu_given_or_none_when_predicted():
 
     step = StepInput()
     assert step.value is None and step._predict.value and step._mfu.disabled
+    # the page's first render sends the greyed slider's value back, rounded to its steps (the
+    # demo opened on "40% MFU given" while it counted): the step stays predicted
+    step._mfu.value = 0.39999999999999997
+    assert step.value is None and step._predict.value
     step._predict.value = False  # the slider's 40 %, the chapter's
     assert step.value == pytest.approx(0.4) and not step._mfu.disabled
     step._mfu.value = 0.55
