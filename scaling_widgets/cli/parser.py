@@ -10,6 +10,9 @@ from ..text import units
 from .commands import COMMANDS, DESCRIPTION, PROG, Parser
 from .options import add_fields, typed
 
+# what a plan sorts by: the step, or the whole run (time, cost and energy sort alike)
+SORTS = ("step", "time", "cost", "energy", "wall")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: a subcommand each, their options from the table of fields and their
@@ -75,11 +78,15 @@ def _plan(commands) -> None:
         help="print the launch file of the layout at --rank instead of the table",
     )
     planner.add_argument(
+        "--sort",
         "--rank-by",
-        choices=("step", "wall"),
+        dest="rank_by",
+        choices=SORTS,
         default="step",
-        help="rank by the step time, or by the whole run's wall clock with --tokens (failures and"
-        " checkpoints counted; chip-hours, energy and cost rank alike on one cluster)",
+        help="sort by the step time, or with --tokens by the run's time to train on the wall"
+        " clock (time; failures and checkpoints counted), its cost (with --price-per-chip-hour)"
+        " or its energy: on one cluster these three sort alike, the same chips for the same"
+        " hours (default step; --rank-by is its older name, wall the older time)",
     )
     planner.add_argument(
         "--rank",

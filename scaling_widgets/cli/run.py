@@ -298,6 +298,18 @@ def _layout_of(flags: str, state: dict):
 FRAMEWORK_STACKS = {"torchtitan": "fsdp2", "megatron": "megatron-lm", "maxtext": "maxtext"}
 
 
+def _sorted_by(sort: str, state: dict) -> str:
+    """What a plan ranks by for ``--sort``: the step, or the run's wall clock, which its cost and
+    energy follow on one cluster; refused where the run is not known."""
+    if sort == "step":
+        return "step"
+    if state.get("tokens") is None:
+        raise ValueError(f"--sort {sort} needs the run: give --tokens, such as --tokens 15T")
+    if sort == "cost" and state.get("price_per_chip_hour") is None:
+        raise ValueError("--sort cost needs a price: give --price-per-chip-hour, such as 2.5")
+    return "wall"
+
+
 def _plan(args, state: dict, given: dict) -> int:
     export_to = getattr(args, "export_to", None)
     if export_to is not None and "stack" not in given:  # rank what that framework runs
@@ -305,10 +317,10 @@ def _plan(args, state: dict, given: dict) -> int:
     keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
-    ranked = plan(**keywords, **limits, rank_by=args.rank_by)
+    ranked = plan(**keywords, **limits, rank_by=_sorted_by(args.rank_by, state))
     if getattr(args, "rank_of", None) is not None:
         if args.rank_by != "step":
-            raise ValueError("--rank-of ranks by the step: drop --rank-by wall")
+            raise ValueError(f"--rank-of ranks by the step: drop --sort {args.rank_by}")
         if not len(ranked):
             raise ValueError("no layout of this plan fits: there is nothing to rank against")
         print(rank_of(ranked, _layout_of(args.rank_of, state)))

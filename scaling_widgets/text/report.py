@@ -235,16 +235,15 @@ def _summary(e) -> dict:
     }
 
 
-def _cluster_name(e) -> str:
+def _cluster_name(chip, shape, pods: int) -> str:
     """The cluster as its user names it: "TPU v5p-512 (256 chips, 4x8x8)", with the pods beyond
     one; a GPU cluster, or a chip Google does not name slices of, by its shape."""
-    pods, shape = int(e.pods), units.mesh(e.slice_shape)
-    per_pod = int(e.chips) // pods
-    named = slice_name(e.chip, per_pod)
-    pods_said = f" x {pods} pods = {int(e.chips):,} chips" if pods > 1 else ""
+    per_pod = math.prod(shape)
+    named, chips = slice_name(chip, per_pod), per_pod * pods
+    pods_said = f" x {pods} pods = {chips:,} chips" if pods > 1 else ""
     if named is not None:
-        return f"TPU {named} ({per_pod:,} chips, {shape}){pods_said}"
-    return f"{e.chip.name} {shape} x {pods} pod{'s' * (pods > 1)} = {int(e.chips):,} chips"
+        return f"TPU {named} ({per_pod:,} chips, {units.mesh(shape)}){pods_said}"
+    return f"{chip.name} {units.mesh(shape)} x {pods} pod{'s' * (pods > 1)} = {chips:,} chips"
 
 
 def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
@@ -275,7 +274,8 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     )
     lines = explain.explain(e, best)
     head = [
-        f"{m.name} ({moe_and_context.params(e)}) on {_cluster_name(e)}; batch "
+        f"{m.name} ({moe_and_context.params(e)}) on"
+        f" {_cluster_name(e.chip, e.slice_shape, int(e.pods))}; batch "
         f"{units.batch_echo(float(e.batch))}{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",
@@ -345,7 +345,7 @@ def plan_table(ranked, ranks) -> str:
     """
     cluster, workload, shape = ranked.cluster, ranked.workload, ranked.axis_orders[0]
     head = (
-        f"{workload.model.name} on {cluster.chip.name} {units.mesh(shape)} x {cluster.pods} pod(s),"
+        f"{workload.model.name} on {_cluster_name(cluster.chip, shape, cluster.pods)},"
         f" batch {units.batch_echo(float(workload.batch))}: {len(ranked.step_time):,} layouts "
         "evaluated,"
         f" {len(ranked):,} fit"
@@ -370,6 +370,7 @@ def plan_table(ranked, ranks) -> str:
         + f"{'ZeRO':<5} {'recompute':<12} {'schedule':<16} {'m':>4} {'step':>9} "
         f"{f'{LEVEL:.0%} interval':>17} {'peak':>9} {'HBM left':>8}"
         + (f" {'to train':>10} {'goodput':>7}" if workload.tokens is not None else "")
+        + _run_heads(ranked)
         + "  binds",
     ]
     best = ranked.estimate(0)
@@ -385,7 +386,7 @@ def plan_table(ranked, ranks) -> str:
         e = ranked.estimate(r)
         run = e.run
         train = (
-            f" {units.seconds(float(run.wall)):>10} {float(run.goodput):>7.1%}"
+            f" {units.seconds(float(run.wall)):>10} {float(run.goodput):>7.1%}{_run_cells(run)}"
             if run is not None
             else ""
         )
@@ -396,6 +397,20 @@ def plan_table(ranked, ranks) -> str:
             f" {_left(ranked, index):>8}{train}  {binds(e)}"
         )
     return "\n".join(rows + _ties_said(ranked, best))
+
+
+def _run_heads(ranked) -> str:
+    """The heads of the run's cost and energy, where the plan's runs have them."""
+    run = ranked.estimate(0).run if len(ranked) else None
+    if run is None:
+        return ""
+    return f" {'cost':>9}" * (run.cost is not None) + f" {'energy':>9}" * (run.energy is not None)
+
+
+def _run_cells(run) -> str:
+    """A run's cost (chip-hours at the price given) and energy (MWh), where it has them."""
+    cost = f" {units.count(float(run.cost)):>9}" if run.cost is not None else ""
+    return cost + (f" {units.energy(float(run.energy)):>9}" if run.energy is not None else "")
 
 
 def _span(e: Estimate, best: Estimate, below: bool) -> str:

@@ -11,6 +11,7 @@ with the page's theme; twelve rows need none of that.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 import ipywidgets as w
@@ -20,7 +21,7 @@ from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
 from ..text.explain import layout_text
 from ..text.step import binds
-from ..text.units import nbytes, seconds
+from ..text.units import count, energy, nbytes, seconds
 from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
@@ -34,6 +35,10 @@ COLUMNS = {
     "mfu": ("MFU", lambda r: r.mfu, True),
     "memory": ("memory/chip", lambda r: r.memory, False),
     "headroom": ("fits: HBM left", lambda r: r.headroom, True),
+    # the whole run, where the scenario has its tokens (a price: its cost); unknown sorts last
+    "train": ("to train", lambda r: _known(r.wall), False),
+    "cost": ("cost", lambda r: _known(r.cost), False),
+    "energy": ("energy", lambda r: _known(r.energy), False),
     "binds": ("what binds", lambda r: r.binds, False),
 }
 SAME = 0.005  # layouts of one split whose steps differ by less than this share are one group
@@ -59,6 +64,9 @@ class Row:
         The share of HBM left.
     binds : str
         What binds its step, in words (``text.step.binds``).
+    wall, cost, energy : float
+        Its run's time to train on the wall clock [s], cost (chip-hours at the price given) and
+        energy [J]; NaN where the scenario gives no tokens, price or chip power.
     alike : tuple of int
         The ranks of the other layouts in the group.
     """
@@ -71,6 +79,9 @@ class Row:
     headroom: float  # share of HBM left
     binds: str
     alike: tuple  # ranks of the other layouts in the group
+    wall: float = math.nan
+    cost: float = math.nan
+    energy: float = math.nan
 
     @classmethod
     def of(cls, p, rank: int, e: Estimate) -> Row:
@@ -92,6 +103,7 @@ class Row:
         """
         index = p.order[rank]
         memory = float(p.memory[index])
+        run = e.run
         return cls(
             rank,
             p.layout(rank),
@@ -101,6 +113,7 @@ class Row:
             1 - memory / e.chip.usable_hbm,
             binds(e),
             (),
+            *(_number(getattr(run, k, None)) for k in ("wall", "cost", "energy")),
         )
 
     def like(self, other: Row) -> bool:
@@ -123,6 +136,16 @@ class Row:
             all(other.knobs[k] == self.knobs[k] for k in split)
             and abs(other.step - self.step) <= SAME * self.step
         )
+
+
+def _number(value) -> float:
+    """A run's figure as a float; NaN where it is not known (None)."""
+    return math.nan if value is None else float(value)
+
+
+def _known(value: float) -> float:
+    """A sort key that puts the unknown (NaN) last."""
+    return math.inf if math.isnan(value) else value
 
 
 def grouped(p) -> list[Row]:
@@ -152,7 +175,8 @@ def grouped(p) -> list[Row]:
 
 
 class Recommendations(Bound, w.VBox):
-    """A "plan" button, then the best layouts: step, MFU, memory, HBM left and what binds.
+    """A "plan" button, then the best layouts: step, MFU, memory, HBM left, the run's time to
+    train, cost and energy (with the scenario's tokens and price), and what binds.
 
     A plan takes up to a tenth of a second (a full v5p pod), ten times a slider move, so it runs
     when asked, not on every change. A click on a header sorts by it (again: the other way).
@@ -269,8 +293,8 @@ class Recommendations(Bound, w.VBox):
         Parameters
         ----------
         column : str
-            A key of ``COLUMNS``: "rank", "layout", "step", "mfu", "memory", "headroom" or
-            "binds".
+            A key of ``COLUMNS``: "rank", "layout", "step", "mfu", "memory", "headroom",
+            "train", "cost", "energy" or "binds".
         """
         name, reverse = self.sorted_by
         self.sorted_by = (column, not reverse if column == name else COLUMNS[column][2])
@@ -360,6 +384,10 @@ class Recommendations(Bound, w.VBox):
             f"{row.mfu:.1%}",
             nbytes(row.memory),
             f"{row.headroom:.0%}",
+            *(
+                "-" if math.isnan(v) else said(v)
+                for v, said in ((row.wall, seconds), (row.cost, count), (row.energy, energy))
+            ),
             row.binds,
         ]
         weight = "bold" if current else "normal"

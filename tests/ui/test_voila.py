@@ -18,11 +18,11 @@ from .helpers import (
 )
 from .servers import ARTIFACTS, Server, free_port, kernel_of, local, voila_demo_argv
 
-# The plan table's rows as text: its cells in order, eight to a row, the header row left out.
+# The plan table's rows as text: its cells in order, eleven to a row, the header row left out.
 ROWS = """() => {
   const cells = [...document.querySelectorAll('.sw-plan-table > *')].map(c => c.innerText.trim());
   const rows = [];
-  for (let i = 8; i < cells.length; i += 8) rows.push(cells.slice(i, i + 8));
+  for (let i = 11; i < cells.length; i += 11) rows.push(cells.slice(i, i + 11));
   return rows;
 }"""
 

@@ -1,10 +1,12 @@
 """Recommendations in the panel: plan, pick a row, and the panel shows that row's layout; a plan
 for other inputs is stale."""
 
+import math
 import re
 
 import scaling_widgets as sw
 from scaling_widgets.widgets import Recommendations
+from scaling_widgets.widgets.recommendations import COLUMNS
 from scaling_widgets.widgets.scenario import Scenario
 
 from .examples import EXAMPLE_16
@@ -130,3 +132,30 @@ def test_near_identical_layouts_share_one_row():
             assert abs(float(e.step_time) / row.step - 1) <= 0.005
     rows = [(split(r.knobs), round(r.step, 4)) for r in table.rows]
     assert len(set(rows)) == len(rows)  # no two rows left that say the same
+
+
+def test_with_tokens_and_a_price_each_row_shows_its_runs_time_cost_and_energy_and_sorts_by_them():
+    # a user choosing a layout by money and energy, not only by the step
+    panel = sw.explore(model="llama-3-8b", hardware="h100", chips=64, batch=2**20, seq_len=8192,
+                       tokens=1e12, price_per_chip_hour=2.5)  # fmt: skip
+    table = panel.recommendations
+    table._run.click()
+    best = table.rows[0]
+    run = table.plan.estimate(best.rank).run
+    assert (best.wall, best.cost, best.energy) == (run.wall, run.cost, run.energy)
+    texts = [cell.value for cell in table._cells[best.rank][6:9]]
+    assert all("-" not in text.split(">")[1] for text in texts)
+    table.sort_by("cost")
+    shown = list(table._table.children)  # the rows as drawn, cheapest first
+    drawn = sorted(table.rows, key=lambda row: shown.index(table._cells[row.rank][0]))
+    costs = [row.cost for row in drawn]
+    assert costs == sorted(costs) and costs != [row.cost for row in table.rows[::-1]]
+    assert table._headers["cost"].description == "cost ▲" and "cost" in COLUMNS
+
+
+def test_without_tokens_the_runs_columns_say_so_and_sort_last():
+    table = Recommendations(Scenario(model="llama-3-8b", hardware="tpu-v5e", slice_shape=(4, 4),
+                                     batch=2**20, tokens=None))  # fmt: skip
+    table._run.click()
+    assert all(math.isnan(row.cost) for row in table.rows)
+    assert ">-</span>" in table._cells[table.rows[0].rank][7].value
