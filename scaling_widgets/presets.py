@@ -100,6 +100,19 @@ _GPUS = (
         power=400.0,  # A100 SXM datasheet: 400 W TDP
     ),
     Chip(
+        "A100 40GB",
+        id="a100-40gb",
+        flops=3.12e14,
+        hbm_bytes=40_960 * 2**20,  # nvidia-smi's 40,960 MiB
+        hbm_limit=39.59 * 2**30,  # PyTorch's out-of-memory message: "39.59 GiB total capacity"
+        hbm_bw=1.555e12,  # A100 SXM4 40GB datasheet: HBM2, 1,555 GB/s
+        ici_bw=3e11,
+        scaleout_bw=2.5e10,
+        dcn_bw=2.5e10,  # DGX A100 (the 320 GB system): one 200 Gb/s HDR NIC per GPU
+        **_DGX,
+        power=400.0,
+    ),
+    Chip(
         "H100",
         id="h100",
         flops=9.9e14,
@@ -113,6 +126,21 @@ _GPUS = (
         **_DGX,
         **_FROM_HOPPER,
         power=700.0,  # H100 SXM datasheet: up to 700 W
+    ),
+    Chip(
+        "H100 96GB",
+        id="h100-96gb",
+        flops=9.9e14,
+        flops_fp8=1.979e15,
+        hbm_bytes=96 * 2**30,  # torchtitan's Qwen3 32B config: "8 H100 GPUs (with 96GiB memory)"
+        hbm_limit=95.0 * 2**30,  # its runs' logs: 70.20 GiB is 73.89 % of 95.0 GiB (PR #1690)
+        hbm_bw=2.4e12,  # HBM2e, as Meta's Grand Teton H100s carry it
+        ici_bw=4.5e11,
+        scaleout_bw=5e10,
+        dcn_bw=5e10,
+        **_DGX,
+        **_FROM_HOPPER,
+        power=700.0,
     ),
     Chip(
         "H800",

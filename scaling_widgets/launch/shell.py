@@ -279,7 +279,8 @@ def _expanded(text: str, variables: dict, noted: tuple = (None, "")) -> str:
             r"\b([A-Za-z_][A-Za-z0-9_]*)\b", lambda m: number(m.group(1)), expression
         )
         try:
-            return str(int(_arithmetic(ast.parse(expression, mode="eval").body)))
+            # "$(( 1024 * $n_k ))": the blanks inside the brackets are the shell's, not Python's
+            return str(int(_arithmetic(ast.parse(expression.strip(), mode="eval").body)))
         except (SyntaxError, ValueError, ZeroDivisionError):
             return "0"
 

@@ -53,6 +53,15 @@ def test_variables_expand_as_the_shell_expands_them():
     assert after == ["a", "b", "a b", "$ONE", "--x", "1", "--y", "d e"]
 
 
+def test_arithmetic_with_blanks_inside_its_brackets_is_counted_as_the_shell_counts_it():
+    # Megatron-DeepSpeed's long-sequence example: seq_len=$(( 1024 * $n_k )) read as 0 before
+    script = (
+        "n_k=2\nseq_len=$(( 1024 * $n_k ))\nrun pretrain_gpt.py --seq-length $seq_len $((2*3))\n"
+    )
+    _, after = launch_args(script, r"pretrain_gpt\.py")
+    assert after == ["--seq-length", "2048", "6"]
+
+
 def test_a_quote_open_across_lines_is_one_word_as_the_shell_reads_it():
     args = f'ARGS="\n  {SHAPE} \\\n  --ffn-hidden-size 11008\n"'
     fields, _ = read_config(f"{args}\ntorchrun pretrain_gpt.py $ARGS {RUN}\n", chip=H100, chips=8)

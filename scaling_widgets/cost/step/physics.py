@@ -108,6 +108,10 @@ PHYSICS: dict[str, ChipPhysics] = {
 # The H800 is the H100's die and HBM with its NVLink cut (presets.py): its kernels and the shares
 # of each link they reach are the H100's; its links' bandwidths are its own chip's.
 PHYSICS["h800"] = PHYSICS["h100"]
+# The A100 40GB and the H100 96GB are the A100's and the H100's dies with another HBM: their
+# kernels, and the shares of HBM's and each link's bandwidth they reach, are those chips'.
+PHYSICS["a100-40gb"] = PHYSICS["a100"]
+PHYSICS["h100-96gb"] = PHYSICS["h100"]
 
 
 def physics_of(chip: Chip) -> ChipPhysics:

@@ -196,7 +196,9 @@ MEMORY_FIELDS = (
 # Megatron-LM's of 2021-22, the other GPUs' torchtitan's, the TPUs' MaxText's.
 DEFAULT_STACK = {
     "a100": "megatron-lm-2021",
+    "a100-40gb": "megatron-lm-2021",
     "h100": "fsdp2",
+    "h100-96gb": "fsdp2",
     "h200": "fsdp2",
     "b200": "fsdp2",
     "gb200-nvl72": "fsdp2",
