@@ -140,7 +140,7 @@ _GPUS = (
         dcn_bw=5e10,
         **_DGX,
         **_FROM_HOPPER,
-        power=700.0,
+        power=500.0,  # the HBM2e card's 500 W (torchtitan's H100 runs; stacks/fsdp2.py)
     ),
     Chip(
         "H800",

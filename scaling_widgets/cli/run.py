@@ -318,6 +318,8 @@ def _plan(args, state: dict, given: dict) -> int:
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
     ranked = plan(**keywords, **limits, rank_by=_sorted_by(args.rank_by, state))
+    if args.rank_by == "energy" and len(ranked) and ranked.estimate(0).run.energy is None:
+        raise ValueError("--sort energy needs the chip's power: give --chip-power, such as 700")
     if getattr(args, "rank_of", None) is not None:
         if args.rank_by != "step":
             raise ValueError(f"--rank-of ranks by the step: drop --sort {args.rank_by}")

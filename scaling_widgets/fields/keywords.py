@@ -27,7 +27,9 @@ _ATTRIBUTE = {f.name: f.value.split(".", 1)[1] for f in FIELDS_TABLE if f.value 
 _PARTS = ("cluster.", "workload.", "layout.", "options.")
 
 
-def fields_named(keywords: dict[str, Any], state: dict | None = None) -> dict[str, Any]:
+def fields_named(
+    keywords: dict[str, Any], state: dict | None = None, held: dict | None = None
+) -> dict[str, Any]:
     """The fields, by their names, that keywords in either form give; a string read as the
     command line reads it. Keywords of neither form are returned as they are.
 
@@ -40,6 +42,9 @@ def fields_named(keywords: dict[str, Any], state: dict | None = None) -> dict[st
     state : dict, optional
         Fields, by name, that another flag is resolved against, beside those ``keywords``
         give; None: none.
+    held : dict, optional
+        Fields given another way (the API's ``chip=``), which what ``keywords`` imply must
+        agree with (``state.with_implied``); None: none.
 
     Returns
     -------
@@ -61,8 +66,8 @@ def fields_named(keywords: dict[str, Any], state: dict | None = None) -> dict[st
             given[name] = field.parse(value, key)
         else:
             given[name] = value  # as it is: its check says what it may be
-    given = with_implied(given)
-    return {**given, **from_flags(others, {**(state or {}), **given}), **rest}
+    given = {**given, **from_flags(others, {**(state or {}), **given})}
+    return {**with_implied(given, held), **rest}
 
 
 def _reads(field, text: str) -> bool:
@@ -87,7 +92,8 @@ def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
     own = {k: v for k, v in keywords.items() if k in ("chip", "exact")}
     state = {"hardware": own.get("chip", keywords.get("hardware")), "cp": keywords.get("cp")}
     out = dict(own)
-    given = fields_named({k: v for k, v in keywords.items() if k not in own}, state)
+    held = {"hardware": own["chip"]} if "chip" in own else None  # a chip given as the chip
+    given = fields_named({k: v for k, v in keywords.items() if k not in own}, state, held)
     for name, value in given.items():
         field = FIELDS.get(name)
         if field is None or field.value is None or not field.value.startswith(_PARTS):

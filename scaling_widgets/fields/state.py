@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import catalog
 from ..cost import Cluster, Layout, Options, Workload
 from ..cost.evaluation.evaluate import validate
 from ..cost.ground.refusals import InputError, refuse
@@ -195,35 +196,49 @@ def from_flags(parsed: dict, state: dict) -> dict:
     return with_implied(given)
 
 
-def with_implied(given: dict) -> dict:
+def with_implied(given: dict, held: dict | None = None) -> dict:
     """``given`` with the fields its values imply (a slice's name, its chip) where not given.
 
     Parameters
     ----------
     given : dict
         Field name -> value, as typed.
+    held : dict, optional
+        Fields given another way (the API's ``chip=`` for the hardware): checked against, never
+        replaced. None: none.
 
     Returns
     -------
     given : dict
-        The same, and each implied field not in it.
+        The same, and each implied field neither it nor ``held`` has.
 
     Raises
     ------
     InputError
         Naming the implying field where the field it implies is given otherwise.
     """
-    out = dict(given)
+    out, held = dict(given), held or {}
     for name, value in given.items():
         implied = FIELDS[name].implies(value) if FIELDS[name].implies else {}
         for other, its in implied.items():
-            typed = out.get(other)
-            if typed is not None and getattr(typed, "id", typed) != its:
-                said = getattr(value, "name", value)
-                of = f"a slice of the {other} given, {typed}: {said} is {its}'s"
-                raise refuse(name, of, said)
-            out.setdefault(other, its)
+            typed = out.get(other, held.get(other))
+            if typed is not None and _preset_id(typed) != its:
+                said, mine = getattr(value, "name", value), catalog.hardware(its).name
+                of = f"a slice of the {other} given, {getattr(typed, 'name', typed)}: {said} is"
+                raise refuse(name, f"{of} {mine}'s", said)
+            if other not in held:
+                out.setdefault(other, its)
     return out
+
+
+def _preset_id(value):
+    """A chip's preset id, however it was given: its id, its name ("TPU v5p") or the chip."""
+    if isinstance(value, str):
+        try:
+            return catalog.hardware(value).id
+        except ValueError:
+            return value
+    return getattr(value, "id", value)
 
 
 def _checked_field(field: Field, value):

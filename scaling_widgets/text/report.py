@@ -70,7 +70,8 @@ def _workload(e: Estimate) -> dict:
     return {
         "model": e.model.name,
         "hardware": e.chip.name,
-        "slice_name": slice_name(e.chip, int(e.chips) // int(e.pods)),  # a pod's, v5p-512; or None
+        # a pod's slice as Google names it (v5p-512), or None
+        "slice_name": slice_name(e.chip, int(e.chips) // int(e.pods), e.slice_shape),
         "strategy": e.strategy,
         "layout_name": explain.layout_name(e),
         "zero_stage": _num(e.zero),
@@ -239,10 +240,11 @@ def _cluster_name(chip, shape, pods: int) -> str:
     """The cluster as its user names it: "TPU v5p-512 (256 chips, 4x8x8)", with the pods beyond
     one; a GPU cluster, or a chip Google does not name slices of, by its shape."""
     per_pod = math.prod(shape)
-    named, chips = slice_name(chip, per_pod), per_pod * pods
+    named, chips = slice_name(chip, per_pod, shape), per_pod * pods
     pods_said = f" x {pods} pods = {chips:,} chips" if pods > 1 else ""
     if named is not None:
-        return f"TPU {named} ({per_pod:,} chips, {units.mesh(shape)}){pods_said}"
+        chips_said = f"{per_pod:,} chip{'s' * (per_pod > 1)}"
+        return f"TPU {named} ({chips_said}, {units.mesh(shape)}){pods_said}"
     return f"{chip.name} {units.mesh(shape)} x {pods} pod{'s' * (pods > 1)} = {chips:,} chips"
 
 

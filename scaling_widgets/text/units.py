@@ -108,17 +108,18 @@ def batch(n: float) -> str:
 
     Examples
     --------
-    >>> batch(4194304), batch(6 * 2**20 + 2**19), batch(3e6), batch(655_360), batch(732)
-    ('4M', '6.5M', '2.86M', '640K', '732')
+    >>> batch(4194304), batch(6 * 2**20 + 2**19), batch(3e6), batch(655_360), batch(1000)
+    ('4M', '6.5M', '2.86M', '640K', '1000')
     """
     if not math.isfinite(n):
-        return "∞"
+        return "∞" if n > 0 else "?"
     for scale, suffix in ((2**30, "G"), (2**20, "M"), (2**10, "K")):
         if abs(n) >= scale:
             q = n / scale
             exact = float(round(q, 3)) == q
-            return (f"{q:.3f}".rstrip("0").rstrip(".") if exact else f"{q:.3g}") + suffix
-    return f"{n:.3g}"
+            said = f"{q:.3f}".rstrip("0").rstrip(".") if exact or q >= 1000 else f"{q:.3g}"
+            return said + suffix
+    return f"{n:.0f}" if float(n).is_integer() else f"{n:.3g}"
 
 
 def batch_echo(n: float) -> str:

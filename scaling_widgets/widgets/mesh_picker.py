@@ -12,7 +12,7 @@ from traitlets import Dict
 
 from ..catalog import name_of
 from ..cost.ground.refusals import InputError
-from ..cost.hardware.slice_names import is_slice_name, named_slice, slice_name
+from ..cost.hardware.slice_names import is_slice_name, named_slice, names_slices, slice_name
 from ..cost.views import MeshData
 from ..presets import HARDWARE
 from ..text import units
@@ -123,9 +123,9 @@ class MeshPicker(Bound, w.VBox):
             box.description = name
         if s.hardware.is_gpu:  # the node size is the chip's: only the number of nodes is a choice
             self._axes.children[1].disabled = True
-        name = slice_name(s.hardware, math.prod(s.slice_shape))
+        name = slice_name(s.hardware, math.prod(s.slice_shape), s.slice_shape)
         self._name.value = name or ""
-        self._name.layout.display = "none" if name is None else ""
+        self._name.layout.display = "" if names_slices(s.hardware) else "none"
         super()._show_scenario()
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"

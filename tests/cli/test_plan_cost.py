@@ -48,3 +48,13 @@ def test_a_sort_the_plan_cannot_make_is_refused_naming_what_it_needs(capsys):
     assert "--sort cost needs a price: give --price-per-chip-hour" in err
     code, _, err = run(capsys, *PLAN, "--sort", "energy")
     assert code == 2 and "--sort energy needs the run: give --tokens" in err
+
+
+def test_sorting_by_energy_on_a_chip_without_a_rated_power_names_the_flag(capsys):
+    plan = ["plan", "--model", "llama-3-8b", "--batch", "4M", "--mesh", "v5p-512", "--tokens",
+            "15T", "--sort", "energy"]  # fmt: skip
+    code, out, err = run(capsys, *plan)
+    assert code == 2 and out == ""
+    assert "--sort energy needs the chip's power: give --chip-power" in err
+    code, _, _ = run(capsys, *plan, "--chip-power", "450", "--top", "1")
+    assert code == 0

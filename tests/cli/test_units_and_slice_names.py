@@ -100,7 +100,7 @@ def test_a_slice_name_of_another_chip_or_count_is_refused_naming_what_runs(capsy
     args = ["estimate", "--model", "llama-2-13b", "--batch", "1M"]
     code, out, err = run(capsys, *args, "--hardware", "tpu-v5p", "--mesh", "v6e-256")
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "--mesh must be a slice of the hardware given, tpu-v5p: v6e-256 is tpu-v6e's" in err
+    assert "--mesh must be a slice of the hardware given, tpu-v5p: v6e-256 is TPU v6e's" in err
     code, out, err = run(capsys, *args, "--mesh", "v5p-500")
     assert code == 2 and err.count("\n") == 1
     assert "counting its TensorCores, two a chip, such as v5p-512, v5p-256, v5p-1024" in err
@@ -130,3 +130,32 @@ def test_the_batch_field_reads_and_shows_powers_of_two():
     assert field.value == 16 * 2**20 and field._text.value == "16M"
     field._text.value = "4m"  # milli or mega: refused, the batch kept
     assert "suffixes" in field.error and field.value == 16 * 2**20
+
+
+def test_a_chip_given_any_way_must_agree_with_a_slice_name():
+    # the chip itself, its display name and its file are all the hardware given
+    says = "a slice of the hardware given, H100: v5p-512 is TPU v5p's"
+    with pytest.raises(ValueError, match=says):
+        sw.estimate(model="llama-3-8b", batch="4M", chip=HARDWARE["h100"], mesh="v5p-512")
+    e = sw.estimate(model="llama-3-8b", batch="4M", hardware="TPU v5p", mesh="v5p-512")
+    assert e.chip.id == "tpu-v5p" and tuple(e.slice_shape) == (4, 8, 8)
+
+
+def test_a_slice_google_does_not_offer_is_named_by_its_shape(capsys):
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3-8b", "--batch", "1M",
+                       "--hardware", "tpu-v5p", "--mesh", "3x5x7")  # fmt: skip
+    assert code == 0 and "on TPU v5p 3x5x7 x 1 pod = 105 chips" in out
+    e = estimate(capsys, "--model", "llama-3-8b", "--batch", "1M", "--hardware", "tpu-v5p",
+                 "--mesh", "3x5x7")  # fmt: skip
+    assert e["slice_name"] is None
+
+
+def test_a_named_slice_survives_a_copy():
+    import copy
+    import pickle
+
+    from scaling_widgets.cost.hardware.slice_names import named_slice
+
+    named = named_slice("v5p-512", HARDWARE.get)
+    for again in (copy.deepcopy(named), pickle.loads(pickle.dumps(named))):
+        assert again == (4, 8, 8) and (again.chip, again.name) == ("tpu-v5p", "v5p-512")

@@ -545,3 +545,19 @@ def test_xla_recomputes_the_losss_fp32_copies_only_past_its_limit_and_never_the_
     # a GPU stack recomputes nothing for the limit's sake
     gpu = dict(args, chip=HARDWARE["h100"], slice_shape=(32, 8), stack="fsdp2")
     assert float(estimate(**gpu, batch=8 * 256 * 8192).peak.recomputed) == 0
+
+
+def test_what_xla_recomputes_to_fit_leaves_the_optimizer_steps_phase_to_win_if_higher():
+    # the backward fitted to the limit first, then the busier of it and the optimizer's step
+    from scaling_widgets.cost.memory.peak import _busier_phase, _recompute_to_fit
+    from scaling_widgets.cost.step.profiles import profile_for
+
+    maxtext = with_stack(profile_for(HARDWARE["tpu-v6e"]), "maxtext")
+    workload = type("W", (), {"precision": PRECISIONS["mixed-adam"]})()
+    state = dict(weights=10e9, grads=30e9, optimizer=20e9, buffers=0.0)
+    transient = dict(activations=10e9, working_set=1e9, logits=18e9)
+    fitted, recomputed = _recompute_to_fit(state, transient, 0.0, 80e9, workload, maxtext)
+    assert float(recomputed) == pytest.approx(9e9) and float(fitted["logits"]) == 9e9
+    step = dict(grads=30e9, copy=28e9, temp=0.0)  # a step phase of 88 GB
+    parts = _busier_phase(state, step, fitted)
+    assert sum(float(v) for v in parts.values()) == pytest.approx(88e9)

@@ -39,6 +39,9 @@ class NamedSlice(tuple):
         named.chip, named.name = chip, name
         return named
 
+    def __getnewargs__(self):  # copied and pickled with its chip and name
+        return (tuple(self), self.chip, self.name)
+
 
 def is_slice_name(text) -> bool:
     """Whether ``text`` is written as a TPU slice's name (v5p-512), whatever its count.
@@ -107,9 +110,25 @@ def named_slice(text: str, chips_of, field: str = "slice_shape") -> NamedSlice:
     return NamedSlice(shape, preset, f"{family}-{count}")
 
 
-def slice_name(chip: Chip, chips: int) -> str | None:
+def names_slices(chip: Chip) -> bool:
+    """Whether Google names ``chip``'s slices (a TPU preset of ``FAMILIES``).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip.
+
+    Returns
+    -------
+    named : bool
+        True for a TPU v4, v5p, v5e or v6e preset.
+    """
+    return any(preset == chip.id for preset, _ in FAMILIES.values())
+
+
+def slice_name(chip: Chip, chips: int, shape=None) -> str | None:
     """Google's name of a slice of ``chips`` of ``chip``: v5p-512 for 256 TPU v5p; None for a
-    chip Google does not name slices of (a GPU, one's own).
+    chip Google does not name slices of (a GPU, one's own), or a slice it does not offer.
 
     Parameters
     ----------
@@ -117,6 +136,9 @@ def slice_name(chip: Chip, chips: int) -> str | None:
         The chip, a preset of ``FAMILIES`` or not.
     chips : int
         The slice's chips [chips].
+    shape : tuple of int, optional
+        The slice's axis lengths: named only where they are the named slice's, in any order
+        (3x5x7 is no v5p-210). None: the count alone.
 
     Returns
     -------
@@ -131,6 +153,9 @@ def slice_name(chip: Chip, chips: int) -> str | None:
     >>> slice_name(HARDWARE["h100"], 256) is None
     True
     """
+    listed = slice_of(chip, chips)
+    if listed is None or (shape is not None and sorted(shape) != sorted(listed)):
+        return None
     for family, (preset, per_chip) in FAMILIES.items():
         if preset == chip.id:
             return f"{family}-{chips * per_chip}"

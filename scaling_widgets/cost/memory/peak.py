@@ -215,8 +215,11 @@ def peak_memory(
             working_set=profile.activation_factor * working * tokens,
             logits=its_logits,
         )
-        parts = _busier_phase(state, step, transient)
-        return _recompute_to_fit(parts, overhead, memory_limit, workload, profile)
+        # the backward fitted to the limit first: the optimizer step's phase may still be higher
+        transient, recomputed = _recompute_to_fit(
+            state, transient, overhead, memory_limit, workload, profile
+        )
+        return {**_busier_phase(state, step, transient), "recomputed": recomputed}
 
     layers_of = (first_layers, middle_layers, last_layers)
     parts, busiest = _busiest(_devices(device, Z, last, layers_of, (at_the_end, logits)))
@@ -233,16 +236,16 @@ def peak_memory(
     )
 
 
-def _recompute_to_fit(parts, overhead, limit, workload, profile) -> dict:
-    """A device's ``parts`` with the loss's copies of the logits (its fp32 cast and
-    exponentials) a compiler recomputes, from the logits its matmul wrote, for the program to
-    fit its HBM limit: as much as the peak is over it, at most the copies, taken out of
-    "logits" and put in "recomputed" (MODEL.md §E.1); none for a stack that does not [bytes]."""
+def _recompute_to_fit(state, transient, overhead, limit, workload, profile) -> tuple:
+    """The backward pass's ``transient`` parts with the loss's fp32 copies of the logits a
+    compiler recomputes, from the logits its matmul wrote, for the program to fit its HBM limit:
+    as much as the backward's peak (``state`` and ``transient``) is over it, at most the copies
+    (MODEL.md §E.1); none for a stack that does not. The parts, and what was recomputed [bytes]."""
     written = workload.precision.activation_bytes  # the matmul's output, bytes a logit
-    copies = parts["logits"] * max(0.0, 1 - written / profile.loss_bytes)
-    over = sum(parts.values()) + overhead - limit
+    copies = transient["logits"] * max(0.0, 1 - written / profile.loss_bytes)
+    over = sum(state.values()) + sum(transient.values()) + overhead - limit
     recomputed = np.clip(over, 0.0, copies) if profile.recomputes_to_fit else np.zeros(())
-    return {**parts, "logits": parts["logits"] - recomputed, "recomputed": recomputed}
+    return {**transient, "logits": transient["logits"] - recomputed}, recomputed
 
 
 def _devices(device, Z, last, layers_of, output) -> list:

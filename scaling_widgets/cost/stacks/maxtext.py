@@ -26,10 +26,11 @@ PIPELINE_SCHEDULES = ("gpipe",)
 # plans its buffers ahead, with no caching allocator on top, and reuses a residual's buffer once
 # the backward has read it: beside a layer's activations, only the gradients alive at once. Its
 # FSDP all-gathers each weight where a matmul reads it (the SPMD partitioner's collectives), not
-# a whole layer. Its loss keeps the fp32 logits and their exponentials for the backward
-# (max_utils.cross_entropy_with_logits' custom VJP), 6 bytes a logit beside the matmul's bf16
-# output; over the HBM limit XLA recomputes those copies from that output, as its
-# rematerialization pass does only past the limit (openxla/xla, hlo_rematerialization.h).
+# a whole layer. Its loss keeps fp32 copies of the logits for the backward
+# (max_utils.cross_entropy_with_logits' custom VJP): 6 bytes a logit with the matmul's bf16 output,
+# as MaxText's own DeepSeek-V2 16B printout counts it. Over the HBM limit XLA recomputes those
+# copies from that output, as its rematerialization pass does only past the limit (openxla/xla,
+# hlo_rematerialization.h).
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
