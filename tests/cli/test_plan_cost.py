@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import json
 
-from scaling_widgets.cli import main
 from scaling_widgets.text import units
+
+from .running import run
 
 PLAN = ["plan", "--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch", "4M",
         "--seq-len", "8k", "--top", "5"]  # fmt: skip
 PRICED = [*PLAN, "--tokens", "15T", "--price-per-chip-hour", "2.5"]
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_the_table_shows_each_runs_cost_and_energy_as_its_json_holds_them(capsys):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from scaling_widgets.cli import main
+from .running import estimate, run
 
 DEEPSEEK_V3 = ["--model", "deepseek-v3", "--hardware", "h100", "--chips", "2048",
                "--batch", "62914560", "--seq-len", "4096", "--pp", "16", "--ep", "64",
@@ -19,21 +19,6 @@ LLAMA_3_405B = ["--model", "llama-3-405b", "--hardware", "h100", "--chips", "16k
 QWEN3_235B = ["--model", "qwen3-235b-a22b", "--hardware", "h100", "--chips", "256",
               "--batch", "4194304", "--seq-len", "4096", "--tp", "2", "--pp", "8", "--dp", "16",
               "--ep", "32"]  # fmt: skip
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def estimate(capsys, *args) -> dict:
-    code, out, err = run(capsys, "estimate", *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_deepseek_v3_runs_with_its_sources_knobs_in_whole_microbatches(capsys):

@@ -4,36 +4,20 @@ chips (4x8x8), v6e-256 256. The command line, the API and the panel read them al
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scaling_widgets as sw
-from scaling_widgets.cli import main
 from scaling_widgets.presets import HARDWARE
 from scaling_widgets.text import units
 from scaling_widgets.widgets import MeshPicker
 from scaling_widgets.widgets.inputs import BatchInput
 
+from .running import estimate, run
+
 H100_512 = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--tp", "8",
             "--seq-len", "8k"]  # fmt: skip
-
-
-def run(capsys, *args) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def estimate(capsys, *args) -> dict:
-    code, out, err = run(capsys, "estimate", *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_a_4m_batch_is_512_sequences_of_8k_the_same_as_typed_out(capsys):
