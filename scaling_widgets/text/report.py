@@ -236,6 +236,11 @@ def _summary(e) -> dict:
     }
 
 
+def _sequences(n: float) -> str:
+    """ "1 sequence", "1,024 sequences"."""
+    return f"{n:,.0f} sequence{'s' * (round(n) != 1)}"
+
+
 def _cluster_name(chip, shape, pods: int) -> str:
     """The cluster as its user names it: "TPU v5p-512 (256 chips, 4x8x8)", with the pods beyond
     one; a GPU cluster, or a chip Google does not name slices of, by its shape."""
@@ -270,9 +275,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     """
     m = e.model
     seqs = (
-        ""
-        if e.seq_len is None
-        else f" ({float(e.batch) / e.seq_len:,.0f} sequences of {e.seq_len})"
+        "" if e.seq_len is None else f" ({_sequences(float(e.batch) / e.seq_len)} of {e.seq_len})"
     )
     lines = explain.explain(e, best)
     head = [

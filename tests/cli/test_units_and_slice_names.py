@@ -88,6 +88,8 @@ def test_a_slice_name_of_another_chip_or_count_is_refused_naming_what_runs(capsy
     code, out, err = run(capsys, *args, "--mesh", "v5p-500")
     assert code == 2 and err.count("\n") == 1
     assert "counting its TensorCores, two a chip, such as v5p-512, v5p-256, v5p-1024" in err
+    code, out, err = run(capsys, *args, "--mesh", "v5p-2")  # Google's smallest v5p is v5p-8
+    assert code == 2 and "such as v5p-8, v5p-16, v5p-32; got v5p-2" in err
 
 
 def test_the_api_reads_the_same_names_and_units():

@@ -16,13 +16,14 @@ from ..ground.refusals import refuse
 from .chip import Chip
 from .slices import slice_of, slices_near
 
-# a name's prefix -> the chip preset, and the TensorCores a chip that the name's count counts
+# a name's prefix -> the chip preset, the TensorCores a chip that the name's count counts, and
+# the fewest chips Google offers a slice of (v4-8 and v5p-8 are a host of 4, 2x2x1)
 FAMILIES = {
-    "v4": ("tpu-v4p", 2),
-    "v5p": ("tpu-v5p", 2),
-    "v5e": ("tpu-v5e", 1),
-    "v5litepod": ("tpu-v5e", 1),
-    "v6e": ("tpu-v6e", 1),
+    "v4": ("tpu-v4p", 2, 4),
+    "v5p": ("tpu-v5p", 2, 4),
+    "v5e": ("tpu-v5e", 1, 1),
+    "v5litepod": ("tpu-v5e", 1, 1),
+    "v6e": ("tpu-v6e", 1, 1),
 }
 _NAME = re.compile(r"^\s*(?:tpu-?)?(v4|v5p|v5e|v5litepod|v6e)-([0-9]{1,7})\s*$", re.IGNORECASE)
 
@@ -93,18 +94,19 @@ def named_slice(text: str, chips_of, field: str = "slice_shape") -> NamedSlice:
     """
     match = _NAME.match(text)
     family = match[1].lower()
-    preset, per_chip = FAMILIES[family]
+    preset, per_chip, fewest = FAMILIES[family]
     count = int(match[2])
     chip = chips_of(preset)
-    shape = slice_of(chip, count // per_chip) if count % per_chip == 0 else None
+    whole = count % per_chip == 0 and count // per_chip >= fewest
+    shape = slice_of(chip, count // per_chip) if whole else None
     if shape is None:
         counted = "TensorCores, two a chip" if per_chip == 2 else "chips"
         asked = 2 ** round(math.log2(max(1, count // per_chip)))  # the nearest power of two
-        near = [slice_name(chip, math.prod(s)) for s in slices_near(chip, asked)]
+        near = [slice_name(chip, math.prod(s)) for s in slices_near(chip, max(asked, fewest))]
         raise refuse(
             field,
             f"a {chip.name} slice's name counting its {counted}, such as "
-            + ", ".join(dict.fromkeys(near[:3])),
+            + ", ".join(list(dict.fromkeys(n for n in near if n is not None))[:3]),
             text,
         )
     return NamedSlice(shape, preset, f"{family}-{count}")
@@ -123,7 +125,7 @@ def names_slices(chip: Chip) -> bool:
     named : bool
         True for a TPU v4, v5p, v5e or v6e preset.
     """
-    return any(preset == chip.id for preset, _ in FAMILIES.values())
+    return any(preset == chip.id for preset, _, _ in FAMILIES.values())
 
 
 def slice_name(chip: Chip, chips: int, shape=None) -> str | None:
@@ -156,7 +158,7 @@ def slice_name(chip: Chip, chips: int, shape=None) -> str | None:
     listed = slice_of(chip, chips)
     if listed is None or (shape is not None and sorted(shape) != sorted(listed)):
         return None
-    for family, (preset, per_chip) in FAMILIES.items():
-        if preset == chip.id:
+    for family, (preset, per_chip, fewest) in FAMILIES.items():
+        if preset == chip.id and chips >= fewest:
             return f"{family}-{chips * per_chip}"
     return None
