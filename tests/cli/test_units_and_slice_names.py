@@ -4,6 +4,8 @@ chips (4x8x8), v6e-256 256. The command line, the API and the panel read them al
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -145,3 +147,30 @@ def test_a_named_slice_survives_a_copy():
     named = named_slice("v5p-512", HARDWARE.get)
     for again in (copy.deepcopy(named), pickle.loads(pickle.dumps(named))):
         assert again == (4, 8, 8) and (again.chip, again.name) == ("tpu-v5p", "v5p-512")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    family=st.sampled_from(["v4", "v5p", "v5e", "v5litepod", "v6e", "TPU-v5p", "v7x"]),
+    count=st.integers(0, 20_000),
+)
+def test_any_slice_name_is_its_slice_or_a_one_line_refusal_that_names_ones_that_run(family, count):
+    from scaling_widgets.cost import InputError
+    from scaling_widgets.cost.hardware.slice_names import is_slice_name, named_slice
+
+    text = f"{family}-{count}"
+    if not is_slice_name(text):  # not a name: read as a shape, and refused as one
+        with pytest.raises(ValueError, match="mesh must be axis lengths"):
+            units.parse_mesh(text, "mesh")
+        return
+    try:
+        named = named_slice(text, HARDWARE.get, "mesh")
+    except InputError as refused:
+        said = str(refused)
+        assert "\n" not in said and said.startswith("mesh must be") and "such as" in said
+        suggested = said.split("such as ")[1].split(";")[0].split(", ")
+        for name in suggested:  # every suggestion runs
+            assert named_slice(name, HARDWARE.get).name == name
+    else:
+        per_chip = 2 if named.chip in ("tpu-v4p", "tpu-v5p") else 1
+        assert math.prod(named) * per_chip == count
