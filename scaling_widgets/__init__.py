@@ -48,15 +48,10 @@ def estimate(**keywords):
     (128, 8, (128, 8))
     """
     from .cost import estimate as evaluate_keywords
-    from .cost.hardware.slice_names import is_slice_name
     from .fields.keywords import as_given, cost_keywords
 
-    given = {**_CLI_DEFAULTS, **keywords}
-    named = any(is_slice_name(keywords.get(k)) for k in ("mesh", "slice_shape"))  # v5p-512
-    if "chip" in keywords or (named and "hardware" not in keywords):
-        given.pop("hardware")
     try:
-        return evaluate_keywords(**cost_keywords(given))
+        return evaluate_keywords(**cost_keywords(keywords, defaults=_CLI_DEFAULTS))
     except ValueError as error:  # named as the user wrote it
         raise as_given(error, keywords) from None
 

@@ -75,7 +75,7 @@ def _reads(field, text: str) -> bool:
     return field.choices is None or text in (str(c) for c in field.choices)
 
 
-def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
+def cost_keywords(keywords: dict[str, Any], defaults: dict | None = None) -> dict[str, Any]:
     """``estimate``'s keywords from keywords in either form: ``fsdp=256`` is ``x=256``,
     ``hardware="h100", chips=1024`` are ``chip=`` and ``slice_shape=(128, 8)``.
 
@@ -83,6 +83,9 @@ def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
     ----------
     keywords : dict of str to Any
         Keywords in either form; ``chip`` and ``exact`` are passed on as they are.
+    defaults : dict, optional
+        Fields by name taken where neither the keywords nor what they imply give them (a
+        slice's name gives its chip; ``chip`` is the hardware); None: none.
 
     Returns
     -------
@@ -90,10 +93,13 @@ def cost_keywords(keywords: dict[str, Any]) -> dict[str, Any]:
         By the cost model's names (``Cluster``, ``Workload``, ``Layout``, ``Options`` fields).
     """
     own = {k: v for k, v in keywords.items() if k in ("chip", "exact")}
-    state = {"hardware": own.get("chip", keywords.get("hardware")), "cp": keywords.get("cp")}
+    defaults = defaults or {}
+    hardware = own.get("chip", keywords.get("hardware", defaults.get("hardware")))
+    state = {"hardware": hardware, "cp": keywords.get("cp")}
     out = dict(own)
     held = {"hardware": own["chip"]} if "chip" in own else None  # a chip given as the chip
     given = fields_named({k: v for k, v in keywords.items() if k not in own}, state, held)
+    given = {**{k: v for k, v in defaults.items() if k not in (held or {})}, **given}
     for name, value in given.items():
         field = FIELDS.get(name)
         if field is None or field.value is None or not field.value.startswith(_PARTS):

@@ -155,10 +155,10 @@ def slice_name(chip: Chip, chips: int, shape=None) -> str | None:
     >>> slice_name(HARDWARE["h100"], 256) is None
     True
     """
+    family = next((f for f, (preset, _, _) in FAMILIES.items() if preset == chip.id), None)
+    if family is None or chips < FAMILIES[family][2]:  # a GPU's or one's own: no name, no search
+        return None
     listed = slice_of(chip, chips)
     if listed is None or (shape is not None and sorted(shape) != sorted(listed)):
         return None
-    for family, (preset, per_chip, fewest) in FAMILIES.items():
-        if preset == chip.id and chips >= fewest:
-            return f"{family}-{chips * per_chip}"
-    return None
+    return f"{family}-{chips * FAMILIES[family][1]}"
