@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..launch import FORMATS, readable
 from ..text import units
 from .commands import COMMANDS, DESCRIPTION, PROG, Parser
 from .options import add_fields, typed
@@ -14,9 +13,17 @@ from .options import add_fields, typed
 SORTS = ("step", "time", "cost", "energy", "wall")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The command line: a subcommand each, their options from the table of fields and their
     own (one helper a subcommand).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments it is built to parse. Given, only their command's options are built, and
+        the launch files' readers load only for its help or a command that writes one: a start
+        builds no more than it parses (``benchmarks/bench_startup.py``). None: every command,
+        with its help.
 
     Returns
     -------
@@ -25,12 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = Parser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for add in (_estimate, _plan, _export, _map, _compare, _demo):
-        add(commands)
+    builders = {"estimate": _estimate, "plan": _plan, "export": _export, "map": _map,
+                "compare": _compare, "demo": _demo}  # fmt: skip
+    asked = argv[0] if argv and argv[0] in builders else None  # else argparse names them all
+    helping = argv is None or "-h" in argv or "--help" in argv
+    for name, add in builders.items():
+        if asked in (None, name):
+            add(commands, helping)
     return parser
 
 
-def _estimate(commands) -> None:
+def _estimate(commands, helping: bool) -> None:
     est = commands.add_parser("estimate", help=COMMANDS["estimate"])
     est.add_argument(
         "--scenario",
@@ -39,7 +51,7 @@ def _estimate(commands) -> None:
         help="evaluate a scenario saved from the panel; a flag given beside it overrides"
         " that field",
     )
-    _launch_file(est)
+    _launch_file(est, helping)
     add_fields(est, "estimate")
     est.add_argument(
         "--measured-peak-gb",
@@ -67,9 +79,11 @@ def _estimate(commands) -> None:
     )
 
 
-def _plan(commands) -> None:
+def _plan(commands, helping: bool) -> None:
+    from ..launch import FORMATS  # --export-to's choices
+
     planner = commands.add_parser("plan", help=COMMANDS["plan"])
-    _launch_file(planner)
+    _launch_file(planner, helping)
     add_fields(planner, "plan")
     planner.add_argument(
         "--export-to",
@@ -115,7 +129,9 @@ def _plan(commands) -> None:
     )
 
 
-def _export(commands) -> None:
+def _export(commands, helping: bool) -> None:
+    from ..launch import FORMATS  # --to's choices
+
     export = commands.add_parser("export", help=COMMANDS["export"])
     export.add_argument(
         "--to", required=True, choices=tuple(FORMATS), help="the framework whose file to write"
@@ -125,11 +141,11 @@ def _export(commands) -> None:
     )
     export.add_argument("--scenario", metavar="FILE.json", default=argparse.SUPPRESS,
                         help="export a scenario saved from the panel")  # fmt: skip
-    _launch_file(export)
+    _launch_file(export, helping)
     add_fields(export, "estimate")
 
 
-def _map(commands) -> None:
+def _map(commands, helping: bool) -> None:
     mapper = commands.add_parser("map", help=COMMANDS["map"])
     add_fields(mapper, "map")
     mapper.add_argument(
@@ -159,7 +175,7 @@ def _map(commands) -> None:
     )
 
 
-def _compare(commands) -> None:
+def _compare(commands, helping: bool) -> None:
     compare = commands.add_parser("compare", help=COMMANDS["compare"])
     compare.add_argument("scenarios", nargs="+", metavar="FILE.json", help="two to four scenarios")
     how = compare.add_mutually_exclusive_group()
@@ -167,7 +183,7 @@ def _compare(commands) -> None:
     how.add_argument("--csv", action="store_true", help="CSV: a row a number, a column a scenario")
 
 
-def _demo(commands) -> None:
+def _demo(commands, helping: bool) -> None:
     demo = commands.add_parser("demo", help=COMMANDS["demo"])
     demo.add_argument(
         "--port",
@@ -213,14 +229,21 @@ def _demo(commands) -> None:
     )
 
 
-def _launch_file(parser) -> None:
+def _launch_file(parser, helping: bool) -> None:
     """``--config``: start from a framework's launch file, and ``--verbose`` to list what of it
-    was ignored."""
+    was ignored. The files it reads are named in its help; they load the readers, so only when
+    ``helping``."""
+    if helping:
+        from ..launch import readable
+
+        files = f": {readable()}"
+    else:
+        files = ""  # never shown: only the help shows it
     parser.add_argument(
         "--config",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help=f"start from a launch file: {readable()} (with --hardware, and --chips where the"
+        help=f"start from a launch file{files} (with --hardware, and --chips where the"
         " file does not say); a flag given beside it overrides that field",
     )
     parser.add_argument(

@@ -26,9 +26,7 @@ from ..cost.search.plan import plan_keywords
 from ..cost.search.strategy_map import map_keywords, strategy_map
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
-from ..cost.views.trace import step_trace
 from ..fields import FIELDS
-from ..launch import read_config, write_config
 from ..text import report
 from ..text.compare import as_csv, as_text, comparison
 from ..text.rank_of import rank_of
@@ -68,8 +66,9 @@ def run(argv: list) -> int:
     status : int
         As ``main`` returns it (and exits).
     """
-    parser = build_parser()
-    args = parser.parse_args(_negatives_joined(list(argv)))
+    argv = _negatives_joined(list(argv))
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     typed = {k: v for k, v in vars(args).items() if k != "command" and k not in ACTIONS}
     from_file = getattr(args, "scenario", None) is not None
     try:
@@ -150,6 +149,8 @@ def _from_config(args, typed: dict) -> dict:
     chips = typed.get("slice_shape:--chips")
     if chips is None and typed.get("slice_shape") is not None:  # a TPU slice: --mesh, each pod
         chips = math.prod(typed["slice_shape"]) * typed.get("pods", 1)
+    from ..launch import read_config  # here: the readers' parsers load only for --config
+
     config, read = read_config(
         args.config,
         chip=chip["hardware"],
@@ -168,6 +169,8 @@ def _from_config(args, typed: dict) -> dict:
 
 def _export(args, state: dict, given: dict) -> int:
     """The layout as ``--to``'s launch file: printed, or written to ``--output``."""
+    from ..launch import write_config  # here: the writers load only for --to
+
     state = fields.checked(state, tuple(given))
     text = write_config(args.to, evaluate(*fields.values(state)))
     if getattr(args, "output", None) is None:
@@ -204,11 +207,15 @@ def _estimate(args, state: dict, given: dict) -> int:
             raise _in_chips(state, getattr(args, "slice_shape:--chips")) from None
         raise
     if getattr(args, "trace", None) is not None:
+        from ..cost.views.trace import step_trace  # here: the views load only for --trace (4 ms)
+
         Path(args.trace).write_text(json.dumps(step_trace(chosen)))
-    defaults = compare_strategies(*values)  # each strategy's own layout
+    # each strategy's own layout, evaluated once: the layout stands for its own strategy, but
+    # for the best split's, whose own split the report shows beside it
+    known = {} if chosen.strategy == BEST else {chosen.strategy: chosen}
+    defaults = compare_strategies(*values, known=known)
     best = defaults[BEST] if not isinstance(defaults[BEST], Exception) else None
-    # the table's row of the layout's own strategy is the layout itself, as the panel's bars
-    others = {**defaults, chosen.strategy: chosen}
+    others = {**defaults, chosen.strategy: chosen}  # its own row is the layout, as the panel's
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
@@ -280,7 +287,7 @@ def _layout_of(flags: str, state: dict):
         raise ValueError(
             f"--rank-of must be estimate flags in quotes; got {flags!r} ({err})"
         ) from None
-    parsed, unknown = build_parser().parse_known_args(["estimate", *words])
+    parsed, unknown = build_parser(["estimate"]).parse_known_args(["estimate", *words])
     if unknown:
         raise ValueError(f"--rank-of takes estimate's flags; {' '.join(unknown)} is none of them")
     typed = {k: v for k, v in vars(parsed).items() if k != "command" and k not in ACTIONS}
@@ -330,6 +337,8 @@ def _plan(args, state: dict, given: dict) -> int:
     if export_to is not None:
         if args.rank > len(ranked):
             raise refuse("rank", f"at most the {len(ranked):,} layouts that fit", args.rank)
+        from ..launch import write_config  # here: the writers load only for --export-to
+
         print(write_config(args.export_to, ranked.estimate(args.rank - 1)), end="")
         return 0
     top = range(min(args.top, len(ranked)))

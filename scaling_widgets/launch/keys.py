@@ -15,7 +15,24 @@ from .. import catalog
 from ..cost.ground.refusals import refuse
 from .conventions import Degrees
 
-KEYS = Path(__file__).resolve().parent.parent / "data" / "config_keys"
+DATA = Path(__file__).resolve().parent.parent / "data"  # a path, not importlib.resources: 4 ms
+KEYS = DATA / "config_keys"  # of every start that builds the command line
+
+
+def data_json(name: str) -> dict:
+    """The package's data file ``data/<name>`` (a JSON object), read.
+
+    Parameters
+    ----------
+    name : str
+        The file's name in ``scaling_widgets/data``.
+
+    Returns
+    -------
+    data : dict
+        Its object.
+    """
+    return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
 @dataclasses.dataclass(frozen=True)

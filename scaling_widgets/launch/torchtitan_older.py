@@ -23,10 +23,9 @@ References
 from __future__ import annotations
 
 import functools
-import json
-from importlib import resources
 
 from ..cost.ground.refusals import refuse
+from .keys import data_json
 
 # the old key -> the key it became, for each that changes the cost and keeps its meaning
 RENAMED = {
@@ -57,8 +56,7 @@ UNPRICED = {
 @functools.cache
 def older_keys() -> frozenset:
     """Every key of torchtitan's job TOMLs of 2024 and early 2025 (``config_manager.py``)."""
-    text = resources.files("scaling_widgets.data").joinpath("torchtitan_older_keys.json")
-    return frozenset(json.loads(text.read_text())["keys"])
+    return frozenset(data_json("torchtitan_older_keys.json")["keys"])
 
 
 def as_current(table: dict, known: frozenset) -> tuple[dict, list, list]:

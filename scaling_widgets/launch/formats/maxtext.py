@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import re
-from importlib import resources
 
 from ... import catalog
 from ...cost.ground.refusals import InputError, refuse
@@ -20,7 +18,7 @@ from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, yaml_loaded
+from ..keys import LaunchFile, checked_keys, data_json, yaml_loaded
 from ..shell import launch_args
 
 NAME = "maxtext"
@@ -356,8 +354,8 @@ def _moe(value: dict, mlp: int) -> MoE | None:
 def _shipped_models() -> dict:
     """model_name -> the model's keys, for every model file MaxText ships, read from its source
     (``data/maxtext_models.json``)."""
-    text = resources.files("scaling_widgets.data").joinpath("maxtext_models.json").read_text()
-    return {name: entry["model"] for name, entry in json.loads(text)["models"].items()}
+    models = data_json("maxtext_models.json")["models"]
+    return {name: entry["model"] for name, entry in models.items()}
 
 
 def _capacity(factor: float) -> float | None:

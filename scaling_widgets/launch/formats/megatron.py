@@ -6,10 +6,8 @@ those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
-from importlib import resources
 
 from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
@@ -19,7 +17,7 @@ from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, layers_of, yaml_loaded
+from ..keys import LaunchFile, checked_keys, data_json, layers_of, yaml_loaded
 from ..megatron_shape import model_of, shape_flags, whole
 from ..shell import launch_args
 
@@ -263,8 +261,7 @@ def _deepspeed(before: list, after: list) -> bool:
 @functools.cache
 def _deepspeed_flags() -> frozenset:
     """Megatron-DeepSpeed's own flags (``data/megatron_deepspeed_flags.json``)."""
-    text = resources.files("scaling_widgets.data").joinpath("megatron_deepspeed_flags.json")
-    return frozenset(json.loads(text.read_text())["keys"])
+    return frozenset(data_json("megatron_deepspeed_flags.json")["keys"])
 
 
 def _ends(got: dict) -> str:

@@ -9,11 +9,8 @@ chips; it names a model by ``[model] name`` and ``flavor``.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import pathlib
-import tomllib
-from importlib import resources
 
 from ... import catalog
 from ...cost.ground.refusals import refuse
@@ -22,7 +19,7 @@ from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, flat, layers_of, schema
+from ..keys import LaunchFile, checked_keys, data_json, flat, layers_of, schema
 from ..torchtitan_older import as_current
 from ..torchtitan_registry import registry_table
 
@@ -247,6 +244,8 @@ def _table(text: str, entry: str | None) -> tuple[dict, list, list]:
         raise refuse(
             "config", "FILE alone for a job TOML (FILE:NAME names a registry's config)", entry
         )
+    import tomllib  # here: its parser loads only when a TOML is read (2 ms of every start)
+
     try:
         table = flat(tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:
@@ -422,9 +421,8 @@ def _preset(name: str, flavor: str, beside: pathlib.Path | None = None) -> str |
 def _shipped_flavors() -> dict:
     """(family, flavor) -> the model's keys, from torchtitan's source (the newer commit's where
     the two differ: the first listed)."""
-    text = resources.files("scaling_widgets.data").joinpath("torchtitan_flavors.json").read_text()
     flavors = {}
-    for entry in json.loads(text)["flavors"]:
+    for entry in data_json("torchtitan_flavors.json")["flavors"]:
         flavors.setdefault((entry["family"], entry["flavor"]), entry["model"])
     return flavors
 
