@@ -20,7 +20,10 @@ def estimate(**keywords):
     """``cost.estimate``, its keywords also in the command line's names and forms: ``fsdp``,
     ``tp``, ``pp``, ``dp``, ``chips``, ``mesh``, ``hardware``, ``batch="4M"``, ``seq_len="8k"``,
     and with the command line's defaults: TPU v5p when no chip is given, sequences of 4,096
-    tokens unless ``seq_len`` is given (``seq_len=None``: the chapter's count of tokens alone).
+    tokens unless ``seq_len`` is given (``seq_len=None``: the chapter's count of tokens alone),
+    and, as ``scaling-widgets estimate``, the plan's first row where no keyword sets a layout of
+    one's own (``strategy``, ``x``/``fsdp``/``dp``, ``y``/``tp``, ``z``/``pp``, ``zero``,
+    ``microbatches``, ...; a recompute policy, EP, CP or schedule given is held by the plan).
 
     Parameters
     ----------
@@ -48,10 +51,20 @@ def estimate(**keywords):
     (128, 8, (128, 8))
     """
     from .cost import estimate as evaluate_keywords
+    from .cost import evaluate
+    from .cost.search.plan import as_planned, chooses_layout, scenario_plan
+    from .cost.values import split_keywords
     from .fields.keywords import as_given, cost_keywords
 
     try:
-        return evaluate_keywords(**cost_keywords(keywords, defaults=_CLI_DEFAULTS))
+        given = cost_keywords(keywords, defaults=_CLI_DEFAULTS)
+        if chooses_layout(given):
+            return evaluate_keywords(**given)
+        try:
+            planned = scenario_plan(split_keywords(given), given)
+        except ValueError:  # none fits: the defaults' layout shows by how much
+            return evaluate_keywords(**given)
+        return as_planned(evaluate(*planned.values(0)), given)
     except ValueError as error:  # named as the user wrote it
         raise as_given(error, keywords) from None
 

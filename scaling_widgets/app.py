@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipywidgets as w
 
+from .cost.search.plan import chooses_layout, scenario_plan
+from .fields.keywords import fields_named
 from .widgets import (
     Compare,
     ExactnessControls,
@@ -24,6 +26,7 @@ from .widgets import (
 )
 from .widgets._base import Message
 from .widgets.analysis import Analysis
+from .widgets.recommendations import AS_ROW
 from .widgets.scenario import Scenario
 from .widgets.theme import Style
 
@@ -183,6 +186,8 @@ class Panel(w.VBox):
 def explore(**scenario) -> Panel:
     """The whole panel for a scenario: ``explore(model="llama-2-13b", hardware="tpu-v5p",
     slice_shape=(16, 16, 16), batch=3e6)``. Keywords are those of ``Scenario``; others raise.
+    Given no layout of one's own (``strategy``, a split, ``zero``, ``microbatches``, ...), it opens
+    on the plan's first row, as ``scaling-widgets estimate`` and ``scaling_widgets.estimate`` do.
 
     Parameters
     ----------
@@ -201,4 +206,19 @@ def explore(**scenario) -> Panel:
     TypeError
         A keyword that names no field.
     """
-    return Panel(Scenario(**scenario))
+    return Panel(_opened(scenario))
+
+
+def _opened(scenario: dict) -> Scenario:
+    """The scenario of these keywords, on the plan's first row where they choose no layout (the
+    defaults' own where none of the plan fits: it shows by how much)."""
+    opened = Scenario(**scenario)
+    named = fields_named(scenario, opened.state())
+    if chooses_layout(named) or "optimal_split" in named:
+        return opened
+    try:
+        ranked = scenario_plan(opened.values(), named)
+    except ValueError:
+        return opened
+    opened.update(**AS_ROW, **ranked.layout(0))
+    return opened

@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 from .. import catalog, fields
-from ..cost import InputError, compare_strategies, evaluate, plan
+from ..cost import InputError, compare_strategies, evaluate
 from ..cost.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.ground.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
-from ..cost.search.plan import plan_keywords
+from ..cost.search.plan import as_planned, chooses_layout, scenario_plan
 from ..cost.search.strategy_map import map_keywords, strategy_map
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
@@ -172,7 +172,10 @@ def _export(args, state: dict, given: dict) -> int:
     from ..launch import write_config  # here: the writers load only for --to
 
     state = fields.checked(state, tuple(given))
-    text = write_config(args.to, evaluate(*fields.values(state)))
+    values, said = _layout_values(args, fields.values(state), given)
+    if said is not None:
+        print(f"note: {said}", file=sys.stderr)
+    text = write_config(args.to, evaluate(*values))
     if getattr(args, "output", None) is None:
         print(text, end="")
     else:
@@ -189,17 +192,34 @@ def _flag(field: str, given: bool) -> str:
     return field
 
 
+def _layout_values(args, values: tuple, given: dict) -> tuple:
+    """The four values estimate and export evaluate, and a line on where their layout comes from
+    (None: the user's): the user's own layout (flags, a saved scenario, a launch file, a measured
+    peak), else the plan's first row, else, where the plan has none, the defaults' layout."""
+    if chooses_layout(given) or any(
+        hasattr(args, f) for f in ("scenario", "config", "measured_peak_gb")
+    ):
+        return values, None
+    try:
+        ranked = scenario_plan(values, given)
+    except ValueError as err:  # none fits: the defaults' layout shows by how much
+        return values, f"Layout: the defaults' own, as the plan has none: {err}."
+    return ranked.values(0), _planned(ranked)
+
+
 def _estimate(args, state: dict, given: dict) -> int:
     try:
         state = fields.checked(state, tuple(given))
         values = fields.values(state)
         _used(values, state, given)
+        values, said = _layout_values(args, values, given)
         if (
             getattr(args, "save_profile", None) is not None
             or getattr(args, "measured_peak_gb", None) is not None
         ):
             values = _calibrated(values, args)
         chosen = evaluate(*values)
+        chosen = chosen if said is None else as_planned(chosen, given)
     except InputError as err:
         if err.field == "x" and getattr(args, "x:--dp", None) is not None:
             raise _in_dp_terms(state, getattr(args, "x:--dp")) from None
@@ -217,8 +237,19 @@ def _estimate(args, state: dict, given: dict) -> int:
     best = defaults[BEST] if not isinstance(defaults[BEST], Exception) else None
     others = {**defaults, chosen.strategy: chosen}  # its own row is the layout, as the panel's
     out = report.record(chosen, others) if args.json else report.text(chosen, others, best)
+    if said is not None:  # where the layout came from
+        out = {**out, "layout_from": said} if args.json else f"{said}\n{out}"
     print(json.dumps(out, indent=2) if args.json else out)
     return 0
+
+
+def _planned(ranked) -> str:
+    """Where estimate's layout came from when the user chose none."""
+    return (
+        f"Layout: the plan's first of {len(ranked):,} that fit (plan, same flags): the fastest, or"
+        " of those the model cannot tell from it, the farthest inside its limits. Give"
+        " --strategy, --fsdp, --tp or --pp for a layout of your own."
+    )
 
 
 def _in_chips(state: dict, chips: int) -> InputError:
@@ -321,10 +352,9 @@ def _plan(args, state: dict, given: dict) -> int:
     export_to = getattr(args, "export_to", None)
     if export_to is not None and "stack" not in given:  # rank what that framework runs
         state = {**state, "stack": FRAMEWORK_STACKS[export_to]}
-    keywords = plan_keywords(*fields.values(fields.filled(fields.coerced(state))))
-    keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched
     limits = {name: getattr(args, name) for name in ("max_tp", "max_pp") if hasattr(args, name)}
-    ranked = plan(**keywords, **limits, rank_by=_sorted_by(args.rank_by, state))
+    values = fields.values(fields.filled(fields.coerced(state)))
+    ranked = scenario_plan(values, given, **limits, rank_by=_sorted_by(args.rank_by, state))
     if args.rank_by == "energy" and len(ranked) and ranked.estimate(0).run.energy is None:
         raise ValueError("--sort energy needs the chip's power: give --chip-power, such as 700")
     if getattr(args, "rank_of", None) is not None:
@@ -348,7 +378,7 @@ def _plan(args, state: dict, given: dict) -> int:
             {
                 **report.record(e),
                 "binds": binds(e),
-                "ties_best": r > 0 and report.ties_best(e, best[0]),
+                "ties_best": r > 0 and bool(ranked.tied[ranked.order[r]]),
             }
             for r, e in enumerate(best)
         ]

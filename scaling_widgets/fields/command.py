@@ -1,8 +1,9 @@
 """The ``scaling-widgets estimate`` command that evaluates the same values as a scenario.
 
 ``command(cluster, workload, layout, options)`` writes a flag for every field of the table
-(``fields/``) whose value the flags can say and that differs from its default; the cluster
-and the workload are always written. A value no flag can say (your own model or chip, axis roles,
+(``fields/``) whose value the flags can say and that differs from its default; the cluster,
+the workload and the strategy are always written (without a layout of its own, ``estimate``
+would take the plan's first row). A value no flag can say (your own model or chip, axis roles,
 a calibrated profile) makes it ``None``: then ``--scenario FILE.json`` is the way.
 """
 
@@ -40,7 +41,8 @@ def command(cluster: Cluster, workload: Workload, layout: Layout, options: Optio
         if field.value is None:
             continue
         value = field.get(values)
-        if value is None or (value == field.fallback() and field.owner not in (Cluster, Workload)):
+        written = field.owner in (Cluster, Workload) or field.name == "strategy"
+        if value is None or (value == field.fallback() and not written):
             continue
         if field.flag is None:  # set, and no flag says it (axis roles)
             return None

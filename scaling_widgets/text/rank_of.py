@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..cost import Estimate
 from . import units
 from .explain import layout_name
-from .report import ties_best
 from .step import TERM_NAMES
 
 ABOVE = 3  # the layouts above it that are compared term by term, the best first
@@ -16,8 +13,8 @@ SHOWN = 4  # the terms named for each, the largest differences first
 
 
 def rank_of(ranked, e: Estimate) -> str:
-    """Where ``e`` ranks among the plan's layouts that fit, whether it ties the best within their
-    intervals, and for the best ``ABOVE`` layouts, the terms of the step that make each faster.
+    """Where ``e`` ranks among the plan's layouts that fit (``Plan.place``), whether it ties the
+    fastest, and for the best ``ABOVE`` layouts, the terms of the step that make each faster.
 
     Parameters
     ----------
@@ -31,17 +28,19 @@ def rank_of(ranked, e: Estimate) -> str:
     text : str
         A line on the layout, a line on its rank, a line per layout above it.
     """
-    steps = np.sort(ranked.step_time[ranked.order])
-    t = float(e.step_time)
-    rank = int(np.searchsorted(steps, t, side="left")) + 1
-    best = ranked.estimate(0)
+    t, fastest = float(e.step_time), float(ranked.step_time[ranked.order].min())
+    rank = ranked.place(e)
     fits = "fits" if bool(e.fits) else "does not fit (the plan ranks only layouts that fit)"
     lines = [f"Your layout: {layout_name(e)}; step {units.seconds(t)}{_span(e)}; it {fits}."]
-    tie = bool(e.fits) and rank > 1 and ties_best(e, best)
+    tie = bool(e.fits) and rank > 1 and t <= ranked.band * fastest
     lines.append(
-        f"By its step it ranks {rank:,} of the {len(ranked):,} layouts that fit"
-        + (", a tie with the best: their intervals overlap" if tie else "")
-        + ("." if rank > 1 else ": none is faster.")
+        f"It ranks {rank:,} of the {len(ranked):,} layouts that fit"
+        + (
+            ", in the tie with the fastest, which the model cannot order: the safer first"
+            if tie
+            else ""
+        )
+        + ("." if rank > 1 else ": none comes before it.")
     )
     for r in range(min(ABOVE, rank - 1)):
         lines.append(_faster(r, ranked.estimate(r), e))

@@ -378,7 +378,6 @@ def plan_table(ranked, ranks) -> str:
         + _run_heads(ranked)
         + "  binds",
     ]
-    best = ranked.estimate(0)
     for r in ranks:
         k, index = ranked.layout(r), ranked.order[r]
         schedule = k["schedule"] + (f" v={k['virtual_stages']}" if k["virtual_stages"] > 1 else "")
@@ -398,10 +397,11 @@ def plan_table(ranked, ranks) -> str:
         rows.append(
             f"{r + 1:>3}  {layout:<16} {axes}{k['zero']:<5} {k['remat']:<12} {schedule:<16} "
             f"{k['microbatches']:>4}"
-            f" {step:>9} {_span(e, best, r > 0):>17} {units.nbytes(float(ranked.memory[index])):>9}"
+            f" {step:>9} {_span(e, r > 0 and ranked.tied[index]):>17}"
+            f" {units.nbytes(float(ranked.memory[index])):>9}"
             f" {_left(ranked, index):>8}{train}  {binds(e)}"
         )
-    return "\n".join(rows + _ties_said(ranked, best))
+    return "\n".join(rows + _ties_said(ranked))
 
 
 def _run_heads(ranked) -> str:
@@ -418,53 +418,26 @@ def _run_cells(run) -> str:
     return cost + (f" {units.energy(float(run.energy)):>9}" if run.energy is not None else "")
 
 
-def _span(e: Estimate, best: Estimate, below: bool) -> str:
-    """A plan row's interval, "tie" where a row below the best overlaps the best's (MODEL.md
-    §F.3)."""
+def _span(e: Estimate, tie: bool) -> str:
+    """A plan row's interval, "tie" where the row ties the fastest (MODEL.md §F.3)."""
     if e.step_interval is None:
         return "-"
     low, high = (units.seconds(float(t)) for t in e.step_interval)
-    return f"{low}-{high}" + (" tie" if below and ties_best(e, best) else "")
+    return f"{low}-{high}" + (" tie" if tie else "")
 
 
-def ties_best(e: Estimate, best: Estimate) -> bool:
-    """Whether the model cannot tell a layout from the best: the ratio of their predicted steps
-    is within the spread of its error on the ratio of two runs of one source (MODEL.md §F.3).
-
-    Parameters
-    ----------
-    e : Estimate
-        A layout of the plan.
-    best : Estimate
-        The plan's best layout, no slower than ``e``.
-
-    Returns
-    -------
-    ties : bool
-        True where ``e``'s step over the best's is at most the spread's upper end; False for a
-        step not predicted (an MFU given) or without shipped residuals.
-    """
+def _ties_said(ranked) -> list[str]:
+    """What the table's ties mean, where the first rows tie the fastest."""
+    if ranked.ties < 2:
+        return []
     pairs = pair_spread()
-    if pairs is None or e.step_interval is None or best.step_interval is None:
-        return False
-    return bool(float(e.step_time) <= pairs.high * float(best.step_time))
-
-
-def _ties_said(ranked, best: Estimate) -> list[str]:
-    """What the table's ties mean, where it has any beside the best."""
-    pairs, shown = pair_spread(), min(len(ranked), 50)
-    if pairs is None or best.step_interval is None:  # no predicted steps: no ties to say
-        return []
-    # the next rows' steps as the plan holds them: no layout evaluated again to count them
-    steps = ranked.step_time[ranked.order[1:shown]]
-    ties = int(np.sum(steps <= pairs.high * float(best.step_time)))
-    if not ties:
-        return []
     return [
         "",
-        f"tie: within {pairs.high - 1:.0%} of the best's step, where {LEVEL:.0%} of the model's"
-        f" errors on the ratio of two runs of one published source fall ({pairs.runs:,} pairs):"
-        f" the model cannot rank the two ({ties} of the next {shown - 1})",
+        f"tie: the first {ranked.ties:,} rows are within {ranked.band - 1:.0%} of the fastest"
+        f" step, where {LEVEL:.0%} of the model's errors on the ratio of two runs of one"
+        f" published source fall ({pairs.runs:,} pairs): the model cannot order them, so the one"
+        " that stays farthest inside its limits (compute-bound and in memory, with the model's"
+        " errors against it) comes first, then the faster",
     ]
 
 

@@ -26,6 +26,9 @@ from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
 TOP = 10  # groups shown
+# what a plan's row sets beside its knobs: a split by hand, under the best split's strategy, and
+# no measured step (that was another layout's)
+AS_ROW = dict(strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None)
 CANDIDATES = 200  # best layouts read to form them: enough that ten groups are found
 # column -> (header, sort key of a Row, largest first?)
 COLUMNS = {
@@ -315,9 +318,7 @@ class Recommendations(Bound, w.VBox):
         # The layout's knobs (slice_shape, x, y, z, zero, remat, schedule, ...) are the scenario's
         # fields.
         knobs = self.plan.layout(rank)
-        self._apply(
-            strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs
-        )
+        self._apply(**AS_ROW, **knobs)
 
     def row_scenario(self, rank: int) -> Scenario:
         """A copy of the scenario with the layout of the plan's ``rank``: what "use" would make it,
@@ -335,9 +336,7 @@ class Recommendations(Bound, w.VBox):
         """
         copy = Scenario.from_json(self.scenario.to_json())
         knobs = self.plan.layout(rank)
-        copy.update(
-            strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None, **knobs
-        )
+        copy.update(**AS_ROW, **knobs)
         return copy
 
     def current(self) -> int | None:

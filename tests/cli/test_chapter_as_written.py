@@ -54,7 +54,7 @@ def test_examples_14_and_15_llama_2_13b_parameters_optimizer_and_checkpoints(cap
 def test_example_16_llama_2_13b_at_3m_tokens_of_32k_on_4096_chips(capsys):
     # "B = 3M, T = 32k (96 sequences)": 91.6 sequences of 32,768 for 1024 data replicas.
     args = ["--model", "llama-2-13b", "--mesh", "16x16x16", "--batch", "3e6", "--seq-len", "32k",
-            "--mfu", "0.4"]  # fmt: skip
+            "--mfu", "0.4", "--strategy", "fsdp+tp"]  # fmt: skip
     e = estimate(capsys, *args)
     assert (e["layout"]["X"], e["layout"]["Y"]) == (1024, 4)
     assert e["seq_len"] == 32768 and e["layout"]["CP"] == 16  # 12 replicas' worth of CP chips
@@ -159,7 +159,7 @@ def test_examples_8_and_9_x_opt_on_4x4x4_and_99_tokens_a_chip(capsys, tmp_path):
 def test_example_10_every_split_of_16x16x16_is_comm_bound_below_4_06e5(capsys, tmp_path):
     layer = _model_file(tmp_path, 8192, 32_768)
     e = estimate(capsys, "--model-file", layer, "--mesh", "16x16x16", "--batch", "5e5",
-                 "--mfu", "0.4")  # fmt: skip
+                 "--mfu", "0.4", "--strategy", "fsdp+tp")  # fmt: skip
     assert (e["layout"]["X"], e["layout"]["Y"]) == (512, 8)
     # the first split to cross, above the chapter's bound N·α²/(2F) ≈ 4.06e5
     assert e["crossover_batch_tokens"] == pytest.approx(4.35e5, rel=0.005)

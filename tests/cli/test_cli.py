@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import scaling_widgets as sw
 from scaling_widgets.cli import main
+from scaling_widgets.presets import HARDWARE, MODELS
 
 EXAMPLE_16 = [
     "estimate",
@@ -408,6 +410,8 @@ def test_measure_one_layout_save_its_profile_and_predict_another(tmp_path, capsy
         "16x16x16",
         "--batch",
         "4194304",
+        "--strategy",
+        "fsdp+tp",
         "--json",
     ]
     assert main([*common, "--measured-step-time", "1.25", "--save-profile", str(saved)]) == 0
@@ -606,7 +610,17 @@ def test_a_flag_beside_a_saved_scenario_overrides_that_field(tmp_path, capsys):
     saved.write_text(
         Scenario(model="llama-3-70b", batch=16e6, seq_len=4096, mfu=None, tokens=None).to_json()
     )
-    same = ["--model", "llama-3-70b", "--batch", "16e6", "--seq-len", "4096", "--json"]
+    same = [
+        "--model",
+        "llama-3-70b",
+        "--batch",
+        "16e6",
+        "--seq-len",
+        "4096",
+        "--json",
+        "--strategy",
+        "fsdp+tp",
+    ]  # the saved scenario's own layout: flags alone would plan
     for extra in (
         [],
         ["--pp", "4", "--microbatches", "4"],
@@ -700,17 +714,46 @@ def test_a_demo_refusal_is_one_line_and_exit_2_before_any_server_starts(args, me
     assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
-def test_the_plan_marks_as_ties_the_rows_its_own_error_cannot_rank(capsys):
+def test_the_plan_puts_first_the_rows_its_own_error_cannot_rank_the_safest_first(capsys):
     where = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch",
              "4194304", "--seq-len", "8192", "--stack", "megatron-lm"]  # fmt: skip
     code, out, _ = run(["plan", *where, "--top", "10"], capsys)
     assert code == 0 and "80% interval" in out
     rows = [line for line in out.splitlines() if line[:3].strip().isdigit()]
     assert len(rows) == 10 and " tie " not in rows[0]
-    ties = [row for row in rows[1:] if " tie " in row]
-    assert ties and "the model cannot rank the two" in out
+    marked = [" tie " in row for row in rows[1:]]
+    assert any(marked) and "the model cannot order them" in out
+    assert marked == sorted(marked, reverse=True)  # the tie is the table's head
     code, text, _ = run(["plan", *where, "--top", "10", "--json"], capsys)
     layouts = json.loads(text)["layouts"]
-    assert not layouts[0]["ties_best"] and sum(r["ties_best"] for r in layouts) == len(ties)
+    assert not layouts[0]["ties_best"] and sum(r["ties_best"] for r in layouts) == sum(marked)
     low, high = layouts[0]["step_interval_s"]
     assert 0 < low < high and low / layouts[0]["step_time_s"] < 1 < high / layouts[0]["step_time_s"]
+    # within the tie, the one that keeps more of its headroom first; the fastest is in the tie
+    ranked = sw.plan(model=MODELS["llama-3-70b"], chip=HARDWARE["h100"], chips=512,
+                     batch=4194304, seq_len=8192, stack="megatron-lm")  # fmt: skip
+    tied = [ranked.estimate(r) for r in range(ranked.ties)]
+    margins = [float(e.margin) for e in tied]
+    assert margins == sorted(margins, reverse=True)
+    fastest = float(ranked.step_time[ranked.order].min())
+    assert min(float(e.step_time) for e in tied) == fastest
+    assert all(float(e.step_time) <= ranked.band * fastest for e in tied)
+
+
+def test_estimate_without_a_layout_is_the_plans_first_row_and_says_so(capsys):
+    where = ["--model", "llama-3-70b", "--hardware", "h100", "--chips", "512", "--batch", "4M",
+             "--seq-len", "8k", "--remat", "full"]  # fmt: skip
+    code, text, _ = run(["plan", *where, "--top", "1", "--json"], capsys)
+    first = json.loads(text)["layouts"][0]
+    code, text, _ = run(["estimate", *where, "--json"], capsys)
+    chosen = json.loads(text)
+    assert code == 0 and chosen["layout"] == first["layout"] and chosen["remat"] == "full"
+    assert chosen["step_time_s"] == first["step_time_s"] and "plan's first" in chosen["layout_from"]
+    code, out, _ = run(["estimate", *where], capsys)
+    assert out.startswith("Layout: the plan's first of") and "--tp" in out.splitlines()[0]
+    # the API takes the same layout; a layout of one's own is evaluated as given
+    api = sw.estimate(model="llama-3-70b", hardware="h100", chips=512, batch="4M", seq_len="8k",
+                      remat="full")  # fmt: skip
+    assert float(api.step_time) == first["step_time_s"]
+    code, text, _ = run(["estimate", *where, "--tp", "4", "--json"], capsys)
+    assert json.loads(text)["layout"]["Y"] == 4 and "layout_from" not in json.loads(text)

@@ -70,5 +70,5 @@ def test_maxtext_reads_mtp_num_layers_over_its_model_file(tmp_path, capsys):
 def test_the_report_names_the_mtp_module(capsys):
     args = ["--model", "deepseek-v3", "--hardware", "h800", "--chips", "2048", "--batch", "16M"]
     assert main(["estimate", *args]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
+    first = capsys.readouterr().out.splitlines()[1]  # after the line on the plan's layout
     assert re.search(r"\(671B params, 37\.6B active; \+ 11\.6B in 1 MTP module\)", first)

@@ -18,7 +18,7 @@ def cli_json(argv) -> dict:
 
 def test_the_comparison_holds_each_scenarios_own_numbers(tmp_path):
     panel = sw.explore(model="llama-3-70b", hardware="h100", chips=256, batch=2**22, seq_len=8192,
-                       tokens=15e12)  # fmt: skip
+                       tokens=15e12, strategy="fsdp+tp")  # fmt: skip
     paths = []
     for tp in (2, 8):
         panel.scenario.update(tp=tp)

@@ -14,7 +14,9 @@ from scaling_widgets.widgets.strategy_map import RAMPS, STOPS, shades
 
 from .test_one_answer import cli_json, exported_json
 
-CHAPTER = dict(model="llama-2-13b", hardware="tpu-v5p", seq_len=2048, batch=3e6, mfu=None)
+CHAPTER = dict(
+    model="llama-2-13b", hardware="tpu-v5p", seq_len=2048, batch=3e6, mfu=None, strategy="fsdp+tp"
+)
 
 
 @pytest.fixture(scope="module")

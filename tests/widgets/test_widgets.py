@@ -143,7 +143,7 @@ def test_roofline_controls_toggle_curves_and_passes():
 
 
 def test_the_shaded_region_and_marker_follow_the_batch():
-    s = Scenario(**EXAMPLE_16, strategy="fsdp")
+    s = Scenario(**{**EXAMPLE_16, "strategy": "fsdp"})
     plot = RooflinePlot(s)
     assert plot._region.x.max() < 3.5e6  # FSDP is comm-bound up to 850·4096 = 3.48M
     assert list(plot._now.x) == [92 * 32768]  # the batch as run: 3M in whole sequences
@@ -247,7 +247,7 @@ def test_explore_rejects_unknown_keywords():
 
 
 def test_zero_stage_from_the_selector_shrinks_the_memory():
-    s = Scenario(**EXAMPLE_16, strategy="dp", precision="mixed-adam")
+    s = Scenario(**{**EXAMPLE_16, "strategy": "dp"}, precision="mixed-adam")
     selector = StrategySelector(s)
     analysis = selector.analysis
     before = float(analysis.estimate.memory.total)

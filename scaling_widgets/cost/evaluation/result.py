@@ -12,8 +12,8 @@ from numpy.typing import ArrayLike
 
 from ..memory.chapter import MemoryPerChip
 from ..memory.peak import PeakMemory
-from ..memory.verdict import fits, verdict
-from ..step.interval import Spread
+from ..memory.verdict import UNCERTAINTY, fits, verdict
+from ..step.interval import Spread, tie_band
 from ..step.run import Run
 from ..transformer.counts import ParamCount
 from ..transformer.layer import LayerTimes
@@ -191,6 +191,23 @@ class Estimate:
         """The busiest chip's peak, reserved by its allocator and overhead included, fits with
         its uncertainty (MODEL.md §B.8, §E.5)."""
         return fits(self.peak.reserved, self.memory_limit)
+
+    @property
+    def margin(self) -> float | np.ndarray:
+        """How safely the layout stays inside its limits, 0 to 1: 1 when it stays compute-bound
+        even if its communication were a tie band slower than predicted, and fits even if its
+        peak were twice its uncertainty larger (2u covers 67 of the 77 held-out sources' errors,
+        docs/VALIDATION.md); below, the share of that headroom it has, the nearer limit's. The
+        planner breaks a tie in the step by it (MODEL.md §C)."""
+        compute = 1 / np.maximum(self.layer.worst_ratio, 1e-300) / self.tie_band
+        memory = self.memory_limit / self.peak.reserved / (1 + 2 * UNCERTAINTY)
+        return np.minimum(1.0, np.minimum(compute, memory))
+
+    @property
+    def tie_band(self) -> float:
+        """The largest ratio of another layout's step to this one's that the model cannot tell
+        from it (MODEL.md §F.3): 1 where the step is not predicted."""
+        return tie_band(self.step_interval is not None)
 
     @property
     def verdict(self) -> np.ndarray:

@@ -349,6 +349,8 @@ def _evaluated(c: dict, cluster, workload, base, options, experts_tp) -> dict[st
         "memory": e.peak.reserved,
         "worst_ratio": e.layer.worst_ratio,
         "crossover": e.crossover_batch,
+        "margin": e.margin,
+        "band": np.full(np.shape(e.step_time), e.tie_band),
         "mfu": e.mfu,
         # the whole run's wall clock (MODEL.md §H), with the tokens; the step without them
         "wall": e.step_time if e.run is None else e.run.wall,
@@ -441,11 +443,13 @@ def _expert_degrees(model, ep: int | None, etp: int | None) -> dict:
 
 def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> np.ndarray:
     """The layouts that fit, best first (with ``cells``, an integer per layout: cell by cell, each
-    cell's best first, as the strategy map ranks): the shortest step (``by`` "wall": the shortest
-    run on the wall clock, failures and checkpoints counted); then whole sequences on each chip
-    (context parallelism only where it is faster); then compute-bound down to the smallest batch
-    (best_split's rule), the least communication per compute; then less tensor parallelism, fewer
-    stages, fewer microbatches, less recompute, less memory, the lower ZeRO stage.
+    cell's best first, as the strategy map ranks): first those that tie the fastest
+    (``tied_with_fastest``), the one farthest from its limits first (``Estimate.margin``); then
+    the shortest step (``by`` "wall": the shortest run on the wall clock, failures and
+    checkpoints counted); then whole sequences on each chip (context parallelism only where it is
+    faster); then compute-bound down to the smallest batch (best_split's rule), the least
+    communication per compute; then less tensor parallelism, fewer stages, fewer microbatches,
+    less recompute, less memory, the lower ZeRO stage.
 
     Parameters
     ----------
@@ -466,10 +470,11 @@ def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> 
 
     References
     ----------
-    .. [1] docs/MODEL.md §C (the planner: its ties), §A.3 (the split: the chapter's pick),
-       §A.10 (the crossover batch), §C.7 (the strategy map, cell by cell) and §H (the wall
-       clock).
+    .. [1] docs/MODEL.md §C (the planner: its ties), §F.3 (when two steps tie), §A.3 (the
+       split: the chapter's pick), §A.10 (the crossover batch), §C.7 (the strategy map, cell by
+       cell) and §H (the wall clock).
     """
+    tied = tied_with_fastest(merged, by, cells)
     keys = (
         merged["zero"],
         merged["memory"],
@@ -482,10 +487,41 @@ def ranking(merged: dict, by: str = "step", cells: np.ndarray | None = None) -> 
         merged["cp"] > 1,  # whole sequences first; among split ones, no count preferred
         merged["step_time"],
         *([merged["wall"]] if by == "wall" else []),
+        np.where(tied, -merged["margin"], 0.0),  # the model cannot order them: the safer first
+        ~tied,
         *([cells] if cells is not None else []),
     )
     fit = np.flatnonzero(merged["fits"])  # only those that fit are ranked
     return fit[np.lexsort([np.asarray(k)[fit] for k in keys])]
+
+
+def tied_with_fastest(merged: dict, by: str = "step", cells: np.ndarray | None = None):
+    """Which layouts tie the fastest that fits (of their cell, with ``cells``): those that fit
+    whose step (``by`` "wall": wall clock) is within the tie band of the fastest's, the spread of
+    the model's error on the ratio of two runs' steps (MODEL.md §F.3). The fastest ties itself.
+    Steps not predicted (an MFU given) tie none: the chapter's own order stands.
+
+    Parameters
+    ----------
+    merged : dict of str to np.ndarray
+        The evaluated layouts' columns, "fits", "step_time", "wall" and "band" among them.
+    by : str, default "step"
+        What is compared: "step" or "wall".
+    cells : np.ndarray, optional
+        The cell of each layout, an integer per layout; None: one cell.
+
+    Returns
+    -------
+    tied : np.ndarray of bool
+        One per layout.
+    """
+    taken = np.asarray(merged["wall" if by == "wall" else "step_time"], dtype=float)
+    cell = np.zeros(len(taken), dtype=np.int64) if cells is None else np.asarray(cells)
+    fits = np.asarray(merged["fits"], dtype=bool)
+    fastest = np.full(cell.max(initial=0) + 1, np.inf)
+    np.minimum.at(fastest, cell[fits], taken[fits])
+    band = np.asarray(merged["band"])
+    return fits & (band > 1) & (taken <= fastest[cell] * band)
 
 
 def _rank_of(values: np.ndarray, names) -> np.ndarray:

@@ -47,6 +47,7 @@ from ..transformer.counts import FRAMEWORK_REMAT
 from ..transformer.recompute import REMAT_CHOICE
 from ..values import VALUES, Cluster, Layout, Options, Workload, as_asked, split_keywords
 from .layouts import (
+    HELD,
     KNOBS,
     evaluate_order,
     fixed_degrees,
@@ -55,6 +56,7 @@ from .layouts import (
     product,
     ranking,
     splits,
+    tied_with_fastest,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +66,9 @@ if TYPE_CHECKING:
 # What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and
 # measured step.
 BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time")
+# what makes a layout the user's own (a measured step is of one): given any, it is evaluated as
+# given; given none, ``estimate`` is the plan's first row (what of HELD is given, held)
+CHOSEN = tuple(k for k in (*KNOBS, *BY_HAND) if k not in HELD)
 # named arguments
 WHERE = ("model", "chip", "batch", "seq_len", "slice_shape", "pods", "mfu", "precision")
 # Every other field of the four values a plan takes as it is, for every layout it evaluates.
@@ -84,6 +89,9 @@ class Plan:
     fits: np.ndarray
     memory: np.ndarray  # the busiest chip's peak, reserved [bytes] (MODEL.md §E)
     order: np.ndarray  # indices of the layouts that fit, best first
+    tied: np.ndarray  # whether each layout ties the fastest (``tied_with_fastest``)
+    margin: np.ndarray  # the share of its headroom each keeps (``Estimate.margin``)
+    band: float  # a step within band times the fastest ties it; 1: no ties (MODEL.md §F.3)
     cluster: Cluster  # what was planned for: the slice in the order given
     workload: Workload
     options: Options
@@ -94,6 +102,35 @@ class Plan:
 
     def __len__(self) -> int:
         return len(self.order)
+
+    def place(self, e: Estimate) -> int:
+        """Where a layout of this plan's scenario would rank among those that fit, 1 the first,
+        by the plan's own order (a plan ranked by its step): in the tie, by its margin, then its
+        step; after it, by its step.
+
+        Parameters
+        ----------
+        e : Estimate
+            The layout, evaluated on the plan's scenario.
+
+        Returns
+        -------
+        rank : int
+            One more than the rows that come before it.
+        """
+        steps, margins = self.step_time[self.order], self.margin[self.order]
+        tied, t, m = self.tied[self.order], float(e.step_time), float(e.margin)
+        if self.band > 1 and t <= self.band * steps.min():  # it ties the fastest
+            ahead = tied & ((margins > m) | ((margins == m) & (steps < t)))
+        else:
+            ahead = tied | (steps < t)
+        return int(ahead.sum()) + 1
+
+    @property
+    def ties(self) -> int:
+        """How many of the first rows tie the fastest, the best among them first: 0 where the
+        steps are not predicted."""
+        return int(self.tied.sum())
 
     def knobs(self, index: int | np.integer) -> dict[str, Any]:
         """Evaluated layout ``index`` (in evaluation order) as keywords, slice_shape included.
@@ -320,13 +357,17 @@ def plan(
     if not merged["fits"].any():
         raise _what_would_fit(merged, cluster, workload, opts)
     layouts = {k: merged[k] for k in (*KNOBS, "axis_order")}
+    by = Choice(("step", "wall"))("rank_by", rank_by)
     return Plan(
         layouts,
         orders,
         merged["step_time"],
         merged["fits"],
         merged["memory"],
-        ranking(merged, Choice(("step", "wall"))("rank_by", rank_by)),
+        ranking(merged, by),
+        tied_with_fastest(merged, by),
+        merged["margin"],
+        float(merged["band"][0]),
         cluster,
         workload,
         opts,
@@ -458,6 +499,67 @@ def plan_keywords(
     """
     held = {**vars(cluster), **as_asked(workload), **vars(layout), **vars(options)}
     return {name: held[name] for name in (*WHERE, *OPTIONS)}
+
+
+def chooses_layout(given) -> bool:
+    """Whether the fields given set a layout of the user's own (``CHOSEN``): else ``estimate``
+    takes the plan's first row (``scenario_plan``).
+
+    Parameters
+    ----------
+    given : iterable of str
+        The names of the fields given.
+
+    Returns
+    -------
+    chooses : bool
+        True when any of them is one of ``CHOSEN``.
+    """
+    return any(name in CHOSEN for name in given)
+
+
+def as_planned(e: Estimate, held: dict) -> Estimate:
+    """A plan's row as ``estimate`` reports it: a CP the plan chose (none held) is the batch's
+    doing, said as ``evaluate`` says a CP it implies (``cp_implied``).
+
+    Parameters
+    ----------
+    e : Estimate
+        The plan's row, evaluated.
+    held : dict of str to Any
+        The knobs given, by name.
+
+    Returns
+    -------
+    estimate : Estimate
+        ``e``, its CP said as implied where the plan chose it.
+    """
+    implied = held.get("cp") is None and bool(np.any(np.asarray(e.layout.cp) > 1))
+    return dataclasses.replace(e, cp_implied=implied)
+
+
+def scenario_plan(values: tuple, held: dict, **limits) -> Plan:
+    """The plan of a scenario (``plan_keywords``), the knobs of ``HELD`` that ``held`` gives held
+    and the rest searched; its first row is ``estimate``'s layout where the user chooses none
+    (MODEL.md §C).
+
+    Parameters
+    ----------
+    values : tuple
+        The scenario's four values, ``Cluster``, ``Workload``, ``Layout`` and ``Options``.
+    held : dict of str to Any
+        The knobs given, by name; those of ``HELD`` are held.
+    **limits
+        ``plan``'s other keywords: ``max_tp``, ``max_pp``, ``rank_by``.
+
+    Returns
+    -------
+    plan : Plan
+        As ``plan`` returns it.
+    """
+    keywords = plan_keywords(*values)
+    keywords.update({name: held.get(name) for name in HELD})  # what is not given is searched
+    return plan(**keywords, **limits)
 
 
 def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, precision, options):

@@ -166,3 +166,22 @@ def pair_spread() -> Spread | None:
     if not RESIDUALS.exists():
         return None
     return pair_spread_of(json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"])
+
+
+def tie_band(predicted: bool) -> float:
+    """The largest ratio of two steps the model cannot order: the upper end of its error on the
+    ratio of two runs of one source (``pair_spread``); 1 (no ties) where the steps are not
+    predicted (an MFU given or calibrated) or the package ships no residuals.
+
+    Parameters
+    ----------
+    predicted : bool
+        Whether the steps are the model's predictions, with an interval.
+
+    Returns
+    -------
+    band : float
+        A step within ``band`` times the fastest ties it.
+    """
+    pairs = pair_spread()
+    return pairs.high if predicted and pairs is not None else 1.0
