@@ -196,7 +196,7 @@ class Estimate:
     def margin(self) -> float | np.ndarray:
         """How safely the layout stays inside its limits, 0 to 1: 1 when it stays compute-bound
         even if its communication were a tie band slower than predicted, and fits even if its
-        peak were twice its uncertainty larger (2u covers 67 of the 77 held-out sources' errors,
+        peak were twice its uncertainty larger (2u covers 74 of the 85 held-out sources' errors,
         docs/VALIDATION.md); below, the share of that headroom it has, the nearer limit's. The
         planner breaks a tie in the step by it (MODEL.md §C)."""
         compute = 1 / np.maximum(self.layer.worst_ratio, 1e-300) / self.tie_band
