@@ -23,16 +23,11 @@ from ..cost.ground.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.plan import as_planned, chooses_layout, scenario_plan
-from ..cost.search.strategy_map import map_keywords, strategy_map
 from ..cost.step.profiles import TAKEN_IN
 from ..cost.strategies import BEST
 from ..fields import FIELDS
 from ..text import report
-from ..text.compare import as_csv, as_text, comparison
-from ..text.rank_of import rank_of
 from ..text.step import binds
-from ..text.strategy_map import as_record
-from ..text.strategy_map import as_text as map_text
 from .options import ACTIONS
 from .parser import build_parser
 
@@ -124,6 +119,8 @@ def _mended(start: dict, given: dict) -> dict:
 
 def _compare(args) -> int:
     """Two to four saved scenarios side by side (``text/compare.py``)."""
+    from ..text.compare import as_csv, as_text, comparison  # compare's own, here
+
     if not 2 <= len(args.scenarios) <= 4:
         raise ValueError(f"compare takes 2 to 4 scenarios; got {len(args.scenarios)}")
     estimates = []
@@ -362,6 +359,8 @@ def _plan(args, state: dict, given: dict) -> int:
             raise ValueError(f"--rank-of ranks by the step: drop --sort {args.rank_by}")
         if not len(ranked):
             raise ValueError("no layout of this plan fits: there is nothing to rank against")
+        from ..text.rank_of import rank_of  # --rank-of's own, here
+
         print(rank_of(ranked, _layout_of(args.rank_of, state)))
         return 0
     if export_to is not None:
@@ -404,6 +403,10 @@ AXIS_FLAGS = {
 
 def _map(args, state: dict, given: dict) -> int:
     """The strategy map of the scenario's model, chip and options (``text/strategy_map.py``)."""
+    from ..cost.search.strategy_map import map_keywords, strategy_map  # the map's own, here
+    from ..text.strategy_map import as_record
+    from ..text.strategy_map import as_text as map_text
+
     state = {**state, "batch": state["batch"] or 2**20}  # a column's; the map sets each
     keywords = map_keywords(*fields.values(fields.filled(fields.coerced(state))))
     keywords.update({name: given.get(name) for name in HELD})  # what is not given is searched

@@ -34,7 +34,6 @@ from .memory.chapter import MemoryPerChip, largest_replicated_model, memory_per_
 from .schedules import SCHEDULES as _SCHEDULES
 from .schedules import in_flight_microbatches
 from .search.plan import Plan, plan
-from .search.strategy_map import StrategyMap, strategy_map
 from .step.chapter import step_time, time_to_train, utilisation
 from .step.pipeline import bubble_fraction, bubble_overhead, stage_traffic_time
 from .strategies import STRATEGIES as _STRATEGIES
@@ -118,3 +117,12 @@ __all__ = [
     "validate",
     "x_opt",
 ]
+
+
+def __getattr__(name):
+    """The strategy map, loaded on first use: the command line's estimate starts without it."""
+    if name in ("StrategyMap", "strategy_map"):
+        from .search import strategy_map as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
