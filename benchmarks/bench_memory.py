@@ -40,10 +40,8 @@ def peak_errors(path) -> dict[str, list[tuple[str, float]]]:
     for case in load_memory_cases(path):
         if case.peak_bytes is None:
             continue
-        peak = evaluate(*case.values).peak
-        predicted = float(peak.reserved if case.measures == "reserved" else peak.allocated)
         by_source.setdefault(case.case["group"], []).append(
-            (case.id, predicted / case.peak_bytes - 1)
+            (case.id, case.predicted / case.peak_bytes - 1)
         )
     return by_source
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog
-from .cost import Cluster, Layout, Options, Workload, param_count
+from .cost import Cluster, Layout, Options, Workload, evaluate, param_count
 from .cost.hardware.chip import Chip
 from .cost.hardware.nodes import gpu_slice
 from .cost.hardware.slices import slice_of
@@ -472,7 +472,9 @@ FRAMEWORKS = {
 class MemoryCase:
     """One published peak or run/OOM statement (MODEL.md §E.3): its four values (the stack in the
     options), and what was measured: ``peak_bytes`` as the source counted it (``measures``,
-    allocated or reserved; None for an outcome alone) and ``outcome``, "ran" or "oom"."""
+    allocated or reserved; None for an outcome alone) on ``device`` ("busiest", or the one rank a
+    source prints: "first" for stage 0's, "output" for the output layer's), and ``outcome``,
+    "ran" or "oom"."""
 
     id: str
     values: tuple  # (Cluster, Workload, Layout, Options)
@@ -480,6 +482,16 @@ class MemoryCase:
     measures: str | None
     outcome: str
     case: dict
+
+    @property
+    def device(self) -> str:
+        return self.case.get("device", "busiest")
+
+    @property
+    def predicted(self) -> float:
+        """The model's peak on the device measured, counted as the source counts it [bytes]."""
+        allocated, reserved = evaluate(*self.values).peak.on(self.device)
+        return float(reserved if self.measures == "reserved" else allocated)
 
     def __repr__(self) -> str:
         return f"MemoryCase({self.id!r}, {self.values[3].stack}, {self.outcome})"

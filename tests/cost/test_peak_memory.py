@@ -17,7 +17,7 @@ from scaling_widgets.cost.schedules import in_flight_microbatches
 from scaling_widgets.cost.stacks import STACKS
 from scaling_widgets.cost.step.profiles import profile_for, with_stack
 from scaling_widgets.cost.transformer.shapes import Model
-from scaling_widgets.measured import load_memory_cases
+from scaling_widgets.measured import PUBLIC_MEMORY, load_memory_cases
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
 
 CASES = load_memory_cases()
@@ -561,3 +561,26 @@ def test_what_xla_recomputes_to_fit_leaves_the_optimizer_steps_phase_to_win_if_h
     step = dict(grads=30e9, copy=28e9, temp=0.0)  # a step phase of 88 GB
     parts = _busier_phase(state, step, fitted)
     assert sum(float(v) for v in parts.values()) == pytest.approx(88e9)
+
+
+def test_a_source_that_prints_one_ranks_peak_is_read_on_that_device():
+    # Megatron-LM's test of an uneven split, 2, 4, 4 and 2 layers: its CI prints the last rank's
+    # peak, whose stage holds 2 layers and the output layer, lighter than a middle one of 4
+    uneven = next(c for c in load_memory_cases(PUBLIC_MEMORY) if "pp4-2442" in c.id)
+    peak = evaluate(*uneven.values).peak
+    assert uneven.device == "output" and peak.stage != 3
+    allocated, reserved = peak.on("output")
+    assert allocated < peak.allocated and reserved < peak.reserved
+    assert uneven.predicted == allocated  # the CI counts allocated bytes
+    # one stage: the first device, the output layer's and the busiest are one
+    e = estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                 batch=8 * 8192, seq_len=8192, strategy="fsdp")  # fmt: skip
+    busiest = (float(e.peak.allocated), float(e.peak.reserved))
+    first, output = (tuple(map(float, e.peak.on(d))) for d in ("first", "output"))
+    assert first == output == busiest
+    # a pipeline: the busiest is one of them, the heavier
+    piped = estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], slice_shape=(1, 8),
+                     batch=64 * 8192, seq_len=8192, strategy="fsdp+tp", x=2, y=1, z=4,
+                     microbatches=8)  # fmt: skip
+    ends = [float(piped.peak.on(d)[1]) for d in ("first", "output")]
+    assert max(ends) <= float(piped.peak.reserved) and min(ends) < float(piped.peak.reserved)

@@ -20,7 +20,7 @@ place) and the output layer's; any other holds no more than the second. The busi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,6 +82,8 @@ class PeakMemory:
     measures: str = "allocated"
     # the loss's copies of the logits a compiler recomputes to fit (XLA), left out of ``logits``
     recomputed: np.ndarray | float = 0.0
+    # "first" (stage 0's) and "output" (the output layer's) device: (allocated, reserved) [bytes]
+    devices: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"PeakMemory(shape={np.shape(self.reserved)})"
@@ -98,6 +100,22 @@ class PeakMemory:
     def reported(self) -> float | np.ndarray:
         """The peak as the stack reports it: allocated or reserved bytes."""
         return self.reserved if self.measures == "reserved" else self.allocated
+
+    def on(self, device: str = "busiest") -> tuple:
+        """One device's peak: the busiest's, the first stage's or the output layer's (a source
+        that prints one rank's peak, as Megatron-LM's tests print the last rank's).
+
+        Parameters
+        ----------
+        device : str, default "busiest"
+            "busiest", "first" or "output".
+
+        Returns
+        -------
+        allocated, reserved : float or np.ndarray
+            That device's peak [bytes].
+        """
+        return (self.allocated, self.reserved) if device == "busiest" else self.devices[device]
 
 
 def peak_memory(
@@ -178,8 +196,8 @@ def peak_memory(
     model = workload.model
     X, Y, m, v = placed.x, placed.y, placed.microbatches, layout.virtual_stages
     Z = np.asarray(placed.z)
-    first_layers, middle_layers, last_layers = _stage_layers(model, layout, Z)
-    layers = np.maximum(np.maximum(first_layers, middle_layers), last_layers)
+    layers_of = _stage_layers(model, layout, Z)  # the first device's, a middle one's, the last's
+    layers = np.maximum.reduce(np.broadcast_arrays(*layers_of))
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
     sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
     compiled, moe = profile.torch_compile, model.moe is not None
@@ -221,8 +239,8 @@ def peak_memory(
         )
         return {**_busier_phase(state, step, transient), "recomputed": recomputed}
 
-    layers_of = (first_layers, middle_layers, last_layers)
-    parts, busiest = _busiest(_devices(device, Z, last, layers_of, (at_the_end, logits)))
+    devices = _devices(device, Z, last, layers_of, (at_the_end, logits))
+    parts, busiest = _busiest(devices)
     recomputed = parts.pop("recomputed")
     parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
     cached = sum(parts.values())  # what the caching allocator holds: not the runtime's own overhead
@@ -233,7 +251,24 @@ def peak_memory(
         stage=busiest,
         measures=profile.measures,
         recomputed=recomputed,
+        devices=_ends(devices, parts["workspaces"], overhead, profile.allocator),
     )
+
+
+def _ends(devices: list, workspaces, overhead, allocator: float) -> dict:
+    """The first stage's and the output layer's device, each (allocated, reserved) [bytes], as
+    ``PeakMemory`` adds them up for the busiest."""
+
+    def peak(parts: dict) -> tuple:
+        cached = sum(v for k, v in parts.items() if k != "recomputed") + workspaces
+        return cached + overhead, cached * allocator + overhead
+
+    output = peak(devices[-1][1])
+    stage, parts, there = devices[0]
+    if len(devices) == 1 or stage != 0:  # the first stage holds the output layer: one device
+        return {"first": output, "output": output}
+    first = tuple(np.where(there, f, o) for f, o in zip(peak(parts), output))
+    return {"first": first, "output": output}
 
 
 def _recompute_to_fit(state, transient, overhead, limit, workload, profile) -> tuple:
