@@ -12,6 +12,7 @@ fields/, text/, the presets and cost/; app.py composes it.
 from .compare import Compare
 from .exactness_controls import ExactnessControls
 from .export import Export
+from .folded import folded
 from .inputs import BatchInput, StepInput
 from .memory_bar import MemoryBar
 from .mesh_picker import MeshPicker
@@ -46,4 +47,5 @@ __all__ = [
     "StrategySelector",
     "Summary",
     "TrainingControls",
+    "folded",
 ]
