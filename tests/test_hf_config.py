@@ -149,8 +149,12 @@ def test_the_panel_and_the_scenario_take_a_config_and_old_scenarios_still_load()
     import scaling_widgets as sw
     from scaling_widgets.widgets.scenario import Scenario
 
-    panel = sw.explore(
-        model=str(HF / "mixtral-8x7b.json"), hardware="h100", batch=16e6, seq_len=4096
+    panel = sw.explore(  # the defaults' own layout, no EP (given no strategy, the plan's first row)
+        model=str(HF / "mixtral-8x7b.json"),
+        hardware="h100",
+        batch=16e6,
+        seq_len=4096,
+        strategy="fsdp+tp",
     )
     assert (
         panel.scenario.model.moe.experts == 8 and "12.9B active" in panel.model_picker._about.value
