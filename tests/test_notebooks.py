@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -24,7 +25,7 @@ def top_level_asserts(source: str) -> list[ast.Assert]:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom(path):
+def test_notebook_runs_top_to_bottom(path, tmp_path):
     """It runs, ends with its asserts, and prints the very numbers saved with it."""
     nb = nbformat.read(path, as_version=4)
     saved = numbers(nb)
@@ -37,8 +38,11 @@ def test_notebook_runs_top_to_bottom(path):
     # One more cell, whose assert must fail: the kernel checks asserts (not run with -O or
     # PYTHONOPTIMIZE).
     nb.cells.append(nbformat.v4.new_code_cell("assert False, 'the kernel checks asserts'"))
+    # the kernel talks over socket files, not TCP ports: a second suite running beside this one
+    # could take a port between choosing it and binding it ("Address already in use")
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "kernel"))
     client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb, km=km, timeout=120, resources={"metadata": {"path": str(path.parent)}}
     )
     with pytest.raises(
         CellExecutionError, match="the kernel checks asserts"

@@ -196,8 +196,13 @@ class PanelPage(TornadoVoilaHandler):
         self.pages.started(kernel_id)
         # A warm kernel idled in the pool since it ran the dashboard; until the page's websocket
         # connects, the culler would count that wait and shut down the kernel the page is taking.
+        self.active_now()
+
+    def active_now(self) -> None:
+        """Mark the page's kernel active now, for the culler: it judges idleness from the last
+        activity, and a page still loading or connecting has shown none of its own yet."""
         now = datetime.now(UTC)
-        self.settings["kernel_manager"].get_kernel(kernel_id).last_activity = now
+        self.settings["kernel_manager"].get_kernel(self.kernel_id).last_activity = now
 
     @web.authenticated
     async def get(self, path=None):
@@ -225,6 +230,8 @@ class PanelPage(TornadoVoilaHandler):
                     self.flush()
         finally:
             self.pages.loaded()
+        if not self.gone and self.kernel_id in self.settings["kernel_manager"]:
+            self.active_now()  # the page arrived: its websocket connects next, later when busy
         if self.gone and self.kernel_id is not None:
             self.log.info("A page left while loading: its kernel %s shuts down", self.kernel_id)
             await ensure_async(self.settings["kernel_manager"].shutdown_kernel(self.kernel_id))
@@ -327,9 +334,11 @@ class DemoServer(Voila):
     def stop(self) -> None:
         """Voila's stop, its kernels shut down on the server's own loop. Voila runs the shutdown
         on a new loop, and a kernel the culler or its page was shutting down as the signal came
-        left a task of the server's loop that the new one cannot wait on: it exited 1."""
-        shutil.rmtree(self.connection_dir, ignore_errors=True)
+        left a task of the server's loop that the new one cannot wait on: it exited 1. The
+        kernels' folder goes after them: a kernel the warm pool was starting still writes its
+        connection file there."""
         self.ioloop.run_sync(self.kernel_manager.shutdown_all)
+        shutil.rmtree(self.connection_dir, ignore_errors=True)
 
     def launch_browser(self) -> None:
         """Open a file of our own that forwards to ``open_url``, as Jupyter does: the token then

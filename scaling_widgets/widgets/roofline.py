@@ -25,6 +25,7 @@ COLORS = {
     "dcn": "brown",
 }
 TOGGLE_NAMES = curve_names()
+SHORT_NAME = 12  # a curve's name this short is written beside its crossing; a longer one, on hover
 SAME_LABEL_DECADES = 0.3  # crossings this close (in log10 of the batch) would overlap: one label
 LEGEND_BAND = 0.32  # the top of the plot, in log units, that no line reaches: the legend sits there
 TIME_TOOLTIP = dict(
@@ -164,6 +165,7 @@ class RooflinePlot(bq.Figure):
         right = np.log(x / d.batch[0]) > 0.5 * np.log(d.batch[-1] / d.batch[0])
         with self._crossings.hold_sync():
             self._crossings.x, self._crossings.y = x, d.compute_at(x, p)
+            self._crossings.names = [", ".join(d.labels[n] for n in c) for c in clusters]
         for label, side in ((self._labels, ~right), (self._labels_end, right)):
             with label.hold_sync():
                 label.x, label.y = x[side], d.compute_at(x[side], p)
@@ -181,11 +183,11 @@ def _decades(low: float, high: float):
 
 
 def _crossing_text(d: RooflineData, cluster: list[str]) -> str:
-    """ "FSDP: 3.48M", or "DP, FSDP: 3.48M; TP: 4M" for crossings close together."""
-    at: dict[str, list[str]] = {}
-    for n in cluster:
-        at.setdefault(batch(d.crossover[n]), []).append(d.labels[n])
-    return "; ".join(f"{', '.join(labels)}: {where}" for where, labels in at.items())
+    """ "FSDP: 3.48M" for one curve of a short name; else the batches alone, "3.48M; 4M", as a
+    layout's name or several curves' would run off the figure: the dot's tooltip names them."""
+    where = "; ".join(dict.fromkeys(batch(d.crossover[n]) for n in cluster))
+    name = d.labels[cluster[0]]
+    return f"{name}: {where}" if len(cluster) == 1 and len(name) <= SHORT_NAME else where
 
 
 class RooflineControls(w.HBox):
@@ -277,7 +279,14 @@ def _time_lines(scales: dict) -> tuple:
 def _markers(scales: dict) -> tuple:
     """The crossovers, their labels (to the right, or to the left near the plot's end) and the
     current batch."""
-    crossings = bq.Scatter(x=[], y=[], scales=scales, colors=[color("ink")], default_size=24)
+    crossings = bq.Scatter(
+        x=[],
+        y=[],
+        scales=scales,
+        colors=[color("ink")],
+        default_size=24,
+        tooltip=bq.Tooltip(fields=["name"], show_labels=False),
+    )
     labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6)
     labels_end = bq.Label(
         x=[],

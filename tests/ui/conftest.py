@@ -13,15 +13,18 @@ import os
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from .helpers import CALIBRATION, CALM_SECONDS, PLAYWRIGHT, budgeted, calibration, described
 from .servers import (
     ARTIFACTS,
     CHROMIUM,
     FLAGS,
-    Server,
-    free_port,
+    JUPYTER_READY,
+    VOILA_READY,
     jupyter_argv,
     local,
+    serve,
     voila_demo_argv,
 )
 
@@ -31,6 +34,38 @@ if not CHROMIUM.exists():
             "CI needs Debian's chromium for the browser tests: apt-get install -y chromium"
         )
     pytest.skip("no /usr/bin/chromium: apt-get install -y chromium", allow_module_level=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def calibrated() -> None:
+    """How busy the machine is, measured as the browser tests start, before their servers do:
+    every budget of theirs is its base times the calibration."""
+    CALIBRATION.measure()
+
+
+@pytest.fixture(autouse=True)
+def recalibrated(calibrated) -> None:
+    """Measured again as each test starts: the calibration keeps the slowest."""
+    CALIBRATION.measure()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A Playwright action past its budget (a click, a page's load) says the budget too."""
+    try:
+        return (yield)
+    except PlaywrightTimeout as timeout:
+        timeout.add_note(f"Playwright's own waits had {described(PLAYWRIGHT)}")
+        raise
+
+
+def pytest_terminal_summary(terminalreporter):
+    if CALIBRATION.slowest is not None:  # measured: browser tests ran
+        terminalreporter.write_line(
+            f"browser tests' budgets: × {calibration():.2f} calibration (its loop took "
+            f"{CALIBRATION.first * 1000:.0f} ms at the start, {CALIBRATION.slowest * 1000:.0f} ms "
+            f"at the slowest, {CALM_SECONDS * 1000:.0f} ms at rest)"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +82,7 @@ def browser():
 @pytest.fixture(scope="session")
 def voila_demo():
     """``scaling-widgets demo`` itself, as a user runs it."""
-    port = free_port()
-    server = Server(voila_demo_argv(port), port, "/voila/static/voila.js")
+    server = serve(voila_demo_argv, VOILA_READY)
     yield server
     assert server.stop() == 0  # SIGTERM: a clean exit...
     # ...that leaves no kernel behind
@@ -59,16 +93,21 @@ def voila_demo():
 @pytest.fixture(scope="session")
 def voila_dark():
     """``scaling-widgets demo --theme dark``."""
-    server = Server(
-        voila_demo_argv(port := free_port(), "--theme", "dark"), port, "/voila/static/voila.js"
-    )
+    server = serve(lambda port: voila_demo_argv(port, "--theme", "dark"), VOILA_READY)
     yield server
     assert server.stop() == 0
 
 
+def jupyter(tmp_path_factory, app: str, *options: str):
+    """JupyterLab or Notebook 7 with a workspace of its own: the user's is shared by every
+    JupyterLab on the machine, another run of these tests among them."""
+    workspaces = f"--LabServerApp.workspaces_dir={tmp_path_factory.mktemp('workspaces')}"
+    return serve(lambda port: jupyter_argv(app, port, workspaces, *options), JUPYTER_READY)
+
+
 @pytest.fixture(scope="session")
-def jupyterlab():
-    server = Server(jupyter_argv("jupyterlab", port := free_port()), port, "/api/status")
+def jupyterlab(tmp_path_factory):
+    server = jupyter(tmp_path_factory, "jupyterlab")
     yield server
     server.stop()
 
@@ -80,8 +119,7 @@ def jupyterlab_dark(tmp_path_factory):
     themes = settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
     themes.parent.mkdir(parents=True)
     themes.write_text(json.dumps({"theme": "JupyterLab Dark"}))
-    argv = jupyter_argv("jupyterlab", port := free_port(), f"--LabApp.user_settings_dir={settings}")
-    server = Server(argv, port, "/api/status")
+    server = jupyter(tmp_path_factory, "jupyterlab", f"--LabApp.user_settings_dir={settings}")
     yield server
     server.stop()
 
@@ -96,8 +134,8 @@ UPSTREAM_WARNINGS = re.compile(
 
 
 @pytest.fixture(scope="session")
-def notebook7():
-    server = Server(jupyter_argv("notebook", port := free_port()), port, "/api/status")
+def notebook7(tmp_path_factory):
+    server = jupyter(tmp_path_factory, "notebook")
     yield server
     server.stop()
 
@@ -105,7 +143,7 @@ def notebook7():
 @pytest.fixture
 def page(browser, request):
     """A fresh page that only reaches 127.0.0.1 and records every console error."""
-    context = browser.new_context(viewport={"width": 1500, "height": 1300})
+    context = budgeted(browser.new_context(viewport={"width": 1500, "height": 1300}))
     page = context.new_page()
     page.external = []  # what the page asked of anywhere but this machine (refused)
 

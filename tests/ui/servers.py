@@ -9,14 +9,20 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import psutil
+
+from .helpers import budget, calibration, poll
+
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
+STARTS = 90  # s: a server's start on a calm machine, at most
+VOILA_READY = "/voila/static/voila.js"
+JUPYTER_READY = "/api/status"
 FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -34,6 +40,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """Another program bound the port between our pick and the server's start."""
+
+
 class Server:
     """A server process of ours on 127.0.0.1, ready once ``ready_path`` answers."""
 
@@ -41,20 +51,37 @@ class Server:
         self.port, self.url = port, f"http://127.0.0.1:{port}"
         ARTIFACTS.mkdir(exist_ok=True)
         self.log = open(ARTIFACTS / f"server-{port}.log", "w")  # noqa: SIM115 (closed in stop)
+        what = f"the server on port {port} to answer {ready_path} (its log: {self.log.name})"
+        calibration()  # measured before this server's start takes the CPU, if not yet
         self.process = subprocess.Popen(argv, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"server exited with {self.process.returncode}; see {self.log.name}"
-                )
-            try:
-                urllib.request.urlopen(self.url + ready_path, timeout=2)
-                return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"server not ready after 90 s; see {self.log.name}")
+        try:
+            poll(what, lambda: self.answers(ready_path), base=STARTS, step=0.3)
+        except BaseException:
+            self.stop()
+            raise
+
+    def answers(self, path: str) -> bool:
+        """Whether the server answers ``path`` on its port; an error if it has exited. Its own
+        process must listen there: until then, another run's server on that port would answer."""
+        if self.process.poll() is not None:
+            said = Path(self.log.name).read_text()
+            exited = PortTaken if "already in use" in said else RuntimeError
+            raise exited(f"server exited with {self.process.returncode}; see {self.log.name}")
+        if not self.listens():
+            return False
+        try:
+            urllib.request.urlopen(self.url + path, timeout=budget(2))
+            return True
+        except OSError:
+            return False
+
+    def listens(self) -> bool:
+        """Whether the server's own process listens on its port."""
+        try:
+            sockets = psutil.Process(self.process.pid).net_connections(kind="tcp4")
+        except psutil.NoSuchProcess:
+            return False
+        return any(s.status == psutil.CONN_LISTEN and s.laddr.port == self.port for s in sockets)
 
     @property
     def home(self) -> str:
@@ -68,15 +95,33 @@ class Server:
         shut down twice (by its page, then at the end) counts once."""
         return set(re.findall(rf"Kernel {event}: (\S+)", Path(self.log.name).read_text()))
 
+    def said(self, text: str) -> int:
+        """How many times the log says ``text``."""
+        return Path(self.log.name).read_text().count(text)
+
     def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
+        """SIGTERM, and its exit code; killed if it has not exited within its budget."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
         try:
-            code = self.process.wait(timeout=30)
+            code = self.process.wait(timeout=budget(30))
         except subprocess.TimeoutExpired:
             self.process.kill()
             code = self.process.wait()
         self.log.close()
         return code
+
+
+def serve(argv_for, ready_path: str, tries: int = 3) -> Server:
+    """A server of ours on a free port, ``argv_for(port)`` its command. Another program (another
+    test run on the machine) can bind the port between our pick and the server's start: the
+    server then exits, and starts again on another."""
+    for _ in range(tries - 1):
+        try:
+            return Server(argv_for(port := free_port()), port, ready_path)
+        except PortTaken:
+            continue
+    return Server(argv_for(port := free_port()), port, ready_path)
 
 
 class Browser:
@@ -89,7 +134,7 @@ class Browser:
 
     def request(self, method: str, path: str, logged_in: bool = True, **headers):
         """``(status, headers, body)``; ``logged_in``: with the cookies the token gave."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=120)
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=budget(120))
         headers.setdefault("Host", f"127.0.0.1:{self.server.port}")
         if logged_in:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
@@ -135,7 +180,8 @@ def voila_demo_argv(port: int, *options: str) -> list[str]:
 
 def jupyter_argv(app: str, port: int, *options: str) -> list[str]:
     """JupyterLab ("jupyterlab") or Notebook 7 ("notebook") on the demo notebooks, no token, no
-    news."""
+    news. Its kernels' sockets are files, not ports: a port is picked free, then bound by the
+    kernel later, and another test run's kernel on the machine can take it in between."""
     return [
         sys.executable,
         "-m",
@@ -151,6 +197,7 @@ def jupyter_argv(app: str, port: int, *options: str) -> list[str]:
         f"--ServerApp.root_dir={ROOT / 'demo_notebooks'}",
         "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--KernelManager.transport=ipc",
         *options,
     ]
 

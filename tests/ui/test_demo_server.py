@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from .servers import Browser, Server, free_port, kernel_of, voila_demo_argv
+from .helpers import budget, described, poll
+from .servers import VOILA_READY, Browser, kernel_of, serve, voila_demo_argv
 
 UPGRADE = {
     "Connection": "Upgrade",
@@ -22,13 +23,9 @@ MOST = 2
 
 @pytest.fixture(scope="module")
 def demo():
-    port = free_port()
-    server = Server(
-        # no warm page: a kernel started to refill it would blur the counts of kernels started
-        voila_demo_argv(port, "--max-kernels", str(MOST), "--cull-after", "600", "--warm", "0"),
-        port,
-        "/voila/static/voila.js",
-    )
+    # no warm page: a kernel started to refill it would blur the counts of kernels started
+    options = ("--max-kernels", str(MOST), "--cull-after", "600", "--warm", "0")
+    server = serve(lambda port: voila_demo_argv(port, *options), VOILA_READY)
     yield server
     assert server.stop() == 0
     log = open(server.log.name).read()
@@ -120,31 +117,29 @@ def test_a_load_cut_short_shuts_its_kernel_down_at_once_and_frees_its_place(demo
         with socket.create_connection(("127.0.0.1", demo.port)) as tab:
             tab.sendall(asking.encode())
             assert tab.recv(64).startswith(b"HTTP/1.1 200")
-        deadline = time.monotonic() + 30
-        while count(demo, "shutdown") == shut and time.monotonic() < deadline:
-            time.sleep(0.2)
         shut += 1
+        poll(
+            f"the cut load's kernel to shut down ({shut} shut down in all)",
+            lambda: count(demo, "shutdown"),
+            lambda now, shut=shut: now >= shut,
+            base=30,
+            step=0.2,
+        )
         assert count(demo, "shutdown") == shut
     client.close_page(client.open_page())
 
 
 def test_a_warm_page_opens_on_a_kernel_started_before_it_and_is_replaced():
-    port = free_port()
-    server = Server(voila_demo_argv(port, "--max-kernels", "1"), port, "/voila/static/voila.js")
+    server = serve(lambda port: voila_demo_argv(port, "--max-kernels", "1"), VOILA_READY)
     try:
         client = Browser(server)
-        deadline = time.monotonic() + 60
-        while "is filled with 1 kernel" not in open(server.log.name).read():
-            assert time.monotonic() < deadline, "no warm page after 60 s"
-            time.sleep(0.2)
+        poll("the warm page", lambda: server.said("is filled with 1 kernel"), base=60, step=0.2)
         warm = re.search(r"Kernel started: (\S+)", open(server.log.name).read()).group(1)
         assert client.open_page() == warm
         assert client.request("GET", "/")[0] == 429  # the warm page is not a page over the cap
         client.close_page(warm)
-        deadline = time.monotonic() + 60
-        while count(server, "started") < 2:  # its replacement
-            assert time.monotonic() < deadline, "the warm page was not replaced"
-            time.sleep(0.2)
+        replaced = "the warm page's replacement to start"
+        poll(replaced, lambda: count(server, "started"), lambda n: n >= 2, base=60, step=0.2)
         assert client.open_page() != warm
     finally:
         assert server.stop() == 0
@@ -171,11 +166,9 @@ def test_the_browser_opens_a_file_of_ours_that_forwards_to_the_url_with_the_toke
 
 
 def test_without_a_token_the_page_opens_for_anyone_with_a_warning():
-    port = free_port()
-    argv = voila_demo_argv(port, "--no-token", "--warm", "0")
-    server = Server(argv, port, "/voila/static/voila.js")
+    server = serve(lambda port: voila_demo_argv(port, "--no-token", "--warm", "0"), VOILA_READY)
     try:
-        assert server.home == f"http://127.0.0.1:{port}/"
+        assert server.home == f"http://127.0.0.1:{server.port}/"
         client = Browser(server)
         client.close_page(client.open_page())
     finally:
@@ -209,10 +202,11 @@ def test_a_server_stopped_while_a_kernel_starts_shuts_that_kernel_down_too():
     async def stop_while_starting():
         kernels = DemoKernels()
         start = asyncio.create_task(kernels.start_kernel(kernel_name="python3"))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + budget(30)
         while not kernels._pending_kernels and time.monotonic() < deadline:  # starting
             await asyncio.sleep(0.005)
-        assert kernels._pending_kernels and not kernels.list_kernel_ids()
+        assert kernels._pending_kernels, f"waited {described(30)} for the kernel to be starting"
+        assert not kernels.list_kernel_ids()
         await kernels.shutdown_all()
         return await start, kernels.list_kernel_ids()
 
@@ -243,16 +237,15 @@ def test_a_server_stopped_while_a_page_shuts_its_kernel_down_exits_0_and_leaves_
     to a different loop", exit 1)."""
     import threading
 
-    port = free_port()
-    server = Server(voila_demo_argv(port, "--warm", "0"), port, "/voila/static/voila.js")
+    server = serve(lambda port: voila_demo_argv(port, "--warm", "0"), VOILA_READY)
     try:
         client = Browser(server)
         kernel = client.open_page()
         closing = threading.Thread(target=client.close_page, args=(kernel,), daemon=True)
         closing.start()
-        deadline = time.monotonic() + 60
-        while kernel not in server.kernels("shutdown") and time.monotonic() < deadline:
-            time.sleep(0.002)
+        # the signal as close as can be to the shutdown's start: the log read every 2 ms
+        shutting = lambda: kernel in server.kernels("shutdown")  # noqa: E731
+        poll("the page's kernel to start shutting down", shutting, base=60, step=0.002)
     finally:
         code = server.stop()
     log = open(server.log.name).read()

@@ -4,12 +4,17 @@ and responds."""
 import pytest
 
 from .helpers import (
-    PANEL_TIMEOUT,
+    CHANGE,
+    PANEL,
+    WaitedTooLong,
     curve_paths,
     reading_problems,
     summary,
     wait_for_change,
+    wait_for_element,
+    wait_for_js,
     wait_for_panel,
+    wait_for_text,
 )
 from .servers import ARTIFACTS
 
@@ -39,18 +44,19 @@ NOT_OURS = {"Notebook 7": ("page error: Cannot read properties of undefined (rea
 def run_all_cells(page, ready: str) -> None:
     """Run > Run All Cells once the kernel is ready; again if nothing started (a busy machine can
     take the first click before the notebook is ready for it)."""
-    page.locator(ready).first.wait_for(timeout=PANEL_TIMEOUT)
+    wait_for_element(page.locator(ready).first, "the kernel to be ready", base=PANEL)
     # The notebook is saved with its outputs: cleared first, what shows next is this run's.
     page.click("li.lm-MenuBar-item:has-text('Edit')")
     page.click(".lm-Menu-item[data-command='editmenu:clear-all']")
-    page.locator(".jp-InputPrompt:has-text('[1]')").first.wait_for(state="detached")
+    first_prompt = page.locator(".jp-InputPrompt:has-text('[1]')").first
+    wait_for_element(first_prompt, "the saved outputs to clear", "detached")
     for _ in range(3):
         page.click("li.lm-MenuBar-item:has-text('Run')")
         page.click(".lm-Menu-item[data-command='runmenu:run-all']")
         try:
-            page.locator(".jp-InputPrompt:has-text('[1]')").first.wait_for(timeout=20_000)
+            wait_for_element(first_prompt, "the first cell to run", base=CHANGE)
             return
-        except Exception:  # noqa: BLE001 - Playwright's timeout: try the menu again
+        except WaitedTooLong:  # try the menu again
             page.keyboard.press("Escape")
     raise AssertionError("Run All Cells never started the notebook")
 
@@ -59,12 +65,14 @@ def run_all_cells(page, ready: str) -> None:
 def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
     fixture, path, ready = FRONT_ENDS[front_end]
     page.goto(request.getfixturevalue(fixture).url + path)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=PANEL_TIMEOUT)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    wait_for_element(cell, "the notebook's cells to show", base=PANEL)
     run_all_cells(page, ready)
     wait_for_panel(page)
     last = page.locator(".jp-Cell").last
-    done = "LLaMA-2 13B at 1,024 sequences of 4,096 on 4,096 chips, and at the chapter"
-    last.locator(f".jp-OutputArea-output:has-text('{done}')").wait_for(timeout=PANEL_TIMEOUT)
+    done = "1,024 GPUs:"  # the what-if, printed by the last cell
+    printed = last.locator(f".jp-OutputArea-output:has-text('{done}')")
+    wait_for_element(printed, "the last cell to print its what-if", base=PANEL)
     assert (
         page.locator(
             ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
@@ -81,15 +89,15 @@ def test_quickstart_runs_and_the_panel_responds(page, request, front_end):
         # the strategy map reads on the theme too
         page.get_by_text("Strategy map: which layout wins").click()
         page.click(".sw-map-view button:has-text('Draw the map')")
-        page.wait_for_function(
-            "document.querySelectorAll('.sw-strategy-map rect.heatmapcell').length >= 100"
+        wait_for_js(
+            page,
+            "the strategy map to draw 100 cells",
+            "document.querySelectorAll('.sw-strategy-map rect.heatmapcell').length >= 100",
         )
         assert reading_problems(page, ".sw-map-view") == {"contrast": [], "cut": [], "labels": []}
 
     paths = curve_paths(page)
     page.select_option(".sw-panel .sw-mesh-picker select >> nth=0", label="TPU v6e")
-    wait_for_change(page, curve_paths, paths)
-    page.wait_for_function(
-        "document.querySelector('.sw-panel .sw-mesh-picker').innerText.includes('256 chips')"
-    )
+    wait_for_change(page, curve_paths, paths, "the roofline to redraw for the TPU v6e")
+    wait_for_text(page, ".sw-panel .sw-mesh-picker", "256 chips")
     assert [e for e in page.errors if e not in NOT_OURS.get(front_end, ())] == []

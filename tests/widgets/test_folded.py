@@ -15,7 +15,8 @@ def test_what_a_block_prints_and_displays_is_shown_folded_under_its_title():
             print("fewest microbatches under 10 % idle: 64")
     assert shown.stdout == "" and len(shown.outputs) == 1  # nothing shows before it is opened
     text = shown.outputs[0].data["text/markdown"]
-    assert text.startswith("<details><summary>Exercise 1, computed: open after you answer</summary>")
+    title = "Exercise 1, computed: open after you answer"
+    assert text.startswith(f"<details><summary>{title}</summary>")
     assert "**2,550**" in text and "fewest microbatches under 10 % idle: 64" in text
     assert text.rstrip().endswith("</details>")
 
