@@ -25,7 +25,6 @@ COLORS = {
     "dcn": "brown",
 }
 TOGGLE_NAMES = curve_names()
-SHORT_NAME = 12  # a curve's name this short is written beside its crossing; a longer one, on hover
 SAME_LABEL_DECADES = 0.3  # crossings this close (in log10 of the batch) would overlap: one label
 LEGEND_BAND = 0.32  # the top of the plot, in log units, that no line reaches: the legend sits there
 TIME_TOOLTIP = dict(
@@ -183,11 +182,16 @@ def _decades(low: float, high: float):
 
 
 def _crossing_text(d: RooflineData, cluster: list[str]) -> str:
-    """ "FSDP: 3.48M" for one curve of a short name; else the batches alone, "3.48M; 4M", as a
-    layout's name or several curves' would run off the figure: the dot's tooltip names them."""
-    where = "; ".join(dict.fromkeys(batch(d.crossover[n]) for n in cluster))
-    name = d.labels[cluster[0]]
-    return f"{name}: {where}" if len(cluster) == 1 and len(name) <= SHORT_NAME else where
+    """ "FSDP: 3.48M", or "DP, FSDP: 3.48M; TP: 4M" for crossings close together; past two
+    curves, "DP and 4 more: 1.21M", which would otherwise run off the figure (the dot's tooltip
+    names them all)."""
+    if len(cluster) > 2:
+        where = "; ".join(dict.fromkeys(batch(d.crossover[n]) for n in cluster))
+        return f"{d.labels[cluster[0]]} and {len(cluster) - 1} more: {where}"
+    at: dict[str, list[str]] = {}
+    for n in cluster:
+        at.setdefault(batch(d.crossover[n]), []).append(d.labels[n])
+    return "; ".join(f"{', '.join(labels)}: {where}" for where, labels in at.items())
 
 
 class RooflineControls(w.HBox):
@@ -285,6 +289,7 @@ def _markers(scales: dict) -> tuple:
         scales=scales,
         colors=[color("ink")],
         default_size=24,
+        display_names=False,  # the names are the tooltip's, not text beside each dot
         tooltip=bq.Tooltip(fields=["name"], show_labels=False),
     )
     labels = bq.Label(x=[], y=[], scales=scales, text=[], default_size=11, x_offset=6, y_offset=-6)
