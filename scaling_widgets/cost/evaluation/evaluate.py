@@ -226,7 +226,7 @@ def estimate(**keywords: Any) -> Estimate:
 def _whole(e: Estimate, cluster, workload, asked: Layout, options) -> Estimate:
     """An estimate joined from blocks, with what describes the whole grid: the values asked
     for, and whether any layout runs a CP the batch implied."""
-    implied = asked.cp is None and bool(np.any(np.asarray(e.layout.cp) > 1))
+    implied = cp_implied(asked.cp, e.layout.cp)
     return dataclasses.replace(
         e, cluster=cluster, workload=workload, options=options, cp_implied=implied
     )
@@ -243,9 +243,28 @@ def _resolved(layout: Layout, cluster: Cluster, options: Options) -> Layout:
     return layout
 
 
+def cp_implied(asked, runs) -> bool:
+    """Whether a CP runs that nobody asked for: none given, and some layout runs CP > 1 (the
+    batch's doing, which the report names, with ``--cp 1`` to refuse it; MODEL.md §D.3).
+
+    Parameters
+    ----------
+    asked : int, array_like or None
+        The CP given; None where the batch sets it.
+    runs : int or array_like
+        The CP each layout runs.
+
+    Returns
+    -------
+    implied : bool
+        True where the batch switched CP on.
+    """
+    return asked is None and bool(np.any(np.asarray(runs) > 1))
+
+
 def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate:
     """The layout's layer, thresholds, memory and step, composed into an ``Estimate``."""
-    implied = layout.cp is None
+    asked_cp = layout.cp
     layout = _with_placed_cp(layout, placed)
     chip, model, P = cluster.chip, workload.model, cluster.pods
     B, Z, m, v = workload.batch, placed.z, placed.microbatches, layout.virtual_stages
@@ -272,7 +291,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         wrap_x=placed.span.wrap_x,
         wrap_y=placed.span.wrap_y,
         microbatches=m,
-        cp_implied=implied and np.any(np.asarray(layout.cp) > 1),
+        cp_implied=cp_implied(asked_cp, layout.cp),
         params=params,
         layer=layer,
         crossover_batch=crossover_of(layer_times(batch=0.0, **keywords), layer, B),

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..evaluation.evaluate import evaluate
+from ..evaluation.evaluate import cp_implied, evaluate
 from ..evaluation.result import Estimate
 from ..ground.checks import Choice, Whole
 from ..ground.refusals import refuse
@@ -534,8 +534,7 @@ def as_planned(e: Estimate, held: dict) -> Estimate:
     estimate : Estimate
         ``e``, its CP said as implied where the plan chose it.
     """
-    implied = held.get("cp") is None and bool(np.any(np.asarray(e.layout.cp) > 1))
-    return dataclasses.replace(e, cp_implied=implied)
+    return dataclasses.replace(e, cp_implied=cp_implied(held.get("cp"), e.layout.cp))
 
 
 def scenario_plan(values: tuple, held: dict, **limits) -> Plan:
