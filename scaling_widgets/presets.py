@@ -67,7 +67,8 @@ _TPUS = (
     ),
 )
 # GPUs: MODEL.md §A.7 and §B.5, from NVIDIA's datasheets (H100/H200 SXM, B200, A100 SXM 80GB, GB200
-# NVL72) and DGX system guides; the H800 is an H100 SXM whose NVLink is cut to 400 GB/s, as
+# NVL72, GB300 NVL72 with Verda's per-GPU table (verda.com/blog/gb300-nvl72-architecture), V100
+# SXM2 32GB) and DGX system guides; the H800 is an H100 SXM whose NVLink is cut to 400 GB/s, as
 # DeepSeek trained V3 on it (DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv:2412.19437, §3.1:
 # NVLink within a node, 400 Gb/s InfiniBand across, 50 GB/s a GPU). HBM as the frameworks see it
 # (nvidia-smi, CUDA's total memory): the "80 GB" H100 has 81,559 MiB, the A100 81,920 MiB
@@ -201,6 +202,36 @@ _GPUS = (
         runtime_bytes=1.2 * 2**30,
         **_FROM_HOPPER,
         power=1200.0,  # GB200 NVL72 datasheet: up to 1,200 W a GPU
+    ),
+    Chip(
+        "GB300 NVL72",
+        id="gb300-nvl72",
+        flops=2.5e15,  # 360 PFLOP/s bf16 over 72 GPUs, the datasheet's sparse figure halved
+        flops_fp8=5e15,  # 720 PFLOP/s fp8 over 72 GPUs, halved
+        hbm_bytes=279e9,  # the 288 GB HBM3e as a GB300 node reports it (Verda's per-GPU table)
+        hbm_bw=8e12,  # 576 TB/s over 72 GPUs
+        ici_bw=9e11,  # NVLink 5 as the GB200's: 130 TB/s over 72 GPUs, bidirectional
+        scaleout_bw=1e11,
+        dcn_bw=1e11,  # a ConnectX-8 SuperNIC of 800 Gb/s a GPU
+        pod_shape=(256, 72),
+        node_size=72,
+        wraparound="switched",
+        runtime_bytes=1.2 * 2**30,
+        **_FROM_HOPPER,
+        power=1400.0,  # Blackwell Ultra: up to 1,400 W a GPU
+    ),
+    Chip(
+        "V100 32GB",
+        id="v100",
+        flops=1.25e14,  # tensor cores in fp16 (no bf16 on Volta)
+        hbm_bytes=32_510 * 2**20,  # nvidia-smi's 32,510 MiB
+        hbm_limit=31.75 * 2**30,  # PyTorch's out-of-memory message: "31.75 GiB total capacity"
+        hbm_bw=9e11,  # HBM2, 900 GB/s
+        ici_bw=1.5e11,  # NVLink 2: 300 GB/s bidirectional
+        scaleout_bw=6.25e9,
+        dcn_bw=6.25e9,  # DGX-1: four 100 Gb/s EDR InfiniBand ports for 8 GPUs
+        **_DGX,
+        power=300.0,  # V100 SXM2 datasheet: 300 W
     ),
 )
 HARDWARE = {chip.id: chip for chip in (*_TPUS, *_GPUS)}

@@ -126,6 +126,8 @@ def read_config(
         raise refuse("config", "FILE alone (FILE:NAME names a torchtitan registry's config)", entry)
     if is_file and "folder" in takes:  # where the file's own relative paths start
         named["folder"] = path.parent
+    if "chip" in takes:
+        named["chip"] = chip
     read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods, **named)
     unread = tuple(
         f"sourced {name}: not found beside the file, its settings not read" for name in missing

@@ -85,9 +85,10 @@ def test_data_parallel_across_nodes_with_tp_inside_still_needs_2475_per_gpu():
 # The NVLink domain of each GPU preset and the GPUs its pod has room for, as presets.py cites
 # them: DGX systems of 8 GPUs with room for 32,768; GB200 NVL72 racks of 72 with room for 18,432.
 NVLINK_DOMAIN = {"a100": 8, "a100-40gb": 8, "h100": 8, "h100-96gb": 8, "h800": 8, "h200": 8,
-                 "b200": 8, "gb200-nvl72": 72}  # fmt: skip
+                 "b200": 8, "gb200-nvl72": 72, "gb300-nvl72": 72, "v100": 8}  # fmt: skip
 ROOM = {"a100": 32_768, "a100-40gb": 32_768, "h100": 32_768, "h100-96gb": 32_768, "h800": 32_768,
-        "h200": 32_768, "b200": 32_768, "gb200-nvl72": 18_432}  # fmt: skip
+        "h200": 32_768, "b200": 32_768, "gb200-nvl72": 18_432, "gb300-nvl72": 18_432,
+        "v100": 32_768}  # fmt: skip
 
 
 def test_every_gpu_preset_is_a_cluster_of_nodes():

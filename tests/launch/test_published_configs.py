@@ -118,3 +118,37 @@ def test_a_bad_script_is_refused_naming_the_key(name, change, hardware, chips, n
     text = (CONFIGS / name).read_text().replace(*change, 1)
     with pytest.raises(InputError, match=named):
         read_config(text, chip=HARDWARE[hardware], chips=chips)
+
+
+SHIPPED_MAXTEXT = Path(__file__).parent.parent / "data" / "shipped" / "maxtext"
+
+
+def test_a_maxtext_script_over_a_yaml_beside_it_reads_both_the_lines_keys_last(tmp_path):
+    # MaxText's A3 recipe: the run's YAML under the line's overrides, on 16 nodes of 8 H100s
+    script = tmp_path / "16vm.sh"
+    script.write_text((SHIPPED_MAXTEXT / "a3_llama_2_7b_16vm.sh").read_text())
+    refusal = r"^config must be a script over base.yml, or over a YAML beside it .*; got a"
+    with pytest.raises(InputError, match=refusal + " script over llama2_7b.yml, not beside it$"):
+        read_config(str(script), chip=HARDWARE["h100"], chips=128)
+    (tmp_path / "llama2_7b.yml").write_text(
+        (SHIPPED_MAXTEXT / "gpu_models_llama2_7b.yml").read_text()
+    )
+    got, read = read_config(str(script), chip=HARDWARE["h100"], chips=128)
+    # the YAML's batch of 4 a device, sequence and recompute; the line's 16 nodes of FSDP 8
+    assert (got["batch"], got["seq_len"], got["remat"]) == (
+        128 * 4 * 4096,
+        4096,
+        "minimal_with_context",
+    )
+    assert read.degrees.dp == 128 and read.degrees.pods == 1
+
+
+def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_refused_across_tpu_slices():
+    line = "python3 -m maxtext.trainers.pre_train.train base.yml model_name=llama2-7b"
+    line += " dcn_fsdp_parallelism=4 ici_fsdp_parallelism=8 per_device_batch_size=1"
+    _, read = read_config(line + "\n", chip=HARDWARE["h100"], chips=32, framework="maxtext")
+    assert (read.degrees.dp, read.degrees.zero, read.degrees.pods) == (32, 3, 1)
+    assert "dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes" in read.notes
+    with pytest.raises(InputError, match="^dcn_fsdp_parallelism must be 1: across slices"):
+        read_config(line + " num_slices=4\n", chip=HARDWARE["tpu-v5p"], chips=32,
+                    framework="maxtext")  # fmt: skip

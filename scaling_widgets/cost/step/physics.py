@@ -112,6 +112,11 @@ PHYSICS["h800"] = PHYSICS["h100"]
 # kernels, and the shares of HBM's and each link's bandwidth they reach, are those chips'.
 PHYSICS["a100-40gb"] = PHYSICS["a100"]
 PHYSICS["h100-96gb"] = PHYSICS["h100"]
+# Nobody measured a B300's kernels or a V100's in the sources the fit reads: the GB300 takes the
+# GB200's Blackwell curves, the V100 the A100's shares of its own datasheet figures (the spread of
+# identical chips was measured on 392 V100s' SGEMMs alike the A100s').
+PHYSICS["gb300-nvl72"] = PHYSICS["gb200-nvl72"]
+PHYSICS["v100"] = PHYSICS["a100"]
 
 
 def physics_of(chip: Chip) -> ChipPhysics:

@@ -202,6 +202,8 @@ DEFAULT_STACK = {
     "h200": "fsdp2",
     "b200": "fsdp2",
     "gb200-nvl72": "fsdp2",
+    "gb300-nvl72": "fsdp2",
+    "v100": "megatron-lm-2021",
 }
 
 

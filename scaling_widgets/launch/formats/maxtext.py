@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import math
 import re
+from pathlib import Path
 
 from ... import catalog
 from ...cost.ground.refusals import InputError, refuse
@@ -88,14 +89,18 @@ def detects(text: str, name: str) -> bool:
     return name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text
 
 
-def overrides(text: str) -> dict:
-    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them.
+def overrides(text: str, folder: Path | None = None) -> dict:
+    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them: over
+    the keys of the YAML the script names, where it is not ``base.yml`` and lies beside it.
 
     Parameters
     ----------
     text : str
         A YAML file over ``base.yml``, or a script (or bare words) whose launch line gives
         ``key=value`` overrides.
+    folder : Path, optional
+        The script's folder, where a YAML it names other than ``base.yml`` is looked for by its
+        name; None: such a script is refused.
 
     Returns
     -------
@@ -118,11 +123,28 @@ def overrides(text: str) -> dict:
             return {k: v for k, v in table.items() if k != "base_config"}
     _, after = launch_args(text, PROGRAM)
     named = [w.rsplit("/", 1)[-1] for w in after if w.endswith((".yml", ".yaml")) and "=" not in w]
-    if any(name != "base.yml" for name in named):  # its settings would be missed, silently
-        allowed = "a script over base.yml: read the YAML it names with --config instead"
-        raise refuse("config", allowed, f"a script over {named[0]}")
-    pairs = [word.split("=", 1) for word in after if "=" in word]
-    return {key: _typed(key, value) for key, value in pairs}
+    own = [name for name in named if name != "base.yml"]
+    under = _beside(own[0], folder) if own else {}
+    pairs = dict(word.split("=", 1) for word in after if "=" in word)
+    base = pairs.pop("base_config", "base.yml")  # said again on the line
+    if base != "base.yml":
+        raise refuse("base_config", "base.yml", base)
+    return {**under, **{key: _typed(key, value) for key, value in pairs.items()}}
+
+
+def _beside(name: str, folder: Path | None) -> dict:
+    """The keys of the YAML a script runs over, found by its name beside the script and itself
+    over ``base.yml``; else refused, as its settings would be missed silently."""
+    path = None if folder is None else folder / name
+    if path is None or not path.is_file():
+        allowed = (
+            "a script over base.yml, or over a YAML beside it (or read the YAML with --config)"
+        )
+        raise refuse("config", allowed, f"a script over {name}, not beside it")
+    table = yaml_loaded(path.read_text(encoding="utf-8"), name, "a YAML file MaxText reads")
+    if not isinstance(table, dict) or table.get("base_config", "base.yml") != "base.yml":
+        raise refuse(name, "a YAML over base.yml", f"base_config {table.get('base_config')!r}")
+    return {k: v for k, v in table.items() if k != "base_config"}
 
 
 def _typed(key: str, value: str):
@@ -161,7 +183,15 @@ def _remat(value: dict, notes: list) -> str:
     return policy
 
 
-def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
+def read(
+    text: str,
+    *,
+    chips: int | None,
+    model=None,
+    pods: int | None = None,
+    folder: Path | None = None,
+    chip: Chip | None = None,
+) -> LaunchFile:
     """The layout of a MaxText run: the slices (``pods``, else ``num_slices``, else one) its DCN
     axes multiply to, and the chips of a slice its ICI axes (an axis of -1 fills the rest).
 
@@ -187,6 +217,11 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     pods : int, optional
         P, the slices across the data-center network; None: ``num_slices`` where it is above 0,
         else one.
+    folder : Path, optional
+        The file's folder: a script over a YAML other than ``base.yml`` reads it from there.
+    chip : Chip, optional
+        The chip. On GPUs a DCN axis other than data spans nodes of one cluster: its degree
+        multiplies its ICI axis's (MaxText's DCN is the network between hosts).
 
     Returns
     -------
@@ -214,25 +249,11 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
        src/maxtext/utils/max_utils.py`` (``fill_unspecified_mesh_axes``: one axis of -1 filled
        with what the others leave).
     """
-    got, ignored, notes = checked_keys(NAME, overrides(text), READ, UNPRICED, APPROXIMATED)
+    got, ignored, notes = checked_keys(NAME, overrides(text, folder), READ, UNPRICED, APPROXIMATED)
     value = {**BASE, **_numbers(got)}
-    ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
-    dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
-    for name, axes in (("dcn_fsdp_parallelism", "fsdp"), ("dcn_pipeline_parallelism", "pipeline"),
-                       ("dcn_tensor_parallelism", "tensor"), ("dcn_context_parallelism", "context"),
-                       ("dcn_expert_parallelism", "expert")):  # fmt: skip
-        if dcn[axes] != 1:
-            raise refuse(name, "1: across slices the model runs data parallelism alone", dcn[axes])
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
-    slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else 1)
-    pods = _filled(dcn, "data", slices, "dcn")
-    per_slice = chips // pods
-    ici["fsdp_transpose"] = int(value.get("ici_fsdp_transpose_parallelism", 1))
-    _filled(ici, "fsdp", per_slice, "ici")
-    if ici["fsdp_transpose"] > 1:
-        notes.append("ici_fsdp x ici_fsdp_transpose: charged as one FSDP axis over both")
-    ici["fsdp"] *= ici.pop("fsdp_transpose")
+    ici, pods = _mesh(value, got, chips, pods, chip, notes)
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
@@ -257,6 +278,36 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     if value["attention"] == "dot_product":  # the s x s scores kept
         extra["flash_attention"] = False
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), extra)
+
+
+def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
+    """The ICI axes' degrees, FSDP's over both of its axes, and the slices DP spans (MaxText's
+    ``create_device_mesh``: each slice its ICI mesh, the DCN axes across slices). On GPUs a
+    slice is a node (JAX's slice_index is the host's): the nodes are one cluster, so DP and FSDP
+    across them join their ICI axes."""
+    ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
+    dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
+    gpu = chip is not None and chip.is_gpu
+    for name, axes in (("dcn_fsdp_parallelism", "fsdp"), ("dcn_pipeline_parallelism", "pipeline"),
+                       ("dcn_tensor_parallelism", "tensor"), ("dcn_context_parallelism", "context"),
+                       ("dcn_expert_parallelism", "expert")):  # fmt: skip
+        if dcn[axes] != 1 and not (gpu and not pods and axes == "fsdp"):
+            raise refuse(name, "1: across slices the model runs data parallelism alone", dcn[axes])
+    nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
+    slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
+    _filled(dcn, "data", slices, "dcn")
+    ici["fsdp_transpose"] = int(value.get("ici_fsdp_transpose_parallelism", 1))
+    _filled(ici, "fsdp", chips // slices, "ici")
+    if ici["fsdp_transpose"] > 1:
+        notes.append("ici_fsdp x ici_fsdp_transpose: charged as one FSDP axis over both")
+    ici["fsdp"] *= ici.pop("fsdp_transpose")
+    if not gpu or pods:
+        return ici, dcn["data"]
+    for axis in ("data", "fsdp"):
+        ici[axis] *= dcn[axis]
+    if dcn["fsdp"] > 1:
+        notes.append("dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes")
+    return ici, 1
 
 
 def _filled(axes: dict, name: str, total: int, tier: str) -> int:
