@@ -22,7 +22,7 @@ from ..text.units import seconds
 from .conventions import Degrees, degrees_of, fields_of
 from .formats import FORMATS, Format
 from .keys import LaunchFile
-from .shell import with_sourced
+from .shell import with_called, with_sourced
 
 COMMENT = "#"  # every format here comments with it
 
@@ -120,6 +120,7 @@ def read_config(
     if model is None and beside is not None and beside.exists():  # the team's own model
         model = catalog.model_from_json(beside)
     text, missing = with_sourced(text, path.parent) if is_file else (text, [])
+    text, not_run = with_called(text, path.parent) if is_file else (text, [])
     takes = inspect.signature(FORMATS[framework].read).parameters
     named = {} if entry is None else {"entry": entry}
     if named and "entry" not in takes:
@@ -131,7 +132,7 @@ def read_config(
     read = FORMATS[framework].read(text, chips=chips, model=model, pods=pods, **named)
     unread = tuple(
         f"sourced {name}: not found beside the file, its settings not read" for name in missing
-    )
+    ) + tuple(f"runs {name}: not found beside the file, its settings not read" for name in not_run)
     read = dataclasses.replace(read, notes=read.notes + unread)
     degrees = read.degrees if pods is None else dataclasses.replace(read.degrees, pods=pods)
     fields = {**fields_of(degrees, chip), **read.extra}

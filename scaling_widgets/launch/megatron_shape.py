@@ -67,8 +67,10 @@ def model_of(got: dict) -> str | Model:
         raise refuse("--num-layers", "given with --hidden-size (or give --model)", None)
     L, D, H = number("--num-layers"), number("--hidden-size"), number("--num-attention-heads")
     K = number("--num-query-groups", H) if "--group-query-attention" in got else H
-    gated = "--swiglu" in got
-    F = number("--ffn-hidden-size", _default_ffn(D, gated))
+    # --quick-geglu gates too (Megatron-LM@d98e8a64dd, training/argument_utils.py:
+    # gated_linear_unit); only --swiglu sets the default width to 2/3 of 4D
+    gated = "--swiglu" in got or "--quick-geglu" in got
+    F = number("--ffn-hidden-size", _default_ffn(D, "--swiglu" in got))
     experts = number("--num-experts", 0)
     moe = None
     if experts:

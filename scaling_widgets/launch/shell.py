@@ -18,6 +18,7 @@ _VAR = re.compile(
     r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(\[@\])?(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
 )
 _ARITHMETIC = re.compile(r"\$\(\(([^()]*)\)\)")
+_INNER = re.compile(r"(?<=:-)\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(?::-([^{}]*))?\}")
 _NOT_LAUNCH = ("if", "elif", "echo", "printf", "[", "[[", "test", "mkdir", "cd", "ls")
 
 
@@ -114,6 +115,65 @@ def with_sourced(text: str, folder: pathlib.Path) -> tuple[str, list[str]]:
         return _SOURCE.sub(put, file.read_text())
 
     return _SOURCE.sub(put, text), missing
+
+
+# a line that runs another script: ``./configs/base.sh 4 full`` or ``bash base.sh "$RUN"``
+_CALL = re.compile(r"^[ \t]*(?:(?:bash|sh)[ \t]+)?([^\s#=]+\.sh)\b([^\n]*)$", re.M)
+
+
+def runs_script(text: str) -> str | None:
+    """The name of the first script a script runs (``./base.sh 4 full``), else None.
+
+    Parameters
+    ----------
+    text : str
+        The script.
+
+    Returns
+    -------
+    name : str or None
+        The run script's file name, its folders left out; None where it runs none.
+    """
+    match = _CALL.search(text)
+    return None if match is None else match.group(1).strip("\"'").rsplit("/", 1)[-1]
+
+
+def with_called(text: str, folder: pathlib.Path) -> tuple[str, list[str]]:
+    """A script with each script it runs from its own folder (found by its name) put in the
+    line's place, its positional parameters (``$1``, ``${2:-default}``) set to the line's words,
+    once each, nested; and the scripts run that are not found there.
+
+    Parameters
+    ----------
+    text : str
+        The script.
+    folder : pathlib.Path
+        The script's folder, where a script it runs is looked for by its file name.
+
+    Returns
+    -------
+    text : str
+        The script, each run script's lines in place of the line that runs it.
+    missing : list of str
+        The names of the scripts run that are not beside it.
+    """
+    missing: list[str] = []
+    seen: set = set()
+
+    def put(match) -> str:
+        name = match.group(1).strip("\"'").rsplit("/", 1)[-1]
+        file = folder / name
+        if not file.is_file() or file in seen:
+            missing.extend([] if file in seen else [name])
+            return match.group(0)
+        seen.add(file)
+        words = shlex.split(match.group(2), posix=False)  # quotes kept: expanded by the caller's
+        given = [f"ARG_{i}={word}" for i, word in enumerate(words, start=1)]
+        body = re.sub(r"\$\{([0-9]+)", r"${ARG_\1", file.read_text())
+        body = re.sub(r"\$([0-9])", r"${ARG_\1}", body)
+        return "\n".join([*given, _CALL.sub(put, body)])
+
+    return _CALL.sub(put, text), missing
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -284,7 +344,15 @@ def _expanded(text: str, variables: dict, noted: tuple = (None, "")) -> str:
         except (SyntaxError, ValueError, ZeroDivisionError):
             return "0"
 
+    def inner(match) -> str:  # a default that is itself a variable: ${A:-${B:-4}}
+        name, default = match.group(1), match.group(2)
+        if name not in variables and default is None:
+            missing(name)
+        return (variables.get(name) or [default or ""])[0]
+
     text = _ARITHMETIC.sub(arithmetic, text)
+    while _INNER.search(text):
+        text = _INNER.sub(inner, text)
     out, at = [], 0
     for match in _VAR.finditer(text):
         quote = _quote_left_open(text[: match.start()])

@@ -51,9 +51,6 @@ MISSED = {
     " allocator's fragments after varied batches, which the model does not count",
     "COLOSSAL4899-llama7b-zero2-4xa100-bs1": "fits: 0.56 of HBM; ColossalAI's chat trainer, read"
     " as DeepSpeed's, never fills its reduce bucket and holds three copies of the gradients",
-    # round 14 widened the peak's uncertainty from 14.3 % to 15.1 %, round 15 narrowed it to
-    # 14.7 %: this one still lies inside it (its twin HF22270, 1.17 too, is just past it)
-    "ALPACA39-llama7b-8xa100-40g-bs4": "tight: 1.17 of HBM, within the peak's ±14.7 %",
 }
 
 

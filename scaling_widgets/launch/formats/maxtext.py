@@ -20,7 +20,7 @@ from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, data_json, yaml_loaded
-from ..shell import launch_args
+from ..shell import launch_args, runs_script
 
 NAME = "maxtext"
 LABEL = "MaxText"
@@ -121,7 +121,10 @@ def overrides(text: str, folder: Path | None = None) -> dict:
             table = None
         if isinstance(table, dict):
             return {k: v for k, v in table.items() if k != "base_config"}
-    _, after = launch_args(text, PROGRAM)
+    before, after = launch_args(text, PROGRAM)
+    if not before and runs_script(text):  # the run is in a script not read: its keys unknown
+        allowed = "a script that runs MaxText's trainer, or runs one beside it"
+        raise refuse("config", allowed, f"a script running {runs_script(text)}, not beside it")
     named = [w.rsplit("/", 1)[-1] for w in after if w.endswith((".yml", ".yaml")) and "=" not in w]
     own = [name for name in named if name != "base.yml"]
     under = _beside(own[0], folder) if own else {}

@@ -30,8 +30,8 @@ STACK = "megatron-lm"
 PROGRAM = r"pretrain_\w+\.py$"
 SHAPE = ("--num-layers", "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
          "--num-query-groups", "--group-query-attention", "--kv-channels", "--swiglu",
-         "--untie-embeddings-and-output-weights", "--vocab-size", "--tokenizer-type",
-         "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+         "--quick-geglu", "--untie-embeddings-and-output-weights", "--vocab-size",
+         "--tokenizer-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--multi-latent-attention",
          "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
          "--v-head-dim", "--mtp-num-layers")  # fmt: skip

@@ -16,7 +16,7 @@ from torchtitan.components.data import (
 )
 from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss
 from torchtitan.components.metrics import MetricsProcessor
-from torchtitan.components.optimizer import LRSchedulersContainer, default_adamw
+from torchtitan.components.optimizer import default_adamw, LRSchedulersContainer
 from torchtitan.components.quantization import (
     Float8LinearConverter,
     MXFP8LinearConverter,
@@ -26,7 +26,7 @@ from torchtitan.components.quantization.nvfp4 import nvfp4_bf16_tail_fqns
 from torchtitan.components.validate import Validator
 from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig
 from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC
-from torchtitan.hf_datasets.text_datasets import DATASETS, ChatProcessor
+from torchtitan.hf_datasets.text_datasets import ChatProcessor, DATASETS
 from torchtitan.models.common.config_utils import decoder_vocab_size
 from torchtitan.tools.profiler import Profiler
 from torchtitan.trainer import Trainer
@@ -105,7 +105,9 @@ def llama3_debugmodel_dist_gemm() -> Trainer.Config:
 
 def llama3_debugmodel_float8() -> Trainer.Config:
     config = llama3_debugmodel()
-    model_compile_enabled = config.compile.enable and "model" in config.compile.components
+    model_compile_enabled = (
+        config.compile.enable and "model" in config.compile.components
+    )
     config.model_spec = model_registry(
         "debugmodel",
         converters=[
@@ -118,7 +120,9 @@ def llama3_debugmodel_float8() -> Trainer.Config:
 def llama3_debugmodel_nvfp4() -> Trainer.Config:
     config = llama3_debugmodel()
     config.parallelism.spmd_backend = "spmd_types"
-    model_compile_enabled = config.compile.enable and "model" in config.compile.components
+    model_compile_enabled = (
+        config.compile.enable and "model" in config.compile.components
+    )
     # fqns=["layers"] converts every in-layer Linear (attention + feed_forward)
     # while leaving the lm_head stock: NVFP4 requires each GEMM dim divisible by
     # 128, which the vocab projection does not satisfy.
@@ -138,7 +142,9 @@ def llama3_debugmodel_first_85_pct_layers_nvfp4() -> Trainer.Config:
     config = llama3_debugmodel()
     config.parallelism.spmd_backend = "spmd_types"
     assert config.model_spec is not None
-    model_compile_enabled = config.compile.enable and "model" in config.compile.components
+    model_compile_enabled = (
+        config.compile.enable and "model" in config.compile.components
+    )
     # Mixed precision: convert the leading decoder layers to NVFP4 and keep the
     # last _NVFP4_BF16_TAIL_FRACTION of layers (plus the lm_head) in bf16.
     n_layers = len(cast(Llama3Model.Config, config.model_spec.model).layers)
@@ -167,7 +173,9 @@ def llama3_debugmodel_float8_emulate_lora() -> Trainer.Config:
                 emulate=True,
                 model_compile_enabled=False,
             ),
-            LoRAConverter.Config(rank=8, alpha=16.0, target_modules=["wq", "wkv", "wo"]),
+            LoRAConverter.Config(
+                rank=8, alpha=16.0, target_modules=["wq", "wkv", "wo"]
+            ),
         ],
     )
     return config

@@ -17,16 +17,16 @@ from torchtitan.components.data import (
 from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss
 from torchtitan.components.metrics import MetricsProcessor
 from torchtitan.components.optimizer import (
+    default_adamw,
     LRSchedulersContainer,
     OptimizersContainer,
     ParamGroupConfig,
-    default_adamw,
 )
 from torchtitan.components.quantization import NVFP4LinearConverter
 from torchtitan.components.quantization.nvfp4 import nvfp4_bf16_tail_fqns
 from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig
 from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC
-from torchtitan.hf_datasets.text_datasets import DATASETS, ChatProcessor
+from torchtitan.hf_datasets.text_datasets import ChatProcessor, DATASETS
 from torchtitan.models.common.config_utils import decoder_vocab_size
 from torchtitan.trainer import Trainer
 
@@ -72,7 +72,9 @@ def qwen3_debugmodel() -> Trainer.Config:
 def qwen3_debugmodel_nvfp4() -> Trainer.Config:
     config = qwen3_debugmodel()
     config.parallelism.spmd_backend = "spmd_types"
-    model_compile_enabled = config.compile.enable and "model" in config.compile.components
+    model_compile_enabled = (
+        config.compile.enable and "model" in config.compile.components
+    )
     # Convert every decoder-layer Linear while leaving the lm_head in bf16.
     config.model_spec = model_registry(
         "debugmodel",
@@ -90,7 +92,9 @@ def qwen3_debugmodel_first_85_pct_layers_nvfp4() -> Trainer.Config:
     config = qwen3_debugmodel()
     config.parallelism.spmd_backend = "spmd_types"
     assert config.model_spec is not None
-    model_compile_enabled = config.compile.enable and "model" in config.compile.components
+    model_compile_enabled = (
+        config.compile.enable and "model" in config.compile.components
+    )
     # Keep the last 15% of decoder layers and the lm_head in bf16.
     num_layers = len(cast(Qwen3Model.Config, config.model_spec.model).layers)
     _NVFP4_BF16_TAIL_FRACTION = 0.15
