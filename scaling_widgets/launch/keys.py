@@ -153,7 +153,9 @@ def checked_keys(
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise refuse(key, f"a key of {framework}'s configuration{hint}", "unknown")
         if key in unpriced and value != unpriced[key]:
-            raise refuse(key, f"{unpriced[key]!r}: another setting is not priced", value)
+            off = unpriced[key] is False  # a switch, or a flag that is off unless given
+            allowed = "off (left out): it is not priced" if off else f"{unpriced[key]!r}"
+            raise refuse(key, allowed + ("" if off else ": another setting is not priced"), value)
         if key in read:
             got[key] = value
         elif key in approximated and value:

@@ -69,7 +69,7 @@ def test_a_config_with_flags_on_top_answers_what_if(capsys):
         (("tensor_parallel_degree = 8", "tensor_parallel_degree = 3"),
          "parallelism.tensor_parallel_degree must be a degree dividing the 64 GPUs; got 3"),
         (("[training]", "[training]\nenable_cpu_offload = true"),
-         "training.enable_cpu_offload must be False: another setting is not priced; got True"),
+         "training.enable_cpu_offload must be off (left out): it is not priced; got True"),
         (('mode = "full"', 'mode = "memory_budget"'),
          "activation_checkpoint.mode must be 'none', 'selective' or 'full' (memory_budget is not"
          " priced); got memory_budget"),

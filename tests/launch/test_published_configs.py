@@ -108,6 +108,11 @@ def test_a_hugging_face_config_beside_the_file_gives_the_model(tmp_path):
         ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --recompute-granularity selective"
          " --recompute-modules core_attn attn"), "h100", 32,
          r"^--recompute-modules must be some of core_attn, mlp, moe"),
+        # a switch the model cannot price, and a YAML that would replace every flag of the line
+        ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --cpu-offloading"), "h100", 32,
+         r"^--cpu-offloading must be off \(left out\): it is not priced; got True$"),
+        ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --yaml-cfg run.yaml"), "h100", 32,
+         r"^--yaml-cfg must be off \(left out\): it is not priced; got run.yaml$"),
         ("maxtext_v5p_128b.sh", ("ici_tensor_parallelism=8", "ici_tensor_parallelism=3"),
          "tpu-v5p", 128, r"^ici_fsdp_parallelism must be degrees multiplying to 128; got 3"),
         ("maxtext_v5p_128b.sh", ("remat_policy=minimal", "remat_policy=minimal_offloaded_x"),

@@ -54,13 +54,16 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
           "--exp-avg-sq-dtype", "--main-grads-dtype", *ENDS_FLAGS, *STAGE_FLAGS,
           *(f.flag for f in FEATURES.values()))  # fmt: skip
-# flags the model cannot price: refused when given
+# flags the model cannot price: refused when given (absent, a flag reads as False); --yaml-cfg's
+# YAML replaces every flag of the line (training/arguments.py, load_yaml), so the line would be
+# misread
 UNPRICED = {
-    flag: True
+    flag: False
     for flag in (
         "--cpu-offloading",
         "--fp4-format",
         "--hierarchical-context-parallel-sizes",
+        "--yaml-cfg",
     )
 }
 APPROXIMATED = {
