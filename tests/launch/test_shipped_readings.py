@@ -16,7 +16,7 @@ from scaling_widgets.cost.transformer.counts import param_count
 from scaling_widgets.launch import read_config
 from scaling_widgets.presets import HARDWARE
 
-from .test_shipped_configs import CHIPS, MANIFEST, NOT_YET, SHIPPED, key, staged
+from .test_shipped_configs import CHIPS, MANIFEST, NOT_YET, SHIPPED, key, staged, world_unsaid
 
 EXPECTED = json.loads((SHIPPED / "EXPECTED.json").read_text(encoding="utf-8"))["entries"]
 DEGREES = ("seq_len", "global_batch_seqs", "dp", "tp", "pp", "cp", "ep", "vpp", "zero", "fp8")
@@ -28,7 +28,7 @@ SAME_RECOMPUTE = {"selective:op": "selective", "full:uniform:1": "full"}
 
 def reading(entry: dict) -> dict:
     """What our readers take from the config as shipped, on the hardware its source names."""
-    chips = None if entry["framework"] == "megatron" else entry["hardware"]["chips"]
+    chips = world_unsaid(entry)
     chip = HARDWARE[CHIPS[entry["hardware"]["chip"]]]
     with tempfile.TemporaryDirectory() as folder:
         _, read = read_config(staged(entry, Path(folder), ran=False), chip=chip, chips=chips)

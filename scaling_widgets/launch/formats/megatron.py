@@ -208,6 +208,9 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
         1 if "--no-pipeline-parallel" in got else whole(got, "--pipeline-model-parallel-size", 1),
     )
     cp = whole(got, "--context-parallel-size", 1)
+    if world % (tp * pp * cp) and not before:  # flags alone (a YAML's MODEL_ARGS): no world
+        raise refuse("chips", f"given: a file of flags does not say its GPUs (TP x PP x CP = "
+                     f"{tp * pp * cp} of them or a multiple)", None)  # fmt: skip
     if world % (tp * pp * cp):
         raise refuse(
             "--nnodes",
