@@ -1,12 +1,15 @@
 """Run the demo notebooks and save them with their outputs, so that a reader on GitHub, where no
-kernel runs, sees every number. ``tests/test_notebooks.py`` runs each notebook again and checks
-that the numbers it prints are the ones saved here, so the saved outputs never go stale.
+kernel runs, sees every number and every figure. ``tests/test_notebooks.py`` runs each notebook
+again and checks that the numbers it prints are the ones saved here, and that each widget's image
+is current, so the saved outputs never go stale.
 
 Run ``python demo_notebooks/refresh_outputs.py`` after changing a notebook or the model (or name
-some notebooks: ``python demo_notebooks/refresh_outputs.py 02_reproduce_the_chapter``).
+some notebooks: ``python demo_notebooks/refresh_outputs.py 02_reproduce_the_chapter``). It needs
+the test extra and Debian's Chromium, as the browser tests do.
 
 A live widget (the panel) cannot be saved for a reader without a kernel: its output keeps a one
-line note, and each notebook prints the numbers the widget shows beside it.
+line note and a PNG of the widget as Voila drew it in Chromium (``screenshots.py``), and each
+notebook prints the numbers the widget shows beside it.
 """
 
 from __future__ import annotations
@@ -15,14 +18,12 @@ import re
 import sys
 from pathlib import Path
 
+import bqplot
 import nbformat
 from nbclient import NotebookClient
+from widget_images import WIDGET, WIDGET_NOTE, attach
 
 HERE = Path(__file__).resolve().parent
-WIDGET = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = (
-    "(a live widget: run the notebook to use it; the numbers it shows are printed beside it)"
-)
 # a number as a notebook prints it: 1,234.5 or 3.2e+06 or 45%
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # an object's address, new in every kernel
@@ -70,13 +71,25 @@ def numbers(nb: nbformat.NotebookNode) -> list[tuple[int, list[str]]]:
 
 
 def main(names: list[str]) -> None:
+    """Run the notebooks named (by the start of their names; none: all), draw their widgets in
+    Voila, and save each with its outputs and images."""
+    from screenshots import WIDTH, Voila  # the browser's part: only this command needs it
+
     paths = sorted(HERE.glob("*.ipynb"))
     if names:
         paths = [p for p in paths if any(p.stem.startswith(n) for n in names)]
-    for path in paths:
-        nb = execute(path)
-        nbformat.write(nb, path)
-        print(f"{path.name}: {sum(len(n) for _, n in numbers(nb))} numbers saved")
+    drawn_by = {"bqplot": bqplot.__version__, "page_width": WIDTH}
+    with Voila(HERE) as voila:
+        for path in paths:
+            nb = execute(path)
+            pngs = voila.widgets(path.name)
+            attach(nb, pngs, drawn_by)
+            nbformat.write(nb, path)
+            size = sum(len(png) for png in pngs) / 1e3
+            print(
+                f"{path.name}: {sum(len(n) for _, n in numbers(nb))} numbers and {len(pngs)}"
+                f" images ({size:,.0f} kB) saved"
+            )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""Every demo notebook runs top to bottom in a real kernel and ends with its own asserts."""
+"""Every demo notebook runs top to bottom in a real kernel, ends with its own asserts, and keeps a
+current image of each widget it shows (checked without a browser)."""
 
 import ast
+import base64
 import sys
 from pathlib import Path
 
@@ -14,6 +16,7 @@ FOLDER = Path(__file__).parents[1] / "demo_notebooks"
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
 sys.path.insert(0, str(FOLDER))
 from refresh_outputs import cleaned, numbers  # noqa: E402
+from widget_images import WIDGET, attach, stale, widget_outputs  # noqa: E402
 
 REFRESH = "python demo_notebooks/refresh_outputs.py"
 
@@ -64,3 +67,55 @@ def test_notebook_runs_top_to_bottom(path, tmp_path):
 )
 def test_only_a_top_level_assert_counts(source, asserts):
     assert len(top_level_asserts(source)) == asserts
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_widget_has_a_current_image(path):
+    """Each widget output carries a PNG of the widget, drawn by the notebook's code as it is now: a
+    reader without a kernel sees the figure."""
+    nb = nbformat.read(path, as_version=4)
+    assert stale(nb) == [], f"stale: run {REFRESH} {path.stem}"
+
+
+WITH_WIDGETS = FOLDER / "07_widgets_one_by_one.ipynb"
+
+
+def test_a_changed_cell_makes_its_image_and_the_later_ones_stale():
+    nb = nbformat.read(WITH_WIDGETS, as_version=4)
+    cells = [i for i, _ in widget_outputs(nb)]
+    assert len(cells) >= 3 and stale(nb) == []
+    nb.cells[cells[1]].source += " "  # one character of the second widget's cell
+    assert [problem.split(":")[0] for problem in stale(nb)] == [f"cell {i}" for i in cells[1:]]
+    assert all("other code" in problem for problem in stale(nb))
+
+
+def test_a_markdown_cell_changes_no_image():
+    nb = nbformat.read(WITH_WIDGETS, as_version=4)
+    next(c for c in nb.cells if c.cell_type == "markdown").source += " more words"
+    assert stale(nb) == []
+
+
+def test_a_widget_without_its_image_or_saved_live_is_caught():
+    nb = nbformat.read(WITH_WIDGETS, as_version=4)
+    (_, first), (_, second) = widget_outputs(nb)[:2]
+    first.data.pop("image/png")
+    second.data = {WIDGET: {"model_id": "0"}, "text/plain": "VBox()"}
+    problems = stale(nb)
+    assert "without its image" in problems[0] and "live widget" in problems[1]
+
+
+def test_images_go_one_to_a_widget_or_not_at_all():
+    nb = nbformat.read(WITH_WIDGETS, as_version=4)
+    png = base64.b64decode(widget_outputs(nb)[0][1].data["image/png"])
+    with pytest.raises(ValueError, match="which image is which is unknown"):
+        attach(nb, [png], {})
+
+
+def test_the_numbers_leave_the_images_out():
+    """An image's base64 holds digits; the numbers compared with a fresh run are the text's."""
+    nb = nbformat.read(WITH_WIDGETS, as_version=4)
+    saved = numbers(nb)
+    for _, output in widget_outputs(nb):
+        assert any(c.isdigit() for c in output.data.pop("image/png"))
+        output.metadata = {}
+    assert numbers(nb) == saved
