@@ -200,24 +200,7 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
         also=_deepspeed_flags() if ds else frozenset(),
     )  # fmt: skip
     notes = notes + approximated
-    launcher = flags(before)
-    per_node, nodes = ("--num_gpus", "--num_nodes") if ds else ("--nproc_per_node", "--nnodes")
-    world = chips or whole(launcher, per_node, 1) * whole(launcher, nodes, 1)
-    tp, pp = (
-        whole(got, "--tensor-model-parallel-size", 1),
-        1 if "--no-pipeline-parallel" in got else whole(got, "--pipeline-model-parallel-size", 1),
-    )
-    cp = whole(got, "--context-parallel-size", 1)
-    if world % (tp * pp * cp) and not before:  # flags alone (a YAML's MODEL_ARGS): no world
-        raise refuse("chips", f"given: a file of flags does not say its GPUs (TP x PP x CP = "
-                     f"{tp * pp * cp} of them or a multiple)", None)  # fmt: skip
-    if world % (tp * pp * cp):
-        raise refuse(
-            "--nnodes",
-            f"a world of GPUs divisible by TP x PP x CP = {tp * pp * cp}"
-            " (or give the GPUs with --chips)",
-            world,
-        )
+    world, tp, pp, cp = _world(before, got, chips, ds)
     dp = world // (tp * pp * cp)
     micro = whole(got, "--micro-batch-size", 1)
     global_batch = whole(got, "--global-batch-size", micro * dp)
@@ -257,6 +240,30 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
     )
     stack = "deepspeed" if ds else STACK
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": stack})
+
+
+def _world(before: list, got: dict, chips: int | None, ds: bool) -> tuple[int, int, int, int]:
+    """The GPUs (``chips``, else the launcher's per node x nodes) and the TP, PP and CP degrees,
+    the world refused where they do not divide it."""
+    launcher = flags(before)
+    per_node, nodes = ("--num_gpus", "--num_nodes") if ds else ("--nproc_per_node", "--nnodes")
+    world = chips or whole(launcher, per_node, 1) * whole(launcher, nodes, 1)
+    tp, pp = (
+        whole(got, "--tensor-model-parallel-size", 1),
+        1 if "--no-pipeline-parallel" in got else whole(got, "--pipeline-model-parallel-size", 1),
+    )
+    cp = whole(got, "--context-parallel-size", 1)
+    if world % (tp * pp * cp) and not before:  # flags alone (a YAML's MODEL_ARGS): no world
+        raise refuse("chips", f"given: a file of flags does not say its GPUs (TP x PP x CP = "
+                     f"{tp * pp * cp} of them or a multiple)", None)  # fmt: skip
+    if world % (tp * pp * cp):
+        raise refuse(
+            "--nnodes",
+            f"a world of GPUs divisible by TP x PP x CP = {tp * pp * cp}"
+            " (or give the GPUs with --chips)",
+            world,
+        )
+    return world, tp, pp, cp
 
 
 def _deepspeed(before: list, after: list) -> bool:
