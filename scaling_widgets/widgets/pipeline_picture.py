@@ -49,10 +49,9 @@ class PipelinePicture(EstimateFigure):
         self._pairs = bq.Lines(
             x=[[0, 0]], y=[[0, 0]], scales={"x": sx, "y": sy}, stroke_width=3, colors=[PAIRED]
         )
-        axes = [
-            bq.Axis(scale=sx, label="time in forward slots of one microbatch"),
-            vertical_axis(sy, label="stage", tick_format="d"),
-        ]
+        # a tick on each stage: between them the integer format repeats its neighbours' labels
+        self._stages = vertical_axis(sy, label="stage", tick_format="d", tick_values=[0])
+        axes = [bq.Axis(scale=sx, label="time in forward slots of one microbatch"), self._stages]
         super().__init__(
             scenario,
             "sw-pipeline-picture",
@@ -86,6 +85,7 @@ class PipelinePicture(EstimateFigure):
             self._pairs.x, self._pairs.y = [[0, 0]], [[0, 0]]
             self.title = f"{e.schedule}, {Z} stages x {m} microbatches: no picture ({err})"
             return
+        self._stages.tick_values = np.arange(Z)
         with self._passes.hold_sync():
             self._passes.x = np.column_stack([t.start, t.end])
             self._passes.y = np.column_stack([t.device, t.device])

@@ -497,6 +497,7 @@ def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     picture = panel.pipeline
     # (Z - 1)/m = 3/16
     assert len(picture._passes.x) == 2 * 4 * 16 and "bubble 19%" in picture.title
+    assert list(picture._stages.tick_values) == [0, 1, 2, 3]  # each stage named once
     panel.strategy_selector._schedule.value = "interleaved"  # two virtual stages: half the bubble
     assert len(picture._passes.x) == 2 * 4 * 2 * 16 and "bubble 9%" in picture.title
     panel.strategy_selector._schedule.value = "zb-h1"  # a third of 1F1B's, W passes in green
