@@ -30,9 +30,15 @@ def rank_of(ranked, e: Estimate) -> str:
     """
     t, fastest = float(e.step_time), float(ranked.step_time[ranked.order].min())
     rank = ranked.place(e)
-    fits = "fits" if bool(e.fits) else "does not fit (the plan ranks only layouts that fit)"
+    said = str(e.verdict)  # the estimate's word; the plan ranks only layouts that fit
+    fits = (
+        "fits"
+        if bool(e.fits)
+        else f"{'is ' * (said == 'tight')}{said} (the plan ranks only"
+        " layouts that fit, with the peak's uncertainty)"
+    )
     lines = [f"Your layout: {layout_name(e)}; step {units.seconds(t)}{_span(e)}; it {fits}."]
-    tie = bool(e.fits) and rank > 1 and t <= ranked.band * fastest
+    tie = rank > 1 and t <= ranked.band * fastest  # a tight layout ties too, if the least safe
     lines.append(
         f"It ranks {rank:,} of the {len(ranked):,} layouts that fit"
         + (

@@ -212,3 +212,16 @@ def test_rank_of_refuses_flags_it_cannot_read_in_one_line(capsys):
     for flags in ("--tp 8 'open", "--tp 8 --pipeline 16", "--tp 8 --batch 1M"):
         code, _, err = run(capsys, "plan", *LLAMA_3_405B[:10], "--rank-of", flags)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "--rank-of" in err
+
+
+def test_deepseek_v3s_published_layout_ties_with_the_fastest_of_its_plan(capsys):
+    # the layout's own knobs to --rank-of, the scenario's (chip, precision, stack) to the plan
+    layout = ("--pp", "--ep", "--dp", "--zero", "--schedule", "--microbatches", "--remat")
+    knobs = DEEPSEEK_V3_KNOBS
+    own = [w for i, w in enumerate(knobs) if w in layout or (i and knobs[i - 1] in layout)]
+    where = [w for w in knobs if w not in own]
+    code, out, err = run(capsys, "plan", *where, "--rank-of", " ".join(own))
+    assert code == 0 and err == ""
+    head, rank, *above = out.splitlines()
+    assert "EP 64 x PP Z=16" in head and "dualpipe" in head
+    assert "in the tie with the fastest, which the model cannot order" in rank
