@@ -19,8 +19,8 @@ def compare_strategies(
     options: Options,
     known: dict[str, Estimate] | None = None,
 ) -> dict[str, Estimate | InputError]:
-    """Each strategy's own layout (its default split and ZeRO stage) with the rest of ``layout``
-    kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
+    """Each strategy's own layout (its default split, ZeRO stage and microbatch count) with the
+    rest of ``layout`` kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
     estimates stand for their strategies (the panel's current layout), not evaluated again.
 
     Parameters
@@ -30,8 +30,8 @@ def compare_strategies(
     workload : Workload
         What is trained: the model, the batch B [tokens], its sequences.
     layout : Layout
-        The layout asked for; each strategy keeps all of it but its split, ZeRO stage and axis
-        roles.
+        The layout asked for; each strategy keeps all of it but its split, ZeRO stage, axis
+        roles and microbatch count.
     options : Options
         How the numbers are read.
     known : dict of str to Estimate, optional
@@ -48,7 +48,10 @@ def compare_strategies(
         if known and name in known:
             out[name] = known[name]
             continue
-        own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
+        # a microbatch count is chosen for a split: another split takes its own fastest
+        own = dataclasses.replace(
+            layout, strategy=name, x=None, y=None, zero=None, axis_roles=None, microbatches=None
+        )
         try:
             out[name] = evaluate(cluster, workload, own, options)
         except InputError as err:
