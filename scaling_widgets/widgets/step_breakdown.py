@@ -91,10 +91,11 @@ class StepBreakdown(EstimateFigure):
             title = f"Step time {seconds(float(e.step_time))} ({how})"
         else:
             parts = np.array([float(e.step_breakdown[t]) for t in TERMS])
-            title = f"Predicted step {seconds(float(e.step_time))}, MFU {float(e.mfu):.1%}"
-            if e.step_interval is not None:  # where out-of-sample runs fell (MODEL.md §F.3)
+            # short enough for the figure's half of the panel: the report says the rest
+            title = f"Predicted step {seconds(float(e.step_time))}, MFU {float(e.mfu):.0%}"
+            if e.step_interval is not None:  # where 80% of out-of-sample runs fell (MODEL.md §F.3)
                 low, high = (seconds(float(t)) for t in e.step_interval)
-                title = title.replace(", MFU", f" (80%: {low} to {high}), MFU", 1)
+                title = title.replace(", MFU", f" ({low}–{high}), MFU", 1)
             hidden = sum(float(v) for v in (e.hidden or {}).values())
             if hidden > 0:  # a schedule's paired passes hid some expert or CP traffic
                 title += f"; pairs hide {seconds(hidden)}"
