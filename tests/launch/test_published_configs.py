@@ -157,3 +157,15 @@ def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_refused_across_tpu_
     with pytest.raises(InputError, match="^dcn_fsdp_parallelism must be 1: across slices"):
         read_config(line + " num_slices=4\n", chip=HARDWARE["tpu-v5p"], chips=32,
                     framework="maxtext")  # fmt: skip
+
+
+def test_a_maxtext_scripts_xla_overlap_flags_are_said_with_those_it_turns_off():
+    # MaxText's v5p 32B recipe sets eight overlap flags in LIBTPU_INIT_ARGS, one of them false
+    _, read = read_config(str(SHIPPED_MAXTEXT / "v5p_32b.sh"), chip=HARDWARE["tpu-v5p"], chips=64)
+    said = [n for n in read.notes if n.startswith("the environment sets")]
+    assert said == [
+        "the environment sets 8 XLA flags that overlap collectives with compute"
+        " (--xla_enable_async_all_gather, ...), 1 of them off"
+        " (--xla_tpu_enable_async_collective_fusion_fuse_all_gather): charged as MaxText's"
+        " measured overlap"
+    ]

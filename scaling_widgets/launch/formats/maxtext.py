@@ -266,6 +266,7 @@ def read(
     micro = int(value["num_pipeline_microbatches"])
     m = (micro if micro > 0 else pp) if pp > 1 else accumulate
     remat = _remat(value, notes)
+    notes += _xla_flags(text)
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
@@ -281,6 +282,36 @@ def read(
     if value["attention"] == "dot_product":  # the s x s scores kept
         extra["flash_attention"] = False
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), extra)
+
+
+# XLA's flags that let collectives run under compute (openxla/xla, the TPU and GPU
+# latency-hiding schedulers; MaxText's recipes set them in LIBTPU_INIT_ARGS or XLA_FLAGS)
+OVERLAP_FLAGS = re.compile(
+    r"--xla_(?:tpu_enable_async_collective_fusion\w*|enable_async_\w+|tpu_overlap_compute_"
+    r"collective_tc|tpu_enable_data_parallel_all_reduce_opt|tpu_decompose_all_gather_einsum|"
+    r"tpu_enable_ag_backward_pipelining|gpu_enable_latency_hiding_scheduler|gpu_pipeline_\w+)"
+    r"=(\S+?)(?=[\s\"']|$)"
+)
+
+
+def _xla_flags(text: str) -> list[str]:
+    """What the script's environment says of overlap, in one note: the XLA flags of
+    LIBTPU_INIT_ARGS and XLA_FLAGS that let collectives run under compute. They are charged as
+    MaxText's measured behaviour (``stacks/maxtext.py``), fitted on runs that set them, not one
+    by one."""
+    flags = {
+        m.group(0).split("=")[0]: m.group(1).strip("'\"").lower()
+        for m in OVERLAP_FLAGS.finditer(text)
+    }
+    if not flags:
+        return []
+    off = sorted(flag for flag, value in flags.items() if value in ("false", "off", "0"))
+    first = sorted(flags)[0]
+    turned = f", {len(off)} of them off ({', '.join(off)})" if off else ""
+    return [
+        f"the environment sets {len(flags)} XLA flags that overlap collectives with compute"
+        f" ({first}{', ...' * (len(flags) > 1)}){turned}: charged as MaxText's measured overlap"
+    ]
 
 
 def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
