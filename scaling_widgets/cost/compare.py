@@ -20,8 +20,9 @@ def compare_strategies(
     known: dict[str, Estimate] | None = None,
 ) -> dict[str, Estimate | InputError]:
     """Each strategy's own layout (its default split, ZeRO stage and microbatch count) with the
-    rest of ``layout`` kept: strategy -> ``Estimate``, or the ``InputError`` that says why it cannot run. ``known``
-    estimates stand for their strategies (the panel's current layout), not evaluated again.
+    rest of ``layout`` kept: strategy -> ``Estimate``, or the ``InputError`` that says why it
+    cannot run. ``known`` estimates stand for their strategies (the panel's current layout), not
+    evaluated again.
 
     Parameters
     ----------

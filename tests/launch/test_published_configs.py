@@ -108,11 +108,11 @@ def test_a_hugging_face_config_beside_the_file_gives_the_model(tmp_path):
         ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --recompute-granularity selective"
          " --recompute-modules core_attn attn"), "h100", 32,
          r"^--recompute-modules must be some of core_attn, mlp, moe"),
-        # a switch the model cannot price, and a YAML that would replace every flag of the line
+        # a switch the model cannot price, and a YAML (its settings replace the line's) not found
         ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --cpu-offloading"), "h100", 32,
          r"^--cpu-offloading must be off \(left out\): it is not priced; got True$"),
         ("megatron_mixtral_8x7b.sh", ("--bf16", "--bf16 --yaml-cfg run.yaml"), "h100", 32,
-         r"^--yaml-cfg must be off \(left out\): it is not priced; got run.yaml$"),
+         r"^--yaml-cfg must be a YAML beside the script .*; got run.yaml, not beside it$"),
         ("maxtext_v5p_128b.sh", ("ici_tensor_parallelism=8", "ici_tensor_parallelism=3"),
          "tpu-v5p", 128, r"^ici_fsdp_parallelism must be degrees multiplying to 128; got 3"),
         ("maxtext_v5p_128b.sh", ("remat_policy=minimal", "remat_policy=minimal_offloaded_x"),
@@ -169,3 +169,38 @@ def test_a_maxtext_scripts_xla_overlap_flags_are_said_with_those_it_turns_off():
         " (--xla_tpu_enable_async_collective_fusion_fuse_all_gather): charged as MaxText's"
         " measured overlap"
     ]
+
+
+GPT_CONFIG = (CONFIGS / "megatron_gpt_config.yaml").read_text()
+
+
+def test_megatrons_yaml_config_reads_as_the_flags_it_stands_for():
+    # its tokenizer is a SentencePiece model not given: the vocabulary is the one thing to add
+    with pytest.raises(InputError, match="^--vocab-size must be given"):
+        read_config(GPT_CONFIG, chip=HARDWARE["h100"], chips=8)
+    text = GPT_CONFIG.replace("vocab_size: null", "vocab_size: 32000")
+    got, read = read_config(text, chip=HARDWARE["h100"], chips=8)
+    model, d = read.model, read.degrees
+    assert (model.layers, model.d_model, model.heads, model.gated) == (24, 1024, 16, True)
+    assert not model.tied_embeddings  # untie_embeddings_and_output_weights: True
+    assert (d.dp, d.tp, d.pp, d.seq_len, d.global_batch, d.micro_batch) == (8, 1, 1, 4096, 128, 2)
+    assert any(n.startswith("--step-batch-size-schedule") for n in read.notes)
+
+
+def test_a_script_with_yaml_cfg_reads_the_yaml_beside_it_and_not_its_own_flags(tmp_path):
+    (tmp_path / "gpt_config.yaml").write_text(
+        GPT_CONFIG.replace("vocab_size: null", "vocab_size: 32000")
+    )
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 64"
+                      " --num-attention-heads 2 --yaml-cfg configs/gpt_config.yaml\n")  # fmt: skip
+    _, read = read_config(str(script), chip=HARDWARE["h100"])
+    assert read.model.layers == 24 and read.degrees.world == 8  # the YAML's model, the line's GPUs
+    assert "--yaml-cfg gpt_config.yaml: its settings; the line's flags ignored" in read.notes[0]
+    (tmp_path / "gpt_config.yaml").unlink()
+    with pytest.raises(InputError, match=r"^--yaml-cfg must be a YAML beside the script .*"
+                       r"got configs/gpt_config.yaml, not beside it$"):  # fmt: skip
+        read_config(str(script), chip=HARDWARE["h100"])
+    bad = GPT_CONFIG.replace("  num_layers: 24", "  num_layer: 24")
+    with pytest.raises(InputError, match="^language_model.num_layer must be a field of"):
+        read_config(bad, chip=HARDWARE["h100"], chips=8)

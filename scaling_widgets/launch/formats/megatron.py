@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from pathlib import Path
 
 from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
@@ -19,6 +20,7 @@ from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
 from ..keys import LaunchFile, checked_keys, data_json, layers_of, yaml_loaded
 from ..megatron_shape import model_of, shape_flags, whole
+from ..megatron_yaml import flag_words, is_yaml_cfg
 from ..shell import launch_args
 
 NAME = "megatron"
@@ -54,16 +56,13 @@ LAYOUT = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size",
           "--fp8-param-gather", "--use-precision-aware-optimizer", "--exp-avg-dtype",
           "--exp-avg-sq-dtype", "--main-grads-dtype", *ENDS_FLAGS, *STAGE_FLAGS,
           *(f.flag for f in FEATURES.values()))  # fmt: skip
-# flags the model cannot price: refused when given (absent, a flag reads as False); --yaml-cfg's
-# YAML replaces every flag of the line (training/arguments.py, load_yaml), so the line would be
-# misread
+# flags the model cannot price: refused when given (absent, a flag reads as False)
 UNPRICED = {
     flag: False
     for flag in (
         "--cpu-offloading",
         "--fp4-format",
         "--hierarchical-context-parallel-sizes",
-        "--yaml-cfg",
     )
 }
 APPROXIMATED = {
@@ -120,12 +119,14 @@ def detects(text: str, name: str) -> bool:
         Whether the text names ``pretrain_``, ``--num-layers`` or
         ``--tensor-model-parallel-size``.
     """
-    return any(
+    return is_yaml_cfg(text) or any(
         word in text for word in ("pretrain_", "--num-layers", "--tensor-model-parallel-size")
     )
 
 
-def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -> LaunchFile:
+def read(
+    text: str, *, chips: int | None, model=None, pods: int | None = None, folder: Path | None = None
+) -> LaunchFile:
     """The layout of a Megatron-LM launch: the world from torchrun's ``--nproc_per_node`` x
     ``--nnodes`` unless ``chips`` is given; the model a preset of the same shape, the user's
     ``model``, or one built from the flags.
@@ -147,6 +148,8 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
         from them (``model_of``).
     pods : int, optional
         Not read here: the degrees are one pod's, and ``read_config`` sets the pods.
+    folder : Path, optional
+        The script's folder, where a ``--yaml-cfg`` YAML it names is read from (by its name).
 
     Returns
     -------
@@ -180,6 +183,7 @@ def read(text: str, *, chips: int | None, model=None, pods: int | None = None) -
     unset: list[str] = []
     given = _model_args(text)
     launch = ([], given) if given is not None else launch_args(text, PROGRAM, branches, unset)
+    launch = _yaml_cfg(text, launch, folder, branches)
     try:
         return _read(*launch, chips=chips, model=model, notes=branches)
     except InputError as err:  # a flag the cost needs may hold a variable the script never set
@@ -240,6 +244,27 @@ def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile
     )
     stack = "deepspeed" if ds else STACK
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), {"stack": stack})
+
+
+def _yaml_cfg(text: str, launch: tuple, folder: Path | None, notes: list) -> tuple:
+    """The launch's words, or those of the ``--yaml-cfg`` YAML it is or names (found beside the
+    script): Megatron-LM then ignores the line's own flags (arguments.py, load_yaml)."""
+    named = flags(launch[1]).get("--yaml-cfg")
+    if named is None and not is_yaml_cfg(text):
+        return launch
+    if named is not None:
+        path = None if folder is None else folder / str(named).rsplit("/", 1)[-1]
+        if path is None or not path.is_file():
+            raise refuse("--yaml-cfg", "a YAML beside the script (its settings replace the"
+                         " line's)", f"{named}, not beside it")  # fmt: skip
+        text = path.read_text(encoding="utf-8")
+        said = "its settings; the line's flags ignored, as Megatron does"
+        notes.append(f"--yaml-cfg {path.name}: {said}")
+    words, unpriced = flag_words(text)
+    if unpriced:
+        notes.append(f"{len(unpriced)} keys of the YAML set no flag read here"
+                     f" ({', '.join(unpriced[:3])}, ...): not priced")  # fmt: skip
+    return launch[0], words
 
 
 def _world(before: list, got: dict, chips: int | None, ds: bool) -> tuple[int, int, int, int]:
