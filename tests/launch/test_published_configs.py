@@ -204,3 +204,17 @@ def test_a_script_with_yaml_cfg_reads_the_yaml_beside_it_and_not_its_own_flags(t
     bad = GPT_CONFIG.replace("  num_layers: 24", "  num_layer: 24")
     with pytest.raises(InputError, match="^language_model.num_layer must be a field of"):
         read_config(bad, chip=HARDWARE["h100"], chips=8)
+
+
+def test_a_maxtext_yaml_inherits_its_base_config_beside_it_down_to_base_yml(tmp_path):
+    # pyconfig's inheritance: the child's keys over its parent's, over base.yml's
+    parent = 'base_config: "base.yml"\nmodel_name: "llama2-7b"\nper_device_batch_size: 2\n'
+    (tmp_path / "parent.yml").write_text(parent + 'remat_policy: "full"\n')
+    child = tmp_path / "child.yml"
+    child.write_text('base_config: "parent.yml"\nper_device_batch_size: 4\n')
+    got, read = read_config(str(child), chip=HARDWARE["tpu-v5p"], chips=64)
+    assert read.degrees.global_batch == 64 * 4 and read.degrees.remat == "full"
+    (tmp_path / "parent.yml").unlink()
+    with pytest.raises(InputError, match="^base_config must be base.yml, or a YAML beside the"
+                       " file; got parent.yml, not beside it$"):  # fmt: skip
+        read_config(str(child), chip=HARDWARE["tpu-v5p"], chips=64)

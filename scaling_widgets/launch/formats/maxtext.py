@@ -120,7 +120,7 @@ def overrides(text: str, folder: Path | None = None) -> dict:
                 raise
             table = None
         if isinstance(table, dict):
-            return {k: v for k, v in table.items() if k != "base_config"}
+            return _inherited(table, folder)
     before, after = launch_args(text, PROGRAM)
     if not before and runs_script(text):  # the run is in a script not read: its keys unknown
         allowed = "a script that runs MaxText's trainer, or runs one beside it"
@@ -136,8 +136,8 @@ def overrides(text: str, folder: Path | None = None) -> dict:
 
 
 def _beside(name: str, folder: Path | None) -> dict:
-    """The keys of the YAML a script runs over, found by its name beside the script and itself
-    over ``base.yml``; else refused, as its settings would be missed silently."""
+    """The keys of the YAML a script runs over, found by its name beside the script, with those
+    it inherits; else refused, as its settings would be missed silently."""
     path = None if folder is None else folder / name
     if path is None or not path.is_file():
         allowed = (
@@ -145,9 +145,25 @@ def _beside(name: str, folder: Path | None) -> dict:
         )
         raise refuse("config", allowed, f"a script over {name}, not beside it")
     table = yaml_loaded(path.read_text(encoding="utf-8"), name, "a YAML file MaxText reads")
-    if not isinstance(table, dict) or table.get("base_config", "base.yml") != "base.yml":
-        raise refuse(name, "a YAML over base.yml", f"base_config {table.get('base_config')!r}")
-    return {k: v for k, v in table.items() if k != "base_config"}
+    if not isinstance(table, dict):
+        raise refuse(name, "a YAML mapping of MaxText's keys", type(table).__name__)
+    return _inherited(table, folder)
+
+
+def _inherited(table: dict, folder: Path | None, depth: int = 0) -> dict:
+    """A YAML's keys over those of the YAML its ``base_config`` names (pyconfig's inheritance),
+    down to ``base.yml``, whose values are ``BASE``'s; a base not beside the file is refused."""
+    base = str(table.get("base_config", "base.yml")).rsplit("/", 1)[-1]
+    keys = {k: v for k, v in table.items() if k != "base_config"}
+    if base == "base.yml":
+        return keys
+    path = None if folder is None else folder / base
+    if path is None or not path.is_file() or depth > 8:
+        raise refuse("base_config", "base.yml, or a YAML beside the file", f"{base}, not beside it")
+    parent = yaml_loaded(path.read_text(encoding="utf-8"), base, "a YAML file MaxText reads")
+    if not isinstance(parent, dict):
+        raise refuse(base, "a YAML mapping of MaxText's keys", type(parent).__name__)
+    return {**_inherited(parent, folder, depth + 1), **keys}
 
 
 def _typed(key: str, value: str):
