@@ -19,10 +19,10 @@ def compare_strategies(
     options: Options,
     known: dict[str, Estimate] | None = None,
 ) -> dict[str, Estimate | InputError]:
-    """Each strategy's own layout (its default split, ZeRO stage and microbatch count) with the
-    rest of ``layout`` kept: strategy -> ``Estimate``, or the ``InputError`` that says why it
-    cannot run. ``known`` estimates stand for their strategies (the panel's current layout), not
-    evaluated again.
+    """Each strategy's own layout (its default split and ZeRO stage, and its own microbatch count
+    where ``layout``'s cannot run on its split) with the rest of ``layout`` kept: strategy ->
+    ``Estimate``, or the ``InputError`` that says why it cannot run. ``known`` estimates stand
+    for their strategies (the panel's current layout), not evaluated again.
 
     Parameters
     ----------
@@ -31,8 +31,8 @@ def compare_strategies(
     workload : Workload
         What is trained: the model, the batch B [tokens], its sequences.
     layout : Layout
-        The layout asked for; each strategy keeps all of it but its split, ZeRO stage, axis
-        roles and microbatch count.
+        The layout asked for; each strategy keeps all of it but its split, ZeRO stage and axis
+        roles (and the microbatch count, where its split cannot run it).
     options : Options
         How the numbers are read.
     known : dict of str to Estimate, optional
@@ -49,12 +49,19 @@ def compare_strategies(
         if known and name in known:
             out[name] = known[name]
             continue
-        # a microbatch count is chosen for a split: another split takes its own fastest
-        own = dataclasses.replace(
-            layout, strategy=name, x=None, y=None, zero=None, axis_roles=None, microbatches=None
-        )
+        own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
         try:
             out[name] = evaluate(cluster, workload, own, options)
         except InputError as err:
             out[name] = err
+            if err.field == "microbatches":  # a count chosen for another split: its own fastest
+                out[name] = _own_microbatches(cluster, workload, own, options)
     return out
+
+
+def _own_microbatches(cluster, workload, layout, options) -> Estimate | InputError:
+    """The layout at its own fastest microbatch count, or why it cannot run even so."""
+    try:
+        return evaluate(cluster, workload, dataclasses.replace(layout, microbatches=None), options)
+    except InputError as err:
+        return err
