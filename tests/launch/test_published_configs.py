@@ -218,3 +218,16 @@ def test_a_maxtext_yaml_inherits_its_base_config_beside_it_down_to_base_yml(tmp_
     with pytest.raises(InputError, match="^base_config must be base.yml, or a YAML beside the"
                        " file; got parent.yml, not beside it$"):  # fmt: skip
         read_config(str(child), chip=HARDWARE["tpu-v5p"], chips=64)
+
+
+def test_maxtexts_tensor_sequence_axis_is_tensor_parallelism_and_usp_is_refused():
+    # base.yml's rules shard the heads, the MLP and the vocabulary over tensor and tensor_sequence
+    line = "python3 -m maxtext.trainers.pre_train.train base.yml model_name=llama2-7b"
+    line += " ici_fsdp_parallelism=16 ici_tensor_parallelism=2 per_device_batch_size=4"
+    _, read = read_config(line + " ici_tensor_sequence_parallelism=2\n",
+                          chip=HARDWARE["tpu-v5p"], chips=64, framework="maxtext")  # fmt: skip
+    assert (read.degrees.dp, read.degrees.tp) == (16, 4)
+    assert "ici_tensor x ici_tensor_sequence: charged as one TP axis over both" in read.notes
+    with pytest.raises(InputError, match="^ici_context_usp_ulysses_parallelism must be 1"):
+        read_config(line + " ici_context_usp_ulysses_parallelism=2\n", chip=HARDWARE["tpu-v5p"],
+                    chips=64, framework="maxtext")  # fmt: skip

@@ -59,12 +59,14 @@ CP_KINDS = {"ring": "ring", "all_gather": "all-gather", "ulysses": "ulysses"}
 # fsdp_transpose: FSDP over a second mesh axis (the batch and the weights sharded over both;
 # configs/base.yml's logical_axis_rules put it beside fsdp), read as part of the fsdp axis
 READ = (*BASE, "num_slices", *CUSTOM, "ici_fsdp_transpose_parallelism",
+        "ici_tensor_sequence_parallelism",
         *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
-# other axes and offloading: not priced, so refused unless at base.yml's value
+# other axes (USP's Ulysses share, the inference axes, DiLoCo, the legacy sequence axis no rule
+# names) and offloading: not priced, so refused unless at base.yml's value
 UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
             for axis in ("fsdp_transpose", "sequence", "tensor_sequence", "autoregressive",
                          "context_usp_ulysses", "context_autoregressive", "diloco")
-            if (tier, axis) != ("ici", "fsdp_transpose")}  # fmt: skip
+            if f"{tier}_{axis}" not in ("ici_fsdp_transpose", "ici_tensor_sequence")}  # fmt: skip
 APPROXIMATED: dict = {}
 
 
@@ -346,11 +348,18 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
-    ici["fsdp_transpose"] = int(value.get("ici_fsdp_transpose_parallelism", 1))
+    # fsdp_transpose shards as fsdp does, tensor_sequence as tensor (base.yml's
+    # logical_axis_rules: the heads, the MLP and the vocabulary over tensor and tensor_sequence)
+    for axis in ("fsdp_transpose", "tensor_sequence"):
+        ici[axis] = int(value.get(f"ici_{axis}_parallelism", 1))
     _filled(ici, "fsdp", chips // slices, "ici")
-    if ici["fsdp_transpose"] > 1:
-        notes.append("ici_fsdp x ici_fsdp_transpose: charged as one FSDP axis over both")
-    ici["fsdp"] *= ici.pop("fsdp_transpose")
+    for joined, axis, kind in (
+        ("fsdp", "fsdp_transpose", "FSDP"),
+        ("tensor", "tensor_sequence", "TP"),
+    ):
+        if ici[axis] > 1:
+            notes.append(f"ici_{joined} x ici_{axis}: charged as one {kind} axis over both")
+        ici[joined] *= ici.pop(axis)
     if not gpu or pods:
         return ici, dcn["data"]
     for axis in ("data", "fsdp"):
