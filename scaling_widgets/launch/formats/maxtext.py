@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 
 from ... import catalog
-from ...cost.ground.refusals import InputError, refuse
+from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
 from ...cost.stacks.maxtext import CHECKPOINT_NAMES, SAVED_BY_POLICY
 from ...cost.transformer.shapes import MLA, Model, MoE
 from ...presets import MODELS
 from ..conventions import Degrees, unwritten
-from ..keys import LaunchFile, checked_keys, data_json, yaml_loaded
-from ..shell import launch_args, runs_script
+from ..keys import LaunchFile, checked_keys, data_json
+from ..maxtext_files import overrides, xla_flags
 
 NAME = "maxtext"
 LABEL = "MaxText"
@@ -28,7 +28,6 @@ ORDER = 3
 FILE_NAME = "train.yml"
 READS = "a MaxText YAML or script"
 STACK = "maxtext"
-PROGRAM = r"(pre_train\.\w+|train(_compile)?\.py)$"
 # base.yml's own values of the keys read here (AI-Hypercomputer/maxtext@e591f30, base.yml)
 BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             base_num_query_heads=16, base_num_kv_heads=16, base_mlp_dim=7168,
@@ -89,89 +88,6 @@ def detects(text: str, name: str) -> bool:
     if re.search(r"^(global_train_batch_size|device_train_microbatch_size):", text, re.M):
         return False  # llm-foundry's YAML: its TrainConfig's batch keys
     return name.endswith((".yml", ".yaml")) or "maxtext" in text or "_parallelism" in text
-
-
-def overrides(text: str, folder: Path | None = None) -> dict:
-    """A YAML file's keys, or a script's ``key=value`` overrides, typed as YAML types them: over
-    the keys of the YAML the script names, where it is not ``base.yml`` and lies beside it.
-
-    Parameters
-    ----------
-    text : str
-        A YAML file over ``base.yml``, or a script (or bare words) whose launch line gives
-        ``key=value`` overrides.
-    folder : Path, optional
-        The script's folder, where a YAML it names other than ``base.yml`` is looked for by its
-        name; None: such a script is refused.
-
-    Returns
-    -------
-    table : dict
-        Key -> value, ``base_config`` left out.
-
-    Raises
-    ------
-    InputError
-        For text that looks like YAML and is not.
-    """
-    if "=" not in text or text.lstrip().startswith(("{", "base_config")) or ": " in text:
-        try:
-            table = yaml_loaded(text, "config", "a YAML file MaxText reads")
-        except InputError:
-            if not re.search(r"pre_train\.|train(_compile)?\.py", text):  # a script: read below
-                raise
-            table = None
-        if isinstance(table, dict):
-            return _inherited(table, folder)
-    before, after = launch_args(text, PROGRAM)
-    if not before and runs_script(text):  # the run is in a script not read: its keys unknown
-        allowed = "a script that runs MaxText's trainer, or runs one beside it"
-        raise refuse("config", allowed, f"a script running {runs_script(text)}, not beside it")
-    named = [w.rsplit("/", 1)[-1] for w in after if w.endswith((".yml", ".yaml")) and "=" not in w]
-    own = [name for name in named if name != "base.yml"]
-    under = _beside(own[0], folder) if own else {}
-    pairs = dict(word.split("=", 1) for word in after if "=" in word)
-    base = pairs.pop("base_config", "base.yml")  # said again on the line
-    if base != "base.yml":
-        raise refuse("base_config", "base.yml", base)
-    return {**under, **{key: _typed(key, value) for key, value in pairs.items()}}
-
-
-def _beside(name: str, folder: Path | None) -> dict:
-    """The keys of the YAML a script runs over, found by its name beside the script, with those
-    it inherits; else refused, as its settings would be missed silently."""
-    path = None if folder is None else folder / name
-    if path is None or not path.is_file():
-        allowed = (
-            "a script over base.yml, or over a YAML beside it (or read the YAML with --config)"
-        )
-        raise refuse("config", allowed, f"a script over {name}, not beside it")
-    table = yaml_loaded(path.read_text(encoding="utf-8"), name, "a YAML file MaxText reads")
-    if not isinstance(table, dict):
-        raise refuse(name, "a YAML mapping of MaxText's keys", type(table).__name__)
-    return _inherited(table, folder)
-
-
-def _inherited(table: dict, folder: Path | None, depth: int = 0) -> dict:
-    """A YAML's keys over those of the YAML its ``base_config`` names (pyconfig's inheritance),
-    down to ``base.yml``, whose values are ``BASE``'s; a base not beside the file is refused."""
-    base = str(table.get("base_config", "base.yml")).rsplit("/", 1)[-1]
-    keys = {k: v for k, v in table.items() if k != "base_config"}
-    if base == "base.yml":
-        return keys
-    path = None if folder is None else folder / base
-    if path is None or not path.is_file() or depth > 8:
-        raise refuse("base_config", "base.yml, or a YAML beside the file", f"{base}, not beside it")
-    parent = yaml_loaded(path.read_text(encoding="utf-8"), base, "a YAML file MaxText reads")
-    if not isinstance(parent, dict):
-        raise refuse(base, "a YAML mapping of MaxText's keys", type(parent).__name__)
-    return {**_inherited(parent, folder, depth + 1), **keys}
-
-
-def _typed(key: str, value: str):
-    """An override's value as YAML types it ("" for none), refused by its key where it is no
-    YAML value."""
-    return yaml_loaded(value, key, "a value YAML reads") if value else ""
 
 
 def _numbers(got: dict) -> dict:
@@ -284,7 +200,7 @@ def read(
     micro = int(value["num_pipeline_microbatches"])
     m = (micro if micro > 0 else pp) if pp > 1 else accumulate
     remat = _remat(value, notes)
-    notes += _xla_flags(text)
+    notes += xla_flags(text)
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
@@ -300,36 +216,6 @@ def read(
     if value["attention"] == "dot_product":  # the s x s scores kept
         extra["flash_attention"] = False
     return LaunchFile(NAME, degrees, model, tuple(ignored), tuple(notes), extra)
-
-
-# XLA's flags that let collectives run under compute (openxla/xla, the TPU and GPU
-# latency-hiding schedulers; MaxText's recipes set them in LIBTPU_INIT_ARGS or XLA_FLAGS)
-OVERLAP_FLAGS = re.compile(
-    r"--xla_(?:tpu_enable_async_collective_fusion\w*|enable_async_\w+|tpu_overlap_compute_"
-    r"collective_tc|tpu_enable_data_parallel_all_reduce_opt|tpu_decompose_all_gather_einsum|"
-    r"tpu_enable_ag_backward_pipelining|gpu_enable_latency_hiding_scheduler|gpu_pipeline_\w+)"
-    r"=(\S+?)(?=[\s\"']|$)"
-)
-
-
-def _xla_flags(text: str) -> list[str]:
-    """What the script's environment says of overlap, in one note: the XLA flags of
-    LIBTPU_INIT_ARGS and XLA_FLAGS that let collectives run under compute. They are charged as
-    MaxText's measured behaviour (``stacks/maxtext.py``), fitted on runs that set them, not one
-    by one."""
-    flags = {
-        m.group(0).split("=")[0]: m.group(1).strip("'\"").lower()
-        for m in OVERLAP_FLAGS.finditer(text)
-    }
-    if not flags:
-        return []
-    off = sorted(flag for flag, value in flags.items() if value in ("false", "off", "0"))
-    first = sorted(flags)[0]
-    turned = f", {len(off)} of them off ({', '.join(off)})" if off else ""
-    return [
-        f"the environment sets {len(flags)} XLA flags that overlap collectives with compute"
-        f" ({first}{', ...' * (len(flags) > 1)}){turned}: charged as MaxText's measured overlap"
-    ]
 
 
 def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
