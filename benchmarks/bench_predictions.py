@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
@@ -83,7 +84,7 @@ def main() -> None:
                  " source (benchmarks/bench_predictions.py --write): the intervals of predicted"
                  " steps (scaling_widgets/cost/step/interval.py).")  # fmt: skip
         text = json.dumps({"about": about, "runs": rows}, indent=1)
-        RESIDUALS.write_text(text + "\n", encoding="utf-8")
+        Path(RESIDUALS).write_text(text + "\n", encoding="utf-8")
 
     print("\n2. LEAVE-ONE-CHIP-OUT, stacks on two chips or more\n" + header)
     for stack in REGISTRY:

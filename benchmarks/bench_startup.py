@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "scaling_widgets"]
+# the installed command, as a user runs it (``-m`` would add runpy's own start); else ``-m``
+SCRIPT = Path(sys.executable).with_name("scaling-widgets")
+CLI = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "scaling_widgets"]
 CASES = {
     'python -c "import numpy" (the baseline)': [sys.executable, "-c", "import numpy"],
     "scaling-widgets --help": [*CLI, "--help"],

@@ -8,18 +8,20 @@ read only if it is a regular file (not a pipe, a device or a directory) of at mo
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
 import reprlib
 import stat
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cost.hardware.chip import Chip
 from .cost.transformer.shapes import MLA, Model, MoE, Precision
 from .hf_config import looks_like_hf, model_from_hf
 from .presets import HARDWARE, MODELS, PRECISIONS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LARGEST_FILE = 1_000_000  # bytes: a chip or model is under 2 kB, a Hugging Face config a few kB
 
@@ -306,6 +308,8 @@ def matching(name: str, names: tuple, kind: str) -> str:
     same = [n for n in names if _plain(str(n)) == _plain(name)]
     if len(same) == 1:
         return same[0]
+    import difflib  # here: only a refusal suggests, and a start imports none (2 ms)
+
     near = difflib.get_close_matches(_plain(name), [_plain(str(n)) for n in names], n=3, cutoff=0.5)
     guess = [n for p in near for n in names if _plain(str(n)) == p]
     hint = f" (did you mean {' or '.join(map(repr, guess))}?)" if guess else ""

@@ -13,7 +13,7 @@ import argparse
 
 from .. import catalog
 from ..cost.search.layouts import HELD, SEARCHED
-from ..cost.search.strategy_map import AXES as MAP_AXES
+from ..cost.search.map_axes import AXES as MAP_AXES
 from ..fields import FIELDS_TABLE, Field
 from ..text import units
 

@@ -14,11 +14,9 @@ import os
 import re
 import shlex
 import sys
-from pathlib import Path
 
 from .. import catalog, fields
 from ..cost import InputError, compare_strategies, evaluate
-from ..cost.calibrate import calibrate, calibrate_memory, profile_to_json
 from ..cost.ground.refusals import refuse
 from ..cost.search.layouts import HELD
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
@@ -119,6 +117,8 @@ def _mended(start: dict, given: dict) -> dict:
 
 def _compare(args) -> int:
     """Two to four saved scenarios side by side (``text/compare.py``)."""
+    from pathlib import Path  # here: pathlib's import is 3 ms of every start
+
     from ..text.compare import as_csv, as_text, comparison  # compare's own, here
 
     if not 2 <= len(args.scenarios) <= 4:
@@ -176,7 +176,7 @@ def _export(args, state: dict, given: dict) -> int:
     if getattr(args, "output", None) is None:
         print(text, end="")
     else:
-        Path(args.output).write_text(text)
+        _write(args.output, text)
     return 0
 
 
@@ -226,7 +226,7 @@ def _estimate(args, state: dict, given: dict) -> int:
     if getattr(args, "trace", None) is not None:
         from ..cost.views.trace import step_trace  # here: the views load only for --trace (4 ms)
 
-        Path(args.trace).write_text(json.dumps(step_trace(chosen)))
+        _write(args.trace, json.dumps(step_trace(chosen)))
     # each strategy's own layout, evaluated once: the layout stands for its own strategy, but
     # for the best split's, whose own split the report shows beside it
     known = {} if chosen.strategy == BEST else {chosen.strategy: chosen}
@@ -290,6 +290,8 @@ def _calibrated(values, args):
     """--measured-peak-gb G, and --save-profile FILE with --measured-step-time S and/or G: the
     profile that predicts S and G for this layout (saved with --save-profile); the values read
     with it, as the panel reads a measured peak."""
+    from ..cost.calibrate import calibrate, calibrate_memory, profile_to_json  # their own, here
+
     save, peak_gb = getattr(args, "save_profile", None), getattr(args, "measured_peak_gb", None)
     cluster, workload, layout, options = values
     if save is not None and options.measured_step_time is None and peak_gb is None:
@@ -303,7 +305,7 @@ def _calibrated(values, args):
         profile = calibrate_memory(cluster, workload, layout, options, peak_bytes=peak_gb * 1e9)
         options = dataclasses.replace(options, profile=profile, **TAKEN_IN)
     if save is not None:
-        Path(save).write_text(profile_to_json(options.profile) + "\n")
+        _write(save, profile_to_json(options.profile) + "\n")
     return cluster, workload, layout, options
 
 
@@ -427,3 +429,10 @@ def _map(args, state: dict, given: dict) -> int:
         )
         print(map_text(m, f"{title} ({m.evaluated:,} layouts evaluated)"))
     return 0
+
+
+def _write(path: str, text: str) -> None:
+    """A file the user named, written whole (open, not pathlib: pathlib's import is 3 ms of a
+    start)."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)

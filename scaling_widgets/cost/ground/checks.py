@@ -12,7 +12,6 @@ array, not a pass that builds a mask.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,6 +142,8 @@ class Choice:
 
     def _nearest(self, value: object) -> str:
         """What was given, and the nearest name it may mean where one is close."""
+        import difflib  # here: only a refusal suggests, and a start imports none (2 ms)
+
         close = (
             difflib.get_close_matches(value, (*self.options, *self.known), n=1)
             if isinstance(value, str)

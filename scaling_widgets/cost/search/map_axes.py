@@ -20,6 +20,7 @@ from ..hardware.slices import slice_of, slices_near
 if TYPE_CHECKING:
     from ..hardware.chip import Chip
 
+AXES = ("batch", "slice_shape", "pods")  # plan's keywords that the map's rows and columns set
 CELLS = 24  # rows and columns at most, by default
 BATCHES = (2.0**16, 2.0**27)  # tokens: 64K to 128M, from a few sequences to past any critical batch
 

@@ -25,6 +25,7 @@ from ..ground.refusals import refuse
 from ..hardware.slices import slice_of, slices_near
 from ..values import Workload
 from .layouts import HELD, KNOBS, ranking
+from .map_axes import AXES
 from .plan import evaluated_layouts, held_knobs, plan_keywords, plan_values
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..transformer.shapes import Model
 
 FAMILIES = ("dp", "fsdp", "tp", "pp", "ep_cp")
-AXES = ("batch", "slice_shape", "pods")  # plan's keywords that the map's rows and columns set
 THRESHOLDS = ("fsdp", "fsdp+tp")
 LIMITS = ("max_tp", "max_pp")
 NONE_FITS = -1  # the family of a cell where no layout fits (or none runs)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass
 from itertools import permutations
-from pathlib import Path
 
 import numpy as np
 
-RESIDUALS = Path(__file__).resolve().parents[2] / "data" / "step_residuals.json"
+# os.path, not pathlib: pathlib imports urllib and ipaddress, 3 ms of every start
+RESIDUALS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "step_residuals.json")
 LEVEL = 0.8  # the share of out-of-sample runs the interval is to hold
 FEWEST = 4  # the sources a pool needs to stand: fewer show too little of the spread between them
 
@@ -123,9 +124,9 @@ def step_spread(stack: str, chip: str) -> Spread | None:
     spread : Spread or None
         None where the package ships no residuals.
     """
-    if not RESIDUALS.exists():
+    if not os.path.exists(RESIDUALS):
         return None
-    rows = json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"]
+    rows = _runs()
     return spread_of(rows, stack, chip)
 
 
@@ -163,9 +164,9 @@ def pair_spread() -> Spread | None:
     spread : Spread or None
         The spread of the error on two runs' ratio.
     """
-    if not RESIDUALS.exists():
+    if not os.path.exists(RESIDUALS):
         return None
-    return pair_spread_of(json.loads(RESIDUALS.read_text(encoding="utf-8"))["runs"])
+    return pair_spread_of(_runs())
 
 
 def tie_band(predicted: bool) -> float:
@@ -185,3 +186,9 @@ def tie_band(predicted: bool) -> float:
     """
     pairs = pair_spread()
     return pairs.high if predicted and pairs is not None else 1.0
+
+
+def _runs() -> list[dict]:
+    """The held-out residuals' runs, as ``benchmarks/bench_predictions.py --write`` saved them."""
+    with open(RESIDUALS, encoding="utf-8") as file:
+        return json.load(file)["runs"]
