@@ -227,7 +227,59 @@ def test_maxtexts_tensor_sequence_axis_is_tensor_parallelism_and_usp_is_refused(
     _, read = read_config(line + " ici_tensor_sequence_parallelism=2\n",
                           chip=HARDWARE["tpu-v5p"], chips=64, framework="maxtext")  # fmt: skip
     assert (read.degrees.dp, read.degrees.tp) == (16, 4)
-    assert "ici_tensor x ici_tensor_sequence: charged as one TP axis over both" in read.notes
-    with pytest.raises(InputError, match="^ici_context_usp_ulysses_parallelism must be 1"):
+    assert "ici_tensor_sequence_parallelism 2: charged as one TP axis with ici_tensor" in read.notes
+    with pytest.raises(
+        InputError,
+        match="^ici_context_usp_ulysses_parallelism must be 1 unless"
+        " context_parallel_strategy is 'usp'; got 2$",
+    ):  # as MaxText checks it
         read_config(line + " ici_context_usp_ulysses_parallelism=2\n", chip=HARDWARE["tpu-v5p"],
+                    chips=64, framework="maxtext")  # fmt: skip
+
+
+def _maxtext_line(axes: str) -> str:
+    return ("python3 -m maxtext.trainers.pre_train.train base.yml model_name=llama2-7b"
+            f" per_device_batch_size=1 max_target_length=32768 {axes}\n")  # fmt: skip
+
+
+def test_maxtexts_usp_is_read_as_the_share_it_runs_and_refused_nested():
+    # context_parallel_strategy usp: a ring over context and Ulysses over context_usp_ulysses
+    # (configs/base.yml, ulysses_context_sharding); the model prices either one alone
+    def degrees(axes):
+        return read_config(_maxtext_line(axes), chip=HARDWARE["tpu-v5p"], chips=64,
+                           framework="maxtext")[1].degrees  # fmt: skip
+
+    ulysses = degrees("ici_fsdp_parallelism=16 ici_context_usp_ulysses_parallelism=4"
+                      " context_parallel_strategy=usp")  # fmt: skip
+    assert (ulysses.cp, ulysses.cp_kind, ulysses.dp) == (4, "ulysses", 16)
+    ring = degrees(
+        "ici_fsdp_parallelism=16 ici_context_parallelism=4 context_parallel_strategy=usp"
+    )
+    assert (ring.cp, ring.cp_kind) == (4, "ring")
+    with pytest.raises(InputError, match="^ici_context_usp_ulysses_parallelism must be 1 beside"
+                       r" ici_context_parallelism 2 \(USP's ring and Ulysses nested are not priced;"
+                       r" either alone is\); got 2$"):  # fmt: skip
+        degrees(
+            "ici_fsdp_parallelism=16 ici_context_parallelism=2"
+            " ici_context_usp_ulysses_parallelism=2 context_parallel_strategy=usp"
+        )
+    with pytest.raises(InputError, match="^context_parallel_strategy must be 'all_gather', 'ring',"
+                       " 'ulysses' or 'usp'; got zigzag$"):  # fmt: skip
+        degrees(
+            "ici_fsdp_parallelism=16 ici_context_parallelism=4 context_parallel_strategy=zigzag"
+        )
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("ici_autoregressive_parallelism", "an inference axis"),
+        ("dcn_context_autoregressive_parallelism", "an inference axis"),
+        ("ici_diloco_parallelism", "DiLoCo's replicas train apart"),
+        ("ici_sequence_parallelism", "the legacy sequence axis"),
+    ],
+)
+def test_maxtexts_axes_no_training_step_runs_on_are_refused_with_why(key, why):
+    with pytest.raises(InputError, match=f"^{key} must be 1: {why}.*; got 4$"):
+        read_config(_maxtext_line(f"ici_fsdp_parallelism=16 {key}=4"), chip=HARDWARE["tpu-v5p"],
                     chips=64, framework="maxtext")  # fmt: skip

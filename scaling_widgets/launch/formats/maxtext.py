@@ -55,17 +55,29 @@ NAMES = {"llama-2-7b": "llama2-7b", "llama-2-13b": "llama2-13b", "llama-2-70b": 
 REMAT = ("full", *SAVED_BY_POLICY)
 CUSTOM = {name: "device" if name == "decoder_layer_input" else "remat" for name in CHECKPOINT_NAMES}
 CP_KINDS = {"ring": "ring", "all_gather": "all-gather", "ulysses": "ulysses"}
-# fsdp_transpose: FSDP over a second mesh axis (the batch and the weights sharded over both;
-# configs/base.yml's logical_axis_rules put it beside fsdp), read as part of the fsdp axis
-READ = (*BASE, "num_slices", *CUSTOM, "ici_fsdp_transpose_parallelism",
-        "ici_tensor_sequence_parallelism",
+# ICI axes read as the axis whose rules they share (``_mesh``; configs/base.yml's
+# logical_axis_rules): FSDP's second axis, TP's second, and USP's Ulysses share of the sequence
+JOINED = {
+    "fsdp_transpose": ("fsdp", "charged as one FSDP axis with ici_fsdp"),
+    "tensor_sequence": ("tensor", "charged as one TP axis with ici_tensor"),
+    "context_usp_ulysses": ("context", "USP's Ulysses share, charged as Ulysses CP"),
+}
+READ = (*BASE, "num_slices", *CUSTOM, *(f"ici_{axis}_parallelism" for axis in JOINED),
         *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
-# other axes (USP's Ulysses share, the inference axes, DiLoCo, the legacy sequence axis no rule
-# names) and offloading: not priced, so refused unless at base.yml's value
+# the axes no training step of ours runs on, and why (base.yml's mesh_axes and logical_axis_rules)
+NOT_TRAINING = {
+    "autoregressive": "an inference axis: the rules shard the weights' heads and MLP over it but no"
+    " training activation's batch, so its chips would repeat one another's work",
+    "context_autoregressive": "an inference axis (the KV cache's length): the rules shard no"
+    " training activation over it, so its chips would repeat one another's work",
+    "diloco": "DiLoCo's replicas train apart and meet every few hundred steps, not in one"
+    " synchronous step as the model prices",
+    "sequence": "the legacy sequence axis, which base.yml's mesh_axes no longer hold",
+}
+# the DCN axes beside their ICI twins, and the axes above: refused unless at base.yml's 1
 UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
-            for axis in ("fsdp_transpose", "sequence", "tensor_sequence", "autoregressive",
-                         "context_usp_ulysses", "context_autoregressive", "diloco")
-            if f"{tier}_{axis}" not in ("ici_fsdp_transpose", "ici_tensor_sequence")}  # fmt: skip
+            for axis in (*JOINED, *NOT_TRAINING) if (tier, axis) not in
+            {("ici", joined) for joined in JOINED}}  # fmt: skip
 APPROXIMATED: dict = {}
 
 
@@ -102,6 +114,15 @@ def _numbers(got: dict) -> dict:
         if not number or (whole and not float(given).is_integer()):
             raise refuse(key, "a whole number" if whole else "a number", given)
     return got
+
+
+def _training_axes(table: dict) -> dict:
+    """The keys, an axis no training step of ours runs on (``NOT_TRAINING``) refused with why."""
+    for axis, why in NOT_TRAINING.items():
+        for key in (f"ici_{axis}_parallelism", f"dcn_{axis}_parallelism"):
+            if key in table and _numbers({key: table[key]})[key] != 1:
+                raise refuse(key, f"1: {why}", table[key])
+    return table
 
 
 def _remat(value: dict, notes: list) -> str:
@@ -186,7 +207,8 @@ def read(
        src/maxtext/utils/max_utils.py`` (``fill_unspecified_mesh_axes``: one axis of -1 filled
        with what the others leave).
     """
-    got, ignored, notes = checked_keys(NAME, overrides(text, folder), READ, UNPRICED, APPROXIMATED)
+    table = _training_axes(overrides(text, folder))
+    got, ignored, notes = checked_keys(NAME, table, READ, UNPRICED, APPROXIMATED)
     value = {**BASE, **_numbers(got)}
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
@@ -208,7 +230,7 @@ def read(
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
         fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
-        cp_kind=CP_KINDS.get(value["context_parallel_strategy"], "all-gather"),
+        cp_kind=_cp_kind(value["context_parallel_strategy"], got),
         **_dtypes(value["weight_dtype"], value["mu_dtype"]),
     )  # fmt: skip
     model = model or _model(value)
@@ -235,16 +257,15 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
     # fsdp_transpose shards as fsdp does, tensor_sequence as tensor (base.yml's
-    # logical_axis_rules: the heads, the MLP and the vocabulary over tensor and tensor_sequence)
-    for axis in ("fsdp_transpose", "tensor_sequence"):
+    # logical_axis_rules: the heads, the MLP and the vocabulary over tensor and tensor_sequence),
+    # USP's Ulysses share the sequence as context does (``_usp``)
+    for axis in JOINED:
         ici[axis] = int(value.get(f"ici_{axis}_parallelism", 1))
     _filled(ici, "fsdp", chips // slices, "ici")
-    for joined, axis, kind in (
-        ("fsdp", "fsdp_transpose", "FSDP"),
-        ("tensor", "tensor_sequence", "TP"),
-    ):
+    _usp(ici, value["context_parallel_strategy"])
+    for axis, (joined, how) in JOINED.items():
         if ici[axis] > 1:
-            notes.append(f"ici_{joined} x ici_{axis}: charged as one {kind} axis over both")
+            notes.append(f"ici_{axis}_parallelism {ici[axis]}: {how}")
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
         return ici, dcn["data"]
@@ -253,6 +274,38 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     if dcn["fsdp"] > 1:
         notes.append("dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes")
     return ici, 1
+
+
+def _usp(ici: dict, strategy: str) -> None:
+    """USP's axes checked: its Ulysses share only under ``context_parallel_strategy: usp``, as
+    MaxText validates (``configs/types.py``), and alone or beside a ring of one. The model prices
+    a ring or Ulysses, not the two nested."""
+    ulysses = ici["context_usp_ulysses"]
+    if ulysses > 1 and strategy != "usp":
+        raise refuse(
+            "ici_context_usp_ulysses_parallelism",
+            "1 unless context_parallel_strategy is 'usp'",
+            ulysses,
+        )
+    if ulysses > 1 and ici["context"] > 1:
+        raise refuse(
+            "ici_context_usp_ulysses_parallelism",
+            f"1 beside ici_context_parallelism {ici['context']} (USP's ring and Ulysses nested"
+            " are not priced; either alone is)",
+            ulysses,
+        )
+
+
+def _cp_kind(strategy: str, got: dict) -> str:
+    """Context parallelism's kind: MaxText's strategy by our name; USP as the share it runs
+    (Ulysses over its own axis, else its ring over context's)."""
+    if strategy == "usp":
+        return "ulysses" if int(got.get("ici_context_usp_ulysses_parallelism", 1)) > 1 else "ring"
+    if strategy not in CP_KINDS:
+        raise refuse(
+            "context_parallel_strategy", "'all_gather', 'ring', 'ulysses' or 'usp'", strategy
+        )
+    return CP_KINDS[strategy]
 
 
 def _filled(axes: dict, name: str, total: int, tier: str) -> int:
