@@ -27,6 +27,7 @@ import numpy as np
 from microbenchmarks import (
     CHIPS,
     LINK,
+    NVLS_CHIPS,
     attention_predicted,
     attention_rows,
     collective_predicted,
@@ -123,15 +124,21 @@ def fit_collectives(chip: str, physics: ChipPhysics) -> ChipPhysics:
             changes[LINK[tier]] = _dcn_share(mine, chip, physics)
             continue
         field = "latency_nic" if tier == "nic" else "latency"
+        # NVLS's share where some all-reduce ran (or may have run) through the switch
+        nvls = any(c.algorithm != "ring" for c in mine)
 
-        def residual(x, mine=mine, measured=measured, field=field, link=LINK[tier]):
-            p = dataclasses.replace(physics, **{link: x[0], field: 10 ** x[1]})
+        def residual(x, mine=mine, measured=measured, field=field, link=LINK[tier], nvls=nvls):
+            shares = {link: x[0], field: 10 ** x[1]} | ({"link_nvls": x[2]} if nvls else {})
+            p = dataclasses.replace(physics, **shares)
             return np.array([collective_predicted(c, chip, p) for c in mine]) / measured - 1
 
         # a ring's step takes at least a microsecond: a hop and a synchronisation
-        share, log_latency = _fit(residual, [0.8, -5.5], [0.05, -6.0], [1.5, -2.0])
-        changes[LINK[tier]] = share
-        changes[field] = 10**log_latency
+        x0, lo, hi = [0.8, -5.5, 0.6][: 2 + nvls], [0.05, -6.0, 0.05][: 2 + nvls], [1.5, -2.0, 1.5]
+        fitted = _fit(residual, x0, lo, hi[: 2 + nvls])
+        changes[LINK[tier]] = fitted[0]
+        changes[field] = 10 ** fitted[1]
+        if nvls:
+            changes["link_nvls"] = fitted[2]
     return dataclasses.replace(physics, **changes)
 
 
@@ -151,6 +158,7 @@ GROUPS = {
     "attention": ("attention_max", "attention_half", "attention_head_half", "attention_backward"),
     "HBM": ("hbm_efficiency",),
     "NVLink": ("link_nvlink",),
+    "NVLS": ("link_nvls",),
     "NIC": ("link_nic",),
     "ICI": ("link_ici",),
     "DCN": ("link_dcn",),
@@ -159,7 +167,7 @@ GROUPS = {
     "speed spread": ("speed_spread",),
 }
 DTYPE = {"GEMM": "bf16", "GEMM fp8": "fp8"}
-GPU_ONLY, TPU_ONLY = ("NVLink", "NIC", "NIC latency"), ("ICI", "DCN")  # the tiers a chip has
+GPU_ONLY, TPU_ONLY = ("NVLink", "NVLS", "NIC", "NIC latency"), ("ICI", "DCN")  # its tiers
 # A chip whose own die was measured under another preset's name runs that kernel alike.
 SAME_DIE = {"H200": "H100", "GB200": "B200"}
 SAME_DIE_GROUPS = ("GEMM", "GEMM fp8", "attention")  # the kernels: the die's, not the board's
@@ -176,13 +184,17 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
         physics = dataclasses.replace(physics, hbm_efficiency=float(np.median(shares)))
     if speed_rows(chip):
         physics = dataclasses.replace(physics, speed_spread=speed_spread(speed_rows(chip)))
-    tiers = {c.tier for c in collective_rows(chip)}
+    physics = fit_collectives(chip, physics)
+    rows = collective_rows(chip)
+    tiers = {c.tier for c in rows}
     measured = {
         "GEMM": placed,
         "GEMM fp8": placed_fp8,
         "attention": len(attention_rows(chip)) >= 4,
         "HBM": bool(shares),
-        "NVLink": "nvlink" in tiers,
+        # the ring's share only from rows a ring ran (where NVLS won them all, it is unseen)
+        "NVLink": any(c.tier == "nvlink" and _ring_ran(c, chip, physics) for c in rows),
+        "NVLS": any(c.algorithm != "ring" for c in rows),
         "NIC": "nic" in tiers,
         "ICI": "ici" in tiers,
         "DCN": "dcn" in tiers,
@@ -190,7 +202,15 @@ def fit_chip(chip: str) -> tuple[ChipPhysics, set[str]]:
         "NIC latency": "nic" in tiers,
         "speed spread": bool(speed_rows(chip)),
     }
-    return fit_collectives(chip, physics), {group for group, seen in measured.items() if seen}
+    return physics, {group for group, seen in measured.items() if seen}
+
+
+def _ring_ran(c, chip: str, physics: ChipPhysics) -> bool:
+    """Whether a ring ran the row: so it says, or NCCL's choice and the ring the faster."""
+    if c.algorithm != "default":
+        return c.algorithm == "ring"
+    ring = collective_predicted(dataclasses.replace(c, algorithm="ring"), chip, physics)
+    return ring <= collective_predicted(c, chip, physics)
 
 
 def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
@@ -206,6 +226,8 @@ def fill_gaps(fitted: dict) -> dict[str, tuple[ChipPhysics, list[str]]]:
                 continue
             if group == "GEMM fp8" and not CHIPS[name].flops_fp8:
                 continue  # no fp8 matmuls
+            if group == "NVLS" and name not in NVLS_CHIPS:
+                continue  # its switch does not reduce: its all-reduces are rings
             twin = SAME_DIE.get(name)
             kin = [n for n, (p, seen) in fitted.items()
                    if group in seen and CHIPS[n].is_gpu is CHIPS[name].is_gpu]  # fmt: skip

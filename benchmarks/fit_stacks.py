@@ -84,7 +84,8 @@ def free_fields(runs) -> tuple[str, ...]:
         "kappa": True,
         "kappa_scores": any(not profile_for(c.chip, r.stack).flash_attention
                             for c, r in zip(clusters, runs)),
-        "o_tp": any(lay.y > 1 and not _governs(r, "tp") for lay, r in zip(layouts, runs)),
+        "o_tp": any(lay.y > 1 and not _governs(r, "tp") and not _governs(r, "tp_forward")
+                    for lay, r in zip(layouts, runs)),
         "o_dp": any(lay.x > 1 and not _governs(r, "grad_reduce") for lay, r in zip(layouts, runs)),
         "o_dcn": any(c.pods > 1 for c in clusters),
         "layer_overhead": True,

@@ -163,6 +163,12 @@ TRAINING_SIZES = 2**20  # bytes: a step's collectives move a layer's weights, gr
 OTHER_NETWORKS = ("p4dn", "partitions")
 
 
+# The chips whose NVSwitch reduces in the network (NVLink SHARP, "NVLS"): the third generation of
+# NVSwitch (Hopper) on. NCCL runs an all-reduce inside such a node as a ring or through the
+# switch, whichever it finds faster (the rows' notes: "NCCL default algo (NVLS where selected)").
+NVLS_CHIPS = ("H100", "H100 96GB", "H200", "H800", "B200", "GB200", "GB300")
+
+
 @dataclass(frozen=True)
 class Collective:
     row: dict
@@ -172,6 +178,21 @@ class Collective:
     per_node: int  # ranks of the group in one node
     nbytes: float
     seconds: float
+    # how NCCL ran an all-reduce inside an NVLS node: "ring" (NVLS off, or said to be a ring),
+    # "nvls" (said to be NVLS), "default" (NCCL's choice: the faster); "ring" everywhere else
+    algorithm: str = "ring"
+
+
+def algorithm(chip: str, r: dict) -> str:
+    """How a row's all-reduce ran, from its own words (``Collective.algorithm``)."""
+    if chip not in NVLS_CHIPS or r["tier"] != "nvlink" or r["op"] != "all-reduce":
+        return "ring"
+    said = f"{r['system']} {r['how']}"
+    if any(word in said for word in ("NVLS_ENABLE=0", "SHARP disabled", "(ring)", "Ring")):
+        return "ring"
+    if "with NVLS" in said:
+        return "nvls"
+    return "default"
 
 
 def collective_rows(chip: str) -> list[Collective]:
@@ -201,7 +222,8 @@ def collective_rows(chip: str) -> list[Collective]:
         per_node = min(ranks, CHIPS[chip].node_size or ranks, max(1, ranks // nodes))
         if r["tier"] == "nic" and CHIPS[chip].node_size >= ranks // max(nodes, 1) * 4:
             per_node = min(ranks, CHIPS[chip].node_size)  # trays of one NVLink domain
-        out.append(Collective(r, r["tier"], r["op"], ranks, per_node, nbytes, seconds))
+        out.append(Collective(r, r["tier"], r["op"], ranks, per_node, nbytes, seconds,
+                              algorithm(chip, r)))  # fmt: skip
     return out
 
 
@@ -226,16 +248,11 @@ def collective_predicted(c: Collective, chip_name: str, physics: ChipPhysics) ->
     latency = physics.latency_nic if c.tier == "nic" else physics.latency
     if c.kind == "send/recv":
         return c.nbytes / (tier_bandwidth(chip_name, c) * efficiency) + latency
-    return float(
-        collective_time(
-            nbytes=c.nbytes,
-            group=c.ranks,
-            bandwidth=tier_bandwidth(chip_name, c),
-            efficiency=efficiency,
-            latency=latency,
-            kind=c.kind,
-        )
-    )
+    ring = dict(bandwidth=tier_bandwidth(chip_name, c), efficiency=efficiency, latency=latency)
+    if c.algorithm == "nvls":  # through the switch alone: out once, back once, the ring's latency
+        return c.nbytes / (ring["bandwidth"] * physics.link_nvls) + 2 * (c.ranks - 1) * latency
+    nvls = physics.link_nvls if c.algorithm == "default" else 0.0
+    return float(collective_time(nbytes=c.nbytes, group=c.ranks, kind=c.kind, nvls=nvls, **ring))
 
 
 def mean_abs_error(pairs) -> float:

@@ -33,7 +33,8 @@ from .values import Cluster, Layout, Options, Workload
 
 OVERLAPS = ("o_tp", "o_dp", "o_dcn")  # towards 1
 FIXED = ("layer_overhead", "step_overhead")  # towards 0
-RATES = ("kernel_share", "hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")
+RATES = ("kernel_share", "hbm_efficiency", "link_ici", "link_nvlink", "link_nvls", "link_nic",
+         "link_dcn")  # fmt: skip
 COSTS = ("latency", "latency_nic", "layer_overhead", "step_overhead")  # slower: x 1/k
 CURVES_UP = ("e_max", "attention_max", "attention_backward")  # past the stack: towards 1
 CURVES_DOWN = (
@@ -46,7 +47,8 @@ CURVES_DOWN = (
     "kappa_scores",
     "speed_spread",
 )
-FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nic", "link_dcn")  # towards inf
+# towards inf
+FREE_LINKS = ("hbm_efficiency", "link_ici", "link_nvlink", "link_nvls", "link_nic", "link_dcn")
 WORDS = (  # names
     "selective", "gradients", "gathered", "measures", "chip", "calibration", "overlaps", "hidden",
 )  # fmt: skip

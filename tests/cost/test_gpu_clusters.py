@@ -139,3 +139,38 @@ def test_cli_takes_chips_for_a_gpu_cluster(capsys):
         "--chips must be a count the fewest nodes of 8 hold evenly, such as 96 or 104; got 100"
         in capsys.readouterr().err
     )
+
+
+def test_an_all_reduce_inside_an_nvswitch_node_runs_through_the_switch_where_that_is_faster():
+    # NVLS sends the array once and receives the sum once; a ring moves 2(n - 1)/n of it. On 8
+    # H200s nccl-tests measured 482 GB/s of bus bandwidth with NVLS against 365 as a ring (the
+    # rows of benchmarks/data/collectives.csv); the A100's NVSwitch has no NVLS.
+    from scaling_widgets.cost.step.collectives import collective_time
+    from scaling_widgets.cost.step.physics import PHYSICS
+
+    def bus_bandwidth(chip, nvls):
+        p, nbytes, n = PHYSICS[chip], 8 * 2**30, 8
+        seconds = collective_time(nbytes=nbytes, group=n, bandwidth=HARDWARE[chip].ici_bw,
+                                  efficiency=p.link_nvlink, latency=p.latency,
+                                  nvls=p.link_nvls if nvls else 0.0)  # fmt: skip
+        return float(nbytes / seconds * 2 * (n - 1) / n / 1e9)
+
+    assert bus_bandwidth("h200", nvls=True) == pytest.approx(482, rel=0.1)
+    assert bus_bandwidth("h200", nvls=False) == pytest.approx(365, rel=0.1)
+    assert PHYSICS["a100"].link_nvls == 0 and PHYSICS["v100"].link_nvls == 0
+
+
+def test_tp_without_sequence_parallelism_all_reduces_through_the_switch_with_it_rings():
+    # The same bytes either way: two all-reduces a pass, or an all-gather and a reduce-scatter
+    # for each (sequence parallelism), which NCCL runs as rings. On H100 the all-reduces go
+    # through the switch and take less; on A100, whose switch cannot reduce, the same. (Megatron-LM
+    # runs TP either way; torchtitan's always shards the sequence.)
+    def tp_time(chip, sp):
+        e = estimate(model=L70, chip=HARDWARE[chip], batch=2**20, seq_len=4096, slice_shape=(1, 8),
+                     strategy="tp", sequence_parallel=sp, microbatches=1,
+                     stack="megatron-lm")  # fmt: skip
+        assert bool(e.layout.sequence_parallel) is sp
+        return float(e.step_breakdown["tp_exposed"])
+
+    assert tp_time("h100", sp=False) < 0.85 * tp_time("h100", sp=True)
+    assert tp_time("a100", sp=False) == pytest.approx(tp_time("a100", sp=True), rel=1e-9)

@@ -4,6 +4,7 @@ whether it holds what it says on runs it was not built from."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from scaling_widgets.cost.step.interval import (
     spread_of,
 )
 
-ROWS = json.loads(RESIDUALS.read_text())["runs"]
+ROWS = json.loads(Path(RESIDUALS).read_text(encoding="utf-8"))["runs"]
 H100 = dict(model="llama-3-70b", hardware="h100", chips=512, batch=4 * 2**20, seq_len=8192)
 
 

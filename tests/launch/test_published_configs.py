@@ -8,7 +8,7 @@ import pytest
 from scaling_widgets import fields
 from scaling_widgets.cost import Model, evaluate
 from scaling_widgets.cost.ground.refusals import InputError
-from scaling_widgets.launch import read_config
+from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.presets import HARDWARE
 
 CONFIGS = Path(__file__).parent.parent / "data" / "configs"
@@ -66,8 +66,9 @@ def test_what_each_file_sets_beside_the_layout():
     got, file, e = read("torchtitan_llama3_405b.toml", "h100", 128)
     assert got["matmul_dtype"] == "fp8" and got["torch_compile"] and got["stack"] == "fsdp2"
     assert got["tokens"] == 3000 * 32 * 8192  # training.steps x the global batch
-    # async TP and fp8 all-gathers are read as their nearest, and said so
-    assert any("enable_async_tensor_parallel" in note for note in file.notes)
+    # async TP is the stack's feature (stacks/fsdp2.py); fp8 all-gathers read as their nearest
+    assert got["features"] == "async_tp" and e.options.features == "async_tp"
+    assert any("enable_fsdp_float8_all_gather" in note for note in file.notes)
     assert "job.description" in file.ignored and "optimizer.lr" in file.ignored
     got, file, e = read("megatron_llama3_8b_h100_fp8.sh", "h100")
     assert got["matmul_dtype"] == "fp8" and got["stack"] == "megatron-lm"
@@ -283,3 +284,21 @@ def test_maxtexts_axes_no_training_step_runs_on_are_refused_with_why(key, why):
     with pytest.raises(InputError, match=f"^{key} must be 1: {why}.*; got 4$"):
         read_config(_maxtext_line(f"ici_fsdp_parallelism=16 {key}=4"), chip=HARDWARE["tpu-v5p"],
                     chips=64, framework="maxtext")  # fmt: skip
+
+
+def test_torchtitans_async_tp_is_its_feature_read_written_and_refused_uncompiled(tmp_path):
+    # parallelism.enable_async_tensor_parallel: the TP collectives under the matmuls they feed
+    # (stacks/fsdp2.py); torchtitan runs it only with the model compiled (maybe_enable_async_tp)
+    toml = (CONFIGS / "torchtitan_llama3_405b.toml").read_text(encoding="utf-8")
+    _, _, e = read("torchtitan_llama3_405b.toml", "h100", 128)
+    text = write_config("torchtitan", e)
+    assert "enable_async_tensor_parallel = true" in text and "features" not in text
+    off = tmp_path / "off.toml"
+    off.write_text(toml.replace("enable_async_tensor_parallel = true",
+                                "enable_async_tensor_parallel = false"))  # fmt: skip
+    assert read_config(str(off), chip=HARDWARE["h100"], chips=128)[0]["features"] == "none"
+    eager = tmp_path / "eager.toml"
+    eager.write_text(toml.replace("[compile]\nenable=true", "[compile]\nenable=false"))
+    refusal = "^parallelism.enable_async_tensor_parallel must be false unless compile.enable"
+    with pytest.raises(InputError, match=refusal):
+        read_config(str(eager), chip=HARDWARE["h100"], chips=128)

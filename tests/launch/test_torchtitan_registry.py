@@ -33,7 +33,7 @@ def test_the_405b_config_reads_its_fp8_compile_and_async_tp():
     assert (fields["y"], fields["seq_len"], fields["remat"]) == (8, 8192, "full")
     assert fields["batch"] == 2 * 8192 * 16  # 2 sequences a data rank, 16 data ranks
     assert fields["matmul_dtype"] == "fp8" and fields["torch_compile"]
-    assert any("enable_async_tensor_parallel" in note for note in file.notes)
+    assert fields["features"] == "async_tp"  # its TP collectives under the matmuls they feed
 
 
 def test_a_config_built_from_another_takes_its_changes():

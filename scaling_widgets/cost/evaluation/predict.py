@@ -114,7 +114,9 @@ def predict(
     D, L = model.d_model, model.layers
     b = e.batch / (X * P * m)  # tokens of one microbatch on one data replica
     layer_matmul, head_matmul, backward_last = _matmuls(e, profile, b, rerun)
-    layer_memory, layer_tp, layer_fixed = _layer_rest(e, profile, b, layer_matmul, rerun)
+    layer_memory, layer_tp, layer_fixed = _layer_rest(
+        e, profile, b, (layer_matmul, backward_last), rerun
+    )
     head_memory = _loss_traffic(e, profile, b) / (chip.hbm_bw * profile.hbm_efficiency)
     layer = layer_matmul + layer_memory + layer_tp + layer_fixed
     l, with_head = _busiest_stage(e, layer, head_matmul + head_memory)  # noqa: E741 - its layers
@@ -125,12 +127,10 @@ def predict(
     # feature does (Megatron-LM's overlap_p2p_comm, MODEL.md §F.2): a few MB under a layer's pass
     stage_to_stage = stage_to_stage * (1 - hidden_share(profile, "p2p", 0.0) * (v > 1))
     head = head_matmul + head_memory  # the output layer and the loss, on the last stage
-    t_mb = l * (layer_matmul + layer_memory + layer_tp + layer_fixed) + head + stage_to_stage
+    t_mb = l * layer + head + stage_to_stage
     # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
     elsewhere = routed_params(model) * (1 - 1 / ep_of_data(layout.ep, Y, layout.etp))
-    psi_layer = (
-        e.params.mlp - elsewhere + e.params.attention
-    ) / L  # the weights a chip's layer holds: FSDP's
+    psi_layer = (e.params.mlp - elsewhere + e.params.attention) / L  # a chip's layer's: FSDP's
     data = data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
     all_to_all = all_to_alls(e, profile, l, rerun.mlp)
     exchange = context_exchange(e, profile, l, rerun.dense)
@@ -163,9 +163,8 @@ def predict(
         * m
         * (l * layer_matmul + head_matmul),
     }
-    # Every term in the shape of all of them: a knob given as a list of one name still makes an
-    # array.
-    # and, beside the terms, what the schedule's pairs hid (MODEL.md §B.6)
+    # beside the terms, what the schedule's pairs hid (MODEL.md §B.6); every term in the shape of
+    # all of them: a knob given as a list of one name still makes an array
     terms |= {"ep_hidden": m * hidden[0], "cp_hidden": m * hidden[1]}
     shape = np.broadcast_shapes(np.shape(e.step_time), *(np.shape(t) for t in terms.values()))
     return {k: np.broadcast_to(np.asarray(t, dtype=float), shape) for k, t in terms.items()}
@@ -185,12 +184,13 @@ def _busiest_stage(e, layer, head) -> tuple:
     return np.where(with_head, last, other), with_head
 
 
-def _layer_rest(e, profile, b, matmul, rerun) -> tuple:
+def _layer_rest(e, profile, b, matmuls, rerun) -> tuple:
     """A layer's passes on a microbatch of ``b`` tokens beside its matmuls [s]: its memory-bound
-    work, its exposed TP traffic (against its ``matmul`` time) and its fixed costs."""
+    work, its exposed TP traffic (against its ``matmuls``: all of them, and the backward's) and
+    its fixed costs."""
     hbm = e.chip.hbm_bw * profile.hbm_efficiency
     memory = _layer_traffic(e, profile, b, rerun) / hbm
-    tp = tp_exposed(e, profile, b, rerun, matmul)
+    tp = tp_exposed(e, profile, b, rerun, *matmuls)
     fixed = profile.layer_overhead * (2 + rerun.whole)  # forward, backward, recompute
     return memory, tp, fixed
 

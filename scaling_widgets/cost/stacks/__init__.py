@@ -54,10 +54,12 @@ class Behaviour:
 
 # What a stack's feature may hide (MODEL.md §F.2), each under all of one compute, so that only
 # what exceeds it is exposed (and at least one chunk where the traffic is chunked): TP's
-# collectives under the matmuls they feed; the data-parallel gradient reduction under the last
-# backward pass; the distributed optimizer's weight all-gather under the first forward pass; an
-# interleaved pipeline's sends between stages under the other virtual stages' work.
-HIDES = ("tp", "grad_reduce", "param_gather", "p2p")
+# collectives under the matmuls they feed ("tp"), or those of the forward passes alone
+# ("tp_forward": the backward's run after its matmuls); the data-parallel gradient reduction
+# under the last backward pass; the distributed optimizer's weight all-gather under the first
+# forward pass; an interleaved pipeline's sends between stages under the other virtual stages'
+# work.
+HIDES = ("tp", "tp_forward", "grad_reduce", "param_gather", "p2p")
 
 
 @dataclass(frozen=True)

@@ -40,17 +40,17 @@ MEMORY = dict(
     eager_glu=True,
     measures="allocated",
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on one run on A100 (BLOOM-176B,
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-07) on one run on A100 (BLOOM-176B,
 # Megatron-DeepSpeed): one run moves little from the typical stack. Nothing on a bound.
 BEHAVIOUR = dict(
-    kernel_share=0.7769,
-    kappa=12.61,
-    kappa_scores=8.208,
-    o_tp=0.06596,
-    o_dp=0.9056,
-    o_dcn=0.4811,
-    layer_overhead=2.265e-07,
-    step_overhead=0.1263,
+    kernel_share=0.7797,
+    kappa=16.25,
+    kappa_scores=10.13,
+    o_tp=0.1991,
+    o_dp=0.7535,
+    o_dcn=0.4776,
+    layer_overhead=3.852e-07,
+    step_overhead=0.126,
 )
 # Its activation checkpointing recomputes each layer whole (Megatron-DeepSpeed's
 # --checkpoint-activations, --checkpoint-num-layers N: one input kept for N layers)

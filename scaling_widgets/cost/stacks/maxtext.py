@@ -43,19 +43,19 @@ MEMORY = dict(
     allocator=1.0,
     measures="allocated",
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on 29 runs on TPU v5e, v5p, v6e and H100
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-07) on 29 runs on TPU v5e, v5p, v6e and H100
 # (MaxText's READMEs, tpu-recipes). Nothing on a bound. o_dcn = 0.50: the reduction across slices
 # hides under half of the backward pass, so the rise of 2-11 % the v5e slices measured comes out
 # flatter, though in the measured order.
 BEHAVIOUR = dict(
     kernel_share=0.9071,
-    kappa=64.79,
-    kappa_scores=8.208,
-    o_tp=0.0936,
-    o_dp=0.9056,
+    kappa=64.93,
+    kappa_scores=10.13,
+    o_tp=0.09377,
+    o_dp=0.7534,
     o_dcn=0.4976,
-    layer_overhead=2.536e-07,
-    step_overhead=0.08121,
+    layer_overhead=4.199e-07,
+    step_overhead=0.08028,
 )
 # The checkpoint names its layers give their tensors (checkpoint_name: layers/attentions.py L1323-
 # 1366, attention_mla.py, linears.py L602-624, moe.py, the decoders' "decoder_layer_input"), as the

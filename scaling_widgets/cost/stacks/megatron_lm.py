@@ -87,19 +87,19 @@ MEMORY = dict(
     measures="allocated",
     fp8_inputs_kept=True,
 )
-# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-06) on 27 runs: 6 on B200 (SimuMax's measured
+# Fitted by ``benchmarks/fit_stacks.py`` (2026-12-07) on 27 runs: 6 on B200 (SimuMax's measured
 # Megatron-LM runs on one node, every overlap off) and 21 on H100 (the Megatron-LM README's
 # weak-scaling table and NeMo 24.07, the overlaps on), drawn towards the typical stack. Nothing on
 # a bound. o_tp and o_dp are not fitted: its FEATURES decide what hides (MODEL.md §F.2).
 BEHAVIOUR = dict(
-    kernel_share=0.8084,
-    kappa=7.535,
-    kappa_scores=8.208,
-    o_tp=0.06596,
-    o_dp=0.9056,
-    o_dcn=0.4811,
-    layer_overhead=0.0001391,
-    step_overhead=0.09187,
+    kernel_share=0.8083,
+    kappa=9.056,
+    kappa_scores=10.13,
+    o_tp=0.1991,
+    o_dp=0.7534,
+    o_dcn=0.4776,
+    layer_overhead=0.0001309,
+    step_overhead=0.08954,
 )
 # --recompute-modules (default core_attn): what recomputing each stops keeping of a layer's
 # tensors (transformer/recompute.py), and which forward work it runs again

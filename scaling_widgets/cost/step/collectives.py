@@ -19,13 +19,16 @@ def collective_time(
     latency: float | np.ndarray,
     kind: str = "all-reduce",
     axes: ArrayLike = 1,
+    nvls: ArrayLike = 0.0,
 ) -> np.ndarray:
     """A collective over ``group`` chips [s]: an all-reduce moves 2·(n − 1)/n of the array, an
     all-gather or reduce-scatter (n − 1)/n, at the ring's bandwidth, in 2·(n − 1) or n − 1 steps
     of ``latency`` each (nccl-tests' times on 8 to 1,440 GPUs fit a ring's steps of a few
     microseconds, where a tree's log2(n) could not fit 2 racks and 20 at once, MODEL.md §F.1);
     a group over ``axes`` axes of a TPU torus runs a ring along each, a·(n^(1/a) − 1) steps;
-    nothing when the group is one chip.
+    nothing when the group is one chip. Where the switch reduces in the network (``nvls`` above
+    0), an all-reduce may instead send the array once and receive the sum once, V/(W·e_nvls)
+    after the ring's latencies, and NCCL runs the faster of the two (MODEL.md §F.1).
 
     Parameters
     ----------
@@ -43,6 +46,9 @@ def collective_time(
         "all-reduce", or any other name for an all-gather or a reduce-scatter.
     axes : int or array_like, default 1
         a, the torus axes the group spans (1 on GPUs: one ring over all of them).
+    nvls : float or array_like, default 0
+        e_nvls, the share of W an all-reduce through the switch reaches (``nvls_share``); 0:
+        the switch has none, or the group leaves it.
 
     Returns
     -------
@@ -63,7 +69,13 @@ def collective_time(
     per_byte, per_round = ring_costs(
         group=group, bandwidth=bandwidth, efficiency=efficiency, latency=latency, axes=axes
     )
-    return rounds * (nbytes * per_byte + per_round)
+    ring = rounds * (nbytes * per_byte + per_round)
+    if kind != "all-reduce" or not np.any(nvls):
+        return ring
+    # through the switch: the array out once and the sum back once, after as many steps' latency
+    rate = np.asarray(bandwidth, dtype=float) * np.where(np.asarray(nvls) > 0, nvls, 1.0)
+    through_switch = np.where(np.asarray(nvls) > 0, nbytes / rate + rounds * per_round, np.inf)
+    return np.where(np.asarray(group) > 1, np.minimum(ring, through_switch), ring)
 
 
 def ring_costs(
@@ -180,6 +192,29 @@ def crosses_nodes(chip: Chip, *inner_groups: ArrayLike) -> np.bool_ | np.ndarray
         np.prod(np.broadcast_arrays(*(np.asarray(g) for g in inner_groups)), axis=0)
         > chip.node_size
     )
+
+
+def nvls_share(chip: Chip, profile: Profile, crosses: ArrayLike = False) -> np.ndarray:
+    """The share of NVLink an all-reduce through the switch reaches (NVLS, MODEL.md §F.1): the
+    chip's where the group stays inside its NVLink domain, 0 where it leaves it or on a TPU.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: a TPU or a GPU.
+    profile : Profile
+        Its ``link_nvls`` (0 where the switch has no NVLS).
+    crosses : bool or array_like, default False
+        Whether the group leaves its NVLink node (``crosses_nodes``).
+
+    Returns
+    -------
+    share : np.ndarray
+        e_nvls, or 0.
+    """
+    if not chip.is_gpu:
+        return np.zeros(np.shape(crosses))
+    return np.where(crosses, 0.0, profile.link_nvls)
 
 
 def link_efficiency(

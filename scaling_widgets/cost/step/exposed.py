@@ -14,12 +14,13 @@ from .collectives import (
     crosses_nodes,
     group_bandwidth,
     link_efficiency,
+    nvls_share,
     ring_costs,
 )
 from .profiles import governs, hidden_share
 
 
-def tp_exposed(e, profile, b, rerun, layer_matmul):
+def tp_exposed(e, profile, b, rerun, layer_matmul, layer_backward):
     """One layer's TP collectives for a microbatch beyond what hides under its matmuls [s]: two
     all-reduces of b·D·2 bytes a pass, two more under full recompute (the attention's one more
     under the chapter's checkpoints); the MLP's only where its experts are TP-sharded
@@ -39,6 +40,9 @@ def tp_exposed(e, profile, b, rerun, layer_matmul):
     layer_matmul : float or array_like
         One layer's matmuls for the microbatch, recompute included: at most o_tp of it hides
         the collectives [s].
+    layer_backward : float or array_like
+        The backward pass's share of them: where a stack hides only the forward passes'
+        collectives ("tp_forward"), the rest hides them [s].
 
     Returns
     -------
@@ -54,6 +58,9 @@ def tp_exposed(e, profile, b, rerun, layer_matmul):
     chip, Y = e.chip, e.y
     per_pass = 1 + mlp_tp_share(e.model, folds_over_tp(e.layout.etp, Y))  # attention's, MLP's
     crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
+    # without sequence parallelism all-reduces, which NVLS may run; with it all-gathers and
+    # reduce-scatters of the same bytes, which NCCL runs as rings
+    sp = np.asarray(e.layout.sequence_parallel)
     one = collective_time(
         nbytes=2 * b * e.model.d_model,
         group=Y,
@@ -61,15 +68,21 @@ def tp_exposed(e, profile, b, rerun, layer_matmul):
         efficiency=link_efficiency(chip, profile, e.my, crosses),
         latency=np.where(crosses, profile.latency_nic, profile.latency),
         axes=1 if chip.is_gpu else e.my,
+        nvls=np.where(sp, 0.0, nvls_share(chip, profile, crosses)),
     )
     mlp = per_pass - 1
-    count = per_pass * 2 + rerun.dense + mlp * rerun.mlp
+    forward = per_pass + rerun.dense + mlp * rerun.mlp  # the forward's and the recompute's
     # a TP overlap feature runs with sequence parallelism alone (Megatron-LM refuses
     # --tp-comm-overlap without --sequence-parallel): without it, nothing hides
-    share = hidden_share(profile, "tp", profile.o_tp)
-    if governs(profile, "tp"):
-        share = np.where(np.asarray(e.layout.sequence_parallel), share, 0.0)
-    return np.maximum(0.0, one * count - share * layer_matmul)
+    governed = governs(profile, "tp") or governs(profile, "tp_forward")
+    share = np.where(sp, hidden_share(profile, "tp", 0.0), 0.0) if governed else profile.o_tp
+    exposed = np.maximum(0.0, one * (forward + per_pass) - share * layer_matmul)
+    if hidden_share(profile, "tp_forward", 0.0) == 0:
+        return exposed
+    # the forward passes' collectives under their own matmuls; the backward's after its matmuls,
+    # as PyTorch's async TP fuses them (its backward's reduce-scatters take sums of matmuls)
+    forward_exposed = np.maximum(0.0, one * forward - (layer_matmul - layer_backward))
+    return np.where(sp, np.minimum(exposed, forward_exposed + one * per_pass), exposed)
 
 
 def all_to_alls(e, profile, stage_layers, rerun_mlp):
@@ -282,7 +295,12 @@ def data_parallel(
     # a layer: at least one chunk sticks out, the first layer's gradients or the first layer's
     # weights, with no compute left to hide under (MODEL.md §C.2, §F.2).
     distributed = np.asarray(e.zero) >= 1
-    grads = over_x(shard, rounds=np.where(distributed, 1, 2))
+    # an all-reduce inside one NVLink domain may run through the switch (NVLS), if faster
+    all_reduce = collective_time(
+        nbytes=shard, group=X, bandwidth=W_x, efficiency=link_x, latency=latency,
+        axes=1 if chip.is_gpu else e.mx, nvls=nvls_share(chip, profile, x_crosses),
+    )  # fmt: skip
+    grads = np.where(distributed, over_x(shard), all_reduce)
     weights = np.where(distributed, over_x(shard / grad_bytes * 2), 0.0)
     under_backward = hidden_share(profile, "grad_reduce", profile.o_dp) * backward_last
     under_forward = hidden_share(profile, "param_gather", profile.o_dp) * backward_last / 2

@@ -13,7 +13,10 @@ measurements in ``benchmarks/data/`` (every row cited there) and tested against 
   dimension; the backward pass at ``attention_backward`` times that;
 - memory-bound kernels: a share of the HBM bandwidth;
 - collectives: the share of each tier's bandwidth a ring reaches (bus bandwidth over the link's),
-  and a latency per step of the ring, inside a node (or on ICI) and across nodes;
+  and a latency per step of the ring, inside a node (or on ICI) and across nodes; inside a node
+  whose NVSwitch reduces in the network (NVLink SHARP, "NVLS": third-generation NVSwitch, Hopper
+  on), an all-reduce sends each chip's array once and receives the sum once, at its own share of
+  NVLink, and NCCL runs whichever of the ring and NVLS is faster;
 - how much identical chips differ in speed: the spread of many chips' times on one kernel.
 """
 
@@ -42,6 +45,7 @@ class ChipPhysics:
     hbm_efficiency: float = 0.85  # share of the HBM bandwidth memory-bound kernels reach
     link_ici: float = 0.8  # share of a tier's bandwidth a ring reaches: TPU ICI
     link_nvlink: float = 0.8  # NVLink inside a node
+    link_nvls: float = 0.0  # an all-reduce through the NVSwitch's reduction (NVLS); 0: none
     link_nic: float = 0.8  # one NIC per GPU across nodes
     link_dcn: float = 0.8  # between TPU pods
     latency: float = 5e-6  # per step of a collective's ring inside a node or on ICI [s]
@@ -55,7 +59,7 @@ class ChipPhysics:
 DATASHEET = ChipPhysics()
 NAMES = tuple(f.name for f in fields(ChipPhysics))
 
-# chip id -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-02), fitted on the
+# chip id -> its curves, as ``benchmarks/fit_physics.py`` printed them (2026-12-07), fitted on the
 # rows of ``benchmarks/data/`` with the chip's name. What a chip's rows do not measure comes, in
 # order, from its own die measured under another name (the kernels: GEMM knees and attention, H200
 # the H100's, GB200 the B200's), else the median of the measured chips of its kind (g_half as a
@@ -70,7 +74,12 @@ NAMES = tuple(f.name for f in fields(ChipPhysics))
 # median. B200's fp8 knee is OpenXLA's sm_100 table (B200 or GB200, SKU not stated) like its bf16
 # one. Attention is FlashAttention-2's on A100 and H100, FlashAttention-4's on B200. The collectives
 # are fitted on messages of a megabyte and more (what a training step sends); the TPU v5e's ICI
-# latency ends on its bound of a microsecond (two rows, both bandwidth-bound).
+# latency ends on its bound of a microsecond (two rows, both bandwidth-bound). Inside a node, the
+# ring's share is fitted on the rows a ring ran (NVLS off, gathers, scatters, or NCCL's choice where
+# the ring was the faster) and NVLS's on the all-reduces that ran through the switch or may have
+# (NCCL's choice): H100 0.82 and 0.64, H200 0.81 and 0.59, B200 0.75 and 0.48 of NVLink. A ring
+# moves 2(n - 1)/n of the array, NVLS the array once, so NVLS wins the all-reduces of more GPUs.
+# GB200's rows are all NVLS: its ring is its kind's median. The A100's NVSwitch has no NVLS.
 PHYSICS: dict[str, ChipPhysics] = {
     "tpu-v4p": ChipPhysics(e_max=0.9066, g_half=3.004e+10, hbm_efficiency=0.8497, link_ici=0.9672,
                            link_dcn=0.3291, latency=4.797e-06),
@@ -86,24 +95,25 @@ PHYSICS: dict[str, ChipPhysics] = {
                         latency_nic=2.481e-06, speed_spread=0.02052),
     "h100": ChipPhysics(e_max=0.8112, g_half=4.677e+09, e_max_fp8=0.6454, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
-                        attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=1.094,
-                        link_nic=0.9615, latency=3.406e-05, latency_nic=1.941e-06,
-                        speed_spread=0.02052),
+                        attention_backward=0.8968, hbm_efficiency=0.7564, link_nvlink=0.8213,
+                        link_nvls=0.6378, link_nic=0.9615, latency=2.911e-05,
+                        latency_nic=1.941e-06, speed_spread=0.02052),
     "h200": ChipPhysics(e_max=0.8674, g_half=4.677e+09, e_max_fp8=0.8057, g_half_fp8=1.325e+10,
                         attention_max=0.388, attention_half=219.6, attention_head_half=11.2,
-                        attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.9657,
-                        link_nic=0.9138, latency=3.525e-06, latency_nic=2.503e-06,
-                        speed_spread=0.02052),
+                        attention_backward=0.8968, hbm_efficiency=0.6978, link_nvlink=0.8115,
+                        link_nvls=0.5911, link_nic=0.9138, latency=3.71e-06,
+                        latency_nic=2.503e-06, speed_spread=0.02052),
     "b200": ChipPhysics(e_max=0.6769, g_half=9.224e+09, e_max_fp8=0.7193, g_half_fp8=2.179e+10,
                         attention_max=0.8605, attention_half=600.7, attention_head_half=21.54,
-                        attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.8031,
-                        link_nic=0.9564, latency=5.214e-06, latency_nic=6.68e-06,
-                        speed_spread=0.02052),
+                        attention_backward=0.8967, hbm_efficiency=0.7387, link_nvlink=0.7547,
+                        link_nvls=0.4756, link_nic=0.9564, latency=5.377e-06,
+                        latency_nic=6.68e-06, speed_spread=0.02052),
     "gb200-nvl72": ChipPhysics(e_max=0.6378, g_half=1.025e+10, e_max_fp8=0.6322,
                                g_half_fp8=2.421e+10, attention_max=0.8605, attention_half=600.7,
                                attention_head_half=21.54, attention_backward=0.8967,
-                               hbm_efficiency=0.721, link_nvlink=0.9705, link_nic=0.8565,
-                               latency=4.299e-06, latency_nic=2.46e-06, speed_spread=0.02052),
+                               hbm_efficiency=0.721, link_nvlink=0.7905, link_nvls=0.4921,
+                               link_nic=0.8565, latency=4.299e-06, latency_nic=2.46e-06,
+                               speed_spread=0.02052),
 }  # fmt: skip
 # The H800 is the H100's die and HBM with its NVLink cut (presets.py): its kernels and the shares
 # of each link they reach are the H100's; its links' bandwidths are its own chip's.

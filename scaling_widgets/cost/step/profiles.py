@@ -52,6 +52,7 @@ class Profile:
     hbm_efficiency: float = DATASHEET.hbm_efficiency
     link_ici: float = DATASHEET.link_ici  # share of a tier's bandwidth a ring reaches
     link_nvlink: float = DATASHEET.link_nvlink
+    link_nvls: float = DATASHEET.link_nvls  # an all-reduce through the switch (NVLS); 0: none
     link_nic: float = DATASHEET.link_nic
     link_dcn: float = DATASHEET.link_dcn
     latency: float = DATASHEET.latency  # seconds per step of a collective's ring
@@ -266,9 +267,11 @@ def runs_on(profile: Profile, chip: Chip) -> bool:
     return profile.chip in ("", chip.id or chip.name, chip.name)
 
 
-# The options a profile made under them takes in (its stack's memory, its switches): once in the
-# profile, they are its own, and the options go back to None.
-TAKEN_IN = MappingProxyType({"stack": None, "flash_attention": None, "torch_compile": None})
+# The options a profile made under them takes in (its stack's memory, its switches, the features
+# it hides with): once in the profile, they are its own, and the options go back to None.
+TAKEN_IN = MappingProxyType(
+    {"stack": None, "flash_attention": None, "torch_compile": None, "features": None}
+)
 
 
 def with_stack(profile: Profile, stack: str | None) -> Profile:

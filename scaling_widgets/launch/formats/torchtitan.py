@@ -15,6 +15,8 @@ import pathlib
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
+from ...cost.stacks import feature_names
+from ...cost.stacks.fsdp2 import FEATURES
 from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
@@ -65,7 +67,7 @@ READ = (
     "parallelism.fsdp_reshard_after_forward", "parallelism.tensor_parallel_degree",
     "parallelism.pipeline_parallel_degree", "parallelism.pipeline_parallel_schedule",
     "parallelism.pipeline_parallel_microbatch_size",
-    "parallelism.pipeline_parallel_layers_per_stage",
+    "parallelism.pipeline_parallel_layers_per_stage", "parallelism.enable_async_tensor_parallel",
     "parallelism.pipeline_parallel_first_stage_less_layers",
     "parallelism.pipeline_parallel_last_stage_less_layers",
     "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
@@ -85,7 +87,6 @@ UNPRICED = {
 }
 # keys that change the cost a little, read as their nearest: said in the notes
 APPROXIMATED = {
-    "parallelism.enable_async_tensor_parallel": "TP charged as the stack overlaps it",
     "quantize.linear.float8.enable_fsdp_float8_all_gather": "FSDP gathers charged in bf16",
     "parallelism.context_parallel_rotate_method": "charged as a ring",
 }
@@ -229,6 +230,7 @@ def read(
         optimizer_impl=optimizer_impl,
         moment_dtype=moment_dtype,
         ends_as_layers=ends,
+        features=_features(got),
     )
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
@@ -379,6 +381,10 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         f"expert_parallel_degree = {d.ep}",
         f"expert_tensor_parallel_degree = {1 if d.etp == 1 and d.ep > 1 else d.tp}",
     ]
+    if d.features is not None:  # the overlaps as set; else the release's defaults, unwritten
+        on = feature_names(d.features)
+        lines += [f"{f.flag.removeprefix('parallelism.')} = {'true' if name in on else 'false'}"
+                  for name, f in FEATURES.items()]  # fmt: skip
     lines += _split_lines(d, layers, chosen, cannot)
     implementation = _implementation(d)
     cannot += _unsaid(d, implementation)
@@ -493,13 +499,32 @@ def _remat_lines(remat: str, cannot: list) -> list:
     return ['mode = "selective"', 'selective_ac_option = "op"']
 
 
+def _features(got: dict) -> str | None:
+    """Its overlaps as the keys set them (``stacks/fsdp2.py``'s FEATURES), "none" for none; None
+    where the file names none of their keys: the release's defaults. Async TP runs only with the
+    model compiled, as torchtitan checks (``maybe_enable_async_tp``)."""
+    if not any(f.flag in got for f in FEATURES.values()):
+        return None
+    compiled = got.get("compile.enable", False) and "model" in got.get("compile.components", BOTH)
+    if got.get("parallelism.enable_async_tensor_parallel") and not compiled:
+        raise refuse(
+            "parallelism.enable_async_tensor_parallel",
+            "false unless compile.enable with the model among compile.components (torchtitan's"
+            " async TP runs under torch.compile)",
+            True,
+        )
+    on = [name for name, f in FEATURES.items() if got.get(f.flag, f.default)]
+    return ",".join(on) or "none"
+
+
 def _unsaid(d: Degrees, implementation: str) -> list:
     """What a job TOML cannot say of the degrees' parallelism and options, one line each."""
     cannot = ["TP without sequence parallelism: torchtitan's TP always shards it"] * (
         d.tp > 1 and not d.sequence_parallel
     )
     cannot += [f"CP by {d.cp_kind}: torchtitan's CP is a ring"] * (d.cp > 1 and d.cp_kind != "ring")
-    says = ("foreach", "ends as layers") + ("Adam's moments",) * ("bf16" in implementation)
+    says = ("foreach", "ends as layers", "features")
+    says += ("Adam's moments",) * ("bf16" in implementation)
     cannot += unwritten(d, says=says)
     return cannot + ["pairing the expert all-to-alls (Megatron-LM's combined 1F1B)"] * d.ep_overlap
 
