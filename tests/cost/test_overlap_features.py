@@ -80,3 +80,22 @@ def test_tp_comm_overlap_hides_nothing_without_sequence_parallelism():
         return float(evaluate(cluster, workload, layout, options).step_breakdown["tp_exposed"])
 
     assert tp(sp=True) < 0.5 * tp(sp=False) and tp(sp=False) > 0
+
+
+def test_torchtitans_async_tp_hides_the_forwards_tp_collectives_and_needs_compile():
+    # PyTorch's async TP fuses the forward's gathers and scatters into their matmuls, not the
+    # backward's reduce-scatters of summed matmuls (pytorch/pytorch#149946): part of the TP
+    # traffic stays, all of it the feature leaves off; and it runs only compiled
+    def tp(features, compiled=True):
+        cluster = Cluster(H100, gpu_slice(chips=512, node_size=8))
+        workload = Workload(MODELS["llama-3-70b"], batch=512 * 8192, seq_len=8192,
+                            precision=PRECISIONS["mixed-adam"])  # fmt: skip
+        layout = Layout(strategy="fsdp+tp", x=64, y=8, zero=3, remat="full")
+        options = Options(stack="fsdp2", features=features, torch_compile=compiled)
+        return float(evaluate(cluster, workload, layout, options).step_breakdown["tp_exposed"])
+
+    off, on = tp("none"), tp("async_tp")
+    assert 0 < on < 0.6 * off  # the forward and the recompute: 8 of 12 collectives a layer
+    assert tp(None) == off  # off in its release, as torchtitan's job config has it
+    with pytest.raises(InputError, match="^features must be without async_tp unless torch_compile"):
+        tp("async_tp", compiled=False)

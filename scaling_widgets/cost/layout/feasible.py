@@ -128,16 +128,26 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
 
 
 def _features_known(options, stack) -> None:
-    """Features the stack has, by name (MODEL.md §F.2)."""
+    """Features the stack has, by name, and those that run only compiled with torch.compile on
+    (MODEL.md §F.2)."""
     if options.features is None:
         return
-    offered = tuple(REGISTRY[stack].features) if stack else ()
+    offered = REGISTRY[stack].features if stack else {}
+    compiled = options.torch_compile
+    if compiled is None:
+        compiled = options.profile is not None and options.profile.torch_compile
     for name in feature_names(options.features):
         if name not in offered:
             allowed = ", ".join(offered) if offered else f"none ({stack or 'a profile'} has none)"
             raise refuse(
                 "features",
                 f"'none' or names of {stack or 'the stack'}'s features: {allowed}",
+                repr(name),
+            )
+        if offered[name].compiled and not compiled:
+            raise refuse(
+                "features",
+                f"without {name} unless torch_compile is on ({stack} runs it only compiled)",
                 repr(name),
             )
 

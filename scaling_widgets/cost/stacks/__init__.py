@@ -74,6 +74,7 @@ class Feature:
     default: bool
     since: str
     source: str
+    compiled: bool = False  # it runs only under torch.compile
 
     def __post_init__(self) -> None:
         if self.hides not in HIDES:  # a stack module's slip, caught when it is imported

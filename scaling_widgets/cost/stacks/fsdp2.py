@@ -41,7 +41,7 @@ NAME, ORDER = "fsdp2", 1
 FEATURES = {
     "async_tp": Feature(
         "tp_forward", "parallelism.enable_async_tensor_parallel", False, "1ec2ece51 (2024-06-26)",
-        "torchtitan/distributed/tensor_parallel.py",
+        "torchtitan/distributed/tensor_parallel.py", compiled=True,
     ),
 }  # fmt: skip
 # torch.compile per transformer block: torchtitan's job config ``[compile]`` (``training.compile``
