@@ -26,7 +26,7 @@ from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scaling_widgets.cost import evaluate  # noqa: E402
-from scaling_widgets.cost.stacks import BOUNDS, PRIOR, REGISTRY, Behaviour  # noqa: E402
+from scaling_widgets.cost.stacks import BOUNDS, PRIOR, REGISTRY, TRAFFIC, Behaviour  # noqa: E402
 from scaling_widgets.cost.step.profiles import profile_for  # noqa: E402
 from scaling_widgets.measured import load_runs  # noqa: E402
 
@@ -84,8 +84,7 @@ def free_fields(runs) -> tuple[str, ...]:
         "kappa": True,
         "kappa_scores": any(not profile_for(c.chip, r.stack).flash_attention
                             for c, r in zip(clusters, runs)),
-        "o_tp": any(lay.y > 1 and not _governs(r, "tp") and not _governs(r, "tp_forward")
-                    for lay, r in zip(layouts, runs)),
+        "o_tp": any(lay.y > 1 and not _governs(r, "tp") for lay, r in zip(layouts, runs)),
         "o_dp": any(lay.x > 1 and not _governs(r, "grad_reduce") for lay, r in zip(layouts, runs)),
         "o_dcn": any(c.pods > 1 for c in clusters),
         "layer_overhead": True,
@@ -97,7 +96,7 @@ def free_fields(runs) -> tuple[str, ...]:
 def _governs(run, traffic: str) -> bool:
     """Whether the run's stack has a feature that decides ``traffic``'s overlap: then no fitted
     share does (MODEL.md §F.2)."""
-    return any(f.hides == traffic for f in REGISTRY[run.stack].features.values())
+    return any(TRAFFIC[f.hides] == traffic for f in REGISTRY[run.stack].features.values())
 
 
 def _to_x(name, value):

@@ -60,6 +60,8 @@ class Behaviour:
 # forward pass; an interleaved pipeline's sends between stages under the other virtual stages'
 # work.
 HIDES = ("tp", "tp_forward", "grad_reduce", "param_gather", "p2p")
+# the traffic a key of ``HIDES`` decides the overlap of: the forward's TP collectives are TP's
+TRAFFIC = {name: "tp" if name == "tp_forward" else name for name in HIDES}
 
 
 @dataclass(frozen=True)

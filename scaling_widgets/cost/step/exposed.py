@@ -74,8 +74,9 @@ def tp_exposed(e, profile, b, rerun, layer_matmul, layer_backward):
     forward = per_pass + rerun.dense + mlp * rerun.mlp  # the forward's and the recompute's
     # a TP overlap feature runs with sequence parallelism alone (Megatron-LM refuses
     # --tp-comm-overlap without --sequence-parallel): without it, nothing hides
-    governed = governs(profile, "tp") or governs(profile, "tp_forward")
-    share = np.where(sp, hidden_share(profile, "tp", 0.0), 0.0) if governed else profile.o_tp
+    share = hidden_share(profile, "tp", profile.o_tp)
+    if governs(profile, "tp"):
+        share = np.where(sp, share, 0.0)
     exposed = np.maximum(0.0, one * (forward + per_pass) - share * layer_matmul)
     if hidden_share(profile, "tp_forward", 0.0) == 0:
         return exposed

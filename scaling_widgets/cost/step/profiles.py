@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..ground.checks import Choice
 from ..ground.refusals import refuse
 from ..hardware.chip import Chip
-from ..stacks import HIDES, PRIOR, REGISTRY
+from ..stacks import HIDES, PRIOR, REGISTRY, TRAFFIC
 from .physics import DATASHEET, physics_of
 
 if TYPE_CHECKING:  # ``values`` imports this module
@@ -349,7 +349,7 @@ def hidden_share(profile: Profile, traffic: str, fitted):
     """
     if traffic in _named(profile.hidden):
         return 1.0
-    return 0.0 if traffic in _named(profile.overlaps) else fitted
+    return 0.0 if governs(profile, traffic) else fitted
 
 
 def governs(profile: Profile, traffic: str) -> bool:
@@ -365,9 +365,9 @@ def governs(profile: Profile, traffic: str) -> bool:
     Returns
     -------
     governs : bool
-        True where the stack declares a feature that hides it.
+        True where the stack declares a feature that hides it, or part of it.
     """
-    return traffic in _named(profile.overlaps)
+    return traffic in {TRAFFIC[name] for name in _named(profile.overlaps)}
 
 
 def _named(names: str) -> set:

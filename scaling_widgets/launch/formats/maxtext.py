@@ -120,7 +120,7 @@ def _training_axes(table: dict) -> dict:
     """The keys, an axis no training step of ours runs on (``NOT_TRAINING``) refused with why."""
     for axis, why in NOT_TRAINING.items():
         for key in (f"ici_{axis}_parallelism", f"dcn_{axis}_parallelism"):
-            if key in table and _numbers({key: table[key]})[key] != 1:
+            if key in table and _numbers({key: table[key]}) and table[key] != 1:
                 raise refuse(key, f"1: {why}", table[key])
     return table
 

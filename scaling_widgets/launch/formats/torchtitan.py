@@ -205,6 +205,7 @@ def read(
     reshard = one.get("fsdp_reshard_after_forward", "default")
     optimizer_impl, moment_dtype = _optimizer(got.get("optimizer.implementation", "fused"), notes)
     compiled, components = got.get("compile.enable", False), got.get("compile.components", BOTH)
+    model_compiled = compiled and "model" in components
     ends = _ends(one, notes) if pp > 1 else "none"
     degrees = Degrees(
         world=chips,
@@ -224,13 +225,13 @@ def read(
         remat=_remat(got),
         sequence_parallel=tp > 1,  # torchtitan's TP always shards the sequence
         fp8="float8" in converters,
-        compile=compiled and "model" in components,
+        compile=model_compiled,
         compile_loss=_loss_compiled(compiled, components),
         steps=got.get("training.steps"),
         optimizer_impl=optimizer_impl,
         moment_dtype=moment_dtype,
         ends_as_layers=ends,
-        features=_features(got),
+        features=_features(got, model_compiled),
     )
     if replicate > 1 and shard > 1:
         notes.append("HSDP: replicas of a sharded group, charged as ZeRO over all data ranks")
@@ -499,21 +500,17 @@ def _remat_lines(remat: str, cannot: list) -> list:
     return ['mode = "selective"', 'selective_ac_option = "op"']
 
 
-def _features(got: dict) -> str | None:
+def _features(got: dict, compiled: bool) -> str | None:
     """Its overlaps as the keys set them (``stacks/fsdp2.py``'s FEATURES), "none" for none; None
-    where the file names none of their keys: the release's defaults. Async TP runs only with the
-    model compiled, as torchtitan checks (``maybe_enable_async_tp``)."""
+    where the file names none of their keys: the release's defaults. One that runs only compiled
+    (async TP) is refused without the model compiled, as torchtitan refuses it."""
     if not any(f.flag in got for f in FEATURES.values()):
         return None
-    compiled = got.get("compile.enable", False) and "model" in got.get("compile.components", BOTH)
-    if got.get("parallelism.enable_async_tensor_parallel") and not compiled:
-        raise refuse(
-            "parallelism.enable_async_tensor_parallel",
-            "false unless compile.enable with the model among compile.components (torchtitan's"
-            " async TP runs under torch.compile)",
-            True,
-        )
     on = [name for name, f in FEATURES.items() if got.get(f.flag, f.default)]
+    for f in (FEATURES[name] for name in on):
+        if f.compiled and not compiled:
+            raise refuse(f.flag, "false unless compile.enable with the model among"
+                         " compile.components (it runs under torch.compile)", True)  # fmt: skip
     return ",".join(on) or "none"
 
 
