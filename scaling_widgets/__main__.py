@@ -1,5 +1,5 @@
 """``python -m scaling_widgets`` is the ``scaling-widgets`` command."""
 
-from .cli import main
+from .cli import console
 
-raise SystemExit(main())
+raise SystemExit(console())

@@ -18,11 +18,11 @@ import dataclasses
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog
 from .cost import Cluster, Layout, Options, Workload, evaluate, param_count
+from .cost.ground.records import record
 from .cost.hardware.chip import Chip
 from .cost.hardware.nodes import gpu_slice
 from .cost.hardware.slices import slice_of
@@ -84,7 +84,7 @@ def stack_of(case: dict) -> str:
     return name
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Run:
     """One published run: its four values for ``estimate`` and the step it measured [s].
 
@@ -468,7 +468,7 @@ FRAMEWORKS = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MemoryCase:
     """One published peak or run/OOM statement (MODEL.md §E.3): its four values (the stack in the
     options), and what was measured: ``peak_bytes`` as the source counted it (``measures``,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from .ground.checks import (
     scalar,
 )
 from .ground.choices import per_choice
+from .ground.records import record
 from .ground.refusals import refuse
 from .hardware.chip import Chip
 from .hardware.mesh import ROLES, check_fits_pod
@@ -67,7 +67,7 @@ MAX_BATCH = 1e11  # tokens a step: over a thousand times the largest published (
 MAX_TOKENS = 1e17  # tokens a run: several thousand times the largest published (about 36T)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Cluster:
     """The chips: a chip preset, one pod's slice and the pods joined by the data-center network.
 
@@ -115,7 +115,7 @@ class Cluster:
         return math.prod(self.slice_shape) * self.pods
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Workload:
     """What is trained: the model, the global batch [tokens], its sequences, the precision, and
     the tokens of the whole run (which give the time to train).
@@ -251,7 +251,7 @@ def _takes_virtual_stages() -> str:
     return " or ".join(named)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Layout:
     """How the work is spread (MODEL.md §A.3, §A.6, §B.3, §B.4, §B.6, §D.2, §D.3).
 
@@ -433,7 +433,7 @@ class Layout:
         object.__setattr__(self, "virtual_stages", chunks.item() if chunks.ndim == 0 else chunks)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Options:
     """How the numbers are read (MODEL.md §A.10, §B.1, §B.7, §B.8, §C, §E.2).
 

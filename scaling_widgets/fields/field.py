@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..cost import Cluster, Layout, Options, Workload
+from ..cost.ground.records import record
 from ..cost.transformer.exactness import Exactness
 from ..cost.values import as_asked
 
@@ -22,7 +22,7 @@ VALUES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Flag:
     """Another way to give a field on the command line: ``--chips 4096`` beside ``--mesh``."""
 
@@ -34,7 +34,7 @@ class Flag:
     implies: dict | None = None  # other fields it sets where they are not given (None in state)
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """A field a user sets (see the module's docstring)."""
 

@@ -14,17 +14,17 @@ convention a launch file has.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ..cost import Estimate
+from ..cost.ground.records import record
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.nodes import gpu_slice
 from ..cost.hardware.slices import slices_near
 from ..text.explain import ENDS_NAMED
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class Degrees:
     """A layout as the frameworks count it (docs/MODEL.md §G)."""
 

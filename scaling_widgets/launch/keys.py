@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from .. import catalog
+from ..cost.ground.records import record
 from ..cost.ground.refusals import refuse
 from .conventions import Degrees
 
@@ -35,7 +36,7 @@ def data_json(name: str) -> dict:
     return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class LaunchFile:
     """A framework's file, read: its degrees, its model, and what was left out of them."""
 

@@ -8,10 +8,11 @@ substituted, given in both notations. The CLI prints ``plain(line)``; the panel 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..cost.ground.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Math:
     """A formula: ``plain`` for a terminal (α²/(M_X·M_Y·F)), ``tex`` for the page."""
 
@@ -19,7 +20,7 @@ class Math:
     tex: str
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One sentence of a report. ``kind`` says what it is: "verdict", "threshold", "note",
     "memory", "step", "time"; ``strong`` marks the headline."""

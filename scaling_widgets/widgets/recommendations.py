@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
 
 import ipywidgets as w
 
 from ..cost import Estimate, plan
+from ..cost.ground.records import record
 from ..cost.search.plan import plan_keywords
 from ..cost.strategies import BEST
 from ..text.explain import layout_text
@@ -47,7 +47,7 @@ COLUMNS = {
 SAME = 0.005  # layouts of one split whose steps differ by less than this share are one group
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     """One group of near-identical layouts, shown by its best (``rank``).
 

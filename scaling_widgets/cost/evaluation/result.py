@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..ground.records import record
 from ..memory.chapter import MemoryPerChip
 from ..memory.peak import PeakMemory
 from ..memory.verdict import UNCERTAINTY, fits, verdict
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Estimate:
     """MODEL.md §A.10 for one layout (or an array of them). Times [s], memory [bytes], batch
     [tokens].

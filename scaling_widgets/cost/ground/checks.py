@@ -14,16 +14,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .records import record
 from .refusals import LARGEST, LARGEST_WHOLE, SMALLEST, refuse, shown
 
 
-@dataclass(frozen=True)
+@record
 class Number:
     """A real number from ``low`` to ``high`` (``low`` itself allowed; ``high`` with ``closed``),
     or an array of them when ``per_layout``. ``unit`` names what it counts, for the message."""
@@ -70,7 +70,7 @@ class Number:
         return ""
 
 
-@dataclass(frozen=True)
+@record
 class Whole:
     """A whole number from ``low`` to ``high`` (a float such as 4.0 is taken as 4), or an array
     of them when ``per_layout``. ``allowed`` words the range when a bare one would not say why."""
@@ -110,7 +110,7 @@ class Whole:
         return (a >= self.low) & (a <= self.high) & (a == np.round(a))
 
 
-@dataclass(frozen=True)
+@record
 class Choice:
     """One of ``options`` (names), or an array of them when ``per_layout``."""
 
@@ -175,7 +175,7 @@ class Choice:
         return a.astype(str)
 
 
-@dataclass(frozen=True)
+@record
 class Switch:
     """True or false."""
 
@@ -187,7 +187,7 @@ class Switch:
         return bool(value)
 
 
-@dataclass(frozen=True)
+@record
 class Instance:
     """An instance of ``kind`` (a chip, a model, a profile)."""
 
@@ -201,7 +201,7 @@ class Instance:
         return value
 
 
-@dataclass(frozen=True)
+@record
 class Maybe:
     """None (the default it stands for is written in ``absent``), or what ``inner`` takes."""
 

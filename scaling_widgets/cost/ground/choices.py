@@ -39,6 +39,8 @@ def per_choice(choices: str | ArrayLike, evaluate: Callable[[str], Any]) -> Any:
     if isinstance(choices, str):
         return evaluate(choices)
     choices = np.asarray(choices)
+    if choices.ndim == 0:  # one layout's name, as an array
+        return evaluate(str(choices))
     names, conditions = _distinct(choices)
     if len(names) == 1:
         return evaluate(names[0])

@@ -4,8 +4,8 @@ your own from a JSON file fails with a message naming the field."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from ..ground.records import record
 from ..ground.refusals import is_number, is_positive, is_whole, require
 
 WRAPAROUND_RULES = ("cube", "full-axis", "switched")
@@ -15,7 +15,7 @@ LARGEST_POD = 2**24  # chips in a pod: 500 times the largest preset's 32,768 GPU
 BLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
-@dataclass(frozen=True)
+@record
 class Chip:
     """One accelerator and the pod it sits in (MODEL.md §A.7). SI units: FLOP/s, bytes, bytes/s.
 

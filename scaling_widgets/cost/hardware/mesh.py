@@ -23,15 +23,15 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..ground.records import record
 from ..ground.refusals import refuse
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MeshSpan:
     """Axes spanned by each group and whether X and Y form rings."""
 

@@ -11,10 +11,10 @@ none was chosen the chapter's (``best_split``); ``axis_roles`` give whole axes t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..ground.records import record
 from ..ground.refusals import refuse
 from ..hardware.mesh import MeshSpan, role_layout, span_axes
 from ..hardware.nodes import node_spans
@@ -25,7 +25,7 @@ from .feasible import implied_cp, possible, stages
 from .split_choice import best_legal_split, default_microbatches, layout_rings
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Placement:
     """X, Y, Z, the microbatches m and CP of a layout, and how X and Y sit on the slice."""
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
+from ..ground.records import record
 from ..schedules import in_flight_microbatches, weight_copies
 from ..step.pipeline import layout_split, stage_share
 from ..transformer.activations import activation_bytes_per_layer
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..values import Layout, Options, Workload
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MemoryPerChip:
     """Bytes per chip of each kind, after sharding."""
 

@@ -20,13 +20,14 @@ place) and the output layer's; any other holds no more than the second. The busi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
+from ..ground.records import record
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight, weight_copies
 from ..step.pipeline import layout_split, stage_layers
 from ..transformer.experts import ep_of_data, routed_params
@@ -59,7 +60,7 @@ PARTS = (
 )
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class PeakMemory:
     """The busiest chip's peak [bytes] by part, and which stage it is (0 the first).
 

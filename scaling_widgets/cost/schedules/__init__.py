@@ -41,16 +41,16 @@ order): it imports from ground/ alone."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
+from ..ground.records import record
 from ..ground.registry import members
 
 
-@dataclass(frozen=True)
+@record
 class Schedule:
     """What a schedule's module declares (see the package's docstring)."""
 

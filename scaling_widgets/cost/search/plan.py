@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +37,7 @@ import numpy as np
 from ..evaluation.evaluate import cp_implied, evaluate
 from ..evaluation.result import Estimate
 from ..ground.checks import Choice, Whole
+from ..ground.records import record
 from ..ground.refusals import refuse
 from ..hardware.nodes import gpu_slice
 from ..layout import feasible
@@ -79,7 +79,7 @@ OPTIONS = tuple(
 ONE_VALUE = ("batch", "pods", "mfu", "tokens", "overhead_bytes", "fits_below")
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Plan:
     """Every evaluated layout (flat arrays, one entry each) and the ranking of those that fit."""
 

@@ -15,12 +15,12 @@ parallelism (ZeRO 0 to 2).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..ground.checks import Whole
+from ..ground.records import record
 from ..ground.refusals import refuse
 from ..hardware.slices import slice_of, slices_near
 from ..values import Workload
@@ -73,7 +73,7 @@ def families(*, y, z, zero, ep, cp) -> np.ndarray:
     return np.select([(ep > 1) | (cp > 1), z > 1, y > 1, zero == 3], [4, 3, 2, 1], 0)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class StrategyMap:
     """Each cell's best layout, rows the chip counts and columns the batches.
 

@@ -26,12 +26,13 @@ order): it imports from ground/ alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..ground.records import record
 from ..ground.registry import members
 
 
-@dataclass(frozen=True)
+@record
 class Behaviour:
     """What a stack does with any chip (MODEL.md §F.2): how much of its communication hides
     under compute, how much memory-bound work its kernels leave, and its fixed costs.
@@ -64,7 +65,7 @@ HIDES = ("tp", "tp_forward", "grad_reduce", "param_gather", "p2p")
 TRAFFIC = {name: "tp" if name == "tp_forward" else name for name in HIDES}
 
 
-@dataclass(frozen=True)
+@record
 class Feature:
     """A switch of a stack's that hides one communication under compute (MODEL.md §F.2): what it
     hides (a key of ``HIDES``), the framework's flag (that turns it on, or off where it is on by
@@ -116,7 +117,7 @@ BOUNDS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Stack:
     """What a stack's module declares: its name, its place, its memory and its behaviour."""
 

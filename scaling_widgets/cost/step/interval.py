@@ -20,10 +20,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass
 from itertools import permutations
 
 import numpy as np
+
+from ..ground.records import record
 
 # os.path, not pathlib: pathlib imports urllib and ipaddress, 3 ms of every start
 RESIDUALS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "step_residuals.json")
@@ -31,7 +32,7 @@ LEVEL = 0.8  # the share of out-of-sample runs the interval is to hold
 FEWEST = 4  # the sources a pool needs to stand: fewer show too little of the spread between them
 
 
-@dataclass(frozen=True)
+@record
 class Spread:
     """Where measured steps fell around their out-of-sample predictions: the ratios at the
     interval's two ends, measured over predicted, the runs they come from, their sources and the

@@ -22,15 +22,16 @@ measurements in ``benchmarks/data/`` (every row cited there) and tested against 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..ground.records import record
 from ..hardware.chip import Chip
 
 
-@dataclass(frozen=True)
+@record
 class ChipPhysics:
     """A chip's measured curves (MODEL.md §F.1); shares are of the datasheet's peaks."""
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..ground.checks import Choice
+from ..ground.records import record
 from ..ground.refusals import refuse
 from ..hardware.chip import Chip
 from ..stacks import HIDES, PRIOR, REGISTRY, TRAFFIC
@@ -32,7 +32,7 @@ GRADIENTS = ("layer", "mlp-inputs")
 MEASURES = ("allocated", "reserved")  # what a stack's own peak counts
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     """Everything the predicted step and the peak memory read (MODEL.md §C.3, §E.2, §F): a chip's
     measured physics (``physics.py``), a stack's behaviour (``stacks.Behaviour``) and what the stack

@@ -11,10 +11,10 @@ is chip-hours × a price the user gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
+
+from ..ground.records import record
 
 # Llama 3 (Grattafiori et al. 2024, sec. 3.3.4): 419 unexpected interruptions in a 54-day snapshot
 # of pre-training on 16,384 H100s.
@@ -28,7 +28,7 @@ PUE = 1.1
 HOUR = 3600.0
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Run:
     """The whole run, one entry per layout (MODEL.md §H); times [s]."""
 

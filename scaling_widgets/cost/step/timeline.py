@@ -13,15 +13,14 @@ This is one layout's picture, so it walks the passes one by one (at most a few t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..ground.records import record
 from ..ground.refusals import refuse
 from ..schedules import SCHEDULES
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Timeline:
     """Every pass of a step: its device, start and end [slots], whether it is a backward (B or W),
     its microbatch, its kind ("F", "B" or "W"), and whether it ran paired with another."""

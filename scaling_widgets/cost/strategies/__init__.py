@@ -19,12 +19,12 @@ order): it imports from ground/ alone."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ..ground.records import record
 from ..ground.registry import members
 
 
-@dataclass(frozen=True)
+@record
 class Strategy:
     """What a strategy's module declares (see the package's docstring)."""
 

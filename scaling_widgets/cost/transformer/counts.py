@@ -6,17 +6,18 @@ product (L·D·F, or L·T·N_h·H with a long sequence) would wrap around as int
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..ground.records import record
+
 if TYPE_CHECKING:  # ``values`` imports this module
     from .shapes import MLA, Model, MoE
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class ParamCount:
     """Parameters of a LLaMA-style model by part; ``mlp_active`` is the MLP a token goes through
     (a MoE model's top-k and shared experts and its routers, MODEL.md §D.1; the whole MLP if

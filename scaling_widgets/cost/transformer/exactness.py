@@ -3,13 +3,12 @@ bandwidth of a group that is no ring, and a latency per collective. All off: the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..ground.checks import Number, Switch, check_fields, checked
 from ..ground.choices import per_choice
+from ..ground.records import record
 
 # The collectives behind the bytes of the chapter's summary table (``layer.TRAFFIC``), for a
 # fixed latency each: (X fwd, X bwd), (Y fwd, Y bwd).
@@ -22,7 +21,7 @@ COLLECTIVES = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Exactness:
     """Corrections the chapter leaves out (MODEL.md §B.7); all off by default.
 

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..ground.choices import per_choice
+from ..ground.records import record
 from .exactness import CHAPTER, Exactness, corrected
 
 # The roofline's axes: the MLP's traffic and a MoE layer's all-to-all. CP's keys and values are
@@ -52,7 +52,7 @@ def _both_passes(name: str) -> cached_property:
     return cached_property(lambda self: getattr(self, name)[0] + getattr(self, name)[1])
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class LayerTimes:
     """Per-layer, per-chip times [s] of each pass: compute and each axis' communication.
 

@@ -19,12 +19,13 @@ Tier 3 of cost/, with the transformer's other formulas (``tests/test_tiers.py``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 
 from ..ground.checks import Choice
+from ..ground.records import record
 from ..stacks import REGISTRY
 from ..stacks.maxtext import CHECKPOINT_NAMES, NOT_RESIDUALS, SAVED_BY_POLICY
 from ..stacks.megatron_lm import DENSE_ONLY, MOE_ONLY, RECOMPUTE_MODULES
@@ -69,7 +70,7 @@ KEPT_UNLESS_RECOMPUTED = frozenset(TENSORS) - {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Rerun:
     """The shares of a layer's forward work its backward pass runs again: the attention's
     projections (``dense``), its core (``core``), the MLP's matmuls (``mlp``), and the rest of
@@ -99,7 +100,7 @@ class Rerun:
 EVERYTHING = Rerun(1.0, 1.0, 1.0, 1.0)
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """What a recompute policy keeps and runs again, for the layers it applies to.
 

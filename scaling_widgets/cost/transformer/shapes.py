@@ -8,8 +8,8 @@ message naming the field. The presets in ``scaling_widgets.presets`` are instanc
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
+from ..ground.records import record
 from ..ground.refusals import is_number, is_whole, require
 
 # The ceiling of each Model dimension (see Model): far above any model trained, low enough that
@@ -25,7 +25,7 @@ LARGEST_DIMS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class MoE:
     """The mixture-of-experts MLP of a model's MoE layers (MODEL.md §D.1).
 
@@ -77,7 +77,7 @@ class MoE:
         )
 
 
-@dataclass(frozen=True)
+@record
 class MLA:
     """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through
     low-rank projections (MODEL.md §D.1). ``q_lora_rank`` 0: queries projected directly."""
@@ -101,7 +101,7 @@ class MLA:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Model:
     """A LLaMA-style decoder's dimensions (MODEL.md §A.1, §A.5).
 
@@ -218,7 +218,7 @@ class Model:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Precision:
     """Bytes per parameter and per activation element (MODEL.md §A.4, §B.2)."""
 

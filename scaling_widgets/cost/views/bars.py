@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..evaluation.result import Estimate
+from ..ground.records import record
 from ..ground.refusals import InputError
 
 # The memory bar's parts, each the sum of the peak's parts (MODEL.md §E.1) it stands for.
@@ -21,7 +20,7 @@ BAR_PARTS = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MemoryData:
     """The busiest chip's peak of each strategy at the current batch [bytes] (MODEL.md §E)."""
 

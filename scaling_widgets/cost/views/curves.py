@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..evaluation.evaluate import per_layer
 from ..evaluation.result import Estimate
+from ..ground.records import record
 from ..ground.refusals import InputError
 from ..layout.split_choice import split_choices
 from ..strategies import BEST, STRATEGIES
@@ -22,7 +23,7 @@ GRID_POINTS = 256
 CURVES = (*STRATEGIES, "optimal", "dcn")
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class RooflineData:
     """Per-layer times over a grid of global batches, for every strategy (MODEL.md §A.3, §A.10).
 

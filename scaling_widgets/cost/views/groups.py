@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..evaluation.result import Estimate
+from ..ground.records import record
 from ..hardware.mesh import axis_rings, role_layout, span_axes
 from ..hardware.nodes import node_spans
 from ..layout.split import split_candidates
 from ..transformer.experts import folds_over_tp
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class MeshData:
     """How the current layout sits on the slice (MODEL.md §A.1, §A.7)."""
 

@@ -21,12 +21,12 @@ named commit, is data beside the others: ``data/config_keys/<NAME>.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ...cost.ground.records import record
 from ...cost.ground.registry import members
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """What a format's module declares (see the package's docstring)."""
 
