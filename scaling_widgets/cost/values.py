@@ -343,6 +343,11 @@ class Layout:
     last_stage_layers : int, optional
         The layers of the last pipeline stage (Megatron-LM's --decoder-last-pipeline-num-layers).
         None: its share of the split.
+    fsdp_pods : int or array_like, default 1
+        F, the pods each FSDP group spans (MaxText's dcn_fsdp_parallelism): ZeRO-3 shards the
+        weights, gradients and optimizer state over X·F chips and gathers each layer across the
+        data-center network; the P/F groups of pods are data-parallel replicas. 1: every pod a
+        replica (MODEL.md §B.9).
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -371,6 +376,7 @@ class Layout:
     ends_as_layers: str = checked("none", Choice(tuple(ENDS_AS_LAYERS)))
     first_stage_layers: int | None = checked(None, Maybe(Whole()))
     last_stage_layers: int | None = checked(None, Maybe(Whole()))
+    fsdp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -22,7 +22,7 @@ from ..text import mended as words
 from .state import checked, coerced, filled
 
 # the fields whose change can leave another impossible (a slider's batch cannot: it stays instant)
-TRIGGERS = ("hardware", "slice_shape", "stack", "model")
+TRIGGERS = ("hardware", "slice_shape", "pods", "stack", "model")
 
 
 def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -37,6 +37,8 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
     - Another stack: torch.compile and the pairing of passes back where the stack has neither.
     - Another model: a dense model drops expert parallelism; a MoE model takes the largest EP up to
       the one held that divides its experts.
+    - Another count of pods: FSDP across the largest count of them up to the one held that
+      divides it.
 
     Parameters
     ----------
@@ -74,6 +76,8 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
         mends.update(_switches_kept(after))
     if "model" in moved:
         mends.update(_experts_kept(after))
+    if "pods" in moved:
+        mends.update(_pods_shared(after))
     mends = {k: v for k, v in mends.items() if k not in changes and v != before.get(k)}
     return {**changes, **mends}, words.said(before, {**before, **mends, **new}, mends)
 
@@ -145,3 +149,11 @@ def _experts_kept(state: dict) -> dict:
     while model.moe.experts % ep:
         ep -= 1
     return {"ep": ep}
+
+
+def _pods_shared(state: dict) -> dict:
+    """FSDP across the largest count of pods up to the one held that divides the pods."""
+    shared = state["fsdp_pods"]
+    while state["pods"] % shared:
+        shared -= 1
+    return {"fsdp_pods": shared}

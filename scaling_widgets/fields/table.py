@@ -184,6 +184,10 @@ FIELDS_TABLE = (
                      resolve=lambda chips, state: _gpu_slice(chips, state["hardware"])),)),
     Field("pods", "cluster.pods", "pods joined by DCN", flag="--pods", parse=WHOLE,
           label="Pods (DCN)"),
+    Field("fsdp_pods", "layout.fsdp_pods", "the pods each FSDP group spans over DCN, ZeRO-3"
+          " across them (MaxText's dcn_fsdp_parallelism); the other pods are data replicas"
+          " (default 1: every pod a replica)", flag="--fsdp-pods", metavar="F", parse=WHOLE,
+          default=1, since=16, label="FSDP over pods"),
     # The workload.
     Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
           start="llama-2-13b", coerce=lambda name, value: catalog.model(value),

@@ -29,7 +29,7 @@ class Degrees:
     """A layout as the frameworks count it (docs/MODEL.md §G)."""
 
     world: int  # chips in all, every pod
-    pods: int  # the pods, data-parallel replicas across the data-center network
+    pods: int  # the pods across the data-center network
     dp: int  # data parallelism, context parallelism left out: world = dp·cp·tp·pp
     cp: int
     tp: int
@@ -61,6 +61,7 @@ class Degrees:
     ends_as_layers: str = "none"  # the ends that take a layer's place in the pipeline split
     first_stage_layers: int | None = None  # given; None: the split's share
     last_stage_layers: int | None = None
+    fsdp_pods: int = 1  # the pods each FSDP group spans; the rest data-parallel replicas
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -147,7 +148,9 @@ def degrees_of(e: Estimate) -> Degrees:
         vp=int(e.virtual_stages) if z > 1 else 1,
         ep=int(e.layout.ep),
         etp=y if e.layout.etp is None or int(e.layout.ep) == 1 else int(e.layout.etp),
-        zero=int(e.zero) if dp // pods > 1 else 0,  # one data rank a pod: nothing to shard
+        # one data rank a pod, as replicas: nothing to shard
+        zero=int(e.zero) if dp // pods * int(e.layout.fsdp_pods) > 1 else 0,
+        fsdp_pods=int(e.layout.fsdp_pods),
         seq_len=T,
         global_batch=whole_sequences,
         micro_batch=per_rank // m,
@@ -181,7 +184,7 @@ def _split(layout) -> dict:
 AS_GIVEN = ("compile_loss", "grad_dtype", "weight_dtype", "moment_dtype", "optimizer_impl",
             "features")  # fmt: skip
 SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features",
-           "ends as layers", "stage layers")  # fmt: skip
+           "ends as layers", "stage layers", "pods")  # fmt: skip
 
 
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
@@ -189,8 +192,10 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     ("gradients"), Adam's moments ("Adam's moments") or weights ("the weights") kept in another
     dtype than its default (Megatron-LM's flags say the first two, MaxText's weight_dtype all
     three at once), fp8 weights ("fp8 weights": Megatron-LM's), Adam as torch's foreach ops
-    ("foreach": torchtitan's), and a loss run in chunks, the SwiGLU's input in fp8 or
-    microbatches accumulated unsharded, which no file we write says (docs/MODEL.md §E.1, §E.4).
+    ("foreach": torchtitan's), FSDP across some of the pods ("pods": MaxText's and torchtitan's;
+    the others shard over every data rank), and a loss run in chunks, the SwiGLU's input in fp8
+    or microbatches accumulated unsharded, which no file we write says (docs/MODEL.md §B.9,
+    §E.1, §E.4).
 
     Parameters
     ----------
@@ -198,7 +203,7 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
         The layout as the frameworks count it.
     says : tuple of str, default ()
         What the file can say, of ``SAYABLE``: "gradients", "Adam's moments", "the weights",
-        "fp8 weights", "foreach", "features", "ends as layers", "stage layers".
+        "fp8 weights", "foreach", "features", "ends as layers", "stage layers", "pods".
 
     Returns
     -------
@@ -225,6 +230,8 @@ def unwritten(d: Degrees, says: tuple = ()) -> list[str]:
     given = "stage layers" not in says
     lines += [f"the {end} stage's {n} layers: written as the even split" for end, n in
               counts.items() if n is not None and given]  # fmt: skip
+    some_pods = 1 < d.fsdp_pods < d.pods and "pods" not in says
+    lines += [f"FSDP across {d.fsdp_pods} of the {d.pods} pods: written across all"] * some_pods
     return lines + ["Adam as torch's foreach ops: written as the framework's fused Adam"] * foreach
 
 
@@ -311,6 +318,7 @@ def fields_of(d: Degrees, chip) -> dict:
         z=d.pp,
         zero=d.zero,
         pods=d.pods,
+        fsdp_pods=d.fsdp_pods,
         batch=float(d.global_batch * d.seq_len),
         seq_len=d.seq_len,
         microbatches=d.microbatches,

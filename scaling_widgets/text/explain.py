@@ -173,6 +173,8 @@ def layout_name(e: Estimate) -> str:
     )
     extra = [f"{folded_name(ep, y)}, whole experts on each chip"] if folded else []
     extra += [f"ZeRO-{e.zero}"] if x > 1 else []
+    shared = int(e.layout.fsdp_pods)
+    extra += [f"FSDP across {shared} pods over DCN"] if shared > 1 else []
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""
@@ -185,7 +187,8 @@ def layout_name(e: Estimate) -> str:
     elif int(e.microbatches) > 1:
         extra.append(f"{int(e.microbatches)} microbatches accumulated")
     if e.remat != "checkpoints":
-        extra.append("no recompute" if e.remat == "none" else f"{e.remat} recompute")
+        named = "custom (nothing kept on the chip)" if e.remat == "custom:" else e.remat
+        extra.append("no recompute" if e.remat == "none" else f"{named} recompute")
     if e.sequence_parallel and y > 1:
         extra.append("sequence parallel")
     if e.layout.ep_overlap:

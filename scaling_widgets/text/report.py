@@ -199,6 +199,7 @@ def _placement(e: Estimate) -> dict:
         "ends_as_layers": e.layout.ends_as_layers,
         "first_stage_layers": e.layout.first_stage_layers,
         "last_stage_layers": e.layout.last_stage_layers,
+        "fsdp_pods": _num(e.layout.fsdp_pods),
     }
 
 

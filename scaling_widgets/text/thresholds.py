@@ -220,11 +220,14 @@ def _dcn(e: Estimate) -> Line:
     pod, need = units.batch(float(e.batch) / float(e.pods)), float(e.critical_tokens_per_pod)
     chip = e.chip
     r_sym, r_num = experts.weights_per_compute(e)[1]
+    # FSDP across F of the pods: the replicas' AllReduce beside its gathers (MODEL.md §B.9)
+    F = int(e.layout.fsdp_pods)
+    f_sym, f_num = ("(1 + 1/F)·", f"(1 + 1/{F})·") if 1 < F < int(e.pods) else ("", "")
     formula = Math(
-        f"B/P = {pod} vs C{r_sym}/W_dcn = {units.sci(chip.flops)}{r_num}/{units.sci(chip.dcn_bw)}"
-        f" = {need:,.0f}",
-        rf"B/P = {tex_text(pod)}\ \text{{vs}}\ C{_cdot(r_sym)}/W_{{dcn}} ="
-        rf" {tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
+        f"B/P = {pod} vs {f_sym}C{r_sym}/W_dcn = {f_num}{units.sci(chip.flops)}{r_num}/"
+        f"{units.sci(chip.dcn_bw)} = {need:,.0f}",
+        rf"B/P = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
+        rf" {f_num}{tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
     )
     if e.pods == 1:
         return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")

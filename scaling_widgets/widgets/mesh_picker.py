@@ -47,8 +47,8 @@ class MeshPicker(Bound, w.VBox):
     analysis : Analysis
         The scenario's shared analysis, whose ``mesh`` the picture draws.
     value : dict
-        "hardware" (the chip's name), "slice_shape", "pods", "axis_roles", and the groups
-        that result: "x", "y", "z" (X, Y, Z: the data, tensor and pipeline groups' sizes
+        "hardware" (the chip's name), "slice_shape", "pods", "fsdp_pods", "axis_roles", and the
+        groups that result: "x", "y", "z" (X, Y, Z: the data, tensor and pipeline groups' sizes
         [chips]), "mx", "my" (M_X, M_Y: the mesh axes X and Y span) and "wrap_x", "wrap_y"
         (whether X's and Y's rings wrap around); read-only.
     """
@@ -70,6 +70,7 @@ class MeshPicker(Bound, w.VBox):
         )
         self._name.add_class("sw-slice-name")
         self._pods = control("pods")
+        self._fsdp_pods = control("fsdp_pods")  # shown with more than one pod
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -83,6 +84,7 @@ class MeshPicker(Bound, w.VBox):
                 self._name,
                 self._axes,
                 self._pods,
+                self._fsdp_pods,
                 self._by_hand,
                 self._roles,
                 self._message,
@@ -95,6 +97,7 @@ class MeshPicker(Bound, w.VBox):
         self._hardware.observe(self._on_hardware_change, "value")
         self._name.observe(self._on_name_change, "value")
         self._bind(self._pods, "pods")
+        self._bind(self._fsdp_pods, "fsdp_pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
         self.analysis.observe(self._on_mesh_change, "mesh")
@@ -127,6 +130,7 @@ class MeshPicker(Bound, w.VBox):
         self._name.value = name or ""
         self._name.layout.display = "" if names_slices(s.hardware) else "none"
         super()._show_scenario()
+        self._fsdp_pods.layout.display = "" if s.pods > 1 else "none"
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -211,6 +215,7 @@ class MeshPicker(Bound, w.VBox):
                 "hardware": s.hardware.name,
                 "slice_shape": s.slice_shape,
                 "pods": s.pods,
+                "fsdp_pods": s.fsdp_pods,
                 "axis_roles": s.axis_roles,
                 "x": mesh.x,
                 "y": mesh.y,

@@ -149,15 +149,18 @@ def test_a_maxtext_script_over_a_yaml_beside_it_reads_both_the_lines_keys_last(t
     assert read.degrees.dp == 128 and read.degrees.pods == 1
 
 
-def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_refused_across_tpu_slices():
+def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_across_tpu_slices_fsdp_pods():
     line = "python3 -m maxtext.trainers.pre_train.train base.yml model_name=llama2-7b"
     line += " dcn_fsdp_parallelism=4 ici_fsdp_parallelism=8 per_device_batch_size=1"
     _, read = read_config(line + "\n", chip=HARDWARE["h100"], chips=32, framework="maxtext")
     assert (read.degrees.dp, read.degrees.zero, read.degrees.pods) == (32, 3, 1)
     assert "dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes" in read.notes
-    with pytest.raises(InputError, match="^dcn_fsdp_parallelism must be 1: across slices"):
-        read_config(line + " num_slices=4\n", chip=HARDWARE["tpu-v5p"], chips=32,
-                    framework="maxtext")  # fmt: skip
+    got, read = read_config(line + " num_slices=4\n", chip=HARDWARE["tpu-v5p"], chips=32,
+                            framework="maxtext")  # fmt: skip
+    assert (got["x"], got["pods"], got["fsdp_pods"], got["zero"]) == (8, 4, 4, 3)
+    with pytest.raises(InputError, match="^dcn_pipeline_parallelism must be 1: across slices"):
+        read_config(line.replace("dcn_fsdp", "dcn_pipeline") + " num_slices=4\n",
+                    chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
 
 
 def test_a_maxtext_scripts_xla_overlap_flags_are_said_with_those_it_turns_off():

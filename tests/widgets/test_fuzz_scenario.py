@@ -38,6 +38,7 @@ PLAUSIBLE = {
         (1, 4),
     ],
     "pods": [1, 2],
+    "fsdp_pods": [1, 2],
     "batch": [1e6, 3e6, 16e6, 64e6],
     "seq_len": [512, 2048, 4096],
     "strategy": list(STRATEGIES),

@@ -481,6 +481,22 @@ def test_the_mesh_picture_shows_the_pods_over_dcn():
     assert np.asarray(bars.y)[0, pods] == pytest.approx(2)  # log2 4, data
 
 
+def test_fsdp_across_pods_is_offered_with_pods_and_kept_runnable_when_they_change():
+    s = Scenario(model="llama-2-13b", hardware="tpu-v5e", slice_shape=(4, 4), pods=2,
+                 batch=2**16, seq_len=2048, strategy="fsdp", remat="full")  # fmt: skip
+    picker = MeshPicker(s)
+    control = picker._fsdp_pods
+    assert control.layout.display == ""
+    control.value = 2
+    assert s.fsdp_pods == 2 and picker.value["fsdp_pods"] == 2
+    control.value = 3  # does not divide 2 pods: refused inline, the scenario kept
+    assert s.fsdp_pods == 2 and "got 3" in picker._message.value
+    s.pods = 3  # FSDP across 2 of 3 pods cannot run: the most that divides them
+    assert s.fsdp_pods == 1
+    s.pods = 1
+    assert control.layout.display == "none"
+
+
 def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     panel = sw.explore(
         model="llama-3-70b",

@@ -89,6 +89,7 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
         x=X,
         y=Y,
         pods=cluster.pods,
+        fsdp_pods=layout.fsdp_pods,
         mx=placed.mx,
         my=placed.my,
         exact=options.exact,
@@ -173,6 +174,10 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
     F = model.active_width
     mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
     C, W = chip.flops, chip.ici_bw
+    # FSDP across F of P pods: the backward's DCN bytes are the gathers' and the replicas'
+    # AllReduce of a 1/F share, (1 + 1/F) times the data replicas' alone (MODEL.md §B.9)
+    shared = np.asarray(layout.fsdp_pods, dtype=float)
+    over_dcn = np.where((shared > 1) & (cluster.pods > shared), 1 + 1 / shared, 1.0)
     return dict(
         critical_tokens_per_chip=critical_tokens_per_chip(
             strategy=layout.strategy,
@@ -185,9 +190,8 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
             my=my,
         ),
         tp_limit=tp_limit(flops=C, ici_bw=W, d_ff=F, my=my),
-        critical_tokens_per_pod=critical_tokens_per_pod(
-            flops=C, dcn_bw=chip.dcn_bw, weights_per_compute=held / F
-        ),
+        critical_tokens_per_pod=over_dcn
+        * critical_tokens_per_pod(flops=C, dcn_bw=chip.dcn_bw, weights_per_compute=held / F),
         x_opt=x_opt(
             batch=workload.batch / cluster.pods,
             d_ff=held,

@@ -164,8 +164,10 @@ class Choice:
             bad = np.ones(a.shape, dtype=bool)
         else:
             bad = ~np.isin(a, list(self.options))
-            for other in np.unique(a[bad]) if self.also is not None and bad.any() else ():
-                bad &= ~((a == other) & self.also(other))  # each name once, not each layout
+            # each name once, not each layout; what is no name (None, a list) stays refused
+            names = {v for v in a[bad].ravel().tolist() if isinstance(v, str)}
+            for other in names if self.also is not None else ():
+                bad &= ~((a == other) & self.also(other))
         if bad.any() or a.ndim == 0 or a.size == 0:
             got = shown(value)
             if a.ndim and bad.any():

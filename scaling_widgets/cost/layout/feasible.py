@@ -118,13 +118,32 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             " use the chip's own)",
             f"one made for the {options.profile.chip}",
         )
+    _cluster_together(cluster, layout)
+    _broadcast(cluster, workload, layout, options)
+
+
+def _cluster_together(cluster, layout) -> None:
+    """As many axis roles as slice axes; FSDP across pods over a count of pods that divides P,
+    under ZeRO-3, whose FSDP it is (MODEL.md §A.7, §B.9)."""
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(
             "axis_roles",
             f"one of 'x', 'y', 'z' for each of the {len(cluster.slice_shape)} slice axes",
             tuple(layout.axis_roles),
         )
-    _broadcast(cluster, workload, layout, options)
+    F, P = np.asarray(layout.fsdp_pods), np.asarray(cluster.pods)
+    if np.any(P % F != 0):
+        raise refuse(
+            "fsdp_pods",
+            f"a count of pods dividing the {cluster.pods} pods (1: every pod a data replica)",
+            layout.fsdp_pods,
+        )
+    if np.any((F > 1) & (np.asarray(layout.zero) != 3)):
+        raise refuse(
+            "fsdp_pods",
+            "1 unless the ZeRO stage is 3: across pods the weights are sharded as FSDP shards them",
+            f"{layout.fsdp_pods} with ZeRO-{layout.zero}",
+        )
 
 
 def _features_known(options, stack) -> None:

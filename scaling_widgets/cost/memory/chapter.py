@@ -246,7 +246,9 @@ def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
     TP x X, whole experts on each chip), and sharded over the X/e chips that hold the same
     experts, e = EP over its share of TP (MODEL.md §D.2)."""
     model, precision = workload.model, workload.precision
-    X, Y = placed.x, placed.y
+    # FSDP across F pods: ZeRO's group is X·F chips, and P/F groups of pods replicas (§B.9)
+    F = np.asarray(layout.fsdp_pods)
+    X, Y = placed.x * F, placed.y
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     shape = dict(
         layers=model.layers,
@@ -254,7 +256,7 @@ def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
         d_ff=model.active_width,
         batch=workload.batch,
         z=Z_busiest,
-        pods=P,
+        pods=P / F,
         zero=layout.zero,
         gated=model.gated,
         weight_bytes=precision.weight_bytes,

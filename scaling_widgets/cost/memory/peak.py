@@ -391,6 +391,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
     """
     model, precision = workload.model, workload.precision
     X, Y, Z, zero = placed.x, placed.y, placed.z, layout.zero
+    shards = X * np.asarray(layout.fsdp_pods)  # ZeRO's group: X, across F pods (MODEL.md §B.9)
     weight_bytes = profile.weight_bytes or precision.weight_bytes
     grad_bytes = profile.grad_bytes or max(precision.grad_bytes, weight_bytes)
     # Adam's two moments, counted as fp32 in either, at the bytes they are kept in (§E.4)
@@ -419,8 +420,8 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
         return (
-            (layer * layers + stage_embedding + mtp) / np.where(sharded, X, 1)
-            + (layer_routed * layers + mtp_routed) / np.where(sharded, X / e, 1)
+            (layer * layers + stage_embedding + mtp) / np.where(sharded, shards, 1)
+            + (layer_routed * layers + mtp_routed) / np.where(sharded, shards / e, 1)
         ) / Y
 
     # ZeRO-3 gathers a layer (or one weight of it), or the output layer
@@ -433,7 +434,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         held = (precision.activation_bytes + grad_bytes * (Z > 1)) * stage
         gathered = np.where(Z > 1, held, gathered)
         bucket = np.where((np.asarray(zero) == 2) & (X > 1), held, bucket)
-    buffers = np.where(np.asarray(zero) == 3, np.where(X > 1, gathered, 0.0), bucket)
+    buffers = np.where(np.asarray(zero) == 3, np.where(shards > 1, gathered, 0.0), bucket)
     buffers = buffers + _scores_buffer(workload, layout, profile, placed, pods)
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     unsharded = np.where(

@@ -31,7 +31,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
 # The knobs of a layout the plan chooses; recompute, EP (and whether it folds over TP), CP, the
 # CP kind and the schedule unless given.
-SEARCHED = ("x", "y", "z", "zero", "virtual_stages", "microbatches")
+SEARCHED = ("x", "y", "z", "zero", "virtual_stages", "microbatches", "fsdp_pods")
 HELD = ("remat", "ep", "etp", "cp", "cp_kind", "schedule")
 KNOBS = SEARCHED + HELD
 
@@ -305,8 +305,19 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
     )
     c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
     c["cp_kind"] = np.full(len(c["x"]), cp_kind)
+    c = _across_pods(c, int(cluster.pods))
     # no layout folds (a dense model): the default, which the evaluation takes faster
     return c, (c["etp"] if etp is not None or folds.any() else None)
+
+
+def _across_pods(c: dict, pods: int) -> dict:
+    """Each ZeRO-3 candidate also with FSDP across every count of pods that divides P, as one
+    group over the data-center network (MODEL.md §B.9); the others with every pod a replica."""
+    shares = np.array([F for F in range(1, pods + 1) if pods % F == 0])
+    if len(shares) == 1:
+        return {**c, "fsdp_pods": np.ones(len(c["x"]), dtype=np.int64)}
+    zero3 = c["zero"] == 3
+    return product(c, {"fsdp_pods": shares}, keep=lambda r: (shares[r[1]] == 1) | zero3[r[0]])
 
 
 def _runs(c: dict, workload: Workload, pods, experts_tp, base: Layout) -> np.ndarray:

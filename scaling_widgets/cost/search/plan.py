@@ -682,8 +682,9 @@ def _what_would_fit(
         + (
             f", and the runtime overhead alone is {overhead / 1e9:.0f} GB"
             if overhead >= limit
-            else f". About {more}x the "
-            f"chips{' per pod (each pod holds a replica)' if pods > 1 else ''} would do"
-            " (or a smaller batch, or a leaner precision)"
+            else ", too close to call within the peak's uncertainty (tight): more chips"
+            " would leave room (or a smaller batch, or a leaner precision)"
+            if need <= limit
+            else f". About {more}x the chips would do (or a smaller batch, or a leaner precision)"
         )
     )

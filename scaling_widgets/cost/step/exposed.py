@@ -273,7 +273,7 @@ def data_parallel(
     .. [5] Y. Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel",
        VLDB 2023 (backward and forward prefetching: the next all-gather issued ahead).
     """
-    chip, X, Y, P = e.chip, e.x, e.y, e.pods
+    chip, X, Y = e.chip, e.x, e.y
     x_crosses = crosses_nodes(chip, X, Y) if chip.is_gpu else False
     # the DP group's GPUs in one node: the node's share not taken by TP
     per_node = np.maximum(1, chip.node_size // np.maximum(Y, 1)) if chip.is_gpu else 1
@@ -316,7 +316,9 @@ def data_parallel(
     # included), and only what exceeds that compute shows; a step's first gather and last
     # scatter have nothing to hide under. Accumulating unsharded (FSDP's no_sync), only the last
     # microbatch scatters (MODEL.md §C.2).
-    gather, scatter = over_x(psi_layer / Y * 2), over_x(psi_layer / Y * grad_bytes)
+    gather = over_x(psi_layer / Y * 2) + _over_fsdp_pods(e, profile, psi_layer / Y * 2)
+    scatter = over_x(psi_layer / Y * grad_bytes)
+    scatter = scatter + _over_fsdp_pods(e, profile, psi_layer / Y * grad_bytes)
     forward = backward_last / (2 * stage_layers)  # a layer's forward, half its backward
     backward = layer_matmul - forward
     ahead = np.maximum(0.0, gather - forward)
@@ -326,9 +328,25 @@ def data_parallel(
         + syncs * (ahead + np.maximum(0.0, gather + scatter - backward))
     )
     fsdp = np.where(sharded, per_layer + gather + scatter, 0.0)
-    # across pods, a tree of log2(P) exchanges of the shard; the first layer's share sticks out
-    exchange = shard / X / (chip.dcn_bw * profile.link_dcn)
-    over_pods = np.log2(P) * (exchange + profile.latency)
-    last_pods = np.log2(P) * (exchange / stage_layers + profile.latency)
-    dcn = np.maximum(last_pods, over_pods - profile.o_dcn * backward_last)
+    dcn = _across_replicas(e, profile, shard, stage_layers, backward_last)
     return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}
+
+
+def _over_fsdp_pods(e, profile, nbytes):
+    """A ZeRO-3 gather or scatter of ``nbytes`` (a layer's, over TP) across the F pods FSDP
+    spans, first of its two hops: each chip sends its 1/X share's (F-1)/F over the data-center
+    network, a latency a pod (MODEL.md §B.9); nothing with F = 1."""
+    F = np.asarray(e.layout.fsdp_pods, dtype=float)
+    per_byte = (F - 1) / F / e.x / (e.chip.dcn_bw * profile.link_dcn)
+    return (F > 1) * (nbytes * per_byte + (F - 1) * profile.latency)
+
+
+def _across_replicas(e, profile, shard, stage_layers, backward_last):
+    """The gradients' reduction across the P/F replicas of pods: a tree of log2(P/F) exchanges of
+    each chip's 1/(X·F) share of ``shard``, hidden under the last backward as the stack's o_dcn
+    says; the first layer's share sticks out (MODEL.md §C.2, §B.9)."""
+    F = np.asarray(e.layout.fsdp_pods, dtype=float)
+    exchange = shard / (e.x * F) / (e.chip.dcn_bw * profile.link_dcn)
+    over_pods = np.log2(e.pods / F) * (exchange + profile.latency)
+    last_pods = np.log2(e.pods / F) * (exchange / stage_layers + profile.latency)
+    return np.maximum(last_pods, over_pods - profile.o_dcn * backward_last)

@@ -156,6 +156,7 @@ def layer_times(
     x: ArrayLike = 1,
     y: ArrayLike = 1,
     pods: ArrayLike = 1,
+    fsdp_pods: ArrayLike = 1,
     flops: ArrayLike,
     ici_bw: ArrayLike,
     dcn_bw: ArrayLike,
@@ -169,11 +170,14 @@ def layer_times(
     cp_seconds: ArrayLike = 0.0,
     tp_share: ArrayLike | None = None,
 ) -> LayerTimes:
-    """Per-chip compute and communication times of one layer (MODEL.md §A.3).
+    """Per-chip compute and communication times of one layer (MODEL.md §A.3, §B.9).
 
     T_math = {4, 8}·(B/P)·D·F / (X·Y·C) for the forward and backward pass; the X traffic of
     the summary table rides on mx·W_ici, the Y traffic on my·W_ici, and with P > 1 pods the
-    backward AllReduce of each chip's 1/(X·Y) of the gradients, 8·D·F/(X·Y), on W_dcn.
+    backward AllReduce of each chip's 1/(X·Y) of the gradients, 8·D·F/(X·Y), on W_dcn. FSDP
+    across F > 1 pods gathers each chip's 1/(X·Y) of the weights over W_dcn, 4·D·F/(X·Y)
+    forward and twice that backward (again, and the gradients' ReduceScatter), and the P/F
+    replicas AllReduce a 1/F share of the gradients.
 
     Parameters
     ----------
@@ -191,6 +195,8 @@ def layer_times(
         Y, the chips sharding the tensor dimension [chips].
     pods : int or array_like, default 1
         P, the pods over DCN.
+    fsdp_pods : int or array_like, default 1
+        F, the pods each FSDP group spans (MODEL.md §B.9); 1: every pod a data replica.
     flops : float or array_like
         C, a chip's peak bf16 matmul rate [FLOP/s].
     ici_bw : float or array_like
@@ -265,11 +271,13 @@ def layer_times(
     # M·W_ici (MODEL.md §A.2). On GPUs M is a fraction of the NVLink bandwidth (MODEL.md §B.5).
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
     per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
-    dcn_bwd = (P > 1) * (8 * D * F_w / W_dcn) / XY
+    pods_fsdp = np.asarray(fsdp_pods, dtype=float)
+    weights_over_dcn = (pods_fsdp > 1) * (4 * D * F_w / W_dcn) / XY
+    replicas = (P / pods_fsdp > 1) * (8 * D * F_w / W_dcn) / (XY * pods_fsdp)
     x, y, dcn = (
         (x_fwd * per_x_byte, x_bwd * per_x_byte),
         (y_fwd * per_y_byte, y_bwd * per_y_byte),
-        (0.0, dcn_bwd),
+        (weights_over_dcn, 2 * weights_over_dcn + replicas),
     )
     if exact != CHAPTER:
         x, y, dcn = corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
@@ -283,7 +291,7 @@ def layer_times(
         math=math,
         x=x,
         y=y,
-        dcn=(np.zeros(()) + dcn[0], dcn[1]),  # DCN carries only the backward AllReduce
+        dcn=(np.zeros(()) + dcn[0], dcn[1]),  # without FSDP across pods, a backward AllReduce
         x_role=_x_role(strategy),
         ep=(all_to_all, all_to_all),
         cp=(context, 2 * context),
@@ -304,6 +312,7 @@ def crossover_batch(
     x: ArrayLike = 1,
     y: ArrayLike = 1,
     pods: ArrayLike = 1,
+    fsdp_pods: ArrayLike = 1,
     flops: ArrayLike,
     ici_bw: ArrayLike,
     dcn_bw: ArrayLike,
@@ -336,6 +345,8 @@ def crossover_batch(
         Y, the chips sharding the tensor dimension [chips].
     pods : int or array_like, default 1
         P, the pods over DCN.
+    fsdp_pods : int or array_like, default 1
+        F, the pods each FSDP group spans (MODEL.md §B.9); 1: every pod a data replica.
     flops : float or array_like
         C, a chip's peak bf16 matmul rate [FLOP/s].
     ici_bw : float or array_like
@@ -396,6 +407,7 @@ def crossover_batch(
         x=x,
         y=y,
         pods=pods,
+        fsdp_pods=fsdp_pods,
         flops=flops,
         ici_bw=ici_bw,
         dcn_bw=dcn_bw,

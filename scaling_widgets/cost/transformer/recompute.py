@@ -281,9 +281,9 @@ def _policy(name: str, moe: bool = False) -> Policy:
     if name in SAVED_BY_POLICY:
         saved = frozenset(SAVED_BY_POLICY[name]) | {"decoder_layer_input"}
         return kept_by_jax(saved, offloaded=name)
-    head, _, rest = name.partition(":")
-    if head == "custom" and rest:
-        return kept_by_jax(frozenset(rest.split(",")))
+    head, sep, rest = name.partition(":")
+    if head == "custom" and sep:  # none kept on the device: all rematerialized or offloaded
+        return kept_by_jax(frozenset(n for n in rest.split(",") if n))
     if head == "selective" and rest == "op":
         return TORCHTITAN_OP
     if head == "selective" and rest.isdigit() and int(rest) >= 1:

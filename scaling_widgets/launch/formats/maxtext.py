@@ -130,6 +130,10 @@ def _remat(value: dict, notes: list) -> str:
     policy = str(value["remat_policy"])
     if policy == "custom":
         kept = [n for n, default in CUSTOM.items() if value.get(n, default) == "device"]
+        moved = [n for n, default in CUSTOM.items() if value.get(n, default) == "offload"]
+        if moved:
+            notes.append(f"custom remat's {', '.join(moved)} offloaded: in host memory, its"
+                         " transfers not priced")  # fmt: skip
         return "custom:" + ",".join(kept)
     if policy in ("none", ""):
         notes.append("remat_policy none: MaxText's decoder saves nothing in a layer, as full")
@@ -212,7 +216,7 @@ def read(
     value = {**BASE, **_numbers(got)}
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
-    ici, pods = _mesh(value, got, chips, pods, chip, notes)
+    ici, pods, fsdp_pods = _mesh(value, got, chips, pods, chip, notes)
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
@@ -226,7 +230,8 @@ def read(
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
-        zero=3 if ici["fsdp"] > 1 else 0, seq_len=int(value["max_target_length"]),
+        zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods,
+        seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
         fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
@@ -241,18 +246,21 @@ def read(
 
 
 def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
-    """The ICI axes' degrees, FSDP's over both of its axes, and the slices DP spans (MaxText's
-    ``create_device_mesh``: each slice its ICI mesh, the DCN axes across slices). On GPUs a
-    slice is a node (JAX's slice_index is the host's): the nodes are one cluster, so DP and FSDP
-    across them join their ICI axes."""
+    """The ICI axes' degrees, FSDP's over both of its axes, the slices and how many of them each
+    FSDP group spans (MaxText's ``create_device_mesh``: each slice its ICI mesh, the DCN axes
+    across slices: the data axis replicas, the fsdp axis FSDP across slices, MODEL.md §B.9). On
+    GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster, so DP
+    and FSDP across them join their ICI axes."""
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
     dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
     gpu = chip is not None and chip.is_gpu
-    for name, axes in (("dcn_fsdp_parallelism", "fsdp"), ("dcn_pipeline_parallelism", "pipeline"),
+    for name, axes in (("dcn_pipeline_parallelism", "pipeline"),
                        ("dcn_tensor_parallelism", "tensor"), ("dcn_context_parallelism", "context"),
                        ("dcn_expert_parallelism", "expert")):  # fmt: skip
-        if dcn[axes] != 1 and not (gpu and not pods and axes == "fsdp"):
-            raise refuse(name, "1: across slices the model runs data parallelism alone", dcn[axes])
+        if dcn[axes] != 1:
+            raise refuse(
+                name, "1: across slices the model runs data parallelism and FSDP alone", dcn[axes]
+            )
     nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
@@ -268,12 +276,12 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
             notes.append(f"ici_{axis}_parallelism {ici[axis]}: {how}")
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
-        return ici, dcn["data"]
+        return ici, dcn["data"] * dcn["fsdp"], dcn["fsdp"]
     for axis in ("data", "fsdp"):
         ici[axis] *= dcn[axis]
     if dcn["fsdp"] > 1:
         notes.append("dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes")
-    return ici, 1
+    return ici, 1, 1
 
 
 def _usp(ici: dict, strategy: str) -> None:
@@ -542,7 +550,9 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
     axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=ep, pipeline=d.pp)
     lines += [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
-    lines.append(f"dcn_data_parallelism: {d.pods}")
+    lines.append(f"dcn_data_parallelism: {d.pods // d.fsdp_pods}")
+    if d.fsdp_pods > 1:
+        lines.append(f"dcn_fsdp_parallelism: {d.fsdp_pods}")
     if d.cp > 1:
         theirs = next(k for k, v in CP_KINDS.items() if v == d.cp_kind)
         lines.append(f'context_parallel_strategy: "{theirs}"')
@@ -553,7 +563,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     held = {weights, d.grad_dtype or weights, d.moment_dtype or weights}
     if held == {"bf16"}:  # weights, gradients and moments in one dtype: weight_dtype says it
         lines.append("weight_dtype: bfloat16")
-    cannot += unwritten(d, says=("gradients", "Adam's moments", "the weights") * (len(held) == 1))
+    dtypes = ("gradients", "Adam's moments", "the weights") * (len(held) == 1)
+    cannot += unwritten(d, says=("pods", *dtypes))
     if d.ep_overlap:
         cannot.append("pairing the expert all-to-alls (Megatron-LM's combined 1F1B)")
     if d.tp > 1 and not d.sequence_parallel:

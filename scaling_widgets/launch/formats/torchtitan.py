@@ -353,8 +353,9 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append(f"{mtp} MTP module(s): a job TOML's flavor has none (num_mtp_layers)")
     if d.zero == 1:
         cannot.append("ZeRO-1: FSDP2 shards the gradients too; written as ZeRO-2")
-    shard = d.dp // d.pods if d.zero else 1
-    replicate = d.pods if d.zero else d.dp
+    # HSDP: a shard within each group of pods FSDP spans, replicas across the groups (§B.9)
+    shard = d.dp // d.pods * d.fsdp_pods if d.zero else 1
+    replicate = d.pods // d.fsdp_pods if d.zero else d.dp
     if d.schedule not in SCHEDULES:
         cannot.append(f"the schedule {d.schedule}; written as 1F1B")
     schedule = SCHEDULES.get(d.schedule, "1F1B")
@@ -520,7 +521,7 @@ def _unsaid(d: Degrees, implementation: str) -> list:
         d.tp > 1 and not d.sequence_parallel
     )
     cannot += [f"CP by {d.cp_kind}: torchtitan's CP is a ring"] * (d.cp > 1 and d.cp_kind != "ring")
-    says = ("foreach", "ends as layers", "features")
+    says = ("foreach", "ends as layers", "features", "pods")
     says += ("Adam's moments",) * ("bf16" in implementation)
     cannot += unwritten(d, says=says)
     return cannot + ["pairing the expert all-to-alls (Megatron-LM's combined 1F1B)"] * d.ep_overlap
