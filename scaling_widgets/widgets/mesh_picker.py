@@ -236,6 +236,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
         groups = f"{where}; Z = {mesh.z}.{_groups_of_x(mesh, s)}"
         return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {groups}"
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
+    pods += f" (FSDP across {s.fsdp_pods} of them)" if s.fsdp_pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")

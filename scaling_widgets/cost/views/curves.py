@@ -139,12 +139,15 @@ def roofline(current: Estimate) -> RooflineData:
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
     # Nor on the schedule, which may need more microbatches than one (DualPipe's 2Z): 1F1B's.
     base = (int(current.z), 1, "1f1b")
-    layouts = {name: (name, None, None, None, None) for name in STRATEGIES if name != BEST}
-    layouts["optimal"] = ("optimal", None, None, None, None)
-    # the current layout's own split held fixed; whole axes by hand sit where the roles put them
-    held = (current.strategy, int(current.x), int(current.y), int(current.zero), None)
+    layouts = {name: (name, None, None, None, None, 1) for name in STRATEGIES if name != BEST}
+    layouts["optimal"] = ("optimal", None, None, None, None, 1)
+    # the current layout's own split held fixed, and its FSDP across pods; whole axes by hand sit
+    # where the roles put them
+    shared = int(layout.fsdp_pods)
+    held = (current.strategy, int(current.x), int(current.y), int(current.zero), None, shared)
     if layout.axis_roles is not None:
-        held = (current.strategy, None, None, int(current.zero), tuple(layout.axis_roles))
+        roles = tuple(layout.axis_roles)
+        held = (current.strategy, None, None, int(current.zero), roles, shared)
     layouts[current.strategy] = held
     curves = {}
     for name, own in layouts.items():
@@ -179,10 +182,11 @@ def roofline(current: Estimate) -> RooflineData:
 @functools.lru_cache(maxsize=64)
 def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, schedule, *own):
     """One curve of the roofline, ``per_layer`` over the grid from ``lo`` to ``hi``: a
-    strategy's own layout, the current one held fixed ("strategy, x, y, zero, axis_roles"), or
-    "optimal", the chapter's split at each batch; None where it cannot run. Kept for the moves
-    of the panel that change none of it: a change of batch redraws the point, not the curves."""
-    strategy, x, y, zero, roles = own
+    strategy's own layout, the current one held fixed ("strategy, x, y, zero, axis_roles,
+    fsdp_pods"), or "optimal", the chapter's split at each batch; None where it cannot run.
+    Kept for the moves of the panel that change none of it: a change of batch redraws the point,
+    not the curves."""
+    strategy, x, y, zero, roles, fsdp_pods = own
     grid = np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
     grid[0], grid[-1] = lo, hi
     cluster = Cluster(chip=chip, slice_shape=slice_shape, pods=pods)
@@ -198,6 +202,7 @@ def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, sched
         schedule=schedule,
         microbatches=1,
         axis_roles=roles,
+        fsdp_pods=fsdp_pods,
     )
     if strategy == "optimal":
         layout = _chapters_split(cluster, tokens, layout, exact)
