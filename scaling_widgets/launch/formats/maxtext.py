@@ -62,8 +62,8 @@ JOINED = {
     "tensor_sequence": ("tensor", "charged as one TP axis with ici_tensor"),
     "context_usp_ulysses": ("context", "USP's Ulysses share, charged as Ulysses CP"),
 }
-READ = (*BASE, "num_slices", *CUSTOM, *(f"ici_{axis}_parallelism" for axis in JOINED),
-        *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in AXES))  # fmt: skip
+READ = (*BASE, "num_slices", *CUSTOM,
+        *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in (*AXES, *JOINED)))
 # the axes no training step of ours runs on, and why (base.yml's mesh_axes and logical_axis_rules)
 NOT_TRAINING = {
     "autoregressive": "an inference axis: the rules shard the weights' heads and MLP over it but no"
@@ -75,9 +75,7 @@ NOT_TRAINING = {
     "sequence": "the legacy sequence axis, which base.yml's mesh_axes no longer hold",
 }
 # the DCN axes beside their ICI twins, and the axes above: refused unless at base.yml's 1
-UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn")
-            for axis in (*JOINED, *NOT_TRAINING) if (tier, axis) not in
-            {("ici", joined) for joined in JOINED}}  # fmt: skip
+UNPRICED = {f"{tier}_{axis}_parallelism": 1 for tier in ("ici", "dcn") for axis in NOT_TRAINING}
 APPROXIMATED: dict = {}
 
 
@@ -261,6 +259,7 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
             raise refuse(
                 name, "1: across slices the model runs data parallelism and FSDP alone", dcn[axes]
             )
+    _dcn_joined(value, dcn)
     nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
@@ -282,6 +281,21 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     if dcn["fsdp"] > 1:
         notes.append("dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes")
     return ici, 1, 1
+
+
+def _dcn_joined(value: dict, dcn: dict) -> None:
+    """The joined axes across slices as within them: fsdp_transpose is FSDP across the slices
+    (MODEL.md §B.9); tensor_sequence and USP's Ulysses share are TP and CP, which the model runs
+    inside a slice only."""
+    for axis, (joined, _) in JOINED.items():
+        degree = int(value.get(f"dcn_{axis}_parallelism", 1))
+        if degree != 1 and joined != "fsdp":
+            raise refuse(
+                f"dcn_{axis}_parallelism",
+                "1: across slices the model runs data parallelism and FSDP alone",
+                degree,
+            )
+        dcn[joined] *= degree
 
 
 def _usp(ici: dict, strategy: str) -> None:
