@@ -114,12 +114,7 @@ def roofline(current: Estimate) -> RooflineData:
         Each curve's compute and communication per layer over the grid, where each turns
         compute-bound, and the current layout's point [s, tokens].
     """
-    cluster, workload, layout, options = (
-        current.cluster,
-        current.workload,
-        current.layout,
-        current.options,
-    )
+    cluster, workload, options = current.cluster, current.workload, current.options
     grid = batch_grid(float(current.batch), int(current.chips))
     # What every curve depends on: the slice, the model and the corrections. Not the batch, but
     # for the grid's ends, nor the step: a measured step, which only some batches of the grid
@@ -141,14 +136,7 @@ def roofline(current: Estimate) -> RooflineData:
     base = (int(current.z), 1, "1f1b")
     layouts = {name: (name, None, None, None, None, 1) for name in STRATEGIES if name != BEST}
     layouts["optimal"] = ("optimal", None, None, None, None, 1)
-    # the current layout's own split held fixed, and its FSDP across pods; whole axes by hand sit
-    # where the roles put them
-    shared = int(layout.fsdp_pods)
-    held = (current.strategy, int(current.x), int(current.y), int(current.zero), None, shared)
-    if layout.axis_roles is not None:
-        roles = tuple(layout.axis_roles)
-        held = (current.strategy, None, None, int(current.zero), roles, shared)
-    layouts[current.strategy] = held
+    layouts[current.strategy] = _held(current)
     curves = {}
     for name, own in layouts.items():
         curve = _curve(*on, *base, *own)
@@ -177,6 +165,16 @@ def roofline(current: Estimate) -> RooflineData:
         pods=pods,
         current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
     )
+
+
+def _held(current: Estimate) -> tuple:
+    """The current layout's curve: its own split held fixed (whole axes by hand where the roles
+    put them), its ZeRO stage and its FSDP across pods ("strategy, x, y, zero, axis_roles,
+    fsdp_pods")."""
+    layout = current.layout
+    roles = None if layout.axis_roles is None else tuple(layout.axis_roles)
+    split = (None, None) if roles else (int(current.x), int(current.y))
+    return (current.strategy, *split, int(current.zero), roles, int(layout.fsdp_pods))
 
 
 @functools.lru_cache(maxsize=64)

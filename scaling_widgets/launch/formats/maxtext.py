@@ -62,8 +62,12 @@ JOINED = {
     "tensor_sequence": ("tensor", "charged as one TP axis with ici_tensor"),
     "context_usp_ulysses": ("context", "USP's Ulysses share, charged as Ulysses CP"),
 }
-READ = (*BASE, "num_slices", *CUSTOM,
-        *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in (*AXES, *JOINED)))
+READ = (
+    *BASE,
+    "num_slices",
+    *CUSTOM,
+    *(f"{tier}_{axis}_parallelism" for tier in ("ici", "dcn") for axis in (*AXES, *JOINED)),
+)
 # the axes no training step of ours runs on, and why (base.yml's mesh_axes and logical_axis_rules)
 NOT_TRAINING = {
     "autoregressive": "an inference axis: the rules shard the weights' heads and MLP over it but no"
