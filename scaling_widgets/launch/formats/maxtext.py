@@ -254,16 +254,8 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster, so DP
     and FSDP across them join their ICI axes."""
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
-    dcn = {a: int(value.get(f"dcn_{a}_parallelism", -1 if a == "data" else 1)) for a in AXES}
+    dcn = _dcn(value)
     gpu = chip is not None and chip.is_gpu
-    for name, axes in (("dcn_pipeline_parallelism", "pipeline"),
-                       ("dcn_tensor_parallelism", "tensor"), ("dcn_context_parallelism", "context"),
-                       ("dcn_expert_parallelism", "expert")):  # fmt: skip
-        if dcn[axes] != 1:
-            raise refuse(
-                name, "1: across slices the model runs data parallelism and FSDP alone", dcn[axes]
-            )
-    _dcn_joined(value, dcn)
     nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
@@ -287,19 +279,23 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     return ici, 1, 1
 
 
-def _dcn_joined(value: dict, dcn: dict) -> None:
-    """The joined axes across slices as within them: fsdp_transpose is FSDP across the slices
-    (MODEL.md §B.9); tensor_sequence and USP's Ulysses share are TP and CP, which the model runs
-    inside a slice only."""
-    for axis, (joined, _) in JOINED.items():
-        degree = int(value.get(f"dcn_{axis}_parallelism", 1))
-        if degree != 1 and joined != "fsdp":
+def _dcn(value: dict) -> dict:
+    """The DCN axes' degrees: data parallelism across the slices, and FSDP across them, its
+    second axis (fsdp_transpose) joined to it as within a slice (MODEL.md §B.9). Any other axis
+    across slices, a joined one included, is refused by its own name: the model runs TP, CP, EP
+    and the stages inside a slice only."""
+    joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
+    dcn = dict.fromkeys(AXES, 1)
+    for axis, to in joined.items():
+        degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
+        if degree != 1 and to not in ("data", "fsdp"):
             raise refuse(
                 f"dcn_{axis}_parallelism",
                 "1: across slices the model runs data parallelism and FSDP alone",
                 degree,
             )
-        dcn[joined] *= degree
+        dcn[to] *= degree
+    return dcn
 
 
 def _usp(ici: dict, strategy: str) -> None:
