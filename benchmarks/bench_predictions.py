@@ -3,7 +3,8 @@
 1. leave-one-source-out: refit the stacks without a source's runs, predict that source; per
    source its mean and worst |error| (a stack left with no runs gets the typical stack's
    behaviour, fitted on every other run);
-2. leave-one-chip-out, for every stack measured on two chips or more;
+2. leave-one-chip-out, for every stack measured on two chips or more, and leave-one-stack-version-
+   out: each stack's runs of a year predicted from its runs of the years before (``released``);
 3. the orderings the sources report (every pair of runs a source compares and measured apart),
    predicted out of sample by (1);
 4. in-sample: the shipped behaviours on the runs they were fitted on;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -95,6 +97,8 @@ def main() -> None:
             steps = refit_predict([r for r in mine if r not in test], test)
             print(_row(f"{stack} on {chip}", steps / np.array([r.step_time for r in test]) - 1))
 
+    stack_versions(runs)
+
     print("\n3. ORDERINGS each source reports, predicted out of sample (pairs in measured order)")
     right = total = 0
     for path in FILES:
@@ -120,6 +124,32 @@ def main() -> None:
         print(_row(source, shipped[idx] / np.array([runs[i].step_time for i in idx]) - 1))
     print(_row("all runs, in-sample", shipped / np.array([r.step_time for r in runs]) - 1))
     held_out()
+
+
+def released(run) -> int:
+    """The year of the stack's release a run measured: the case's own, else the date its source
+    gives ("(2023-12-15)"), else its paper's ("et al. 2021")."""
+    if run.case.get("year"):
+        return int(run.case["year"])
+    dated = re.search(r"\((\d{4})-\d\d", run.source) or re.search(r"et al\. (\d{4})", run.source)
+    return int(dated.group(1))
+
+
+def stack_versions(runs) -> None:
+    """Section 2's second half: a newer release predicted from older ones (MODEL.md §F.3). Each
+    stack's runs of a year, with that stack fitted on its earlier years alone (every other stack
+    as in the full fit)."""
+    print("\nLEAVE-ONE-STACK-VERSION-OUT: a year's release from the years before")
+    for stack in REGISTRY:
+        years = sorted({released(r) for r in runs if r.stack == stack})
+        for year in years[1:]:
+            test = [r for r in runs if r.stack == stack and released(r) == year]
+            train = [r for r in runs if r.stack != stack or released(r) < year]
+            steps = refit_predict(train, test)
+            chips = ", ".join(sorted({r.values[0].chip.name for r in test}))
+            since, until = years[0], max(y for y in years if y < year)
+            name = f"{stack} {year} from {since}" + (f"-{until}" if until > since else "")
+            print(_row(name, steps / np.array([r.step_time for r in test]) - 1, f"on {chips}"))
 
 
 def held_out() -> None:

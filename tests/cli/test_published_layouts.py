@@ -225,3 +225,30 @@ def test_deepseek_v3s_published_layout_ties_with_the_fastest_of_its_plan(capsys)
     head, rank, *above = out.splitlines()
     assert "EP 64 x PP Z=16" in head and "dualpipe" in head
     assert "in the tie with the fastest, which the model cannot order" in rank
+
+
+# Meta's Llama 3 405B as Megatron-LM runs such a layout: interleaved stages, sequence parallel, a
+# layer fewer on the first and last stages for the embedding and the loss, and no activation
+# checkpointing at 8K, as the Llama 3 report's text describes its pipeline (§3.3.2).
+META_KNOBS = ("--tp 8 --pp 16 --zero 1 --schedule interleaved --virtual-stages 4 --remat none"
+              " --sequence-parallel --first-stage-layers 7 --last-stage-layers 7")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "chips, seq_len, data",
+    [("16k", "8k", "--dp 128"), ("8k", "8k", "--dp 64"), ("16k", "128k", "--dp 8 --cp 16")],
+)
+def test_metas_405b_layouts_tie_with_the_fastest_of_their_plans(capsys, chips, seq_len, data):
+    where = ["--model", "llama-3-405b", "--hardware", "h100", "--chips", chips, "--batch", "16M",
+             "--seq-len", seq_len, "--stack", "megatron-lm"]  # fmt: skip
+    code, out, err = run(capsys, "plan", *where, "--rank-of", f"{META_KNOBS} {data}")
+    assert code == 0 and err == ""
+    head, rank, *_ = out.splitlines()
+    assert "TP Y=8 x PP Z=16" in head and "interleaved x 4 virtual" in head
+    assert "in the tie with the fastest, which the model cannot order" in rank
+
+
+def test_metas_405b_at_8k_on_16k_gpus_is_not_called_out_of_memory(capsys):
+    e = estimate(capsys, *LLAMA_3_405B[:10], "--stack", "megatron-lm", *META_KNOBS.split(),
+                 "--dp", "128")  # fmt: skip
+    assert e["layout"]["first_stage_layers"] == 7 and e["memory_verdict"] in ("fits", "tight")
