@@ -517,8 +517,9 @@ class Options:
     features : str, optional
         The stack's features that are on, by their names, comma-separated: those that hide a
         communication under compute (Megatron-LM's "overlap_grad_reduce",
-        "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm"); "none" for none. None:
-        the stack's defaults in the release its module cites (MODEL.md §F.2).
+        "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm"; torchtitan's "async_tp";
+        DeepSpeed's "overlap_comm"); "none" for none. None: the stack's defaults in the release
+        its module cites (MODEL.md §F.2).
     flash_attention : bool, optional
         False keeps the s x s attention scores, in memory and in the step. None: the stack's.
     torch_compile : bool, optional

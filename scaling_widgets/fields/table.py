@@ -346,7 +346,8 @@ FIELDS_TABLE = (
           flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),
     Field("features", "options.features", "the stack's features that hide a communication"
           " under compute, comma-separated, or none (Megatron-LM's overlap_grad_reduce,"
-          " overlap_param_gather, tp_comm_overlap, overlap_p2p_comm; default: the release's)",
+          " overlap_param_gather, tp_comm_overlap, overlap_p2p_comm; torchtitan's async_tp;"
+          " DeepSpeed's overlap_comm; default: the release's)",
           flag="--features", since=14, label="Overlaps"),
     Field("flash_attention", "options.flash_attention", "off keeps the s x s attention scores,"
           " in memory and in the step (default: the stack's, on)", flag="--flash-attention",

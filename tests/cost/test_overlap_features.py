@@ -41,6 +41,19 @@ def test_a_stack_named_without_features_runs_its_releases_defaults_and_says_so()
     assert float(default.step_time) == float(_run(features="overlap_p2p_comm").step_time)
 
 
+def test_deepspeeds_overlap_comm_hides_zero1s_reduction_and_holds_a_second_bucket():
+    # off by default below ZeRO-3 (DeepSpeedZeroConfig.overlap_comm_valid)
+    assert REGISTRY["deepspeed"].default_features == ()
+    off, on = (_run(stack="deepspeed", features=f) for f in ("none", "overlap_comm"))
+    default = _run(stack="deepspeed")
+    assert default.step_breakdown["dp_exposed"] == off.step_breakdown["dp_exposed"]
+    assert on.step_breakdown["dp_exposed"] < 0.5 * off.step_breakdown["dp_exposed"]
+    assert float(on.peak.buffers) == pytest.approx(float(off.peak.buffers) + 1e9)
+    # ZeRO-3's scatters hide as prefetched traffic, DeepSpeed's default there
+    zero3 = (_run(stack="deepspeed", zero=3, features=f) for f in ("none", "overlap_comm"))
+    assert len({float(e.step_breakdown["fsdp_exposed"]) for e in zero3}) == 1
+
+
 @pytest.mark.parametrize(
     "stack, features, field",
     [("megatron-lm", "overlap_grads", "features"), ("fsdp2", "tp_comm_overlap", "features")],

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from scaling_widgets import catalog
-from scaling_widgets.cost import InputError
-from scaling_widgets.launch import read_config
+from scaling_widgets import fields as fieldset
+from scaling_widgets.cost import InputError, evaluate
+from scaling_widgets.launch import read_config, write_config
 from scaling_widgets.launch.shell import launch_args
 from scaling_widgets.presets import HARDWARE
 
@@ -143,6 +144,44 @@ def test_a_megatron_deepspeed_script_reads_its_own_flags_and_runs_deepspeed():
     assert fields["stack"] == "deepspeed"
     # no tokenizer named: pretrain_gpt.py's GPT2BPETokenizer, 50,257 tokens
     assert catalog.model(fields["model"]).vocab == 50257
+
+
+DS_LAUNCH = f"deepspeed pretrain_gpt.py {SHAPE} {RUN} --zero-stage 1 --deepspeed"
+
+
+@pytest.mark.parametrize("value, features", [("true", "overlap_comm"), ("false", "none")])
+def test_a_deepspeed_config_written_by_the_script_sets_overlap_comm(tmp_path, value, features):
+    config = f'{{"zero_optimization": {{"stage": 1, "overlap_comm": {value}}}}}'
+    script = tmp_path / "train.sh"
+    heredoc = f"cat > ds.json << EOF\n{config}\nEOF\n"
+    script.write_text(f"{heredoc}{DS_LAUNCH} --deepspeed_config ds.json\n")
+    fields, _ = read_config(str(script), chip=H100, chips=8)
+    assert fields["stack"] == "deepspeed" and fields["features"] == features
+
+
+def test_a_deepspeed_config_beside_the_script_is_read_and_none_leaves_the_default(tmp_path):
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"overlap_comm": true}}')
+    script = tmp_path / "train.sh"
+    script.write_text(f"{DS_LAUNCH} --deepspeed_config=ds.json\n")
+    assert read_config(str(script), chip=H100, chips=8)[0]["features"] == "overlap_comm"
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 1}}')
+    assert read_config(str(script), chip=H100, chips=8)[0]["features"] is None
+
+
+def test_deepspeeds_overlap_comm_hides_the_reduction_holds_a_bucket_more_and_is_said_on_export(
+    tmp_path,
+):
+    script = tmp_path / "train.sh"
+    script.write_text(f"{DS_LAUNCH} --deepspeed_config ds.json\n")
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"overlap_comm": true}}')
+    fields, _ = read_config(str(script), chip=H100, chips=64)
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"overlap_comm": false}}')
+    off, _ = read_config(str(script), chip=H100, chips=64)
+    on_, off_ = (evaluate(*fieldset.values(fieldset.checked({**fieldset.defaults(), **f},
+                 tuple(f)))) for f in (fields, off))  # fmt: skip
+    assert on_.step_breakdown["dp_exposed"] < off_.step_breakdown["dp_exposed"]
+    assert float(on_.peak.buffers) - float(off_.peak.buffers) == pytest.approx(1e9)
+    assert "the features overlap_comm: another stack's" in write_config("megatron", on_)
 
 
 def test_a_megatron_lm_flag_megatron_deepspeed_alone_has_is_refused_outside_it():

@@ -397,6 +397,6 @@ def profile_of(chip: Chip, options: Options) -> Profile:
     if options.fp8_params:  # a byte a weight, and no copy cast from bf16
         switches["weight_bytes"] = 1.0
     if options.features is not None:  # the config's features, over the release's defaults
-        stack = REGISTRY[options.stack or default_stack(chip)]
-        switches["hidden"] = hidden_by(stack, feature_names(options.features))
+        stack, on = REGISTRY[options.stack or default_stack(chip)], feature_names(options.features)
+        switches |= {"hidden": hidden_by(stack, on), **stack.memory_with(on)}
     return dataclasses.replace(profile, **switches)

@@ -78,6 +78,8 @@ class Feature:
     since: str
     source: str
     compiled: bool = False  # it runs only under torch.compile
+    # what it holds beside when on: the stack's MEMORY fields it sets (a second bucket...)
+    memory: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.hides not in HIDES:  # a stack module's slip, caught when it is imported
@@ -138,6 +140,27 @@ class Stack:
     def default_features(self) -> tuple:
         """The features on when a config names none: the release's defaults."""
         return tuple(name for name, f in self.features.items() if f.default)
+
+    def memory_with(self, names) -> dict:
+        """The MEMORY fields its features set, with ``names`` on and the rest off: each on
+        feature's own, the stack's where its feature is off.
+
+        Parameters
+        ----------
+        names : iterable of str
+            Names of its features that are on.
+
+        Returns
+        -------
+        memory : dict
+            The MEMORY fields its features decide, each as its feature's state sets it.
+        """
+        on = set(names)
+        return {
+            key: value if name in on else self.memory[key]
+            for name, f in self.features.items()
+            for key, value in f.memory.items()
+        }
 
 
 def _member(module) -> Stack:

@@ -107,9 +107,9 @@ BEHAVIOUR = dict(
     kappa=179.7,
     kappa_scores=10.13,
     o_tp=0.1991,
-    o_dp=0.7534,
-    o_dcn=0.4776,
-    layer_overhead=3.068e-07,
+    o_dp=0.7536,
+    o_dcn=0.4777,
+    layer_overhead=3.072e-07,
     step_overhead=0.1124,
 )
 # The recompute policies it offers by name: activation_checkpoint.mode none, full, or selective

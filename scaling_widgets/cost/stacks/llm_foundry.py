@@ -41,9 +41,9 @@ BEHAVIOUR = dict(
     kappa=200,
     kappa_scores=10.13,
     o_tp=0.1991,
-    o_dp=0.7534,
-    o_dcn=0.4776,
-    layer_overhead=5.499e-07,
+    o_dp=0.7536,
+    o_dcn=0.4777,
+    layer_overhead=5.504e-07,
     step_overhead=0.1144,
 )
 # activation_checkpointing: true recomputes each block whole

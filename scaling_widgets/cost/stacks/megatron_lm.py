@@ -93,11 +93,11 @@ MEMORY = dict(
 # a bound. o_tp and o_dp are not fitted: its FEATURES decide what hides (MODEL.md §F.2).
 BEHAVIOUR = dict(
     kernel_share=0.8083,
-    kappa=9.056,
+    kappa=9.06,
     kappa_scores=10.13,
     o_tp=0.1991,
-    o_dp=0.7534,
-    o_dcn=0.4776,
+    o_dp=0.7536,
+    o_dcn=0.4777,
     layer_overhead=0.0001309,
     step_overhead=0.08954,
 )

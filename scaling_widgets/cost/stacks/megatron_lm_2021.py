@@ -25,9 +25,9 @@ BEHAVIOUR = dict(
     kernel_share=0.8763,
     kappa=11.14,
     kappa_scores=15.64,
-    o_tp=2.071e-17,
-    o_dp=0.6726,
-    o_dcn=0.4776,
-    layer_overhead=3.857e-07,
+    o_tp=2.085e-17,
+    o_dp=0.6727,
+    o_dcn=0.4777,
+    layer_overhead=3.861e-07,
     step_overhead=0.03354,
 )

@@ -306,6 +306,7 @@ def _stack_fields(stack: str) -> dict:
     features = {
         "overlaps": ",".join(sorted({f.hides for f in member.features.values()})),
         "hidden": hidden_by(member, member.default_features),
+        **member.memory_with(member.default_features),
     }
     return {**dataclasses.asdict(member.behaviour), **unset, **member.memory, **features}
 

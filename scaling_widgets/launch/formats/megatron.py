@@ -5,6 +5,7 @@ those ``megatron/training/arguments.py`` adds (``data/config_keys/``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -18,6 +19,7 @@ from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
 from ..conventions import Degrees, unwritten
+from ..deepspeed_config import overlap_comm
 from ..keys import LaunchFile, checked_keys, data_json, layers_of, yaml_loaded
 from ..megatron_shape import model_of, shape_flags, whole
 from ..megatron_yaml import flag_words, is_yaml_cfg
@@ -185,7 +187,7 @@ def read(
     launch = ([], given) if given is not None else launch_args(text, PROGRAM, branches, unset)
     launch = _yaml_cfg(text, launch, folder, branches)
     try:
-        return _read(*launch, chips=chips, model=model, notes=branches)
+        read = _read(*launch, chips=chips, model=model, notes=branches)
     except InputError as err:  # a flag the cost needs may hold a variable the script never set
         words = launch[1]
         valueless = {w for w, after in zip(words, [*words[1:], "--"]) if after.startswith("--")}
@@ -193,6 +195,17 @@ def read(
             raise
         said = ", ".join(unset[:3]) + (" and more" if len(unset) > 3 else "")
         raise refuse(err.field, err.allowed, f"{err.got}, the script using {said} unset") from None
+    return _with_deepspeed_config(read, text, launch[1], folder)
+
+
+def _with_deepspeed_config(read: LaunchFile, text: str, words: list, folder) -> LaunchFile:
+    """Megatron-DeepSpeed's features as its DeepSpeed config sets them (``overlap_comm``);
+    another launch as it was read."""
+    if read.extra["stack"] != "deepspeed":
+        return read
+    notes = list(read.notes)
+    degrees = dataclasses.replace(read.degrees, features=overlap_comm(text, words, folder, notes))
+    return dataclasses.replace(read, degrees=degrees, notes=tuple(notes))
 
 
 def _read(before: list, after: list, *, chips, model, notes: list) -> LaunchFile:
@@ -337,11 +350,15 @@ def _features(got: dict) -> str | None:
     return ",".join(on) or "none"
 
 
-def _feature_flags(features: str | None) -> list[str]:
-    """The flags that set ``features`` (None: the release's defaults, no flag)."""
+def _feature_flags(features: str | None, cannot: list) -> list[str]:
+    """The flags that set ``features`` (None: the release's defaults, no flag); another stack's
+    features (DeepSpeed's, torchtitan's) are said in ``cannot``, Megatron-LM's defaults written."""
     if features is None:
         return []
     on = set(feature_names(features))
+    if not on <= set(FEATURES):
+        cannot.append(f"the features {features}: another stack's, left at Megatron-LM's defaults")
+        return []
     return [f.flag for name, f in FEATURES.items() if (name in on) != f.default]
 
 
@@ -537,7 +554,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         layout += ["--use-precision-aware-optimizer", "--exp-avg-dtype bf16",
                    "--exp-avg-sq-dtype bf16"]  # fmt: skip
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
-    layout += _feature_flags(d.features)
+    layout += _feature_flags(d.features, cannot)
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")
