@@ -21,6 +21,7 @@ from ..cost.ground.records import record
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.nodes import gpu_slice
 from ..cost.hardware.slices import slices_near
+from ..cost.stacks import feature_names
 from ..text.explain import ENDS_NAMED
 
 
@@ -185,6 +186,36 @@ AS_GIVEN = ("compile_loss", "grad_dtype", "weight_dtype", "moment_dtype", "optim
             "features")  # fmt: skip
 SAYABLE = ("gradients", "Adam's moments", "the weights", "fp8 weights", "foreach", "features",
            "ends as layers", "stage layers", "pods")  # fmt: skip
+
+
+def own_features(d: Degrees, offered: dict, framework: str, cannot: list) -> tuple | None:
+    """The features ``d`` turns on, where all are ``framework``'s (``offered``: its stack's
+    FEATURES); None where they are the release's defaults, or another stack's (said in
+    ``cannot``: the file keeps the framework's defaults).
+
+    Parameters
+    ----------
+    d : Degrees
+        What is written, its ``features``.
+    offered : dict
+        The framework's stack's features, by name.
+    framework : str
+        Its name, for the note.
+    cannot : list of str
+        Where another stack's features are said.
+
+    Returns
+    -------
+    on : tuple of str or None
+        The names on ("none": empty), or None where nothing is to be written.
+    """
+    if d.features is None:
+        return None
+    on = feature_names(d.features)
+    if not set(on) <= set(offered):
+        cannot.append(f"the features {d.features}: another stack's, {framework}'s defaults kept")
+        return None
+    return on
 
 
 def unwritten(d: Degrees, says: tuple = ()) -> list[str]:

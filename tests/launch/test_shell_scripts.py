@@ -181,7 +181,9 @@ def test_deepspeeds_overlap_comm_hides_the_reduction_holds_a_bucket_more_and_is_
                  tuple(f)))) for f in (fields, off))  # fmt: skip
     assert on_.step_breakdown["dp_exposed"] < off_.step_breakdown["dp_exposed"]
     assert float(on_.peak.buffers) - float(off_.peak.buffers) == pytest.approx(1e9)
-    assert "the features overlap_comm: another stack's" in write_config("megatron", on_)
+    for framework, name in (("megatron", "Megatron-LM"), ("torchtitan", "torchtitan")):
+        said = f"the features overlap_comm: another stack's, {name}'s defaults kept"
+        assert said in write_config(framework, on_)
 
 
 def test_a_megatron_lm_flag_megatron_deepspeed_alone_has_is_refused_outside_it():

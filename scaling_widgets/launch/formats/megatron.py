@@ -13,12 +13,11 @@ from pathlib import Path
 
 from ...cost.ground.refusals import InputError, refuse
 from ...cost.hardware.chip import Chip
-from ...cost.stacks import feature_names
 from ...cost.stacks.megatron_lm import FEATURES, RECOMPUTE_MODULES
 from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.recompute import is_policy
 from ...cost.transformer.shapes import Model
-from ..conventions import Degrees, unwritten
+from ..conventions import Degrees, own_features, unwritten
 from ..deepspeed_config import overlap_comm
 from ..keys import LaunchFile, checked_keys, data_json, layers_of, yaml_loaded
 from ..megatron_shape import model_of, shape_flags, whole
@@ -350,14 +349,11 @@ def _features(got: dict) -> str | None:
     return ",".join(on) or "none"
 
 
-def _feature_flags(features: str | None, cannot: list) -> list[str]:
-    """The flags that set ``features`` (None: the release's defaults, no flag); another stack's
-    features (DeepSpeed's, torchtitan's) are said in ``cannot``, Megatron-LM's defaults written."""
-    if features is None:
-        return []
-    on = set(feature_names(features))
-    if not on <= set(FEATURES):
-        cannot.append(f"the features {features}: another stack's, left at Megatron-LM's defaults")
+def _feature_flags(d: Degrees, cannot: list) -> list[str]:
+    """The flags that set ``d.features`` (None: the release's defaults, no flag; another
+    stack's said in ``cannot``)."""
+    on = own_features(d, FEATURES, "Megatron-LM", cannot)
+    if on is None:
         return []
     return [f.flag for name, f in FEATURES.items() if (name in on) != f.default]
 
@@ -554,7 +550,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         layout += ["--use-precision-aware-optimizer", "--exp-avg-dtype bf16",
                    "--exp-avg-sq-dtype bf16"]  # fmt: skip
     layout += ["--overlap-moe-expert-parallel-comm"] * d.ep_overlap
-    layout += _feature_flags(d.features, cannot)
+    layout += _feature_flags(d, cannot)
     layout += [f"--train-iters {d.steps}"] * bool(d.steps)
     if d.compile or d.compile_loss:
         cannot.append("torch.compile: Megatron-LM fuses its own kernels")

@@ -15,12 +15,11 @@ import pathlib
 from ... import catalog
 from ...cost.ground.refusals import refuse
 from ...cost.hardware.chip import Chip
-from ...cost.stacks import feature_names
 from ...cost.stacks.fsdp2 import FEATURES
 from ...cost.step.pipeline import ENDS_AS_LAYERS, ENDS_NAMED_BY_SLOTS
 from ...cost.transformer.shapes import Model
 from ...presets import MODELS
-from ..conventions import Degrees, unwritten
+from ..conventions import Degrees, own_features, unwritten
 from ..keys import LaunchFile, checked_keys, data_json, flat, layers_of, schema
 from ..torchtitan_older import as_current
 from ..torchtitan_registry import registry_table
@@ -383,8 +382,8 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         f"expert_parallel_degree = {d.ep}",
         f"expert_tensor_parallel_degree = {1 if d.etp == 1 and d.ep > 1 else d.tp}",
     ]
-    if d.features is not None:  # the overlaps as set; else the release's defaults, unwritten
-        on = feature_names(d.features)
+    on = own_features(d, FEATURES, "torchtitan", cannot)  # None: the defaults, unwritten
+    if on is not None:
         lines += [f"{f.flag.removeprefix('parallelism.')} = {'true' if name in on else 'false'}"
                   for name, f in FEATURES.items()]  # fmt: skip
     lines += _split_lines(d, layers, chosen, cannot)
