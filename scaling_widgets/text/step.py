@@ -95,7 +95,7 @@ def _features(e: Estimate) -> str:
     if stack is None or not stack.features:
         return ""
     given = e.options.features
-    on = feature_names(given) if given is not None else stack.default_features
+    on = feature_names(given) if given is not None else stack.defaults_at(int(e.zero))
     whose = "as given" if given is not None else f"{stack.name}'s defaults at its cited release"
     return f"; overlaps on: {', '.join(on) or 'none'} ({whose})"
 

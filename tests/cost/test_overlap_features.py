@@ -9,6 +9,8 @@ from scaling_widgets.cost import Cluster, InputError, Layout, Options, Workload,
 from scaling_widgets.cost.hardware.nodes import gpu_slice
 from scaling_widgets.cost.stacks import REGISTRY
 from scaling_widgets.presets import HARDWARE, MODELS, PRECISIONS
+from scaling_widgets.text.lines import plain
+from scaling_widgets.text.step import step
 
 H100 = HARDWARE["h100"]
 
@@ -49,9 +51,12 @@ def test_deepspeeds_overlap_comm_hides_zero1s_reduction_and_holds_a_second_bucke
     assert default.step_breakdown["dp_exposed"] == off.step_breakdown["dp_exposed"]
     assert on.step_breakdown["dp_exposed"] < 0.5 * off.step_breakdown["dp_exposed"]
     assert float(on.peak.buffers) == pytest.approx(float(off.peak.buffers) + 1e9)
-    # ZeRO-3's scatters hide as prefetched traffic, DeepSpeed's default there
-    zero3 = (_run(stack="deepspeed", zero=3, features=f) for f in ("none", "overlap_comm"))
+    # ZeRO-3's scatters hide as prefetched traffic, DeepSpeed's default there, said so
+    zero3 = [_run(stack="deepspeed", zero=3, features=f) for f in ("none", "overlap_comm")]
     assert len({float(e.step_breakdown["fsdp_exposed"]) for e in zero3}) == 1
+    said = plain(step(_run(stack="deepspeed", zero=3)))
+    assert "overlaps on: overlap_comm (deepspeed's defaults" in said
+    assert "overlaps on: none (deepspeed's defaults" in plain(step(default))
 
 
 @pytest.mark.parametrize(

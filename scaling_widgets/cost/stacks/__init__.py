@@ -78,6 +78,7 @@ class Feature:
     since: str
     source: str
     compiled: bool = False  # it runs only under torch.compile
+    on_from_zero: int | None = None  # on by default from this ZeRO stage up (DeepSpeed's: 3)
     # what it holds beside when on: the stack's MEMORY fields it sets (a second bucket...)
     memory: dict = field(default_factory=dict)
 
@@ -140,6 +141,27 @@ class Stack:
     def default_features(self) -> tuple:
         """The features on when a config names none: the release's defaults."""
         return tuple(name for name, f in self.features.items() if f.default)
+
+    def defaults_at(self, zero: int) -> tuple:
+        """The features on by default for a layout of ZeRO stage ``zero``: the release's, and
+        those the framework turns on from that stage (DeepSpeed's overlap_comm under ZeRO-3,
+        which the step prices as ZeRO-3's prefetched traffic).
+
+        Parameters
+        ----------
+        zero : int
+            The layout's ZeRO stage.
+
+        Returns
+        -------
+        names : tuple of str
+            The features on.
+        """
+        return tuple(
+            name
+            for name, f in self.features.items()
+            if f.default or (f.on_from_zero is not None and zero >= f.on_from_zero)
+        )
 
     def memory_with(self, names) -> dict:
         """The MEMORY fields its features set, with ``names`` on and the rest off: each on

@@ -27,7 +27,7 @@ NAME, ORDER = "deepspeed", 2
 FEATURES = {
     "overlap_comm": Feature(
         "grad_reduce", "overlap_comm", False, "f2ac7eafd (2020-05-19)",
-        "deepspeed/runtime/zero/config.py", memory={"bucket_bytes": 2e9},
+        "deepspeed/runtime/zero/config.py", on_from_zero=3, memory={"bucket_bytes": 2e9},
     ),
 }  # fmt: skip
 # torch.compile of the engine's module: DeepSpeed's ``engine.compile()`` (runtime/engine.py).
