@@ -52,6 +52,11 @@ def round_trip(page) -> None:
     wait_until(page, curve_paths, lambda now: now == drawn, "the roofline to draw as before")
 
 
+def picker_text(page) -> str:
+    """The mesh picker's text, its chip names on one line as the page keeps them."""
+    return page.inner_text(".sw-mesh-picker").replace("\xa0", " ")
+
+
 def memory_column(page) -> list[float]:
     return [in_bytes(row[4]) for row in page.evaluate(ROWS)]
 
@@ -169,7 +174,9 @@ def test_a_change_of_chip_lands_on_a_slice_that_runs_each_time(page, voila_demo)
         shown = shown.replace("\xa0", " ")  # the option keeps its name on one line
         assert shown == label  # taken, not refused back to the last chip
         assert not page.locator(".sw-mesh-picker .sw-error").is_visible()
-        assert "From " in page.inner_text(".sw-mesh-picker")  # what else it changed, said
+        # what else it changed, said: the note is a message of its own, after the summary's
+        noted = lambda t, said=f"to {label}:": "From " in t and said in t  # noqa: E731
+        wait_until(page, picker_text, noted, f"the mesh picker's note on the {label}")
     assert page.errors == []
 
 
@@ -209,7 +216,7 @@ def test_planning_sorting_and_using_a_recommendation_redraws_the_panel(page, voi
         "the plan to list 10 layouts",
         "document.querySelectorAll('.sw-plan-table .sw-plan-use').length == 10",
     )
-    assert "layouts evaluated" in page.inner_text(".sw-recommendations")
+    wait_for_text(page, ".sw-recommendations", "layouts evaluated")  # a message of its own
     rows = lambda: page.evaluate(ROWS)  # noqa: E731 - the table as the reader sees it, row by row
     page.click(".sw-plan-header:has-text('memory/chip')")
     wait_for_text(page, ".sw-plan-table", "memory/chip ▲")
@@ -392,7 +399,7 @@ def test_a_mixture_of_experts_with_expert_parallelism_in_the_panel(page, voila_d
     text = wait_for_change(page, summary, text, "the summary to show EP 8")
     assert "EP 8: its all-to-alls take" in text and "inside an NVLink node" in text
     wait_for_text(page, ".sw-strategy-selector", "with EP 8")
-    assert "EP 8 of them split the experts" in page.inner_text(".sw-mesh-picker")
+    wait_for_text(page, ".sw-mesh-picker", "EP 8 of them split the experts")  # another widget
     wait_for_js(  # drawn
         page,
         "the mesh picture to draw 'EP 8, CP'",  # CP as the planner's layout has it
@@ -466,7 +473,7 @@ def test_the_strategy_map_names_its_cells_and_loads_one(page, voila_demo):
     cells = page.locator(".sw-strategy-map rect.heatmapcell")
     fills = set(cells.evaluate_all("els => els.map(e => getComputedStyle(e).fill)"))
     assert len(fills) > 5  # families and shades, not one colour
-    assert "layouts evaluated" in page.inner_text(".sw-map-view")
+    wait_for_text(page, ".sw-map-view", "layouts evaluated")  # a message of its own
     assert reading_problems(page, ".sw-map-view") == {"contrast": [], "cut": [], "labels": []}
     # a square over each cell, drawn last (before them, the dot of the scenario's own cell)
     squares = page.locator(".sw-strategy-map .dot")
