@@ -139,8 +139,9 @@ class Stack:
 
     @property
     def default_features(self) -> tuple:
-        """The features on when a config names none: the release's defaults."""
-        return tuple(name for name, f in self.features.items() if f.default)
+        """The features on when a config names none: the release's defaults, whatever the
+        ZeRO stage."""
+        return self.defaults_at(0)
 
     def defaults_at(self, zero: int) -> tuple:
         """The features on by default for a layout of ZeRO stage ``zero``: the release's, and
