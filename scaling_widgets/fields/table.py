@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 
 from .. import catalog
 from ..catalog import name_of
@@ -12,9 +11,8 @@ from ..cost.calibrate import profile_from_json
 from ..cost.ground.checks import Switch
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.mesh import ROLES, parse_slice
-from ..cost.hardware.nodes import gpu_slice
 from ..cost.hardware.slice_names import NamedSlice, is_slice_name, named_slice
-from ..cost.hardware.slices import slices_near
+from ..cost.hardware.slices import slice_for
 from ..cost.schedules import SCHEDULES
 from ..cost.stacks import STACKS
 from ..cost.step.pipeline import ENDS_AS_LAYERS
@@ -148,19 +146,9 @@ def _slice_chip(shape) -> dict:
     return {"hardware": shape.chip} if isinstance(shape, NamedSlice) else {}
 
 
-def _gpu_slice(chips: int, hardware) -> tuple[int, int]:
-    """``--chips N``: whole nodes of the chip's preset, or part of one."""
-    chip = catalog.hardware(hardware)
-    if not chip.is_gpu:
-        # a torus slice is a power of two: the nearest one's shape
-        near = slices_near(chip, 2 ** round(math.log2(chips)))[0]
-        raise refuse(
-            "chips",
-            f"left out for a TPU torus ({chip.name}): give its shape with --mesh, such as"
-            f" --mesh {units.mesh(near)}",
-            chips,
-        )
-    return gpu_slice(chips=chips, node_size=chip.node_size)
+def _chips(chips: int, hardware) -> tuple[int, ...]:
+    """``--chips N``: whole nodes of a GPU preset, or a TPU's slice of N chips."""
+    return slice_for(catalog.hardware(hardware), chips)
 
 
 def _data_axis(dp: int, state: dict) -> int:
@@ -180,8 +168,9 @@ FIELDS_TABLE = (
           " count TensorCores, two a chip; v5e and v6e names count chips) (default: a TPU's full"
           " pod, 1,024 GPUs)", flag="--mesh", parse=_mesh, implies=_slice_chip,
           coerce=_shape, words=units.mesh, absent_ok=True,
-          also=(Flag("--chips", WHOLE, None, "GPUs in all (GPU presets; nodes from the preset)",
-                     resolve=lambda chips, state: _gpu_slice(chips, state["hardware"])),)),
+          also=(Flag("--chips", WHOLE, None, "chips in all: a GPU preset's nodes, or a TPU slice"
+                     " of that many chips in Google's shape",
+                     resolve=lambda chips, state: _chips(chips, state["hardware"])),)),
     Field("pods", "cluster.pods", "pods joined by DCN", flag="--pods", parse=WHOLE,
           label="Pods (DCN)"),
     Field("fsdp_pods", "layout.fsdp_pods", "the pods each FSDP group spans over DCN, ZeRO-3"

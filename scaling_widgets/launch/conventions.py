@@ -19,8 +19,7 @@ import math
 from ..cost import Estimate
 from ..cost.ground.records import record
 from ..cost.ground.refusals import refuse
-from ..cost.hardware.nodes import gpu_slice
-from ..cost.hardware.slices import slices_near
+from ..cost.hardware.slices import slice_for
 from ..cost.stacks import feature_names
 from ..text.explain import ENDS_NAMED
 
@@ -379,12 +378,5 @@ def fields_of(d: Degrees, chip) -> dict:
     if d.tokens is not None:
         fields["tokens"] = d.tokens
     per_pod = d.world // d.pods
-    if chip.is_gpu:
-        fields["slice_shape"] = gpu_slice(chips=per_pod, node_size=chip.node_size)
-    else:  # a torus slice of that many chips
-        near = slices_near(chip, per_pod)[0]
-        if math.prod(near) != per_pod:
-            raise refuse("chips", f"a count a {chip.name} slice has, such as {math.prod(near):,}",
-                         per_pod)  # fmt: skip
-        fields["slice_shape"] = near
+    fields["slice_shape"] = slice_for(chip, per_pod)
     return fields

@@ -174,3 +174,37 @@ def test_any_slice_name_is_its_slice_or_a_one_line_refusal_that_names_ones_that_
     else:
         per_chip = 2 if named.chip in ("tpu-v4p", "tpu-v5p") else 1
         assert math.prod(named) * per_chip == count
+
+
+def test_a_tpu_count_of_chips_is_the_slice_google_gives_that_count(capsys):
+    args = ["--model", "llama-2-13b", "--batch", "3M", "--hardware", "tpu-v5p"]
+    by_count = estimate(capsys, *args, "--chips", "4096")
+    by_name = estimate(capsys, *args, "--mesh", "v5p-8192")
+    assert by_count["layout"]["slice_shape"] == by_name["layout"]["slice_shape"] == [16, 16, 16]
+    assert by_count["step_time_s"] == by_name["step_time_s"]
+    assert sw.estimate(model="llama-2-13b", hardware="tpu-v5p", chips=4096, batch="3M",
+                       seq_len="4k").step_time == by_count["step_time_s"]  # fmt: skip
+    code, out, _ = run(capsys, "plan", *args, "--chips", "4096")
+    assert code == 0 and "TPU v5p-8192 (4,096 chips, 16x16x16)" in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(hardware=st.sampled_from(["tpu-v4p", "tpu-v5p", "tpu-v5e", "tpu-v6e"]),
+       chips=st.integers(1, 20_000))  # fmt: skip
+def test_any_tpu_count_of_chips_is_a_slice_or_a_one_line_refusal_whose_counts_run(hardware, chips):
+    from scaling_widgets.cost import InputError
+    from scaling_widgets.cost.hardware.slices import slice_for, slice_of
+
+    chip = HARDWARE[hardware]
+    try:
+        shape = slice_for(chip, chips)
+    except InputError as refused:
+        said = str(refused)
+        assert "\n" not in said and said.startswith("chips must be") and f"got {chips}" in said
+        if "such as" in said:  # every count suggested has its slice
+            for count in said.split("such as ")[1].split(";")[0].split(" or "):
+                assert slice_of(chip, int(count.split(" ")[0].replace(",", ""))) is not None
+        else:
+            assert chips > chip.pod_chips and "--pods" in said
+    else:
+        assert math.prod(shape) == chips

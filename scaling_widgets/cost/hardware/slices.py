@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..ground.refusals import InputError
+from ..ground.refusals import InputError, refuse
 from .chip import Chip
 from .nodes import gpu_slice
 
@@ -99,3 +99,54 @@ def slice_of(chip: Chip, chips: int) -> tuple[int, ...] | None:
         and all(a <= b for a, b in zip(sorted(shape), sorted(chip.pod_shape)))
     )
     return min(fitting, key=lambda shape: (max(shape) / min(shape), shape), default=None)
+
+
+def slice_for(chip: Chip, chips: int, field: str = "chips") -> tuple[int, ...]:
+    """The slice ``--chips N`` runs on: a GPU's whole nodes, or a TPU's slice of N chips in the
+    shape Google gives it (``slice_of``: 4,096 TPU v5p is 16x16x16, as v5p-8192).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip.
+    chips : int
+        The count of chips [chips].
+    field : str, default "chips"
+        The field a refusal names.
+
+    Returns
+    -------
+    shape : tuple of int
+        The slice's axis lengths, outermost first.
+
+    Raises
+    ------
+    InputError
+        Naming ``field`` when the chip has no slice of ``chips`` chips, with the nearest that it
+        has and their shapes.
+
+    Examples
+    --------
+    >>> from scaling_widgets.presets import HARDWARE
+    >>> slice_for(HARDWARE["tpu-v5p"], 4096), slice_for(HARDWARE["h100"], 512)
+    ((16, 16, 16), (64, 8))
+    """
+    if chip.is_gpu:
+        return gpu_slice(chips=chips, node_size=chip.node_size)
+    shape = slice_of(chip, chips)
+    if shape is None and chips > chip.pod_chips:
+        raise refuse(
+            field,
+            f"at most a {chip.name} pod's {chip.pod_chips:,}; more chips are pods joined over"
+            " DCN (--pods)",
+            chips,
+        )
+    if shape is None:
+        near = slices_near(chip, 2 ** round(math.log2(max(chips, 1))))[:2]
+        raise refuse(
+            field,
+            f"a count a {chip.name} slice has, such as "
+            + " or ".join(f"{math.prod(s):,} ({'x'.join(map(str, s))})" for s in near),
+            chips,
+        )
+    return shape

@@ -39,7 +39,7 @@ from ..evaluation.result import Estimate
 from ..ground.checks import Choice, Whole
 from ..ground.records import record
 from ..ground.refusals import refuse
-from ..hardware.nodes import gpu_slice
+from ..hardware.slices import slice_for
 from ..layout import feasible
 from ..schedules import NAMES
 from ..strategies import BEST
@@ -602,7 +602,7 @@ def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, prec
     Raises
     ------
     InputError
-        Naming the field: a keyword not of ``OPTIONS``, no ``seq_len``, ``chips`` for a TPU, an
+        Naming the field: a keyword not of ``OPTIONS``, no ``seq_len``, ``chips`` no slice has, an
         array where the plan needs one number, a value out of range, or values that cannot run
         together (``feasible.together``).
     """
@@ -618,11 +618,7 @@ def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, prec
         raise refuse("seq_len", "one number to plan for", None)
     if chips is not None:
         chips = Whole()("chips", chips)
-        if not chip.is_gpu:
-            raise refuse(
-                "chips", f"left out for a TPU torus ({chip.name}): give slice_shape", chips
-            )
-        slice_shape = gpu_slice(chips=chips, node_size=chip.node_size)
+        slice_shape = slice_for(chip, chips)
     keywords = dict(
         model=model,
         chip=chip,
