@@ -161,9 +161,22 @@ def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_across_tpu_slices_f
     transposed = line.replace("dcn_fsdp", "dcn_fsdp_transpose") + " num_slices=4\n"
     got, _ = read_config(transposed, chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")
     assert (got["pods"], got["fsdp_pods"]) == (4, 4)  # FSDP's second axis, across slices too
-    with pytest.raises(InputError, match="^dcn_pipeline_parallelism must be 1: across slices"):
+    with pytest.raises(InputError, match="^dcn_pipeline_parallelism must be 1 across TPU slic"):
         read_config(line.replace("dcn_fsdp", "dcn_pipeline") + " num_slices=4\n",
                     chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
+
+
+@pytest.mark.parametrize("axis, degree, group", [("pipeline", "pp", "z"), ("tensor", "tp", "y")])
+def test_maxtexts_other_dcn_axes_across_gpu_nodes_join_their_ici_axis(axis, degree, group):
+    # on GPUs a MaxText slice is a node, and the cluster's links across nodes are priced
+    line = "python3 -m maxtext.trainers.pre_train.train base.yml model_name=llama2-7b"
+    line += f" dcn_{axis}_parallelism=4 ici_fsdp_parallelism=8 per_device_batch_size=1\n"
+    got, read = read_config(line, chip=HARDWARE["h100"], chips=32, framework="maxtext")
+    assert getattr(read.degrees, degree) == 4 and read.degrees.dp == 8
+    assert f"dcn_{axis} x ici_{axis}: one {axis} axis across the GPU nodes" in read.notes
+    state = fields.checked({**fields.defaults(), **got}, tuple(got))
+    e = evaluate(*fields.values(state))
+    assert int(e.x * e.y * e.z) == 32 and int(getattr(e, group)) == 4
 
 
 def test_a_maxtext_scripts_xla_overlap_flags_are_said_with_those_it_turns_off():

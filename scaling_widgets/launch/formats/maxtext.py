@@ -238,11 +238,11 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
     """The ICI axes' degrees, FSDP's over both of its axes, the slices and how many of them each
     FSDP group spans (MaxText's ``create_device_mesh``: each slice its ICI mesh, the DCN axes
     across slices: the data axis replicas, the fsdp axis FSDP across slices, MODEL.md §B.9). On
-    GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster, so DP
-    and FSDP across them join their ICI axes."""
+    GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster whose
+    links across nodes the model prices, so every DCN axis joins its ICI twin."""
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
-    dcn = _dcn(value)
     gpu = chip is not None and chip.is_gpu
+    dcn = _dcn(value, across_nodes=gpu and not pods)
     nodes = chips // chip.node_size if gpu and chips % chip.node_size == 0 else 1
     slices = pods or (int(got["num_slices"]) if int(got.get("num_slices", -1)) > 0 else nodes)
     _filled(dcn, "data", slices, "dcn")
@@ -259,26 +259,28 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
         return ici, dcn["data"] * dcn["fsdp"], dcn["fsdp"]
-    for axis in ("data", "fsdp"):
+    for axis in AXES:
         ici[axis] *= dcn[axis]
-    if dcn["fsdp"] > 1:
-        notes.append("dcn_fsdp x ici_fsdp: one FSDP axis across the GPU nodes")
+        if axis != "data" and dcn[axis] > 1:
+            name = "FSDP" if axis == "fsdp" else axis
+            notes.append(f"dcn_{axis} x ici_{axis}: one {name} axis across the GPU nodes")
     return ici, 1, 1
 
 
-def _dcn(value: dict) -> dict:
-    """The DCN axes' degrees: data parallelism across the slices, and FSDP across them, its
-    second axis (fsdp_transpose) joined to it as within a slice (MODEL.md §B.9). Any other axis
-    across slices, a joined one included, is refused by its own name: the model runs TP, CP, EP
-    and the stages inside a slice only."""
+def _dcn(value: dict, across_nodes: bool) -> dict:
+    """The DCN axes' degrees, each joined axis (fsdp_transpose, ...) to its twin as within a
+    slice. Across GPU nodes (``across_nodes``) every axis runs, priced on the nodes' links.
+    Across TPU slices, data parallelism and FSDP (MODEL.md §B.9); any other axis, a joined one
+    included, is refused by its own name: the model runs TP, CP, EP and the stages inside a TPU
+    slice only."""
     joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
     dcn = dict.fromkeys(AXES, 1)
     for axis, to in joined.items():
         degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
-        if degree != 1 and to not in ("data", "fsdp"):
+        if degree != 1 and to not in ("data", "fsdp") and not across_nodes:
             raise refuse(
                 f"dcn_{axis}_parallelism",
-                "1: across slices the model runs data parallelism and FSDP alone",
+                "1 across TPU slices: there the model runs data parallelism and FSDP alone",
                 degree,
             )
         dcn[to] *= degree
