@@ -152,8 +152,12 @@ def _experts_kept(state: dict) -> dict:
 
 
 def _pods_shared(state: dict) -> dict:
-    """FSDP across the largest count of pods up to the one held that divides the pods."""
-    shared = state["fsdp_pods"]
-    while state["pods"] % shared:
-        shared -= 1
-    return {"fsdp_pods": shared}
+    """FSDP and the pipeline across the largest count of pods up to the one held that divides
+    the pods."""
+    kept = {}
+    for name in ("fsdp_pods", "pp_pods"):
+        shared = state[name]
+        while state["pods"] % shared:
+            shared -= 1
+        kept[name] = shared
+    return kept

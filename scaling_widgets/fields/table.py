@@ -168,8 +168,8 @@ FIELDS_TABLE = (
           " count TensorCores, two a chip; v5e and v6e names count chips) (default: a TPU's full"
           " pod, 1,024 GPUs)", flag="--mesh", parse=_mesh, implies=_slice_chip,
           coerce=_shape, words=units.mesh, absent_ok=True,
-          also=(Flag("--chips", WHOLE, None, "chips in all: a GPU preset's nodes, or a TPU slice"
-                     " of that many chips in Google's shape",
+          also=(Flag("--chips", WHOLE, None, "a pod's chips (all of them, with one pod): a GPU"
+                     " preset's nodes, or a TPU slice of that many chips in Google's shape",
                      resolve=lambda chips, state: _chips(chips, state["hardware"])),)),
     Field("pods", "cluster.pods", "pods joined by DCN", flag="--pods", parse=WHOLE,
           label="Pods (DCN)"),
@@ -177,6 +177,10 @@ FIELDS_TABLE = (
           " across them (MaxText's dcn_fsdp_parallelism); the other pods are data replicas"
           " (default 1: every pod a replica)", flag="--fsdp-pods", metavar="F", parse=WHOLE,
           default=1, since=16, label="FSDP over pods"),
+    Field("pp_pods", "layout.pp_pods", "the pods each pipeline spans over DCN, --pp stages in"
+          " each (MaxText's dcn_pipeline_parallelism); the other pods are data replicas (default"
+          " 1: whole pipelines in each pod)", flag="--pp-pods", metavar="S", parse=WHOLE,
+          default=1, since=17, commands=("estimate",), label="PP over pods"),
     # The workload.
     Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
           start="llama-2-13b", coerce=lambda name, value: catalog.model(value),

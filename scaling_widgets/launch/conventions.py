@@ -62,6 +62,7 @@ class Degrees:
     first_stage_layers: int | None = None  # given; None: the split's share
     last_stage_layers: int | None = None
     fsdp_pods: int = 1  # the pods each FSDP group spans; the rest data-parallel replicas
+    pp_pods: int = 1  # the pods each pipeline spans, pp/pp_pods stages in each; the rest replicas
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -77,9 +78,11 @@ class Degrees:
 def degrees_of(e: Estimate) -> Degrees:
     """The frameworks' degrees of one evaluated layout.
 
-    DP = X·pods/CP data-parallel ranks share the global batch of B/T sequences, each rank's share
-    m microbatches of B/(T·DP·m) sequences; world = X·Y·Z·pods = DP·CP·TP·PP. The experts' TP is
-    Y unless the layout gives its own with EP > 1; ZeRO is 0 where each pod holds one data rank.
+    DP = X·R/CP data-parallel ranks share the global batch of B/T sequences, each rank's share
+    m microbatches of B/(T·DP·m) sequences; world = X·Y·Z·R = DP·CP·TP·PP, Z the stages in all
+    and R the replicas over DCN, the pods or their groups a pipeline spans (MODEL.md §B.10). The
+    experts' TP is Y unless the layout gives its own with EP > 1; ZeRO is 0 where each replica
+    holds one data rank.
 
     Parameters
     ----------
@@ -112,12 +115,12 @@ def degrees_of(e: Estimate) -> Degrees:
     """
     if e.workload.seq_len is None:
         raise refuse("seq_len", "given, for a launch file counts sequences", None)
-    x, y, z, pods = int(e.x), int(e.y), int(e.z), int(e.pods)
+    x, y, z, pods, replicas = int(e.x), int(e.y), int(e.z), int(e.cluster.pods), int(e.pods)
     cp, m, T = int(e.layout.cp), int(e.microbatches), int(e.workload.seq_len)
     sequences = float(e.batch) / T
     if abs(sequences - round(sequences)) > 1e-9 * sequences:
         raise refuse("batch", f"whole sequences of {T} for a launch file", float(e.batch))
-    dp = x * pods // cp
+    dp = x * replicas // cp
     whole_sequences = round(sequences)
     if whole_sequences % dp:
         low, high = whole_sequences // dp * dp, (whole_sequences // dp + 1) * dp
@@ -139,7 +142,7 @@ def degrees_of(e: Estimate) -> Degrees:
         )
     options = e.options
     return Degrees(
-        world=x * y * z * pods,
+        world=x * y * z * replicas,
         pods=pods,
         dp=dp,
         cp=cp,
@@ -149,8 +152,9 @@ def degrees_of(e: Estimate) -> Degrees:
         ep=int(e.layout.ep),
         etp=y if e.layout.etp is None or int(e.layout.ep) == 1 else int(e.layout.etp),
         # one data rank a pod, as replicas: nothing to shard
-        zero=int(e.zero) if dp // pods * int(e.layout.fsdp_pods) > 1 else 0,
+        zero=int(e.zero) if dp // replicas * int(e.layout.fsdp_pods) > 1 else 0,
         fsdp_pods=int(e.layout.fsdp_pods),
+        pp_pods=int(e.layout.pp_pods),
         seq_len=T,
         global_batch=whole_sequences,
         micro_batch=per_rank // m,
@@ -335,20 +339,22 @@ def fields_of(d: Degrees, chip) -> dict:
             f" splits the global batch of {d.global_batch:,} sequences",
             d.micro_batch,
         )
-    if d.pods < 1 or d.world % d.pods or (d.dp * d.cp) % d.pods:
+    replicas = d.pods // d.pp_pods  # groups of the pods a pipeline spans (MODEL.md §B.10)
+    if d.pods < 1 or d.world % d.pods or (d.dp * d.cp) % replicas:
         raise refuse(
             "pods", f"a count dividing the {d.dp * d.cp:,} data ranks (CP's included)", d.pods
         )
-    x = d.dp * d.cp // d.pods
+    x = d.dp * d.cp // replicas
     fields = dict(
         strategy="fsdp+tp",
         optimal_split=False,
         x=x,
         y=d.tp,
-        z=d.pp,
+        z=d.pp // d.pp_pods,
         zero=d.zero,
         pods=d.pods,
         fsdp_pods=d.fsdp_pods,
+        pp_pods=d.pp_pods,
         batch=float(d.global_batch * d.seq_len),
         seq_len=d.seq_len,
         microbatches=d.microbatches,

@@ -89,17 +89,21 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines += _remat_lines(d.remat, cannot)
     if d.zero in (1, 2):
         cannot.append(f"ZeRO-{d.zero}: MaxText's fsdp axis shards all three; written as ZeRO-3")
-    ep = math.gcd(d.ep, d.dp // d.pods)  # MaxText's expert axis is carved out of the data ranks
+    replicas = d.pods // d.pp_pods  # the slices' groups a pipeline spans (MODEL.md §B.10)
+    ep = math.gcd(d.ep, d.dp // replicas)  # MaxText's expert axis is carved out of the data ranks
     if ep != d.ep:
         cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
                       f" data ranks' axes; written as EP {ep}")  # fmt: skip
-    per_slice_dp = d.dp // d.pods // ep
+    per_slice_dp = d.dp // replicas // ep
     fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
-    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=ep, pipeline=d.pp)
+    pipeline = d.pp // d.pp_pods
+    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=ep, pipeline=pipeline)
     lines += [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
-    lines.append(f"dcn_data_parallelism: {d.pods // d.fsdp_pods}")
+    lines.append(f"dcn_data_parallelism: {replicas // d.fsdp_pods}")
     if d.fsdp_pods > 1:
         lines.append(f"dcn_fsdp_parallelism: {d.fsdp_pods}")
+    if d.pp_pods > 1:
+        lines.append(f"dcn_pipeline_parallelism: {d.pp_pods}")
     if d.cp > 1:
         theirs = next(k for k, v in CP_KINDS.items() if v == d.cp_kind)
         lines.append(f'context_parallel_strategy: "{theirs}"')

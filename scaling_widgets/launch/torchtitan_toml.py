@@ -85,9 +85,11 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append(f"{mtp} MTP module(s): a job TOML's flavor has none (num_mtp_layers)")
     if d.zero == 1:
         cannot.append("ZeRO-1: FSDP2 shards the gradients too; written as ZeRO-2")
-    # HSDP: a shard within each group of pods FSDP spans, replicas across the groups (§B.9)
-    shard = d.dp // d.pods * d.fsdp_pods if d.zero else 1
-    replicate = d.pods // d.fsdp_pods if d.zero else d.dp
+    # HSDP: a shard within each group of pods FSDP spans, replicas across the groups (§B.9);
+    # a pipeline across pods leaves their groups as the replicas (§B.10)
+    replicas = d.pods // d.pp_pods
+    shard = d.dp // replicas * d.fsdp_pods if d.zero else 1
+    replicate = replicas // d.fsdp_pods if d.zero else d.dp
     if d.schedule not in SCHEDULES:
         cannot.append(f"the schedule {d.schedule}; written as 1F1B")
     schedule = SCHEDULES.get(d.schedule, "1F1B")

@@ -33,7 +33,7 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "features", "ep", "ep_overlap", "fsdp_pods")  # fmt: skip
+         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods")  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -69,9 +69,10 @@ def _part(name: str, before: dict, after: dict) -> str:
         return f"EP {after['ep']}, the largest up to {before['ep']} dividing {experts} experts"
     if name == "ep_overlap" and model.moe is not None:
         return f"the expert all-to-alls no longer paired: {stack} does not pair passes"
-    if name == "fsdp_pods":
+    if name in ("fsdp_pods", "pp_pods"):
+        what = "FSDP" if name == "fsdp_pods" else "the pipeline"
         return (
-            f"FSDP across {after['fsdp_pods']} pods, the most up to {before['fsdp_pods']} dividing"
+            f"{what} across {after[name]} pods, the most up to {before[name]} dividing"
             f" {after['pods']}"
         )
     return ""

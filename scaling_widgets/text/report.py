@@ -71,7 +71,7 @@ def _workload(e: Estimate) -> dict:
         "model": e.model.name,
         "hardware": e.chip.name,
         # a pod's slice as Google names it (v5p-512), or None
-        "slice_name": slice_name(e.chip, int(e.chips) // int(e.pods), e.slice_shape),
+        "slice_name": slice_name(e.chip, int(e.chips) // int(e.cluster.pods), e.slice_shape),
         "strategy": e.strategy,
         "layout_name": explain.layout_name(e),
         "zero_stage": _num(e.zero),
@@ -200,6 +200,7 @@ def _placement(e: Estimate) -> dict:
         "first_stage_layers": e.layout.first_stage_layers,
         "last_stage_layers": e.layout.last_stage_layers,
         "fsdp_pods": _num(e.layout.fsdp_pods),
+        "pp_pods": e.layout.pp_pods,
     }
 
 
@@ -281,7 +282,7 @@ def text(e: Estimate, others=None, best: Estimate | None = None) -> str:
     lines = explain.explain(e, best)
     head = [
         f"{m.name} ({moe_and_context.params(e)}) on"
-        f" {_cluster_name(e.chip, e.slice_shape, int(e.pods))}; batch "
+        f" {_cluster_name(e.chip, e.slice_shape, int(e.cluster.pods))}; batch "
         f"{units.batch_echo(float(e.batch))}{seqs}",
         "",
         f"Layout ({e.strategy}): {', '.join([explain.layout_name(e), *explain.group_places(e)])}",

@@ -229,7 +229,12 @@ def _dcn(e: Estimate) -> Line:
         rf"B/P = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
         rf" {f_num}{tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
     )
+    spans = e.layout.pp_pods  # P counts the replicas: groups of the pods a pipeline spans
+    per = (
+        "per-pod batch " if spans == 1 else f"batch per group of the {spans} pods a pipeline spans "
+    )
     if e.pods == 1:
-        return Line.of("threshold", "DCN: per-pod batch ", formula, " (one pod: no DCN traffic)")
+        alone = "one pod: no DCN traffic" if spans == 1 else "no gradients on DCN, only activations"
+        return Line.of("threshold", f"DCN: {per}", formula, f" ({alone})")
     bound = "enough" if float(e.batch) / float(e.pods) > need else "too small: DCN-bound"
-    return Line.of("threshold", "DCN: per-pod batch ", formula, f": {bound}")
+    return Line.of("threshold", f"DCN: {per}", formula, f": {bound}")

@@ -71,6 +71,7 @@ class MeshPicker(Bound, w.VBox):
         self._name.add_class("sw-slice-name")
         self._pods = control("pods")
         self._fsdp_pods = control("fsdp_pods")  # shown with more than one pod
+        self._pp_pods = control("pp_pods")  # shown with more than one pod
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -85,6 +86,7 @@ class MeshPicker(Bound, w.VBox):
                 self._axes,
                 self._pods,
                 self._fsdp_pods,
+                self._pp_pods,
                 self._by_hand,
                 self._roles,
                 self._message,
@@ -98,6 +100,7 @@ class MeshPicker(Bound, w.VBox):
         self._name.observe(self._on_name_change, "value")
         self._bind(self._pods, "pods")
         self._bind(self._fsdp_pods, "fsdp_pods")
+        self._bind(self._pp_pods, "pp_pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
         self.analysis.observe(self._on_mesh_change, "mesh")
@@ -131,6 +134,7 @@ class MeshPicker(Bound, w.VBox):
         self._name.layout.display = "" if names_slices(s.hardware) else "none"
         super()._show_scenario()
         self._fsdp_pods.layout.display = "" if s.pods > 1 else "none"
+        self._pp_pods.layout.display = "" if s.pods > 1 else "none"
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -207,8 +211,9 @@ class MeshPicker(Bound, w.VBox):
         self._sync()
         self._info.value = _describe(mesh, self.scenario)
         # X's share of a folded EP group: the rest of it is TP's
-        self._picture.show(mesh, max(mesh.ep // mesh.y, 1) if mesh.ep_folded else mesh.ep, mesh.cp)
         s = self.scenario
+        ep = max(mesh.ep // mesh.y, 1) if mesh.ep_folded else mesh.ep
+        self._picture.show(mesh, ep, mesh.cp, spans=s.pp_pods)
         self.set_trait(
             "value",
             {
@@ -216,6 +221,7 @@ class MeshPicker(Bound, w.VBox):
                 "slice_shape": s.slice_shape,
                 "pods": s.pods,
                 "fsdp_pods": s.fsdp_pods,
+                "pp_pods": s.pp_pods,
                 "axis_roles": s.axis_roles,
                 "x": mesh.x,
                 "y": mesh.y,
@@ -237,6 +243,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
         return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {groups}"
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
     pods += f" (FSDP across {s.fsdp_pods} of them)" if s.fsdp_pods > 1 else ""
+    pods += f" (each pipeline across {s.pp_pods} of them)" if s.pp_pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
@@ -303,16 +310,17 @@ class _MeshPicture(bq.Figure):
         )
         self.add_class("sw-mesh-picture")
 
-    def show(self, mesh: MeshData, ep: int = 1, cp: int = 1) -> None:
+    def show(self, mesh: MeshData, ep: int = 1, cp: int = 1, spans: int = 1) -> None:
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
         logs = np.log2(
             np.array([[share[k] for share in mesh.shares] for k in range(3)], dtype=float)
         )
         logs = np.vstack([logs, np.zeros((2, logs.shape[1]))])
-        if mesh.pods > 1:  # the pods over DCN: one more axis, all data parallel
+        if mesh.pods > 1:  # the pods over DCN: one more axis, data parallel but for the pipeline's
             names.append(f"pods over DCN ({mesh.pods})")
-            logs = np.column_stack([logs, [np.log2(mesh.pods), 0.0, 0.0, 0.0, 0.0]])
+            data, stages = np.log2(mesh.pods // spans), np.log2(spans)
+            logs = np.column_stack([logs, [data, 0.0, stages, 0.0, 0.0]])
         if ep > 1 or cp > 1:  # X's own groups: the rest of X holds whole replicas
             names.append(f"X = {mesh.x}: EP {ep}, CP {cp}")
             rest = max(np.log2(mesh.x) - np.log2(ep) - np.log2(cp), 0.0)

@@ -161,8 +161,8 @@ def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_across_tpu_slices_f
     transposed = line.replace("dcn_fsdp", "dcn_fsdp_transpose") + " num_slices=4\n"
     got, _ = read_config(transposed, chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")
     assert (got["pods"], got["fsdp_pods"]) == (4, 4)  # FSDP's second axis, across slices too
-    with pytest.raises(InputError, match="^dcn_pipeline_parallelism must be 1 across TPU slic"):
-        read_config(line.replace("dcn_fsdp", "dcn_pipeline") + " num_slices=4\n",
+    with pytest.raises(InputError, match="^dcn_tensor_parallelism must be 1 across TPU slices"):
+        read_config(line.replace("dcn_fsdp", "dcn_tensor") + " num_slices=4\n",
                     chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
 
 

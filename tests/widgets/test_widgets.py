@@ -497,6 +497,27 @@ def test_fsdp_across_pods_is_offered_with_pods_and_kept_runnable_when_they_chang
     assert control.layout.display == "none"
 
 
+def test_the_mesh_picker_offers_a_pipeline_across_pods_and_the_panel_prices_it():
+    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
+                 batch=2**23, seq_len=8192, strategy="fsdp", z=2)  # fmt: skip
+    picker = MeshPicker(s)
+    control = picker._pp_pods
+    assert control.layout.display == ""
+    control.value = 2
+    assert s.pp_pods == 2 and picker.value["pp_pods"] == 2
+    assert "each pipeline across 2 of them" in picker._info.value
+    bars = picker._picture._bars  # the pods' axis: half the pipeline, half the data replicas
+    pods = list(bars.x).index("pods over DCN (4)")
+    assert np.asarray(bars.y)[[0, 2], pods].tolist() == [1.0, 1.0]
+    e = sw.estimate(model="llama-3-70b", mesh="v5p-512", pods=4, batch="8M", seq_len="8k",
+                    strategy="fsdp", pp=2, pp_pods=2)  # fmt: skip
+    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
+    control.value = 3  # does not divide 4 pods: refused inline, the scenario kept
+    assert s.pp_pods == 2 and "got 3" in picker._message.value
+    s.pods = 3  # a pipeline across 2 of 3 pods cannot run: the most that divides them
+    assert s.pp_pods == 1
+
+
 def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     panel = sw.explore(
         model="llama-3-70b",

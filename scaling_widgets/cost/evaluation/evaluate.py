@@ -266,17 +266,20 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     """The layout's layer, thresholds, memory and step, composed into an ``Estimate``."""
     asked_cp = layout.cp
     layout = _with_placed_cp(layout, placed)
-    chip, model, P = cluster.chip, workload.model, cluster.pods
+    chip, model = cluster.chip, workload.model
     B, Z, m, v = workload.batch, placed.z, placed.microbatches, layout.virtual_stages
+    # P: the data replicas over DCN, groups of the pods a pipeline spans (MODEL.md §B.10)
+    replicas = computed(cluster, pods=cluster.pods // layout.pp_pods)
+    P = replicas.pods
     # The stack: how fast it runs (MODEL.md §C.3) and what it keeps in memory (MODEL.md §E.2).
     profile = profile_of(chip, options)
-    keywords = on_mesh(cluster, workload, layout, options, placed)
+    keywords = on_mesh(replicas, workload, layout, options, placed)
     layer = layer_times(batch=B, **keywords)
     params = param_count(**model.dims())
     chunk = model.layers / (Z * v)  # a pipeline chunk's layers, on average
     flops = token_flops(workload, layout, options, params, chunk)  # the experts a token meets
     idle = bubble(schedule=layout.schedule, stages=Z, microbatches=m, virtual_stages=v)
-    chips, C = math.prod(cluster.slice_shape) * P, chip.flops
+    chips, C = cluster.chips, chip.flops
     times = chapter_step(workload, options, layer, flops, params.active, chips, C, idle)
     e = Estimate(
         cluster=cluster,
@@ -295,7 +298,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         params=params,
         layer=layer,
         crossover_batch=crossover_of(layer_times(batch=0.0, **keywords), layer, B),
-        **layout_thresholds(cluster, workload, layout, placed),
+        **layout_thresholds(replicas, workload, layout, placed),
         memory=layout_memory(workload, layout, options, placed, P, params.total),
         peak=peak_memory(
             workload=workload,
@@ -315,7 +318,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
         flops_per_token=flops["model"],
         hardware_flops_per_token=flops["hardware"],
         bubble=idle,
-        stage_traffic=stage_traffic(cluster, workload, layout, placed),
+        stage_traffic=stage_traffic(replicas, workload, layout, placed),
         training_time=training_time(workload, times["step_time"]),
         **times,
     )

@@ -134,9 +134,28 @@ def stage_traffic(cluster, workload, layout, placed: Placement):
         d_model=workload.model.d_model,
         stages=placed.z,
         microbatches=placed.microbatches,
-        bandwidth=cluster.chip.ici_bw,
+        bandwidth=stage_link(cluster.chip, layout.pp_pods),
         virtual_stages=layout.virtual_stages,
     )
+
+
+def stage_link(chip, pp_pods: int) -> float:
+    """The bandwidth a pipeline's activations cross between stages, its slowest link.
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: W_ici and W_dcn [bytes/s].
+    pp_pods : int
+        S, the pods each pipeline spans.
+
+    Returns
+    -------
+    bandwidth : float
+        W_ici (NVLink on a GPU, as the chapter counts it), or W_dcn where the pipeline spans
+        pods (MODEL.md §A.6, §B.10) [bytes/s].
+    """
+    return chip.dcn_bw if pp_pods > 1 else chip.ici_bw
 
 
 def layout_thresholds(cluster, workload, layout, placed) -> dict:
@@ -195,7 +214,7 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
         x_opt=x_opt(
             batch=workload.batch / cluster.pods,
             d_ff=held,
-            chips=math.prod(cluster.slice_shape) // Z,
+            chips=math.prod(cluster.slice_shape) * layout.pp_pods // Z,  # a stage's in a pod
             mx=mx,
             my=my,
         ),

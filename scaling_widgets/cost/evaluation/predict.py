@@ -121,7 +121,7 @@ def predict(
     layer = layer_matmul + layer_memory + layer_tp + layer_fixed
     l, with_head = _busiest_stage(e, layer, head_matmul + head_memory)  # noqa: E741 - its layers
     head_matmul, head_memory = head_matmul * with_head, head_memory * with_head
-    boundary = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
+    boundary = _between_stages(chip, layout.pp_pods)
     stage_to_stage = np.where(Z > 1, v * 2 * (2 * b * D / Y) / boundary, 0.0)
     # an interleaved schedule's sends overlap the other virtual stages' work where the stack's
     # feature does (Megatron-LM's overlap_p2p_comm, MODEL.md §F.2): a few MB under a layer's pass
@@ -279,3 +279,11 @@ def _loss_traffic(e, profile, b):
     bf16 ones) written and read again backward, and the logits' gradient written: about
     2 + 2·logits_bytes bytes a logit [bytes]."""
     return (2 + 2 * profile.logits_bytes) * b * e.model.vocab / e.y
+
+
+def _between_stages(chip, pp_pods: int) -> float:
+    """The link between a pipeline's stages: the NIC between a GPU cluster's nodes, ICI in a TPU
+    slice, the data-center network where the pipeline spans pods (MODEL.md §B.10) [bytes/s]."""
+    if pp_pods > 1:
+        return chip.dcn_bw
+    return chip.scaleout_bw if chip.is_gpu else chip.ici_bw

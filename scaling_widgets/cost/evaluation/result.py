@@ -118,7 +118,9 @@ class Estimate:
 
     @property
     def pods(self) -> int | np.ndarray:
-        return self.cluster.pods
+        """The data-parallel replicas over DCN: every pod, or groups of ``pp_pods`` a pipeline
+        spans (MODEL.md §B.10)."""
+        return self.cluster.pods // self.layout.pp_pods
 
     @property
     def strategy(self) -> str:
@@ -167,7 +169,7 @@ class Estimate:
     @property
     def chips(self) -> int | np.ndarray:
         """All chips of all pods."""
-        return math.prod(self.slice_shape) * self.pods
+        return math.prod(self.slice_shape) * self.cluster.pods
 
     @property
     def tokens_per_chip(self) -> float | np.ndarray:

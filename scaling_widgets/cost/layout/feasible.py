@@ -124,7 +124,8 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
 
 def _cluster_together(cluster, layout) -> None:
     """As many axis roles as slice axes; FSDP across pods over a count of pods that divides P,
-    under ZeRO-3, whose FSDP it is (MODEL.md §A.7, §B.9)."""
+    under ZeRO-3, whose FSDP it is; a pipeline across a count of pods that divides P, beside
+    no FSDP across them (MODEL.md §A.7, §B.9, §B.10)."""
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(
             "axis_roles",
@@ -143,6 +144,17 @@ def _cluster_together(cluster, layout) -> None:
             "fsdp_pods",
             "1 unless the ZeRO stage is 3: across pods the weights are sharded as FSDP shards them",
             f"{layout.fsdp_pods} with ZeRO-{layout.zero}",
+        )
+    S = layout.pp_pods
+    if np.any(P % S != 0):
+        raise refuse(
+            "pp_pods",
+            f"a count of pods dividing the {cluster.pods} pods (1: whole pipelines in each pod)",
+            S,
+        )
+    if S > 1 and np.any(F > 1):  # one share of the pods at a time (MODEL.md §B.10)
+        raise refuse(
+            "pp_pods", "1 with FSDP across pods (fsdp_pods > 1): one of the two spans pods", S
         )
 
 

@@ -74,21 +74,23 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
        Parallelism; Fully-Sharded Data Parallelism (FSDP); Tensor Parallelism; Mixed FSDP and
        Tensor Parallelism.
     """
-    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods
+    # P: the data replicas over DCN, each pod or each group of pods a pipeline spans (§B.10)
+    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods // layout.pp_pods
     rings = layout_rings(cluster, layout)
     x, y, z, span = layout.x, layout.y, layout.z, None
     if layout.axis_roles is not None:
         x, y, z, span = role_layout(slice_shape=shape, roles=layout.axis_roles, rings=rings)
-    Z = 1 if z is None else z
-    stage_chips, leftover = divmod(math.prod(shape), Z)
+    in_pod = 1 if z is None else z
+    stage_chips, leftover = divmod(math.prod(shape), in_pod)
     if np.any(leftover):
         raise refuse(
             "z", f"a number of pipeline stages dividing the slice's {math.prod(shape)} chips", z
         )
+    Z = in_pod * layout.pp_pods  # the stages, each pod's Z in each of the pods a pipeline spans
     # before a split is sought for them
     stages(model=workload.model, z=Z, given=layout)
     if x is None and y is None and STRATEGIES[layout.strategy].on == "x+y":
-        x, y = best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings)
+        x, y = best_legal_split(cluster, workload, layout, exact, in_pod, stage_chips, rings)
     X, Y = _strategy_split(layout.strategy, stage_chips, x, y)
     m = default_microbatches(layout, Z, workload, X, P)
     cp = _cp(workload, layout, X, P, m)
@@ -99,10 +101,10 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         m = np.maximum(np.floor(per_replica / layout.microbatch_seqs), 1).astype(np.int64)
     if span is None and chip.is_gpu:
         span = node_spans(
-            slice_shape=shape, x=X, y=Y, z=Z, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
+            slice_shape=shape, x=X, y=Y, z=in_pod, nvlink_bw=chip.ici_bw, nic_bw=chip.scaleout_bw
         )
     elif span is None:
-        span = span_axes(slice_shape=shape, x=X, y=Y, z=Z, rings=rings)
+        span = span_axes(slice_shape=shape, x=X, y=Y, z=in_pod, rings=rings)
     possible(
         model=workload.model,
         seq_len=workload.seq_len,

@@ -115,7 +115,7 @@ def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     exact : Exactness
         The MODEL.md §B.7 corrections.
     Z : int
-        Z, the pipeline stages, one number.
+        Z, a pod's pipeline stages, one number.
     stage_chips : int
         N/Z, the chips of a stage [chips].
     rings : tuple of bool
@@ -143,7 +143,7 @@ def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     x, y = best_split(**split)
     if np.any(x == 0):
         cp = None if layout.cp is None else int(np.max(layout.cp))
-        T, P = workload.seq_len or 1, cluster.pods
+        T, P = workload.seq_len or 1, cluster.pods // layout.pp_pods
         raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
     return x, y
 
@@ -235,8 +235,11 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     microbatch."""
     if np.ndim(Z):
         raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
-    chip, model, P = cluster.chip, workload.model, cluster.pods
-    per_microbatch = layout.microbatch_seqs or np.asarray(default_microbatches(layout, Z))
+    # Z a pod's stages, the pipeline's Z·S; P the replicas over DCN (MODEL.md §B.10)
+    chip, model, P = cluster.chip, workload.model, cluster.pods // layout.pp_pods
+    per_microbatch = layout.microbatch_seqs or np.asarray(
+        default_microbatches(layout, Z * layout.pp_pods)
+    )
 
     stage_chips = math.prod(cluster.slice_shape) // Z
 

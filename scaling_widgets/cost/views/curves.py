@@ -133,7 +133,9 @@ def roofline(current: Estimate) -> RooflineData:
     # One microbatch: the per-layer times and crossovers do not depend on it, and a token per data
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
     # Nor on the schedule, which may need more microbatches than one (DualPipe's 2Z): 1F1B's.
-    base = (int(current.z), 1, "1f1b")
+    # Z: the stages in each pod, the pipeline spanning pp_pods of them (MODEL.md §B.10)
+    spans = current.layout.pp_pods
+    base = (int(current.z) // spans, 1, "1f1b", spans)
     layouts = {name: (name, None, None, None, None, 1) for name in STRATEGIES if name != BEST}
     layouts["optimal"] = ("optimal", None, None, None, None, 1)
     layouts[current.strategy] = _held(current)
@@ -178,7 +180,7 @@ def _held(current: Estimate) -> tuple:
 
 
 @functools.lru_cache(maxsize=64)
-def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, schedule, *own):
+def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, schedule, spans, *own):
     """One curve of the roofline, ``per_layer`` over the grid from ``lo`` to ``hi``: a
     strategy's own layout, the current one held fixed ("strategy, x, y, zero, axis_roles,
     fsdp_pods"), or "optimal", the chapter's split at each batch; None where it cannot run.
@@ -201,6 +203,7 @@ def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, sched
         microbatches=1,
         axis_roles=roles,
         fsdp_pods=fsdp_pods,
+        pp_pods=spans,
     )
     if strategy == "optimal":
         layout = _chapters_split(cluster, tokens, layout, exact)

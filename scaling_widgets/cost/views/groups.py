@@ -71,7 +71,7 @@ def mesh(e: Estimate) -> MeshData:
         x=x,
         y=y,
         z=z,
-        pods=int(e.pods),
+        pods=int(e.cluster.pods),
         mx=float(e.mx),
         my=float(e.my),
         wrap_x=bool(e.wrap_x),

@@ -205,11 +205,13 @@ def read(
     value = {**BASE, **_numbers(got)}
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
-    ici, pods, fsdp_pods = _mesh(value, got, chips, pods, chip, notes)
+    ici, pods, fsdp_pods, pp_pods = _mesh(value, got, chips, pods, chip, notes)
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
-    pp, dp = ici["pipeline"], ici["data"] * ici["fsdp"] * ici["expert"] * pods
+    # the stages of each slice, across the slices a pipeline spans; the other slices replicas
+    pp = ici["pipeline"] * pp_pods
+    dp = ici["data"] * ici["fsdp"] * ici["expert"] * pods // pp_pods
     if ici["data"] > 1 and ici["fsdp"] > 1:
         notes.append("ici_data x ici_fsdp: charged as ZeRO-3 over both")
     micro = int(value["num_pipeline_microbatches"])
@@ -219,7 +221,7 @@ def read(
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
         pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
-        zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods,
+        zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods, pp_pods=pp_pods,
         seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
@@ -236,8 +238,9 @@ def read(
 
 def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
     """The ICI axes' degrees, FSDP's over both of its axes, the slices and how many of them each
-    FSDP group spans (MaxText's ``create_device_mesh``: each slice its ICI mesh, the DCN axes
-    across slices: the data axis replicas, the fsdp axis FSDP across slices, MODEL.md §B.9). On
+    FSDP group and each pipeline spans (MaxText's ``create_device_mesh``: each slice its ICI
+    mesh, the DCN axes across slices: the data axis replicas, the fsdp axis FSDP across slices,
+    the pipeline axis stages in other slices, MODEL.md §B.9, §B.10). On
     GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster whose
     links across nodes the model prices, so every DCN axis joins its ICI twin."""
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
@@ -258,29 +261,33 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
             notes.append(f"ici_{axis}_parallelism {ici[axis]}: {how}")
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
-        return ici, dcn["data"] * dcn["fsdp"], dcn["fsdp"]
+        if dcn["fsdp"] > 1 and dcn["pipeline"] > 1:
+            why = "1 beside dcn_fsdp_parallelism: the model runs FSDP or the pipeline across slices"
+            raise refuse("dcn_pipeline_parallelism", why, dcn["pipeline"])
+        return ici, dcn["data"] * dcn["fsdp"] * dcn["pipeline"], dcn["fsdp"], dcn["pipeline"]
     for axis in AXES:
         ici[axis] *= dcn[axis]
         if axis != "data" and dcn[axis] > 1:
             name = "FSDP" if axis == "fsdp" else axis
             notes.append(f"dcn_{axis} x ici_{axis}: one {name} axis across the GPU nodes")
-    return ici, 1, 1
+    return ici, 1, 1, 1
 
 
 def _dcn(value: dict, across_nodes: bool) -> dict:
     """The DCN axes' degrees, each joined axis (fsdp_transpose, ...) to its twin as within a
     slice. Across GPU nodes (``across_nodes``) every axis runs, priced on the nodes' links.
-    Across TPU slices, data parallelism and FSDP (MODEL.md §B.9); any other axis, a joined one
-    included, is refused by its own name: the model runs TP, CP, EP and the stages inside a TPU
-    slice only."""
+    Across TPU slices, data parallelism, FSDP and the pipeline (MODEL.md §B.9, §B.10); any other
+    axis, a joined one included, is refused by its own name: the model runs TP, CP and EP inside
+    a TPU slice only."""
     joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
     dcn = dict.fromkeys(AXES, 1)
     for axis, to in joined.items():
         degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
-        if degree != 1 and to not in ("data", "fsdp") and not across_nodes:
+        if degree != 1 and to not in ("data", "fsdp", "pipeline") and not across_nodes:
             raise refuse(
                 f"dcn_{axis}_parallelism",
-                "1 across TPU slices: there the model runs data parallelism and FSDP alone",
+                "1 across TPU slices: there the model runs data parallelism, FSDP and the"
+                " pipeline alone",
                 degree,
             )
         dcn[to] *= degree
