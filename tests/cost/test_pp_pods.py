@@ -3,6 +3,8 @@ Z·S in all, the activations crossing the data-center network between pods, the 
 pods replicas; as MaxText's dcn_pipeline_parallelism runs it."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaling_widgets import fields
 from scaling_widgets.cli import main
@@ -85,3 +87,21 @@ def test_the_command_line_takes_the_flag_and_says_where_the_stages_are(capsys):
         main([*args, "--pp-pods", "3"])
     assert stop.value.code == 2
     assert "--pp-pods must be a count of pods dividing the 4 pods" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pods=st.sampled_from([1, 2, 3, 4, 8]),
+    spans=st.sampled_from([1, 2, 3, 4, 8]),
+    z=st.sampled_from([1, 2, 4]),
+)
+def test_any_pipeline_across_pods_is_priced_whole_or_refused_by_name(pods, spans, z):
+    try:
+        e = estimate(model=MODELS["llama-3-8b"], chip=HARDWARE["tpu-v5e"], slice_shape=(16, 16),
+                     pods=pods, z=z, pp_pods=spans, batch=2**22, seq_len=4096,
+                     strategy="fsdp", zero=1)  # fmt: skip
+    except ValueError as refused:
+        assert pods % spans and str(refused).startswith("pp_pods must be a count of pods")
+        return
+    assert int(e.chips) == 256 * pods and int(e.pods) == pods // spans and int(e.z) == z * spans
+    assert 0 < float(e.step_time) < float("inf") and 0 < float(e.peak.reserved) < float("inf")
