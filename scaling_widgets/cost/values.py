@@ -348,7 +348,7 @@ class Layout:
         weights, gradients and optimizer state over X·F chips and gathers each layer across the
         data-center network; the P/F groups of pods are data-parallel replicas. 1: every pod a
         replica (MODEL.md §B.9).
-    pp_pods : int, default 1
+    pp_pods : int or array_like, default 1
         S, the pods each pipeline spans (MaxText's dcn_pipeline_parallelism): Z stages in each
         pod, Z·S in all, the activations crossing the data-center network between pods; the P/S
         groups of pods are data-parallel replicas. 1: every pod holds whole pipelines (MODEL.md
@@ -382,7 +382,7 @@ class Layout:
     first_stage_layers: int | None = checked(None, Maybe(Whole()))
     last_stage_layers: int | None = checked(None, Maybe(Whole()))
     fsdp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
-    pp_pods: int = checked(1, Whole())
+    pp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -113,8 +113,9 @@ def layout_text(knobs: dict, shape_given) -> str:
     ----------
     knobs : dict
         A layout's knobs, as ``Plan.layout`` and ``StrategyMap.layout`` give them: x, y, z,
-        zero, remat, schedule, virtual_stages, microbatches, ep, etp, cp, cp_kind and
-        slice_shape (its axes in the order the layout takes them).
+        zero, remat, schedule, virtual_stages, microbatches, ep, etp, cp, cp_kind, the pods an
+        FSDP group and a pipeline span (fsdp_pods, pp_pods; 1 where absent) and slice_shape (its
+        axes in the order the layout takes them).
     shape_given : tuple of int
         The slice shape asked for [chips]; where ``knobs["slice_shape"]`` differs, the text
         names the axis order.
@@ -138,6 +139,9 @@ def layout_text(knobs: dict, shape_given) -> str:
     groups = f", {experts}" * (knobs["ep"] > 1) + f", CP {knobs['cp']} ({knobs['cp_kind']})" * (
         knobs["cp"] > 1
     )
+    # the pods an FSDP group or a pipeline spans (MODEL.md §B.9, §B.10)
+    groups += f", FSDP across {knobs.get('fsdp_pods', 1)} pods" * (knobs.get("fsdp_pods", 1) > 1)
+    groups += f", PP across {knobs.get('pp_pods', 1)} pods" * (knobs.get("pp_pods", 1) > 1)
     return (
         f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
         f"{knobs['remat']}"
@@ -175,7 +179,7 @@ def layout_name(e: Estimate) -> str:
     extra += [f"ZeRO-{e.zero}"] if x > 1 else []
     shared = int(e.layout.fsdp_pods)
     extra += [f"FSDP across {shared} pods over DCN"] if shared > 1 else []
-    spans = e.layout.pp_pods  # Z counts the pipeline's stages, in all the pods it spans
+    spans = int(e.layout.pp_pods)  # Z counts the pipeline's stages, in all the pods it spans
     extra += [f"PP across {spans} pods over DCN, {z // spans} stages in each"] if spans > 1 else []
     if z > 1:
         virtual = (

@@ -200,7 +200,7 @@ def _placement(e: Estimate) -> dict:
         "first_stage_layers": e.layout.first_stage_layers,
         "last_stage_layers": e.layout.last_stage_layers,
         "fsdp_pods": _num(e.layout.fsdp_pods),
-        "pp_pods": e.layout.pp_pods,
+        "pp_pods": _num(e.layout.pp_pods),
     }
 
 
@@ -388,6 +388,9 @@ def plan_table(ranked, ranks) -> str:
         folded = k["ep"] > 1 and bool(folds_over_tp(k["etp"], k["y"]))
         layout += f" EP{k['ep']}" * (k["ep"] > 1) + " ETP1" * folded
         layout += f" CP{k['cp']}" * (k["cp"] > 1)
+        # the pods an FSDP group or a pipeline spans (MODEL.md §B.9, §B.10)
+        layout += f" FSDP:{k['fsdp_pods']}pods" * (k["fsdp_pods"] > 1)
+        layout += f" PP:{k['pp_pods']}pods" * (k["pp_pods"] > 1)
         axes = f"{units.mesh(k['slice_shape']):<10} " if orders else ""
         e = ranked.estimate(r)
         run = e.run

@@ -229,7 +229,7 @@ def _dcn(e: Estimate) -> Line:
         rf"B/P = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
         rf" {f_num}{tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
     )
-    spans = e.layout.pp_pods  # P counts the replicas: groups of the pods a pipeline spans
+    spans = int(e.layout.pp_pods)  # P counts the replicas: groups of the pods a pipeline spans
     per = (
         "per-pod batch " if spans == 1 else f"batch per group of the {spans} pods a pipeline spans "
     )

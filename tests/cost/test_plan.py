@@ -120,6 +120,7 @@ def _every_layout(shape, chip, model, sequences, seq_len):
                 cp=cp,
                 cp_kind="ring",
                 fsdp_pods=1,  # one pod: no FSDP across pods
+                pp_pods=1,  # nor a pipeline across them
             )
 
 

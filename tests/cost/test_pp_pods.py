@@ -57,9 +57,20 @@ def test_pods_that_do_not_divide_or_beside_fsdp_across_pods_are_refused_by_name(
         pipeline(2, 3)
     with pytest.raises(ValueError, match="pp_pods must be 1 with FSDP across pods"):
         pipeline(2, 2, zero=3, fsdp_pods=2)
-    with pytest.raises(ValueError, match="pp_pods must be 1: plan keeps each pipeline inside"):
-        where = {k: FOUR_SLICES[k] for k in ("model", "chip", "slice_shape", "pods", "batch")}
-        plan(**where, seq_len=8192, pp_pods=2)
+
+
+def test_the_plan_searches_pipelines_across_pods_and_its_rows_are_estimates_own():
+    where = {k: FOUR_SLICES[k] for k in ("model", "chip", "slice_shape", "pods", "batch")}
+    ranked = plan(**where, seq_len=8192)
+    spans = [ranked.layout(r)["pp_pods"] for r in range(len(ranked))]
+    assert {1, 2, 4} <= set(spans)  # inside a pod, and across 2 or all 4 of them
+    rank = spans.index(2)
+    row = ranked.layout(rank)
+    assert row["fsdp_pods"] == 1  # one of the two spans pods
+    knobs = ("x", "y", "z", "zero", "microbatches", "remat", "schedule", "virtual_stages")
+    typed = {k: row[k] for k in (*knobs, "pp_pods", "slice_shape")}
+    again = estimate(**{**where, **typed}, seq_len=8192)
+    assert float(again.step_time) == pytest.approx(float(ranked.estimate(rank).step_time))
 
 
 def test_maxtext_reads_and_writes_a_pipeline_across_slices():

@@ -139,23 +139,23 @@ def stage_traffic(cluster, workload, layout, placed: Placement):
     )
 
 
-def stage_link(chip, pp_pods: int) -> float:
+def stage_link(chip, pp_pods) -> np.ndarray:
     """The bandwidth a pipeline's activations cross between stages, its slowest link.
 
     Parameters
     ----------
     chip : Chip
         The chip: W_ici and W_dcn [bytes/s].
-    pp_pods : int
+    pp_pods : int or array_like
         S, the pods each pipeline spans.
 
     Returns
     -------
-    bandwidth : float
+    bandwidth : np.ndarray
         W_ici (NVLink on a GPU, as the chapter counts it), or W_dcn where the pipeline spans
         pods (MODEL.md §A.6, §B.10) [bytes/s].
     """
-    return chip.dcn_bw if pp_pods > 1 else chip.ici_bw
+    return np.where(np.asarray(pp_pods) > 1, chip.dcn_bw, chip.ici_bw)
 
 
 def layout_thresholds(cluster, workload, layout, placed) -> dict:

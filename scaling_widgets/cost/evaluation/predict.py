@@ -281,9 +281,8 @@ def _loss_traffic(e, profile, b):
     return (2 + 2 * profile.logits_bytes) * b * e.model.vocab / e.y
 
 
-def _between_stages(chip, pp_pods: int) -> float:
+def _between_stages(chip, pp_pods) -> np.ndarray:
     """The link between a pipeline's stages: the NIC between a GPU cluster's nodes, ICI in a TPU
     slice, the data-center network where the pipeline spans pods (MODEL.md §B.10) [bytes/s]."""
-    if pp_pods > 1:
-        return chip.dcn_bw
-    return chip.scaleout_bw if chip.is_gpu else chip.ici_bw
+    inside = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
+    return np.where(np.asarray(pp_pods) > 1, chip.dcn_bw, inside)

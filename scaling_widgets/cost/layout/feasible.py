@@ -145,16 +145,18 @@ def _cluster_together(cluster, layout) -> None:
             "1 unless the ZeRO stage is 3: across pods the weights are sharded as FSDP shards them",
             f"{layout.fsdp_pods} with ZeRO-{layout.zero}",
         )
-    S = layout.pp_pods
+    S = np.asarray(layout.pp_pods)
     if np.any(P % S != 0):
         raise refuse(
             "pp_pods",
             f"a count of pods dividing the {cluster.pods} pods (1: whole pipelines in each pod)",
-            S,
+            layout.pp_pods,
         )
-    if S > 1 and np.any(F > 1):  # one share of the pods at a time (MODEL.md §B.10)
+    if np.any((S > 1) & (F > 1)):  # one share of the pods at a time (MODEL.md §B.10)
         raise refuse(
-            "pp_pods", "1 with FSDP across pods (fsdp_pods > 1): one of the two spans pods", S
+            "pp_pods",
+            "1 with FSDP across pods (fsdp_pods > 1): one of the two spans pods",
+            layout.pp_pods,
         )
 
 

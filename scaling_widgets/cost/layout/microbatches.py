@@ -67,7 +67,8 @@ def microbatch_counts(per_stage, layouts: dict, workload, pods, cp) -> tuple:
     workload : Workload
         The model, B the global batch [tokens] and T the sequence length.
     pods : int or array_like
-        P, the pods over the data-center network.
+        P, the data replicas over the data-center network (pods, or groups of the pods a
+        pipeline spans), one count or one per layout.
     cp : int, optional
         CP held for every layout; None: searched, and the whole sequences are counted at CP 1.
 
@@ -88,7 +89,7 @@ def microbatch_counts(per_stage, layouts: dict, workload, pods, cp) -> tuple:
         workload=workload,
         x=layouts["x"][fewest],
         z=z[fewest],
-        pods=pods,
+        pods=np.broadcast_to(pods, len(per_stage))[fewest],
         cp=1 if cp is None else cp,  # the share a replica gets with whole sequences
         schedule=layouts["schedule"][fewest],
     )

@@ -179,7 +179,7 @@ def split_choices(
        Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
        Tensor Parallelism.
     """
-    if not (split_chosen(layout) and np.ndim(layout.z) == 0):
+    if not (split_chosen(layout) and np.ndim(layout.z) == 0 == np.ndim(layout.pp_pods)):
         return None
     Z = 1 if layout.z is None else layout.z
     if math.prod(cluster.slice_shape) % Z:
@@ -235,6 +235,10 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     microbatch."""
     if np.ndim(Z):
         raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
+    if np.ndim(layout.pp_pods):
+        raise refuse(
+            "pp_pods", "one number when the split is chosen for you (no x or y)", layout.pp_pods
+        )
     # Z a pod's stages, the pipeline's Z·S; P the replicas over DCN (MODEL.md §B.10)
     chip, model, P = cluster.chip, workload.model, cluster.pods // layout.pp_pods
     per_microbatch = layout.microbatch_seqs or np.asarray(

@@ -31,7 +31,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 SCHEDULES_TRIED = tuple((name, v) for name, s in SCHEDULES.items() for v in s.virtual_stages)
 # The knobs of a layout the plan chooses; recompute, EP (and whether it folds over TP), CP, the
 # CP kind and the schedule unless given.
-SEARCHED = ("x", "y", "z", "zero", "virtual_stages", "microbatches", "fsdp_pods")
+SEARCHED = ("x", "y", "z", "zero", "virtual_stages", "microbatches", "fsdp_pods", "pp_pods")
 HELD = ("remat", "ep", "etp", "cp", "cp_kind", "schedule")
 KNOBS = SEARCHED + HELD
 
@@ -275,9 +275,12 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
     pipelined = schedules or stack_schedules(cluster.chip, options)
     knobs, experts = knob_combinations(remat, pipelined), _expert_degrees(workload.model, ep, etp)
     one_stage, pipelines = knobs["schedule"] == "1f1b", np.isin(knobs["schedule"], pipelined)
+    # each pipeline inside a pod, or across every count of pods that divides P (MODEL.md §B.10)
+    spans = _dividing(int(cluster.pods))
 
     def may_run(rows):  # what each layout's placement, knobs and experts alone rule out
-        z, y, k, f = placed["z"][rows[0]], placed["y"][rows[0]], rows[1], rows[2]
+        y, k, f, s = placed["y"][rows[0]], rows[1], rows[2], spans[rows[3]]
+        z = placed["z"][rows[0]] * s  # the stages, in all the pods a pipeline spans
         # One stage has no schedule to choose (1F1B stands for it); a stack pipelines with its
         # own schedules (none for a stack without pipelining).
         staged = np.where(z > 1, pipelines[k], one_stage[k])
@@ -288,10 +291,12 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
         folded = ~experts["folds"][f] | ((y > 1) & (experts["ep"][f] > 1))
         return staged & once & folded
 
-    c = product(placed, knobs, experts, keep=may_run)
+    c = product(placed, knobs, experts, {"pp_pods": spans}, keep=may_run)
     if not len(c["x"]):
         return c, None
-    c["microbatches"], new = microbatch_counts(c.pop("per_stage"), c, workload, cluster.pods, cp)
+    stages = {**c, "z": c["z"] * c["pp_pods"]}
+    replicas = cluster.pods // c["pp_pods"]
+    c["microbatches"], new = microbatch_counts(c.pop("per_stage"), stages, workload, replicas, cp)
     c = only(c, new)
     folds = c.pop("folds")
     c["etp"] = np.where(folds, 1, c["y"]) if etp is None else np.full(len(folds), etp)
@@ -300,7 +305,7 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
         batch=workload.batch,
         seq_len=workload.seq_len,
         x=c["x"],
-        pods=cluster.pods,
+        pods=cluster.pods // c["pp_pods"],
         microbatches=c["microbatches"],
     )
     c["cp"] = minimal if cp is None else np.full(len(c["x"]), cp)
@@ -311,13 +316,19 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
 
 
 def _across_pods(c: dict, pods: int) -> dict:
-    """Each ZeRO-3 candidate also with FSDP across every count of pods that divides P, as one
-    group over the data-center network (MODEL.md §B.9); the others with every pod a replica."""
-    shares = np.array([F for F in range(1, pods + 1) if pods % F == 0])
+    """Each ZeRO-3 candidate whose pipelines stay in a pod also with FSDP across every count of
+    pods that divides P, as one group over the data-center network (MODEL.md §B.9); the others
+    with every pod (or group of pods a pipeline spans) a replica."""
+    shares = _dividing(pods)
     if len(shares) == 1:
         return {**c, "fsdp_pods": np.ones(len(c["x"]), dtype=np.int64)}
-    zero3 = c["zero"] == 3
-    return product(c, {"fsdp_pods": shares}, keep=lambda r: (shares[r[1]] == 1) | zero3[r[0]])
+    shardable = (c["zero"] == 3) & (c["pp_pods"] == 1)
+    return product(c, {"fsdp_pods": shares}, keep=lambda r: (shares[r[1]] == 1) | shardable[r[0]])
+
+
+def _dividing(pods: int) -> np.ndarray:
+    """Every count of pods that divides P: the pods one FSDP group or one pipeline may span."""
+    return np.array([n for n in range(1, pods + 1) if pods % n == 0])
 
 
 def _runs(c: dict, workload: Workload, pods, experts_tp, base: Layout) -> np.ndarray:
@@ -327,10 +338,10 @@ def _runs(c: dict, workload: Workload, pods, experts_tp, base: Layout) -> np.nda
         model=workload.model,
         seq_len=workload.seq_len,
         batch=workload.batch,
-        pods=pods,
+        pods=pods // c["pp_pods"],  # the replicas, and the stages in all (MODEL.md §B.10)
         x=c["x"],
         y=c["y"],
-        z=c["z"],
+        z=c["z"] * c["pp_pods"],
         virtual_stages=c["virtual_stages"],
         microbatches=c["microbatches"],
         ep=c["ep"],

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 # What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and
 # measured step.
-BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time", "pp_pods")
+BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time")
 # what makes a layout the user's own (a measured step is of one): given any, it is evaluated as
 # given; given none, ``estimate`` is the plan's first row (what of HELD is given, held)
 CHOSEN = tuple(k for k in (*KNOBS, *BY_HAND) if k not in HELD)
@@ -606,13 +606,6 @@ def plan_values(model, chip, batch, seq_len, slice_shape, chips, pods, mfu, prec
         array where the plan needs one number, a value out of range, or values that cannot run
         together (``feasible.together``).
     """
-    if options.get("pp_pods", 1) != 1:  # its searches keep whole pipelines in each pod
-        raise refuse(
-            "pp_pods",
-            "1: plan keeps each pipeline inside a pod; estimate prices one across pods",
-            options["pp_pods"],
-        )
-    options.pop("pp_pods", None)
     for name in options:
         if name not in OPTIONS:
             raise refuse(

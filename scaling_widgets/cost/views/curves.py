@@ -134,7 +134,7 @@ def roofline(current: Estimate) -> RooflineData:
     # replica is then enough for every batch of the grid (4·Z microbatches refuse its small end).
     # Nor on the schedule, which may need more microbatches than one (DualPipe's 2Z): 1F1B's.
     # Z: the stages in each pod, the pipeline spanning pp_pods of them (MODEL.md §B.10)
-    spans = current.layout.pp_pods
+    spans = int(current.layout.pp_pods)
     base = (int(current.z) // spans, 1, "1f1b", spans)
     layouts = {name: (name, None, None, None, None, 1) for name in STRATEGIES if name != BEST}
     layouts["optimal"] = ("optimal", None, None, None, None, 1)
