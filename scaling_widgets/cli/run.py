@@ -139,13 +139,17 @@ def _compare(args) -> int:
 def _from_config(args, typed: dict) -> dict:
     """The fields a launch file sets (``--config``), on the chip and GPUs the flags give; what it
     approximates said on stderr, what it ignores too with ``--verbose``."""
-    if "hardware" not in typed and "hardware:--hardware-file" not in typed:
+    named = getattr(typed.get("slice_shape"), "chip", None)  # --mesh v5p-512 names its chip
+    hardware = typed.get("hardware") or typed.get("hardware:--hardware-file") or named
+    if hardware is None:
         raise refuse("hardware", "given with --config: a launch file does not name its chips", None)
-    chip = fields.coerced({"hardware": typed.get("hardware") or typed["hardware:--hardware-file"]})
+    chip = fields.coerced({"hardware": hardware})
     given = fields.from_flags({k: v for k, v in typed.items() if k.startswith("model")}, {})
+    # the file's chips in all: a pod's (--chips, or --mesh's slice) times the pods
     chips = typed.get("slice_shape:--chips")
-    if chips is None and typed.get("slice_shape") is not None:  # a TPU slice: --mesh, each pod
-        chips = math.prod(typed["slice_shape"]) * typed.get("pods", 1)
+    if chips is None and typed.get("slice_shape") is not None:
+        chips = math.prod(typed["slice_shape"])
+    chips = None if chips is None else chips * typed.get("pods", 1)
     from ..launch import read_config  # here: the readers' parsers load only for --config
 
     config, read = read_config(

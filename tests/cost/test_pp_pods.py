@@ -2,6 +2,8 @@
 Z·S in all, the activations crossing the data-center network between pods, the P/S groups of
 pods replicas; as MaxText's dcn_pipeline_parallelism runs it."""
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,3 +118,41 @@ def test_any_pipeline_across_pods_is_priced_whole_or_refused_by_name(pods, spans
         return
     assert int(e.chips) == 256 * pods and int(e.pods) == pods // spans and int(e.z) == z * spans
     assert 0 < float(e.step_time) < float("inf") and 0 < float(e.peak.reserved) < float("inf")
+
+
+def test_the_exported_maxtext_file_reads_back_on_the_same_pods_however_the_slice_is_given(
+    capsys, tmp_path
+):
+    args = [
+        "--model",
+        "llama-3-70b",
+        "--mesh",
+        "v5p-512",
+        "--pods",
+        "4",
+        "--pp",
+        "2",
+        "--pp-pods",
+        "2",
+        "--batch",
+        "8M",
+        "--seq-len",
+        "8k",
+        "--strategy",
+        "fsdp",
+        "--remat",
+        "minimal",
+        "--schedule",
+        "gpipe",
+    ]  # fmt: skip  (what MaxText writes)
+    assert main(["estimate", *args, "--json"]) == 0
+    typed = json.loads(capsys.readouterr().out)
+    assert main(["export", "--to", "maxtext", *args]) == 0
+    path = tmp_path / "train.yml"
+    path.write_text(capsys.readouterr().out)
+    # a pod's slice by its name (which names the chip), or by its chips: 4 pods of 256 either way
+    for where in (["--mesh", "v5p-512"], ["--hardware", "tpu-v5p", "--chips", "256"]):
+        assert main(["estimate", "--config", str(path), *where, "--pods", "4", "--json"]) == 0
+        read = json.loads(capsys.readouterr().out)
+        assert read["chips"] == 1024 and read["layout"]["pp_pods"] == 2
+        assert read["step_time_s"] == pytest.approx(typed["step_time_s"], rel=1e-9)
