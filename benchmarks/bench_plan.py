@@ -1,4 +1,5 @@
-"""The planner: every layout of a full v5p pod and of a 16,384-GPU H100 cluster, against a
+"""The planner: every layout of a full v5p pod, of a 16,384-GPU H100 cluster and of eight v5p
+pods over DCN, against a
 scalar loop (one ``estimate`` call per layout) over the very same layouts, in one run.
 
 Goal: under 1 s a plan and at least 100x the scalar loop. Last, ``plan --rank-of`` as the CLI
@@ -28,7 +29,9 @@ RANK_OF = ["plan", "--model", "llama-3-405b", "--hardware", "h100", "--chips", "
 
 CASES = {
     "TPU v5p full pod (8960 chips)": dict(chip=HARDWARE["tpu-v5p"]),
-    "H100 x 16,384 (2048 nodes)": dict(chip=HARDWARE["h100"], chips=16384),
+    # pods over DCN: FSDP across every count of them, or pipelines across them (§B.9, §B.10)
+    "TPU v5p-2048 x 8 pods": dict(chip=HARDWARE["tpu-v5p"], slice_shape=(8, 8, 16), pods=8),
+    "H100 x 16,384 (2048 nodes)": dict(chip=HARDWARE["h100"], chips=16384),  # last: --rank-of's
 }
 REPEATS = 5
 

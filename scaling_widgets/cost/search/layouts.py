@@ -280,7 +280,10 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
 
     def may_run(rows):  # what each layout's placement, knobs and experts alone rule out
         y, k, f, s = placed["y"][rows[0]], rows[1], rows[2], spans[rows[3]]
-        z = placed["z"][rows[0]] * s  # the stages, in all the pods a pipeline spans
+        in_pod = placed["z"][rows[0]]
+        z = in_pod * s  # the stages, in all the pods a pipeline spans
+        # across pods, a stage a pod, as MaxText's dcn_pipeline runs beside ici_pipeline 1
+        one_a_pod = (s == 1) | (in_pod == 1)
         # One stage has no schedule to choose (1F1B stands for it); a stack pipelines with its
         # own schedules (none for a stack without pipelining).
         staged = np.where(z > 1, pipelines[k], one_stage[k])
@@ -289,7 +292,7 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
         once = (knobs["zero"][k] < 3) | ((z == 1) & (knobs["per_stage"][k] == 1))
         # folded over TP of one chip, or EP of one, is the same layout as not folded
         folded = ~experts["folds"][f] | ((y > 1) & (experts["ep"][f] > 1))
-        return staged & once & folded
+        return staged & once & folded & one_a_pod
 
     c = product(placed, knobs, experts, {"pp_pods": spans}, keep=may_run)
     if not len(c["x"]):
