@@ -46,7 +46,7 @@ def families(*, y, z, zero, ep, cp) -> np.ndarray:
     y : int or array_like
         Y, the tensor degree [chips].
     z : int or array_like
-        Z, the pipeline stages.
+        Z, the pipeline stages, in all the pods a pipeline spans.
     zero : int or array_like
         The ZeRO stage, 0 to 3.
     ep : int or array_like
@@ -111,7 +111,8 @@ class StrategyMap:
     def family(self) -> np.ndarray:
         """Each cell's family (``FAMILIES``), ``NONE_FITS`` where nothing fits."""
         k = self.knobs
-        found = families(y=k["y"], z=k["z"], zero=k["zero"], ep=k["ep"], cp=k["cp"])
+        stages = k["z"] * k["pp_pods"]  # a pipeline across pods is one too (MODEL.md §B.10)
+        found = families(y=k["y"], z=stages, zero=k["zero"], ep=k["ep"], cp=k["cp"])
         return np.where(self.fits, found, NONE_FITS)
 
     def layout(self, row: int, column: int) -> dict[str, Any] | None:
