@@ -180,7 +180,8 @@ def layout_name(e: Estimate) -> str:
     shared = int(e.layout.fsdp_pods)
     extra += [f"FSDP across {shared} pods over DCN"] if shared > 1 else []
     spans = int(e.layout.pp_pods)  # Z counts the pipeline's stages, in all the pods it spans
-    extra += [f"PP across {spans} pods over DCN, {z // spans} stages in each"] if spans > 1 else []
+    each = f"{z // spans} stage{'s' * (z // spans > 1)} in each"
+    extra += [f"PP across {spans} pods over DCN, {each}"] if spans > 1 else []
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

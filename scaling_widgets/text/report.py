@@ -182,8 +182,10 @@ def _placement(e: Estimate) -> dict:
             for k, v in (
                 ("X", e.x),
                 ("Y", e.y),
-                ("Z", e.z),
-                ("P", e.pods),
+                # a pod's groups and every pod, as the flags give them: X·Y·Z·P chips; the
+                # pipeline's stages Z·pp_pods (MODEL.md §B.10)
+                ("Z", e.z // e.layout.pp_pods),
+                ("P", e.cluster.pods),
                 ("M_X", e.mx),
                 ("M_Y", e.my),
             )

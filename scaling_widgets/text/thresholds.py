@@ -223,16 +223,16 @@ def _dcn(e: Estimate) -> Line:
     # FSDP across F of the pods: the replicas' AllReduce beside its gathers (MODEL.md §B.9)
     F = int(e.layout.fsdp_pods)
     f_sym, f_num = ("(1 + 1/F)·", f"(1 + 1/{F})·") if 1 < F < int(e.pods) else ("", "")
+    # a pipeline across S pods: the P/S groups of them are the replicas (MODEL.md §B.10)
+    spans = int(e.layout.pp_pods)
+    b_sym = "B/P" if spans == 1 else "B/(P/S)"
     formula = Math(
-        f"B/P = {pod} vs {f_sym}C{r_sym}/W_dcn = {f_num}{units.sci(chip.flops)}{r_num}/"
+        f"{b_sym} = {pod} vs {f_sym}C{r_sym}/W_dcn = {f_num}{units.sci(chip.flops)}{r_num}/"
         f"{units.sci(chip.dcn_bw)} = {need:,.0f}",
-        rf"B/P = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
+        rf"{b_sym} = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
         rf" {f_num}{tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
     )
-    spans = int(e.layout.pp_pods)  # P counts the replicas: groups of the pods a pipeline spans
-    per = (
-        "per-pod batch " if spans == 1 else f"batch per group of the {spans} pods a pipeline spans "
-    )
+    per = f"batch per {spans} pods one pipeline spans " if spans > 1 else "per-pod batch "
     if e.pods == 1:
         alone = "one pod: no DCN traffic" if spans == 1 else "no gradients on DCN, only activations"
         return Line.of("threshold", f"DCN: {per}", formula, f" ({alone})")

@@ -53,7 +53,9 @@ def roofline(data: RooflineData, current: Estimate) -> RooflineData:
     labels["optimal"] = f"{STRATEGIES[BEST].label}, book split"
     if current.strategy == BEST:
         labels[BEST] = short_name(current)
-    if data.pods > 1:
+    if data.pods > 1 and data.spans > 1:  # replicas of a pipeline across pods (MODEL.md §B.10)
+        labels["dcn"] = f"DCN ({data.pods} replicas of {data.spans} pods)"
+    elif data.pods > 1:
         labels["dcn"] = f"DCN ({data.pods} pods)"
     return dataclasses.replace(data, labels=labels)
 

@@ -161,7 +161,7 @@ class StrategySelector(Bound, w.VBox):
         # a V-shaped schedule runs its own two chunks: nothing to choose
         own = SCHEDULES[s.schedule]
         self._virtual.disabled = not own.takes_virtual_stages or bool(own.fixed_chunks)
-        self._ends.disabled = mesh.z == 1 and s.ends_as_layers == "none"
+        self._ends.disabled = mesh.stages == 1 and s.ends_as_layers == "none"
         # a dense model has no experts to split
         self._ep.disabled = s.model.moe is None and s.ep == 1
         self._ep_over_tp.disabled = s.model.moe is None and s.etp is None
@@ -221,7 +221,8 @@ class StrategySelector(Bound, w.VBox):
         virtual = own.fixed_chunks or (virtual if own.takes_virtual_stages else 1)
         # microbatches it cannot run (DualPipe's m ≥ 2Z) go back to the fastest it can
         mesh = self.analysis.mesh
-        m, z = self.scenario.microbatches, (self.scenario.z if mesh is None else mesh.z)
+        s = self.scenario
+        m, z = s.microbatches, ((s.z or 1) * s.pp_pods if mesh is None else mesh.stages)
         runnable = m is None or bool(runs(schedule=change["new"], stages=z, microbatches=m))
         self._apply(
             schedule=change["new"], virtual_stages=virtual, microbatches=m if runnable else None
@@ -238,7 +239,7 @@ def _cp_options(cp: int | None) -> list:
 
 
 def _implied(s: Scenario, e, mesh) -> str:
-    bubble = f", bubble {float(e.bubble):.0%}" if mesh.z > 1 else ""
+    bubble = f", bubble {float(e.bubble):.0%}" if mesh.stages > 1 else ""
     how = ""
     if s.strategy == BEST and s.optimal_split and not s.axis_roles:
         how = (

@@ -156,3 +156,27 @@ def test_the_exported_maxtext_file_reads_back_on_the_same_pods_however_the_slice
         read = json.loads(capsys.readouterr().out)
         assert read["chips"] == 1024 and read["layout"]["pp_pods"] == 2
         assert read["step_time_s"] == pytest.approx(typed["step_time_s"], rel=1e-9)
+
+
+def test_the_roofline_and_the_panels_groups_count_the_replicas_and_a_pods_stages():
+    from scaling_widgets.cost.views.curves import roofline
+    from scaling_widgets.cost.views.groups import mesh
+    from scaling_widgets.text import views as words
+
+    e = pipeline(2, 2, strategy="fsdp+tp", x=32, y=4)
+    curves = roofline(e)
+    # the current layout's curve crosses where its own estimate turns compute-bound
+    assert curves.crossover["fsdp+tp"] == pytest.approx(float(e.crossover_batch))
+    assert (
+        curves.pods == 2 and words.roofline(curves, e).labels["dcn"] == "DCN (2 replicas of 2 pods)"
+    )
+    groups = mesh(e)
+    assert (groups.z, groups.stages, groups.pods, groups.chips) == (2, 4, 4, 1024)
+    assert (32, 4) in groups.splits  # the splits of a stage's 128 chips in a pod
+
+
+def test_max_pp_caps_the_stages_of_a_pipeline_across_pods_too():
+    where = {k: FOUR_SLICES[k] for k in ("model", "chip", "slice_shape", "pods", "batch")}
+    ranked = plan(**where, seq_len=8192, max_pp=1)
+    rows = [ranked.layout(r) for r in range(len(ranked))]
+    assert rows and all(row["z"] * row["pp_pods"] == 1 for row in rows)

@@ -334,7 +334,7 @@ def assert_panel_shows(panel, data: dict) -> None:
     assert (bool(e.fits), bool(e.compute_bound)) == (data["fits"], data["compute_bound"])
     layout = data["layout"]
     xyz = (layout["X"], layout["Y"], layout["Z"])
-    assert (int(e.x), int(e.y), int(e.z)) == xyz
+    assert (int(e.x), int(e.y), int(e.z) // int(e.layout.pp_pods)) == xyz  # a pod's groups
     # The controls show that layout.
     chosen, placed = panel.strategy_selector.value, panel.mesh_picker.value
     assert (chosen["x"], chosen["y"], chosen["z"]) == xyz and (

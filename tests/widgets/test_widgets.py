@@ -518,6 +518,16 @@ def test_the_mesh_picker_offers_a_pipeline_across_pods_and_the_panel_prices_it()
     assert s.pp_pods == 1
 
 
+def test_the_strategy_selector_shows_a_pods_stages_and_splits_under_a_pipeline_across_pods():
+    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
+                 batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=32, y=4,
+                 z=2, pp_pods=2)  # fmt: skip
+    selector = StrategySelector(s)
+    assert selector._stages.value == 2  # a pod's stages: 4 in all, over 2 pods
+    assert selector.value["z"] == 2 and s.z == 2
+    assert selector._split.value == (32, 4)  # the split in use is one of a stage's
+
+
 def test_the_pipeline_picture_draws_every_pass_and_names_the_bubble():
     panel = sw.explore(
         model="llama-3-70b",

@@ -139,7 +139,8 @@ def per_layer(
     layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
     placed = place(cluster, workload, layout, options.exact)
-    keywords = on_mesh(cluster, workload, _with_placed_cp(layout, placed), options, placed)
+    replicas = computed(cluster, pods=cluster.pods // layout.pp_pods)  # as ``_evaluate``'s
+    keywords = on_mesh(replicas, workload, _with_placed_cp(layout, placed), options, placed)
     return layer_times(batch=workload.batch, **keywords), crossover_batch(**keywords)
 
 

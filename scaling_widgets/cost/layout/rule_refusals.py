@@ -174,6 +174,10 @@ def stages(i, *, model, z, virtual_stages, given, schedule="1f1b", **_) -> Input
     if given.first_stage_layers is not None or given.last_stage_layers is not None:
         return _given_ends(model, Z, v, given, str(np.broadcast_to(schedule, np.shape(z))[i]))
     field, got = ("z", Z) if v == 1 else ("virtual_stages", f"{v} x {Z} stages = {Z * v}")
+    spans = int(np.broadcast_to(given.pp_pods, np.shape(z))[i])
+    if spans > 1 and v == 1:  # the stages in all the pods a pipeline spans (MODEL.md §B.10)
+        each = Z // spans
+        field, got = "pp_pods", f"{spans} pods x {each} stage{'s' * (each > 1)} = {Z}"
     ends = sum(ENDS_AS_LAYERS[given.ends_as_layers])
     # Megatron-LM's answer, where it is the nearest: the embedding and the loss take a stage's
     # place each (Llama 3 405B's 126 layers on 8 x 16 virtual stages)

@@ -215,6 +215,7 @@ def evaluate_order(
     cp_kind: str = "ring",
     remat: tuple = FRAMEWORK_REMAT,
     schedules: tuple | None = None,
+    max_pp: int | None = None,
 ) -> dict[str, np.ndarray]:
     """One ``evaluate`` call over every layout that can run whose groups take the slice's axes in
     the order of ``cluster.slice_shape``.
@@ -245,6 +246,8 @@ def evaluate_order(
         The recompute policies tried (the frameworks' by default).
     schedules : tuple of str, optional
         The pipeline schedules tried. None: the stack's (``stack_schedules``).
+    max_pp : int, optional
+        The most pipeline stages a layout takes, in all the pods it spans. None: no cap.
 
     Returns
     -------
@@ -258,7 +261,9 @@ def evaluate_order(
     .. [1] docs/MODEL.md §C (the planner), "Layouts that cannot run" (after §A.10), §A.6 (ZeRO-3
        only at one microbatch), §D.2 (EP, folded over TP or not) and §D.3 (CP chosen for you).
     """
-    searched = dict(ep=ep, etp=etp, cp=cp, cp_kind=cp_kind, remat=remat, schedules=schedules)
+    searched = dict(
+        ep=ep, etp=etp, cp=cp, cp_kind=cp_kind, remat=remat, schedules=schedules, max_pp=max_pp
+    )
     c, experts_tp = _candidates(cluster, workload, options, placed, **searched)
     if len(c["x"]):
         ran = _runs(c, at_batches(workload, c), cluster.pods, experts_tp, base)
@@ -268,7 +273,9 @@ def evaluate_order(
     return _evaluated(c, cluster, at_batches(workload, c), base, options, experts_tp)
 
 
-def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, remat, schedules):
+def _candidates(
+    cluster, workload, options, placed, *, ep, etp, cp, cp_kind, remat, schedules, max_pp
+):
     """Every placement with every knob and expert degree that may run by its own lights, its
     microbatches, expert TP and CP filled in; and the expert TP to evaluate (None: the default,
     where no layout folds EP over TP)."""
@@ -282,8 +289,9 @@ def _candidates(cluster, workload, options, placed, *, ep, etp, cp, cp_kind, rem
         y, k, f, s = placed["y"][rows[0]], rows[1], rows[2], spans[rows[3]]
         in_pod = placed["z"][rows[0]]
         z = in_pod * s  # the stages, in all the pods a pipeline spans
-        # across pods, a stage a pod, as MaxText's dcn_pipeline runs beside ici_pipeline 1
-        one_a_pod = (s == 1) | (in_pod == 1)
+        # across pods, a stage a pod, as MaxText's dcn_pipeline runs beside ici_pipeline 1; at
+        # most max_pp stages in all
+        one_a_pod = ((s == 1) | (in_pod == 1)) & (z <= (max_pp or z))
         # One stage has no schedule to choose (1F1B stands for it); a stack pipelines with its
         # own schedules (none for a stack without pipelining).
         staged = np.where(z > 1, pipelines[k], one_stage[k])

@@ -464,6 +464,7 @@ def evaluated_layouts(
             options,
             only(placed, placed["axis_order"] == i),
             **held,
+            max_pp=limits.get("max_pp"),
         )
         for i, order in enumerate(orders)
     ]

@@ -40,7 +40,8 @@ class RooflineData:
     current_curve: str
     current_batch: float
     current: dict  # pass -> (compute, communication) at the current batch [s]
-    pods: int = 1
+    pods: int = 1  # the data replicas over DCN: the pods, or groups of the pods a pipeline spans
+    spans: int = 1  # the pods each pipeline spans (MODEL.md §B.10)
     labels: dict = field(default_factory=dict)  # curve -> its name (``text/views.py``)
 
     def compute_at(self, batch: ArrayLike, passes: str = "both") -> float | np.ndarray:
@@ -165,6 +166,7 @@ def roofline(current: Estimate) -> RooflineData:
         },
         current_batch=float(current.batch),
         pods=pods,
+        spans=spans,
         current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
     )
 

@@ -21,7 +21,7 @@ class MeshData:
     shares: tuple  # per slice axis, outermost first: its (X, Y, Z) factors
     x: int
     y: int
-    z: int
+    z: int  # a pod's stages
     pods: int
     mx: float
     my: float
@@ -33,6 +33,7 @@ class MeshData:
     gpu: bool  # a GPU cluster: the axes are nodes and GPUs per node
     ep_folded: bool = False  # the EP group takes TP's chips first (expert TP 1, MODEL.md §D.2)
     places: tuple = ()  # where X and Y sit, in words (``text/views.py``)
+    stages: int = 1  # the pipeline's, Z in each of the pods it spans (MODEL.md §B.10)
 
     @property
     def chips(self) -> int:
@@ -55,7 +56,8 @@ def mesh(e: Estimate) -> MeshData:
     """
     chip, shape = e.chip, e.slice_shape
     rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
-    x, y, z = int(e.x), int(e.y), int(e.z)
+    x, y, stages = int(e.x), int(e.y), int(e.z)
+    z = stages // int(e.layout.pp_pods)  # a pod's: the slice holds X·Y·Z chips
     if e.layout.axis_roles is not None:
         span = role_layout(slice_shape=shape, roles=e.layout.axis_roles, rings=rings)[3]
     elif chip.is_gpu:
@@ -71,6 +73,7 @@ def mesh(e: Estimate) -> MeshData:
         x=x,
         y=y,
         z=z,
+        stages=stages,
         pods=int(e.cluster.pods),
         mx=float(e.mx),
         my=float(e.my),
