@@ -114,6 +114,22 @@ class Cluster:
         """All chips of all pods."""
         return math.prod(self.slice_shape) * self.pods
 
+    def replicas(self, layout: Layout) -> int | np.ndarray:
+        """P/S, the data replicas over DCN: the pods, or the groups of them that each of the
+        layout's pipelines spans (MODEL.md §B.10).
+
+        Parameters
+        ----------
+        layout : Layout
+            The layout: its ``pp_pods`` S.
+
+        Returns
+        -------
+        replicas : int or np.ndarray
+            The pods divided by S, one count per layout where S is an array.
+        """
+        return self.pods // layout.pp_pods
+
 
 @record(eq=False)
 class Workload:

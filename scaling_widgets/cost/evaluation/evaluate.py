@@ -139,9 +139,15 @@ def per_layer(
     layout = _resolved(layout, cluster, options)
     feasible.together(cluster, workload, layout, options)
     placed = place(cluster, workload, layout, options.exact)
-    replicas = computed(cluster, pods=cluster.pods // layout.pp_pods)  # as ``_evaluate``'s
-    keywords = on_mesh(replicas, workload, _with_placed_cp(layout, placed), options, placed)
+    layout = _with_placed_cp(layout, placed)
+    keywords = on_mesh(_replicas(cluster, layout), workload, layout, options, placed)
     return layer_times(batch=workload.batch, **keywords), crossover_batch(**keywords)
+
+
+def _replicas(cluster: Cluster, layout: Layout) -> Cluster:
+    """The cluster as the layer and the thresholds count it: its pods the data replicas over DCN,
+    groups of the pods a pipeline spans (MODEL.md §B.10)."""
+    return computed(cluster, pods=cluster.replicas(layout))
 
 
 def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:
@@ -269,8 +275,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
     layout = _with_placed_cp(layout, placed)
     chip, model = cluster.chip, workload.model
     B, Z, m, v = workload.batch, placed.z, placed.microbatches, layout.virtual_stages
-    # P: the data replicas over DCN, groups of the pods a pipeline spans (MODEL.md §B.10)
-    replicas = computed(cluster, pods=cluster.pods // layout.pp_pods)
+    replicas = _replicas(cluster, layout)
     P = replicas.pods
     # The stack: how fast it runs (MODEL.md §C.3) and what it keeps in memory (MODEL.md §E.2).
     profile = profile_of(chip, options)

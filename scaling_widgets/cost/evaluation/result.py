@@ -120,7 +120,7 @@ class Estimate:
     def pods(self) -> int | np.ndarray:
         """The data-parallel replicas over DCN: every pod, or groups of ``pp_pods`` a pipeline
         spans (MODEL.md §B.10)."""
-        return self.cluster.pods // self.layout.pp_pods
+        return self.cluster.replicas(self.layout)
 
     @property
     def strategy(self) -> str:

@@ -101,7 +101,7 @@ def _fits_and_steps(trial, cluster, workload, layout, X, Y):
     where none fits so, at a sequence a microbatch (each replica's whole sequences, the least
     activation memory): a split that fits there can be made to fit. Both in one evaluation."""
     Z = (1 if layout.z is None else layout.z) * layout.pp_pods  # the stages (MODEL.md §B.10)
-    P = cluster.pods // layout.pp_pods  # the replicas
+    P = cluster.replicas(layout)
     by_default = default_microbatches(layout, Z, workload, X, P)
     X, Y, by_default, lean = np.broadcast_arrays(X, Y, by_default, _leanest(workload, layout, X, P))
     n = X.shape[-1]
@@ -177,7 +177,7 @@ def fastest_microbatches(
         one = place(cluster, workload, plain, options.exact)
     except InputError:
         return layout  # cannot run at all: the evaluation says why
-    replicas = one.x * cluster.pods // layout.pp_pods  # data replicas (MODEL.md §B.10)
+    replicas = one.x * cluster.replicas(layout)
     per_replica = workload.batch * one.cp / (workload.seq_len * replicas)
     share = np.maximum(np.floor(per_replica), 1).astype(np.int64)[..., None]
     counts = np.where((SIZES <= share) & (share % SIZES == 0), share // SIZES, 1)

@@ -75,7 +75,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
        Tensor Parallelism.
     """
     # P: the data replicas over DCN, each pod or each group of pods a pipeline spans (§B.10)
-    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.pods // layout.pp_pods
+    chip, shape, P = cluster.chip, cluster.slice_shape, cluster.replicas(layout)
     rings = layout_rings(cluster, layout)
     x, y, z, span = layout.x, layout.y, layout.z, None
     if layout.axis_roles is not None:

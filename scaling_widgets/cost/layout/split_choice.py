@@ -143,7 +143,7 @@ def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     x, y = best_split(**split)
     if np.any(x == 0):
         cp = None if layout.cp is None else int(np.max(layout.cp))
-        T, P = workload.seq_len or 1, cluster.pods // layout.pp_pods
+        T, P = workload.seq_len or 1, cluster.replicas(layout)
         raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
     return x, y
 
@@ -240,7 +240,7 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
             "pp_pods", "one number when the split is chosen for you (no x or y)", layout.pp_pods
         )
     # Z a pod's stages, the pipeline's Z·S; P the replicas over DCN (MODEL.md §B.10)
-    chip, model, P = cluster.chip, workload.model, cluster.pods // layout.pp_pods
+    chip, model, P = cluster.chip, workload.model, cluster.replicas(layout)
     per_microbatch = layout.microbatch_seqs or np.asarray(
         default_microbatches(layout, Z * layout.pp_pods)
     )
