@@ -50,6 +50,8 @@ def compare_strategies(
             out[name] = known[name]
             continue
         own = dataclasses.replace(layout, strategy=name, x=None, y=None, zero=None, axis_roles=None)
+        if STRATEGIES[name].on == "x":  # no TP group to span pods (MODEL.md §B.11)
+            own = dataclasses.replace(own, tp_pods=1)
         try:
             out[name] = evaluate(cluster, workload, own, options)
         except InputError as err:

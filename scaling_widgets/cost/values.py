@@ -115,20 +115,20 @@ class Cluster:
         return math.prod(self.slice_shape) * self.pods
 
     def replicas(self, layout: Layout) -> int | np.ndarray:
-        """P/S, the data replicas over DCN: the pods, or the groups of them that each of the
-        layout's pipelines spans (MODEL.md §B.10).
+        """P/(S·T), the data replicas over DCN: the pods, or the groups of them that each of the
+        layout's pipelines or TP groups spans (MODEL.md §B.10, §B.11).
 
         Parameters
         ----------
         layout : Layout
-            The layout: its ``pp_pods`` S.
+            The layout: its ``pp_pods`` S and ``tp_pods`` T.
 
         Returns
         -------
         replicas : int or np.ndarray
-            The pods divided by S, one count per layout where S is an array.
+            The pods divided by S·T, one count per layout where S or T is an array.
         """
-        return self.pods // layout.pp_pods
+        return self.pods // (layout.pp_pods * layout.tp_pods)
 
 
 @record(eq=False)
@@ -369,6 +369,10 @@ class Layout:
         pod, Z·S in all, the activations crossing the data-center network between pods; the P/S
         groups of pods are data-parallel replicas. 1: every pod holds whole pipelines (MODEL.md
         §B.10).
+    tp_pods : int or array_like, default 1
+        T, the pods each TP group spans (MaxText's dcn_tensor_parallelism): Y chips in each pod,
+        Y·T in all, TP's gathers and scatters crossing the data-center network; the P/T groups
+        of pods are data-parallel replicas. 1: every pod holds whole TP groups (MODEL.md §B.11).
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -399,6 +403,7 @@ class Layout:
     last_stage_layers: int | None = checked(None, Maybe(Whole()))
     fsdp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
     pp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
+    tp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -18,11 +18,12 @@ from .. import catalog
 from ..cost.hardware.slices import slices_near
 from ..cost.stacks import COMPILING, PAIRING, REGISTRY, feature_names
 from ..cost.step.profiles import default_stack, runs_on
+from ..cost.strategies import STRATEGIES
 from ..text import mended as words
 from .state import checked, coerced, filled
 
 # the fields whose change can leave another impossible (a slider's batch cannot: it stays instant)
-TRIGGERS = ("hardware", "slice_shape", "pods", "stack", "model")
+TRIGGERS = ("hardware", "slice_shape", "pods", "stack", "model", "strategy")
 
 
 def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -78,6 +79,8 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
         mends.update(_experts_kept(after))
     if "pods" in moved:
         mends.update(_pods_shared(after))
+    if "strategy" in moved and STRATEGIES[after["strategy"]].on == "x":
+        mends["tp_pods"] = 1  # no TP group left to span pods
     mends = {k: v for k, v in mends.items() if k not in changes and v != before.get(k)}
     return {**changes, **mends}, words.said(before, {**before, **mends, **new}, mends)
 
@@ -152,12 +155,14 @@ def _experts_kept(state: dict) -> dict:
 
 
 def _pods_shared(state: dict) -> dict:
-    """FSDP and the pipeline across the largest count of pods up to the one held that divides
-    the pods."""
+    """FSDP, the pipeline and TP across the largest count of pods up to the one held that
+    divides the pods (and for TP, with a pod's Y, the heads)."""
+    heads, y = catalog.model(state["model"]).heads, state["y"] or 1
     kept = {}
-    for name in ("fsdp_pods", "pp_pods"):
+    for name in ("fsdp_pods", "pp_pods", "tp_pods"):
         shared = state[name]
-        while state["pods"] % shared:
+        # TP's group in all its pods divides the heads too
+        while state["pods"] % shared or (name == "tp_pods" and heads % (y * shared)):
             shared -= 1
         kept[name] = shared
     return kept

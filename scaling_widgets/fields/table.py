@@ -181,6 +181,11 @@ FIELDS_TABLE = (
           " each (MaxText's dcn_pipeline_parallelism); the other pods are data replicas (default"
           " 1: whole pipelines in each pod)", flag="--pp-pods", metavar="S", parse=WHOLE,
           default=1, since=17, commands=("estimate",), label="PP over pods"),
+    Field("tp_pods", "layout.tp_pods", "the pods each TP group spans over DCN, --tp chips in"
+          " each (MaxText's dcn_tensor_parallelism; slow: TP's traffic crosses DCN every layer);"
+          " the other pods are data replicas (default 1: whole TP groups in each pod)",
+          flag="--tp-pods", metavar="T", parse=WHOLE, default=1, since=18,
+          commands=("estimate",), label="TP over pods"),
     # The workload.
     Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
           start="llama-2-13b", coerce=lambda name, value: catalog.model(value),

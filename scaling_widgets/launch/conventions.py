@@ -23,6 +23,9 @@ from ..cost.hardware.slices import slice_for
 from ..cost.stacks import feature_names
 from ..text.explain import ENDS_NAMED
 
+# the pods each group that crosses the data-center network spans (MODEL.md §B.9 to §B.11)
+SPANS = ("fsdp_pods", "pp_pods", "tp_pods")
+
 
 @record
 class Degrees:
@@ -63,6 +66,7 @@ class Degrees:
     last_stage_layers: int | None = None
     fsdp_pods: int = 1  # the pods each FSDP group spans; the rest data-parallel replicas
     pp_pods: int = 1  # the pods each pipeline spans, pp/pp_pods stages in each; the rest replicas
+    tp_pods: int = 1  # the pods each TP group spans, tp/tp_pods chips in each; the rest replicas
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -80,7 +84,8 @@ def degrees_of(e: Estimate) -> Degrees:
 
     DP = X·R/CP data-parallel ranks share the global batch of B/T sequences, each rank's share
     m microbatches of B/(T·DP·m) sequences; world = X·Y·Z·R = DP·CP·TP·PP, Z the stages in all
-    and R the replicas over DCN, the pods or their groups a pipeline spans (MODEL.md §B.10). The
+    and R the replicas over DCN, the pods or their groups a pipeline or a TP group spans
+    (MODEL.md §B.10, §B.11), Y the TP group in all its pods. The
     experts' TP is Y unless the layout gives its own with EP > 1; ZeRO is 0 where each replica
     holds one data rank.
 
@@ -153,8 +158,7 @@ def degrees_of(e: Estimate) -> Degrees:
         etp=y if e.layout.etp is None or int(e.layout.ep) == 1 else int(e.layout.etp),
         # one data rank a pod, as replicas: nothing to shard
         zero=int(e.zero) if dp // replicas * int(e.layout.fsdp_pods) > 1 else 0,
-        fsdp_pods=int(e.layout.fsdp_pods),
-        pp_pods=int(e.layout.pp_pods),
+        **{name: int(getattr(e.layout, name)) for name in SPANS},
         seq_len=T,
         global_batch=whole_sequences,
         micro_batch=per_rank // m,
@@ -339,7 +343,8 @@ def fields_of(d: Degrees, chip) -> dict:
             f" splits the global batch of {d.global_batch:,} sequences",
             d.micro_batch,
         )
-    replicas = d.pods // d.pp_pods  # groups of the pods a pipeline spans (MODEL.md §B.10)
+    # groups of the pods a pipeline or a TP group spans (MODEL.md §B.10, §B.11)
+    replicas = d.pods // (d.pp_pods * d.tp_pods)
     if d.pods < 1 or d.world % d.pods or (d.dp * d.cp) % replicas:
         raise refuse(
             "pods", f"a count dividing the {d.dp * d.cp:,} data ranks (CP's included)", d.pods
@@ -349,12 +354,11 @@ def fields_of(d: Degrees, chip) -> dict:
         strategy="fsdp+tp",
         optimal_split=False,
         x=x,
-        y=d.tp,
+        y=d.tp // d.tp_pods,
         z=d.pp // d.pp_pods,
         zero=d.zero,
         pods=d.pods,
-        fsdp_pods=d.fsdp_pods,
-        pp_pods=d.pp_pods,
+        **{name: getattr(d, name) for name in SPANS},
         batch=float(d.global_batch * d.seq_len),
         seq_len=d.seq_len,
         microbatches=d.microbatches,

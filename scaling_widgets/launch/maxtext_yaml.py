@@ -89,21 +89,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     lines += _remat_lines(d.remat, cannot)
     if d.zero in (1, 2):
         cannot.append(f"ZeRO-{d.zero}: MaxText's fsdp axis shards all three; written as ZeRO-3")
-    replicas = d.pods // d.pp_pods  # the slices' groups a pipeline spans (MODEL.md §B.10)
-    ep = math.gcd(d.ep, d.dp // replicas)  # MaxText's expert axis is carved out of the data ranks
-    if ep != d.ep:
-        cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
-                      f" data ranks' axes; written as EP {ep}")  # fmt: skip
-    per_slice_dp = d.dp // replicas // ep
-    fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
-    pipeline = d.pp // d.pp_pods
-    axes = dict(data=data, fsdp=fsdp, tensor=d.tp, context=d.cp, expert=ep, pipeline=pipeline)
-    lines += [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
-    lines.append(f"dcn_data_parallelism: {replicas // d.fsdp_pods}")
-    if d.fsdp_pods > 1:
-        lines.append(f"dcn_fsdp_parallelism: {d.fsdp_pods}")
-    if d.pp_pods > 1:
-        lines.append(f"dcn_pipeline_parallelism: {d.pp_pods}")
+    lines += _mesh_lines(d, cannot)
     if d.cp > 1:
         theirs = next(k for k, v in CP_KINDS.items() if v == d.cp_kind)
         lines.append(f'context_parallel_strategy: "{theirs}"')
@@ -123,6 +109,24 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
     if pdbs != int(pdbs):
         chosen.append(f"{pdbs:g} sequences a chip: fewer than one, the rest of its batch on TP")
     return "\n".join(lines) + "\n", chosen, cannot
+
+
+def _mesh_lines(d: Degrees, cannot: list) -> list:
+    """The ICI axes of a slice and the DCN axes across slices: the data replicas, and the slices
+    an FSDP group, a pipeline or a TP group spans (MODEL.md §B.9 to §B.11)."""
+    replicas = d.pods // (d.pp_pods * d.tp_pods)
+    ep = math.gcd(d.ep, d.dp // replicas)  # MaxText's expert axis is carved out of the data ranks
+    if ep != d.ep:
+        cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
+                      f" data ranks' axes; written as EP {ep}")  # fmt: skip
+    per_slice_dp = d.dp // replicas // ep
+    fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
+    axes = dict(data=data, fsdp=fsdp, tensor=d.tp // d.tp_pods, context=d.cp, expert=ep,
+                pipeline=d.pp // d.pp_pods)  # fmt: skip
+    lines = [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
+    lines.append(f"dcn_data_parallelism: {replicas // d.fsdp_pods}")
+    across = {"fsdp": d.fsdp_pods, "pipeline": d.pp_pods, "tensor": d.tp_pods}
+    return lines + [f"dcn_{axis}_parallelism: {n}" for axis, n in across.items() if n > 1]
 
 
 def _model_lines(m: Model, cannot: list) -> list[str]:

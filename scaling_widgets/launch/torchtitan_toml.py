@@ -87,7 +87,7 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
         cannot.append("ZeRO-1: FSDP2 shards the gradients too; written as ZeRO-2")
     # HSDP: a shard within each group of pods FSDP spans, replicas across the groups (§B.9);
     # a pipeline across pods leaves their groups as the replicas (§B.10)
-    replicas = d.pods // d.pp_pods
+    replicas = d.pods // (d.pp_pods * d.tp_pods)  # and TP's groups of pods (§B.11)
     shard = d.dp // replicas * d.fsdp_pods if d.zero else 1
     replicate = replicas // d.fsdp_pods if d.zero else d.dp
     if d.schedule not in SCHEDULES:

@@ -142,6 +142,7 @@ def layout_text(knobs: dict, shape_given) -> str:
     # the pods an FSDP group or a pipeline spans (MODEL.md §B.9, §B.10)
     groups += f", FSDP across {knobs.get('fsdp_pods', 1)} pods" * (knobs.get("fsdp_pods", 1) > 1)
     groups += f", PP across {knobs.get('pp_pods', 1)} pods" * (knobs.get("pp_pods", 1) > 1)
+    groups += f", TP across {knobs.get('tp_pods', 1)} pods" * (knobs.get("tp_pods", 1) > 1)
     return (
         f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
         f"{knobs['remat']}"
@@ -182,6 +183,8 @@ def layout_name(e: Estimate) -> str:
     spans = int(e.layout.pp_pods)  # Z counts the pipeline's stages, in all the pods it spans
     each = f"{z // spans} stage{'s' * (z // spans > 1)} in each"
     extra += [f"PP across {spans} pods over DCN, {each}"] if spans > 1 else []
+    T = int(e.layout.tp_pods)  # Y counts TP's chips, in all the pods it spans (MODEL.md §B.11)
+    extra += [f"TP across {T} pods over DCN, {y // T} chip{'s' * (y // T > 1)} in each"] * (T > 1)
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

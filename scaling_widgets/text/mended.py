@@ -33,7 +33,7 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods")  # fmt: skip
+         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods")  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -69,8 +69,15 @@ def _part(name: str, before: dict, after: dict) -> str:
         return f"EP {after['ep']}, the largest up to {before['ep']} dividing {experts} experts"
     if name == "ep_overlap" and model.moe is not None:
         return f"the expert all-to-alls no longer paired: {stack} does not pair passes"
-    if name in ("fsdp_pods", "pp_pods"):
-        what = "FSDP" if name == "fsdp_pods" else "the pipeline"
+    if name == "tp_pods" and after["tp_pods"] == 1 and before["strategy"] != after["strategy"]:
+        return f"TP inside each pod: {after['strategy']} has no TP group"
+    if name in ("fsdp_pods", "pp_pods", "tp_pods"):
+        what = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP"}[name]
+        if after[name] == 1:
+            none = "2 does not" if before[name] == 2 else f"no count from 2 to {before[name]}"
+            return (
+                f"{what} inside each pod: {none} divide{'s' * (before[name] > 2)} {after['pods']}"
+            )
         return (
             f"{what} across {after[name]} pods, the most up to {before[name]} dividing"
             f" {after['pods']}"

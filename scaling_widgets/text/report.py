@@ -181,9 +181,9 @@ def _placement(e: Estimate) -> dict:
             k: _num(v)
             for k, v in (
                 ("X", e.x),
-                ("Y", e.y),
+                ("Y", e.y // e.layout.tp_pods),
                 # a pod's groups and every pod, as the flags give them: X·Y·Z·P chips; the
-                # pipeline's stages Z·pp_pods (MODEL.md §B.10)
+                # pipeline's stages Z·pp_pods, TP's group Y·tp_pods (MODEL.md §B.10, §B.11)
                 ("Z", e.z // e.layout.pp_pods),
                 ("P", e.cluster.pods),
                 ("M_X", e.mx),
@@ -203,6 +203,7 @@ def _placement(e: Estimate) -> dict:
         "last_stage_layers": e.layout.last_stage_layers,
         "fsdp_pods": _num(e.layout.fsdp_pods),
         "pp_pods": _num(e.layout.pp_pods),
+        "tp_pods": _num(e.layout.tp_pods),
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..cost import Estimate
+from ..cost.evaluation.layer import tp_span
 from ..cost.strategies import BEST, STRATEGIES
 from . import moe_and_context as experts
 from . import units
@@ -46,7 +47,9 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
     """
     chip = e.chip
     alpha = chip.flops / chip.ici_bw
-    mx, my = (float(m) or 1.0 for m in (e.mx, e.my))  # a group of one spans no axis
+    mx = float(e.mx) or 1.0  # a group of one spans no axis
+    # TP across pods: its bandwidth the slower of its span and its chips' DCN links (§B.11)
+    my = float(tp_span(chip, e.layout.tp_pods, e.y, e.my))
     B, N, z = float(e.batch), int(e.chips), int(e.z)
     B_text = units.batch(B)
     per_chip = Math(
@@ -72,6 +75,8 @@ def thresholds(e: Estimate, best: Estimate | None = None) -> list[Line]:
         out.append(_gpu_spans(e, mx, my))
     if e.y > 1:
         out.append(_tp_limit(e, alpha, my))
+    if int(e.layout.tp_pods) > 1:
+        out.append(_tp_across_pods(e, my))
     if z > 1 and e.zero == 3:
         out.append(
             Line.of(
@@ -190,6 +195,18 @@ def _fsdp_tp(
     return out
 
 
+def _tp_across_pods(e: Estimate, my: float) -> Line:
+    """What M_Y is for TP across pods: each pod's Y/T chips send on over their own DCN links."""
+    T = int(e.layout.tp_pods)
+    each = int(e.y) // T
+    return Line.of(
+        "note",
+        f"TP spans {T} pods, {each} chip{'s' * (each > 1)} in each: its traffic crosses the"
+        f" data-center network every layer, at {each} x W_dcn = {units.sci(each * e.chip.dcn_bw)}"
+        f" B/s a pod, so M_Y = {my:.3g} (docs/MODEL.md §B.11).",
+    )
+
+
 def _tp_limit(e: Estimate, alpha: float, my: float) -> Line:
     """TP's limit on Y, independent of the batch (MODEL.md §A.3); F the width a token goes
     through."""
@@ -223,16 +240,19 @@ def _dcn(e: Estimate) -> Line:
     # FSDP across F of the pods: the replicas' AllReduce beside its gathers (MODEL.md §B.9)
     F = int(e.layout.fsdp_pods)
     f_sym, f_num = ("(1 + 1/F)·", f"(1 + 1/{F})·") if 1 < F < int(e.pods) else ("", "")
-    # a pipeline across S pods: the P/S groups of them are the replicas (MODEL.md §B.10)
-    spans = int(e.layout.pp_pods)
-    b_sym = "B/P" if spans == 1 else "B/(P/S)"
+    # a pipeline across S pods or TP across T: the P/S (P/T) groups of them are the replicas
+    # (MODEL.md §B.10, §B.11)
+    spans, what = int(e.layout.pp_pods), "pipeline"
+    if int(e.layout.tp_pods) > 1:
+        spans, what = int(e.layout.tp_pods), "TP group"
+    b_sym = "B/P" if spans == 1 else f"B/(P/{'S' if what == 'pipeline' else 'T'})"
     formula = Math(
         f"{b_sym} = {pod} vs {f_sym}C{r_sym}/W_dcn = {f_num}{units.sci(chip.flops)}{r_num}/"
         f"{units.sci(chip.dcn_bw)} = {need:,.0f}",
         rf"{b_sym} = {tex_text(pod)}\ \text{{vs}}\ {f_sym}C{_cdot(r_sym)}/W_{{dcn}} ="
         rf" {f_num}{tex_sci(chip.flops)}{_cdot(r_num)}/{tex_sci(chip.dcn_bw)} = {need:,.0f}",
     )
-    per = f"batch per {spans} pods one pipeline spans " if spans > 1 else "per-pod batch "
+    per = f"batch per {spans} pods one {what} spans " if spans > 1 else "per-pod batch "
     if e.pods == 1:
         alone = "one pod: no DCN traffic" if spans == 1 else "no gradients on DCN, only activations"
         return Line.of("threshold", f"DCN: {per}", formula, f" ({alone})")

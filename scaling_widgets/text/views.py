@@ -53,10 +53,13 @@ def roofline(data: RooflineData, current: Estimate) -> RooflineData:
     labels["optimal"] = f"{STRATEGIES[BEST].label}, book split"
     if current.strategy == BEST:
         labels[BEST] = short_name(current)
-    if data.pods > 1 and data.spans > 1:  # replicas of a pipeline across pods (MODEL.md §B.10)
+    # replicas of a pipeline or a TP group across pods (MODEL.md §B.10, §B.11)
+    if data.pods > 1 and data.spans > 1:
         labels["dcn"] = f"DCN ({data.pods} replicas of {data.spans} pods)"
     elif data.pods > 1:
         labels["dcn"] = f"DCN ({data.pods} pods)"
+    elif "dcn" in data.comm:  # TP across every pod: one group, its traffic on DCN (§B.11)
+        labels["dcn"] = f"DCN (TP across {data.spans} pods)"
     return dataclasses.replace(data, labels=labels)
 
 

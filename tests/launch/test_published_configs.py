@@ -161,8 +161,12 @@ def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_across_tpu_slices_f
     transposed = line.replace("dcn_fsdp", "dcn_fsdp_transpose") + " num_slices=4\n"
     got, _ = read_config(transposed, chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")
     assert (got["pods"], got["fsdp_pods"]) == (4, 4)  # FSDP's second axis, across slices too
-    with pytest.raises(InputError, match="^dcn_tensor_parallelism must be 1 across TPU slices"):
-        read_config(line.replace("dcn_fsdp", "dcn_tensor") + " num_slices=4\n",
+    # TP across slices: a TP group of 4 spans the 4 slices, one chip in each (MODEL.md §B.11)
+    got, _ = read_config(line.replace("dcn_fsdp", "dcn_tensor") + " num_slices=4\n",
+                         chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
+    assert (got["x"], got["y"], got["pods"], got["tp_pods"]) == (8, 1, 4, 4)
+    with pytest.raises(InputError, match="^dcn_expert_parallelism must be 1 across TPU slices"):
+        read_config(line.replace("dcn_fsdp", "dcn_expert") + " num_slices=4\n",
                     chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
 
 

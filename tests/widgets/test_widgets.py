@@ -518,6 +518,29 @@ def test_the_mesh_picker_offers_a_pipeline_across_pods_and_the_panel_prices_it()
     assert s.pp_pods == 1
 
 
+def test_the_mesh_picker_offers_tp_across_pods_and_the_panel_prices_it():
+    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
+                 batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=64, y=4,
+                 remat="full")  # fmt: skip
+    picker = MeshPicker(s)
+    control = picker._tp_pods
+    assert control.layout.display == ""
+    control.value = 2
+    assert s.tp_pods == 2 and picker.value["tp_pods"] == 2 and picker.value["y"] == 4
+    assert "each TP group across 2 of them" in picker._info.value
+    bars = picker._picture._bars  # the pods' axis: half TP, half the data replicas
+    pods = list(bars.x).index("pods over DCN (4)")
+    assert np.asarray(bars.y)[[0, 1], pods].tolist() == [1.0, 1.0]
+    e = sw.estimate(model="llama-3-70b", mesh="v5p-512", pods=4, batch="8M", seq_len="8k",
+                    strategy="fsdp+tp", fsdp=64, tp=4, tp_pods=2, remat="full")  # fmt: skip
+    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
+    s.strategy = "fsdp"  # no TP group left to span pods: inside each pod again
+    assert s.tp_pods == 1
+    s.strategy, s.tp_pods = "fsdp+tp", 2
+    s.pods = 3  # TP across 2 of 3 pods cannot run: the most that divides them
+    assert s.tp_pods == 1
+
+
 def test_the_strategy_selector_shows_a_pods_stages_and_splits_under_a_pipeline_across_pods():
     s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
                  batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=32, y=4,

@@ -146,7 +146,7 @@ def per_layer(
 
 def _replicas(cluster: Cluster, layout: Layout) -> Cluster:
     """The cluster as the layer and the thresholds count it: its pods the data replicas over DCN,
-    groups of the pods a pipeline spans (MODEL.md §B.10)."""
+    groups of the pods a pipeline or a TP group spans (MODEL.md §B.10, §B.11)."""
     return computed(cluster, pods=cluster.replicas(layout))
 
 

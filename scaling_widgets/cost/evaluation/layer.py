@@ -90,6 +90,7 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
         y=Y,
         pods=cluster.pods,
         fsdp_pods=layout.fsdp_pods,
+        tp_pods=layout.tp_pods,
         mx=placed.mx,
         my=placed.my,
         exact=options.exact,
@@ -101,6 +102,32 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
         **experts,
         cp_seconds=0.0 if np.all(np.asarray(layout.cp) == 1) else per_choice(layout.cp_kind, kv),
     )
+
+
+def tp_span(chip, tp_pods, y, my) -> np.ndarray:
+    """M_Y as the TP group's bandwidth, in axes of W_ici: its own span inside a pod, and across
+    T > 1 pods the slower of that and its Y/T chips' links of W_dcn (MODEL.md §B.11).
+
+    Parameters
+    ----------
+    chip : Chip
+        The chip: its W_ici and W_dcn [bytes/s].
+    tp_pods : int or array_like
+        T, the pods the TP group spans.
+    y : int or array_like
+        Y, the TP group in all its pods [chips].
+    my : float or array_like
+        M_Y, the axes it spans in a pod.
+
+    Returns
+    -------
+    span : np.ndarray
+        M_Y (at least 1), or across pods the share of W_ici the group reaches.
+    """
+    T, inside = np.asarray(tp_pods, dtype=float), np.where(np.asarray(my) > 0, my, 1)
+    in_pod = np.asarray(y) / T
+    ici = np.where(in_pod > 1, inside * chip.ici_bw, np.inf)
+    return np.where(T > 1, np.minimum(ici, in_pod * chip.dcn_bw) / chip.ici_bw, inside)
 
 
 def stage_traffic(cluster, workload, layout, placed: Placement):
@@ -191,7 +218,8 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
     chip, model, Z = cluster.chip, workload.model, placed.z
     held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp))
     F = model.active_width
-    mx, my = np.where(placed.mx > 0, placed.mx, 1), np.where(placed.my > 0, placed.my, 1)
+    mx = np.where(placed.mx > 0, placed.mx, 1)
+    my = tp_span(chip, layout.tp_pods, placed.y, placed.my)
     C, W = chip.flops, chip.ici_bw
     # FSDP across F of P pods: the backward's DCN bytes are the gathers' and the replicas'
     # AllReduce of a 1/F share, (1 + 1/F) times the data replicas' alone (MODEL.md §B.9)
@@ -214,7 +242,8 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
         x_opt=x_opt(
             batch=workload.batch / cluster.pods,
             d_ff=held,
-            chips=math.prod(cluster.slice_shape) * layout.pp_pods // Z,  # a stage's in a pod
+            # a stage's, in the pods a pipeline or a TP group spans
+            chips=math.prod(cluster.slice_shape) * layout.pp_pods * layout.tp_pods // Z,
             mx=mx,
             my=my,
         ),

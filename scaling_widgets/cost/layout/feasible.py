@@ -31,6 +31,7 @@ from ..stacks import (
 )
 from ..step.pipeline import ENDS_AS_LAYERS
 from ..step.profiles import default_stack, runs_on
+from ..strategies import STRATEGIES
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
 from ..values import Cluster, Layout, Options, Workload
@@ -124,8 +125,9 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
 
 def _cluster_together(cluster, layout) -> None:
     """As many axis roles as slice axes; FSDP across pods over a count of pods that divides P,
-    under ZeRO-3, whose FSDP it is; a pipeline across a count of pods that divides P, beside
-    no FSDP across them (MODEL.md §A.7, §B.9, §B.10)."""
+    under ZeRO-3, whose FSDP it is; a pipeline or a TP group across a count of pods that divides
+    P, one share of the pods at a time, TP's only where the strategy has TP (MODEL.md §A.7, §B.9,
+    §B.10, §B.11)."""
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(
             "axis_roles",
@@ -157,6 +159,24 @@ def _cluster_together(cluster, layout) -> None:
             "pp_pods",
             "1 with FSDP across pods (fsdp_pods > 1): one of the two spans pods",
             layout.pp_pods,
+        )
+    T = np.asarray(layout.tp_pods)
+    if np.any(P % T != 0):
+        raise refuse(
+            "tp_pods",
+            f"a count of pods dividing the {cluster.pods} pods (1: whole TP groups in each pod)",
+            layout.tp_pods,
+        )
+    if np.any((T > 1) & ((F > 1) | (S > 1))):
+        raise refuse(
+            "tp_pods",
+            "1 with FSDP or a pipeline across pods (fsdp_pods or pp_pods > 1): one of them spans"
+            " pods",
+            layout.tp_pods,
+        )
+    if np.any(T > 1) and STRATEGIES[layout.strategy].on == "x":
+        raise refuse(
+            "tp_pods", f"1 for strategy {layout.strategy!r}, which has no TP group", layout.tp_pods
         )
 
 

@@ -30,8 +30,8 @@ class Placement:
     """X, Y, Z, the microbatches m and CP of a layout, and how X and Y sit on the slice."""
 
     x: np.ndarray
-    y: np.ndarray
-    z: int | np.ndarray
+    y: np.ndarray  # TP's group, in all the pods it spans
+    z: int | np.ndarray  # the stages, in all the pods a pipeline spans
     microbatches: np.ndarray
     cp: np.ndarray  # as given, or the smallest that gives whole sequences (``implied_cp``)
     span: MeshSpan
@@ -105,6 +105,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         )
     elif span is None:
         span = span_axes(slice_shape=shape, x=X, y=Y, z=in_pod, rings=rings)
+    Y = Y * layout.tp_pods  # TP's group, Y in each of the pods it spans (MODEL.md §B.11)
     possible(
         model=workload.model,
         seq_len=workload.seq_len,

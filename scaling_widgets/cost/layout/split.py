@@ -54,6 +54,7 @@ def legal_splits(
     dcn_bw: ArrayLike,
     z: int = 1,
     pods: ArrayLike = 1,
+    tp_pods: int = 1,
     rings: Sequence[bool] | None = None,
     mx: ArrayLike | None = None,
     my: ArrayLike | None = None,
@@ -105,7 +106,10 @@ def legal_splits(
     z : int, default 1
         Z, the pipeline stages; the candidates split the N/Z chips of a stage.
     pods : int or array_like, default 1
-        P, the pods over the data-center network.
+        P, the pods over the data-center network (the data replicas).
+    tp_pods : int, default 1
+        T, the pods each TP group spans (MODEL.md §B.11): a candidate's Y in each pod, Y·T in
+        all, which the heads must allow.
     rings : sequence of bool, optional
         Whether each slice axis wraps around; None: every axis does.
     mx : float or array_like, optional
@@ -162,23 +166,25 @@ def legal_splits(
     )
     M_X = span.mx if mx is None else np.asarray(mx, dtype=float)[..., None]
     M_Y = span.my if my is None else np.asarray(my, dtype=float)[..., None]
+    T = int(tp_pods)  # the TP group, Y·T, spans T pods (MODEL.md §B.11)
     layout = dict(
         strategy="fsdp+tp",
         d_model=D,
         d_ff=F,
         x=X,
-        y=Y,
+        y=Y * T,
         pods=P,
+        tp_pods=T,
         mx=M_X,
         my=M_Y,
         exact=exact,
         wrap_x=span.wrap_x,
         wrap_y=span.wrap_y,
-        **({} if experts is None else experts(x=X, y=Y, mx=M_X, my=M_Y)),
+        **({} if experts is None else experts(x=X, y=Y * T, mx=M_X, my=M_Y)),
     )
     crossover = crossover_batch(**layout, flops=C, ici_bw=W, dcn_bw=W_dcn)
     layer = layer_times(batch=B[..., None], **layout, flops=C, ici_bw=W, dcn_bw=W_dcn).lower_bound
-    legal = _legal(span, X, Y, node_size, heads, kv_heads, x_ok)
+    legal = _legal(span, X, Y, T, node_size, heads, kv_heads, x_ok)
     crossover, layer = np.where(legal, crossover, np.inf), np.where(legal, layer, np.inf)
     crossover, layer = np.broadcast_arrays(crossover, layer)
     some_compute_bound = crossover.min(axis=-1) <= B
@@ -221,14 +227,15 @@ def best_split(**keywords) -> tuple[np.ndarray, np.integer | np.ndarray]:
     return np.where(~legal.any(axis=-1), 0, X[pick]), Y[pick]
 
 
-def _legal(span, X, Y, node_size, heads, kv_heads, x_ok):
+def _legal(span, X, Y, T, node_size, heads, kv_heads, x_ok):
     """Which candidates may run: X and Y share at most two axes (``span_axes``: TP 8 as 4 of one
     axis and 2 of another, each group counting the axes it spans); on GPUs TP stays
-    inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP divides the
-    heads; ``x_ok`` allows X (whole sequences, the EP and CP groups)."""
+    inside the NVLink node (beyond it the predicted step charges one NIC a GPU); TP, Y in each of
+    T pods, divides the heads; ``x_ok`` allows X (whole sequences, the EP and CP groups)."""
     legal = span.shared_axes <= 2
     if node_size:
         legal = legal & (Y <= node_size)
+    Y = Y * T
     if heads is not None:
         K = heads if kv_heads is None else kv_heads
         legal = legal & (heads % Y == 0) & ((Y % K == 0) | (K % Y == 0))

@@ -179,7 +179,8 @@ def split_choices(
        Your Model* (the Scaling Book), 2025; jax-ml/scaling-book, ``training.md``: Mixed FSDP and
        Tensor Parallelism.
     """
-    if not (split_chosen(layout) and np.ndim(layout.z) == 0 == np.ndim(layout.pp_pods)):
+    scalar = np.ndim(layout.z) == np.ndim(layout.pp_pods) == np.ndim(layout.tp_pods) == 0
+    if not (split_chosen(layout) and scalar):
         return None
     Z = 1 if layout.z is None else layout.z
     if math.prod(cluster.slice_shape) % Z:
@@ -235,10 +236,13 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     microbatch."""
     if np.ndim(Z):
         raise refuse("z", "one number when the split is chosen for you (no x or y)", layout.z)
-    if np.ndim(layout.pp_pods):
-        raise refuse(
-            "pp_pods", "one number when the split is chosen for you (no x or y)", layout.pp_pods
-        )
+    for name in ("pp_pods", "tp_pods"):
+        if np.ndim(getattr(layout, name)):
+            raise refuse(
+                name,
+                "one number when the split is chosen for you (no x or y)",
+                getattr(layout, name),
+            )
     # Z a pod's stages, the pipeline's Z·S; P the replicas over DCN (MODEL.md §B.10)
     chip, model, P = cluster.chip, workload.model, cluster.replicas(layout)
     per_microbatch = layout.microbatch_seqs or np.asarray(
@@ -247,7 +251,8 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
 
     stage_chips = math.prod(cluster.slice_shape) // Z
 
-    keywords = dict(Z=Z, pods=P, per_microbatch=per_microbatch, stage_chips=stage_chips)
+    T = int(layout.tp_pods)  # a candidate's Y in each of the T pods a TP group spans (§B.11)
+    keywords = dict(Z=Z, pods=P, per_microbatch=per_microbatch, stage_chips=stage_chips, T=T)
     runs_on = functools.partial(_runs_on, workload, layout, **keywords)
 
     split = dict(
@@ -263,6 +268,7 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         slice_shape=cluster.slice_shape,
         z=Z,
         pods=P,
+        tp_pods=T,
         rings=rings,
         mx=layout.mx,
         my=layout.my,
@@ -276,7 +282,7 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
     return split, per_microbatch
 
 
-def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips) -> np.ndarray:
+def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips, T) -> np.ndarray:
     """Which candidate X can run: whole sequences per replica, and X (with Y) holds the EP and
     CP groups and the schedule's microbatches."""
     per_layout = {  # each layout's values against every candidate X, along a last axis
@@ -296,7 +302,7 @@ def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips) -> np
         model=workload.model,
         seq_len=workload.seq_len,
         x=X,
-        y=stage_chips // X,
+        y=stage_chips // X * T,
         z=1,
         virtual_stages=1,
         etp=along(layout.etp),

@@ -57,19 +57,21 @@ def tp_exposed(e, profile, b, rerun, layer_matmul, layer_backward):
     """
     chip, Y = e.chip, e.y
     per_pass = 1 + mlp_tp_share(e.model, folds_over_tp(e.layout.etp, Y))  # attention's, MLP's
-    crosses = crosses_nodes(chip, Y) if chip.is_gpu else False
+    in_pod = Y // e.layout.tp_pods  # the group's ring in a pod; across pods a second hop
+    crosses = crosses_nodes(chip, in_pod) if chip.is_gpu else False
     # without sequence parallelism all-reduces, which NVLS may run; with it all-gathers and
     # reduce-scatters of the same bytes, which NCCL runs as rings
     sp = np.asarray(e.layout.sequence_parallel)
+    nbytes = 2 * b * e.model.d_model
     one = collective_time(
-        nbytes=2 * b * e.model.d_model,
-        group=Y,
+        nbytes=nbytes,
+        group=in_pod,
         bandwidth=group_bandwidth(chip, e.my, crosses, chip.node_size),
         efficiency=link_efficiency(chip, profile, e.my, crosses),
         latency=np.where(crosses, profile.latency_nic, profile.latency),
         axes=1 if chip.is_gpu else e.my,
         nvls=np.where(sp, 0.0, nvls_share(chip, profile, crosses)),
-    )
+    ) + _over_tp_pods(e, profile, nbytes, in_pod)
     mlp = per_pass - 1
     forward = per_pass + rerun.dense + mlp * rerun.mlp  # the forward's and the recompute's
     # a TP overlap feature runs with sequence parallelism alone (Megatron-LM refuses
@@ -330,6 +332,15 @@ def data_parallel(
     fsdp = np.where(sharded, per_layer + gather + scatter, 0.0)
     dcn = _across_replicas(e, profile, shard, stage_layers, backward_last)
     return {"dp_exposed": dp, "fsdp_exposed": fsdp, "dcn_exposed": dcn}
+
+
+def _over_tp_pods(e, profile, nbytes, in_pod):
+    """A TP collective of ``nbytes`` across the T pods its group spans, the hop between pods:
+    each of a pod's Y/T chips sends its share's (T-1)/T over its own link of the data-center
+    network, a latency a pod (MODEL.md §B.11); nothing with T = 1."""
+    T = np.asarray(e.layout.tp_pods, dtype=float)
+    per_byte = (T - 1) / T / in_pod / (e.chip.dcn_bw * profile.link_dcn)
+    return (T > 1) * (nbytes * per_byte + (T - 1) * profile.latency)
 
 
 def _over_fsdp_pods(e, profile, nbytes):

@@ -157,6 +157,7 @@ def layer_times(
     y: ArrayLike = 1,
     pods: ArrayLike = 1,
     fsdp_pods: ArrayLike = 1,
+    tp_pods: ArrayLike = 1,
     flops: ArrayLike,
     ici_bw: ArrayLike,
     dcn_bw: ArrayLike,
@@ -177,7 +178,9 @@ def layer_times(
     backward AllReduce of each chip's 1/(X·Y) of the gradients, 8·D·F/(X·Y), on W_dcn. FSDP
     across F > 1 pods gathers each chip's 1/(X·Y) of the weights over W_dcn, 4·D·F/(X·Y)
     forward and twice that backward (again, and the gradients' ReduceScatter), and the P/F
-    replicas AllReduce a 1/F share of the gradients.
+    replicas AllReduce a 1/F share of the gradients. TP across T > 1 pods (P then the replicas,
+    Y the whole group) moves its Y traffic over the Y/T chips of a pod on ICI and, at once,
+    each chip's share over its own link of W_dcn: (Y/T)·W_dcn for the pod (MODEL.md §B.11).
 
     Parameters
     ----------
@@ -197,6 +200,9 @@ def layer_times(
         P, the pods over DCN.
     fsdp_pods : int or array_like, default 1
         F, the pods each FSDP group spans (MODEL.md §B.9); 1: every pod a data replica.
+    tp_pods : int or array_like, default 1
+        T, the pods each TP group spans (MODEL.md §B.11): Y/T of its chips in each pod; 1:
+        whole TP groups in each pod.
     flops : float or array_like
         C, a chip's peak bf16 matmul rate [FLOP/s].
     ici_bw : float or array_like
@@ -270,7 +276,10 @@ def layer_times(
     # A group of one chip moves nothing (and spans no axis: M = 0); a group spanning M axes gets
     # M·W_ici (MODEL.md §A.2). On GPUs M is a fraction of the NVLink bandwidth (MODEL.md §B.5).
     per_x_byte = (X > 1) / (np.where(M_X > 0, M_X, 1) * W)
-    per_y_byte = (Y > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
+    T = np.asarray(tp_pods, dtype=float)
+    in_pod = Y / T  # the TP group's chips in a pod: its ICI ring; each sends on over DCN
+    per_y_byte = (in_pod > 1) / (np.where(M_Y > 0, M_Y, 1) * W)
+    y_over_dcn = (T > 1) / (in_pod * W_dcn)
     pods_fsdp = np.asarray(fsdp_pods, dtype=float)
     weights_over_dcn = (pods_fsdp > 1) * (4 * D * F_w / W_dcn) / XY
     replicas = (P / pods_fsdp > 1) * (8 * D * F_w / W_dcn) / (XY * pods_fsdp)
@@ -279,11 +288,15 @@ def layer_times(
         (y_fwd * per_y_byte, y_bwd * per_y_byte),
         (weights_over_dcn, 2 * weights_over_dcn + replicas),
     )
+    tp_over_dcn = (y_fwd * y_over_dcn, y_bwd * y_over_dcn)
     if exact != CHAPTER:
-        x, y, dcn = corrected(exact, strategy, x, y, dcn, X, Y, P, wrap_x, wrap_y)
+        x, y, dcn = corrected(exact, strategy, x, y, dcn, X, in_pod, P, wrap_x, wrap_y)
     if tp_share is not None:
         share = np.asarray(tp_share, dtype=float)
         y = (y[0] * share, y[1] * share)
+        tp_over_dcn = (tp_over_dcn[0] * share, tp_over_dcn[1] * share)
+    if np.any(T > 1):  # TP's share that crosses between pods rides beside the replicas' own
+        dcn = (dcn[0] + tp_over_dcn[0], dcn[1] + tp_over_dcn[1])
     # none without EP or CP: one zero, not an array of them (as the DCN's forward pass)
     all_to_all = 2 * A2A * per_pod / XY if np.any(A2A) else np.zeros(())  # dispatch and combine
     context = KV * per_pod / X if np.any(KV) else np.zeros(())  # K/V forward; about twice backward
@@ -313,6 +326,7 @@ def crossover_batch(
     y: ArrayLike = 1,
     pods: ArrayLike = 1,
     fsdp_pods: ArrayLike = 1,
+    tp_pods: ArrayLike = 1,
     flops: ArrayLike,
     ici_bw: ArrayLike,
     dcn_bw: ArrayLike,
@@ -347,6 +361,9 @@ def crossover_batch(
         P, the pods over DCN.
     fsdp_pods : int or array_like, default 1
         F, the pods each FSDP group spans (MODEL.md §B.9); 1: every pod a data replica.
+    tp_pods : int or array_like, default 1
+        T, the pods each TP group spans (MODEL.md §B.11): Y/T of its chips in each pod; 1:
+        whole TP groups in each pod.
     flops : float or array_like
         C, a chip's peak bf16 matmul rate [FLOP/s].
     ici_bw : float or array_like
@@ -408,6 +425,7 @@ def crossover_batch(
         y=y,
         pods=pods,
         fsdp_pods=fsdp_pods,
+        tp_pods=tp_pods,
         flops=flops,
         ici_bw=ici_bw,
         dcn_bw=dcn_bw,

@@ -40,8 +40,8 @@ class RooflineData:
     current_curve: str
     current_batch: float
     current: dict  # pass -> (compute, communication) at the current batch [s]
-    pods: int = 1  # the data replicas over DCN: the pods, or groups of the pods a pipeline spans
-    spans: int = 1  # the pods each pipeline spans (MODEL.md §B.10)
+    pods: int = 1  # the data replicas over DCN: the pods, or groups of the pods a group spans
+    spans: int = 1  # the pods a replica holds: a pipeline's or a TP group's (MODEL.md §B.10, §B.11)
     labels: dict = field(default_factory=dict)  # curve -> its name (``text/views.py``)
 
     def compute_at(self, batch: ArrayLike, passes: str = "both") -> float | np.ndarray:
@@ -137,8 +137,8 @@ def roofline(current: Estimate) -> RooflineData:
     # Z: the stages in each pod, the pipeline spanning pp_pods of them (MODEL.md §B.10)
     spans = int(current.layout.pp_pods)
     base = (int(current.z) // spans, 1, "1f1b", spans)
-    layouts = {name: (name, None, None, None, None, 1) for name in STRATEGIES if name != BEST}
-    layouts["optimal"] = ("optimal", None, None, None, None, 1)
+    layouts = {name: (name, None, None, None, None, 1, 1) for name in STRATEGIES if name != BEST}
+    layouts["optimal"] = ("optimal", None, None, None, None, 1, 1)
     layouts[current.strategy] = _held(current)
     curves = {}
     for name, own in layouts.items():
@@ -148,11 +148,14 @@ def roofline(current: Estimate) -> RooflineData:
     now, grid_layer = current.layer, curves[current.strategy][0]
     comm = {name: _comm(layer) for name, (layer, _) in curves.items()}
     crossover = {name: float(np.min(c)) for name, (_, c) in curves.items()}
-    pods = int(current.pods)
-    if pods > 1:
-        dcn = _full(grid_layer.t_math * grid_layer.comm_ratio("dcn"), grid_layer)
+    pods, tp_pods = int(current.pods), int(current.layout.tp_pods)
+    if pods > 1 or tp_pods > 1:  # gradients, or TP's traffic across pods (MODEL.md §B.11)
+        ratio = grid_layer.comm_ratio("dcn")
+        dcn = _full(grid_layer.t_math * ratio, grid_layer)
         comm["dcn"] = {"fwd": np.full(dcn.shape, np.nan), "both": dcn}
         crossover["dcn"] = pods * float(current.critical_tokens_per_pod)
+        if tp_pods > 1 and np.ravel(ratio)[-1] > 1:  # TP's share grows with the batch: never
+            crossover["dcn"] = float("inf")
     compute = {"fwd": _full(now.math[0], now), "both": _full(now.t_math, now)}
     mine = _comm(now)
     return RooflineData(
@@ -166,29 +169,30 @@ def roofline(current: Estimate) -> RooflineData:
         },
         current_batch=float(current.batch),
         pods=pods,
-        spans=spans,
+        spans=spans * tp_pods,
         current={p: (float(compute[p]), float(mine[p])) for p in ("fwd", "both")},
     )
 
 
 def _held(current: Estimate) -> tuple:
     """The current layout's curve: its own split held fixed (whole axes by hand where the roles
-    put them), its ZeRO stage and its FSDP across pods ("strategy, x, y, zero, axis_roles,
-    fsdp_pods")."""
+    put them; Y a pod's share of TP), its ZeRO stage and its FSDP and TP across pods
+    ("strategy, x, y, zero, axis_roles, fsdp_pods, tp_pods")."""
     layout = current.layout
     roles = None if layout.axis_roles is None else tuple(layout.axis_roles)
-    split = (None, None) if roles else (int(current.x), int(current.y))
-    return (current.strategy, *split, int(current.zero), roles, int(layout.fsdp_pods))
+    T = int(layout.tp_pods)
+    split = (None, None) if roles else (int(current.x), int(current.y) // T)
+    return (current.strategy, *split, int(current.zero), roles, int(layout.fsdp_pods), T)
 
 
 @functools.lru_cache(maxsize=64)
 def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, schedule, spans, *own):
     """One curve of the roofline, ``per_layer`` over the grid from ``lo`` to ``hi``: a
     strategy's own layout, the current one held fixed ("strategy, x, y, zero, axis_roles,
-    fsdp_pods"), or "optimal", the chapter's split at each batch; None where it cannot run.
+    fsdp_pods, tp_pods"), or "optimal", the chapter's split at each batch; None where it cannot run.
     Kept for the moves of the panel that change none of it: a change of batch redraws the point,
     not the curves."""
-    strategy, x, y, zero, roles, fsdp_pods = own
+    strategy, x, y, zero, roles, fsdp_pods, tp_pods = own
     grid = np.logspace(math.log10(lo), math.log10(hi), GRID_POINTS)
     grid[0], grid[-1] = lo, hi
     cluster = Cluster(chip=chip, slice_shape=slice_shape, pods=pods)
@@ -206,6 +210,7 @@ def _curve(chip, slice_shape, pods, model, precision, exact, lo, hi, z, v, sched
         axis_roles=roles,
         fsdp_pods=fsdp_pods,
         pp_pods=spans,
+        tp_pods=tp_pods,
     )
     if strategy == "optimal":
         layout = _chapters_split(cluster, tokens, layout, exact)

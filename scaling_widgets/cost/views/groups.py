@@ -20,7 +20,7 @@ class MeshData:
     slice_shape: tuple
     shares: tuple  # per slice axis, outermost first: its (X, Y, Z) factors
     x: int
-    y: int
+    y: int  # a pod's share of the TP group
     z: int  # a pod's stages
     pods: int
     mx: float
@@ -56,8 +56,9 @@ def mesh(e: Estimate) -> MeshData:
     """
     chip, shape = e.chip, e.slice_shape
     rings = axis_rings(slice_shape=shape, pod_shape=chip.pod_shape, rule=chip.wraparound)
-    x, y, stages = int(e.x), int(e.y), int(e.z)
-    z = stages // int(e.layout.pp_pods)  # a pod's: the slice holds X·Y·Z chips
+    x, stages, tp = int(e.x), int(e.z), int(e.y)
+    # a pod's: the slice holds X·Y·Z chips, of a pipeline and a TP group across pods
+    z, y = stages // int(e.layout.pp_pods), tp // int(e.layout.tp_pods)
     if e.layout.axis_roles is not None:
         span = role_layout(slice_shape=shape, roles=e.layout.axis_roles, rings=rings)[3]
     elif chip.is_gpu:
@@ -79,7 +80,7 @@ def mesh(e: Estimate) -> MeshData:
         my=float(e.my),
         wrap_x=bool(e.wrap_x),
         ep=int(e.layout.ep),
-        ep_folded=bool(folds_over_tp(e.layout.etp, y)) and int(e.layout.ep) > 1,
+        ep_folded=bool(folds_over_tp(e.layout.etp, tp)) and int(e.layout.ep) > 1,
         cp=int(e.layout.cp),
         wrap_y=bool(e.wrap_y),
         splits=tuple(zip(X.tolist(), Y.tolist())),

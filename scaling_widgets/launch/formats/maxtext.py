@@ -205,13 +205,13 @@ def read(
     value = {**BASE, **_numbers(got)}
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
-    ici, pods, fsdp_pods, pp_pods = _mesh(value, got, chips, pods, chip, notes)
+    ici, pods, fsdp_pods, pp_pods, tp_pods = _mesh(value, got, chips, pods, chip, notes)
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
     # the stages of each slice, across the slices a pipeline spans; the other slices replicas
-    pp = ici["pipeline"] * pp_pods
-    dp = ici["data"] * ici["fsdp"] * ici["expert"] * pods // pp_pods
+    pp, tp = ici["pipeline"] * pp_pods, ici["tensor"] * tp_pods
+    dp = ici["data"] * ici["fsdp"] * ici["expert"] * pods // (pp_pods * tp_pods)
     if ici["data"] > 1 and ici["fsdp"] > 1:
         notes.append("ici_data x ici_fsdp: charged as ZeRO-3 over both")
     micro = int(value["num_pipeline_microbatches"])
@@ -219,12 +219,13 @@ def read(
     remat = _remat(value, notes)
     notes += xla_flags(text)
     degrees = Degrees(
-        world=chips, pods=pods, dp=dp, cp=ici["context"], tp=ici["tensor"],
-        pp=pp, vp=1, ep=ici["expert"], etp=ici["tensor"],
+        world=chips, pods=pods, dp=dp, cp=ici["context"], tp=tp,
+        pp=pp, vp=1, ep=ici["expert"], etp=tp,
         zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods, pp_pods=pp_pods,
+        tp_pods=tp_pods,
         seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
-        schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=ici["tensor"] > 1,
+        schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=tp > 1,
         fp8=_fp8(value["quantization"]), steps=int(got["steps"]) if "steps" in got else None,
         cp_kind=_cp_kind(value["context_parallel_strategy"], got),
         **_dtypes(value["weight_dtype"], value["mu_dtype"]),
@@ -261,33 +262,35 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
             notes.append(f"ici_{axis}_parallelism {ici[axis]}: {how}")
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
-        if dcn["fsdp"] > 1 and dcn["pipeline"] > 1:
-            why = "1 beside dcn_fsdp_parallelism: the model runs FSDP or the pipeline across slices"
-            raise refuse("dcn_pipeline_parallelism", why, dcn["pipeline"])
-        return ici, dcn["data"] * dcn["fsdp"] * dcn["pipeline"], dcn["fsdp"], dcn["pipeline"]
+        spanned = [a for a in ("fsdp", "pipeline", "tensor") if dcn[a] > 1]
+        if len(spanned) > 1:  # one share of the slices at a time (MODEL.md §B.9 to §B.11)
+            why = f"1 beside dcn_{spanned[0]}_parallelism: one axis other than data spans slices"
+            raise refuse(f"dcn_{spanned[1]}_parallelism", why, dcn[spanned[1]])
+        slices = dcn["data"] * dcn["fsdp"] * dcn["pipeline"] * dcn["tensor"]
+        return ici, slices, dcn["fsdp"], dcn["pipeline"], dcn["tensor"]
     for axis in AXES:
         ici[axis] *= dcn[axis]
         if axis != "data" and dcn[axis] > 1:
             name = "FSDP" if axis == "fsdp" else axis
             notes.append(f"dcn_{axis} x ici_{axis}: one {name} axis across the GPU nodes")
-    return ici, 1, 1, 1
+    return ici, 1, 1, 1, 1
 
 
 def _dcn(value: dict, across_nodes: bool) -> dict:
     """The DCN axes' degrees, each joined axis (fsdp_transpose, ...) to its twin as within a
     slice. Across GPU nodes (``across_nodes``) every axis runs, priced on the nodes' links.
-    Across TPU slices, data parallelism, FSDP and the pipeline (MODEL.md §B.9, §B.10); any other
-    axis, a joined one included, is refused by its own name: the model runs TP, CP and EP inside
-    a TPU slice only."""
+    Across TPU slices, data parallelism, FSDP, the pipeline and TP (tensor_sequence joined to
+    it; MODEL.md §B.9 to §B.11); the context and expert axes are refused by their own names: the
+    model runs CP and EP inside a TPU slice only."""
     joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
     dcn = dict.fromkeys(AXES, 1)
     for axis, to in joined.items():
         degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
-        if degree != 1 and to not in ("data", "fsdp", "pipeline") and not across_nodes:
+        if degree != 1 and to not in ("data", "fsdp", "pipeline", "tensor") and not across_nodes:
             raise refuse(
                 f"dcn_{axis}_parallelism",
-                "1 across TPU slices: there the model runs data parallelism, FSDP and the"
-                " pipeline alone",
+                "1 across TPU slices: there the model runs data parallelism, FSDP, the pipeline"
+                " and TP alone",
                 degree,
             )
         dcn[to] *= degree
