@@ -373,6 +373,11 @@ class Layout:
         T, the pods each TP group spans (MaxText's dcn_tensor_parallelism): Y chips in each pod,
         Y·T in all, TP's gathers and scatters crossing the data-center network; the P/T groups
         of pods are data-parallel replicas. 1: every pod holds whole TP groups (MODEL.md §B.11).
+    ep_pods : int or array_like, default 1
+        E, the pods each EP group spans (MaxText's dcn_expert_parallelism): EP chips of the data
+        axis in each pod, EP·E in all, that split the routed experts, the all-to-alls crossing
+        the data-center network; every pod still a data replica of the rest of the layer. 1:
+        whole EP groups in each pod (MODEL.md §B.12).
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -404,6 +409,7 @@ class Layout:
     fsdp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
     pp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
     tp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
+    ep_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -147,22 +147,32 @@ def _experts_kept(state: dict) -> dict:
     held that divides its experts."""
     model = catalog.model(state["model"])
     if model.moe is None:
-        return {"ep": 1, "etp": None, "ep_overlap": False}
+        return {"ep": 1, "etp": None, "ep_overlap": False, "ep_pods": 1}
     ep = state["ep"]
     while model.moe.experts % ep:
         ep -= 1
-    return {"ep": ep}
+    pods = state["ep_pods"]  # and the pods the group spans: EP x pods divides the experts
+    while model.moe.experts % (ep * pods):
+        pods -= 1
+    return {"ep": ep, "ep_pods": pods}
 
 
 def _pods_shared(state: dict) -> dict:
     """FSDP, the pipeline and TP across the largest count of pods up to the one held that
-    divides the pods (and for TP, with a pod's Y, the heads)."""
+    divides the pods (and for TP, with a pod's Y, the heads; for EP, with a pod's EP, the
+    experts)."""
     heads, y = catalog.model(state["model"]).heads, state["y"] or 1
     kept = {}
-    for name in ("fsdp_pods", "pp_pods", "tp_pods"):
+    experts = catalog.model(state["model"]).moe
+    ep = state["ep"]
+    for name in ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods"):
         shared = state[name]
-        # TP's group in all its pods divides the heads too
-        while state["pods"] % shared or (name == "tp_pods" and heads % (y * shared)):
+        # TP's group in all its pods divides the heads too, EP's the experts
+        while (
+            state["pods"] % shared
+            or (name == "tp_pods" and heads % (y * shared))
+            or (name == "ep_pods" and experts is not None and experts.experts % (ep * shared))
+        ):
             shared -= 1
         kept[name] = shared
     return kept

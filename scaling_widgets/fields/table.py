@@ -186,6 +186,11 @@ FIELDS_TABLE = (
           " the other pods are data replicas (default 1: whole TP groups in each pod)",
           flag="--tp-pods", metavar="T", parse=WHOLE, default=1, since=18,
           commands=("estimate",), label="TP over pods"),
+    Field("ep_pods", "layout.ep_pods", "the pods each EP group spans over DCN, --ep chips in"
+          " each (MaxText's dcn_expert_parallelism; the all-to-alls cross DCN); every pod stays"
+          " a data replica (default 1: whole EP groups in each pod)", flag="--ep-pods",
+          metavar="E", parse=WHOLE, default=1, since=18, commands=("estimate",),
+          label="EP over pods"),
     # The workload.
     Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
           start="llama-2-13b", coerce=lambda name, value: catalog.model(value),

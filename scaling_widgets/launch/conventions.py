@@ -24,7 +24,7 @@ from ..cost.stacks import feature_names
 from ..text.explain import ENDS_NAMED
 
 # the pods each group that crosses the data-center network spans (MODEL.md §B.9 to §B.11)
-SPANS = ("fsdp_pods", "pp_pods", "tp_pods")
+SPANS = ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods")
 
 
 @record
@@ -67,6 +67,7 @@ class Degrees:
     fsdp_pods: int = 1  # the pods each FSDP group spans; the rest data-parallel replicas
     pp_pods: int = 1  # the pods each pipeline spans, pp/pp_pods stages in each; the rest replicas
     tp_pods: int = 1  # the pods each TP group spans, tp/tp_pods chips in each; the rest replicas
+    ep_pods: int = 1  # the pods each EP group spans, ep/ep_pods chips in each; all replicas
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -154,7 +155,7 @@ def degrees_of(e: Estimate) -> Degrees:
         tp=y,
         pp=z,
         vp=int(e.virtual_stages) if z > 1 else 1,
-        ep=int(e.layout.ep),
+        ep=int(e.layout.ep) * int(e.layout.ep_pods),  # the group in all its pods
         etp=y if e.layout.etp is None or int(e.layout.ep) == 1 else int(e.layout.etp),
         # one data rank a pod, as replicas: nothing to shard
         zero=int(e.zero) if dp // replicas * int(e.layout.fsdp_pods) > 1 else 0,
@@ -366,7 +367,7 @@ def fields_of(d: Degrees, chip) -> dict:
         virtual_stages=d.vp,
         remat=d.remat,
         sequence_parallel=d.sequence_parallel,
-        ep=d.ep,
+        ep=d.ep // d.ep_pods,
         etp=None if d.etp == d.tp else d.etp,
         cp=d.cp,
         cp_kind=d.cp_kind,

@@ -143,6 +143,7 @@ def layout_text(knobs: dict, shape_given) -> str:
     groups += f", FSDP across {knobs.get('fsdp_pods', 1)} pods" * (knobs.get("fsdp_pods", 1) > 1)
     groups += f", PP across {knobs.get('pp_pods', 1)} pods" * (knobs.get("pp_pods", 1) > 1)
     groups += f", TP across {knobs.get('tp_pods', 1)} pods" * (knobs.get("tp_pods", 1) > 1)
+    groups += f", EP across {knobs.get('ep_pods', 1)} pods" * (knobs.get("ep_pods", 1) > 1)
     return (
         f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
         f"{knobs['remat']}"
@@ -185,6 +186,8 @@ def layout_name(e: Estimate) -> str:
     extra += [f"PP across {spans} pods over DCN, {each}"] if spans > 1 else []
     T = int(e.layout.tp_pods)  # Y counts TP's chips, in all the pods it spans (MODEL.md §B.11)
     extra += [f"TP across {T} pods over DCN, {y // T} chip{'s' * (y // T > 1)} in each"] * (T > 1)
+    E = int(e.layout.ep_pods)  # EP's chips in each of the pods its group spans (MODEL.md §B.12)
+    extra += [f"EP {ep * E} across {E} pods over DCN, {ep} chip{'s' * (ep > 1)} in each"] * (E > 1)
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

@@ -33,7 +33,7 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods")  # fmt: skip
+         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods", "ep_pods")  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -69,17 +69,25 @@ def _part(name: str, before: dict, after: dict) -> str:
         return f"EP {after['ep']}, the largest up to {before['ep']} dividing {experts} experts"
     if name == "ep_overlap" and model.moe is not None:
         return f"the expert all-to-alls no longer paired: {stack} does not pair passes"
-    if name == "tp_pods" and after["tp_pods"] == 1 and before["strategy"] != after["strategy"]:
-        return f"TP inside each pod: {after['strategy']} has no TP group"
-    if name in ("fsdp_pods", "pp_pods", "tp_pods"):
-        what = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP"}[name]
-        if after[name] == 1:
-            none = "2 does not" if before[name] == 2 else f"no count from 2 to {before[name]}"
-            return (
-                f"{what} inside each pod: {none} divide{'s' * (before[name] > 2)} {after['pods']}"
-            )
-        return (
-            f"{what} across {after[name]} pods, the most up to {before[name]} dividing"
-            f" {after['pods']}"
-        )
+    if name in SPANS:
+        return _spans(name, before, after)
     return ""
+
+
+# the groups that may span pods, by name (MODEL.md §B.9 to §B.12)
+SPANS = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP", "ep_pods": "EP"}
+
+
+def _spans(name: str, before: dict, after: dict) -> str:
+    """A group across fewer pods: its strategy or model has none to span them, or the most up
+    to the count held that divides the pods (and the heads or the experts) spans them."""
+    what, kept, held, pods = SPANS[name], after[name], before[name], after["pods"]
+    if name == "tp_pods" and kept == 1 and before["strategy"] != after["strategy"]:
+        return f"TP inside each pod: {after['strategy']} has no TP group"
+    if name == "ep_pods" and after["model"].moe is None:
+        return ""  # the line for EP says the model has no experts
+    also = {"tp_pods": " and the heads", "ep_pods": " and the experts"}.get(name, "")
+    if kept == 1:
+        none = "2 does not" if held == 2 else f"no count from 2 to {held}"
+        return f"{what} inside each pod: {none} divide{'s' * (held > 2)} {pods}{also}"
+    return f"{what} across {kept} pods, the most up to {held} dividing {pods}{also}"

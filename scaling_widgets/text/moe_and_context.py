@@ -91,7 +91,13 @@ def held(e: Estimate) -> float:
 
 
 def _ep_of_data(e: Estimate) -> float:
-    return float(ep_of_data(e.layout.ep, e.y, e.layout.etp))
+    """e over the data axis, the group in all the pods it spans (MODEL.md §D.2, §B.12)."""
+    return float(ep_of_data(e.layout.ep, e.y, e.layout.etp)) * int(e.layout.ep_pods)
+
+
+def _group(e: Estimate) -> int:
+    """EP, the chips that split the experts in all the pods the group spans."""
+    return int(e.layout.ep) * int(e.layout.ep_pods)
 
 
 def weights_per_compute(e: Estimate) -> tuple[float, tuple[str, str]]:
@@ -158,7 +164,7 @@ def thresholds(e: Estimate) -> list[Line]:
        jax-ml/scaling-book, ``gpus.md``.
     """
     moe, model, r = e.model.moe, e.model, weights_per_compute(e)[0]
-    ep, e_x = int(e.layout.ep), _ep_of_data(e)
+    ep, e_x = _group(e), _ep_of_data(e)
     pad = f"·CF {moe.capacity_factor:g}" if moe.capacity_factor else ""
     folded = ep > 1 and e_x != ep  # whole experts on each chip, E/EP of them
     how = f" (e = EP/Y = {ep}/{int(e.y)}: the EP group folds over TP x X)" if folded else ""
@@ -190,11 +196,14 @@ def _expert_parallel(e: Estimate) -> Line:
     critical batch; its limit is on F_e (the GPU chapter's rule on GPUs)."""
     ratio = float(np.max(e.layer.comm_ratio("ep")))
     verdict = "compute-bound" if ratio <= 1 else "communication-bound at any batch"
+    chip, moe, ep, pods = e.chip, e.model.moe, _group(e), int(e.layout.ep_pods)
+    across = f" across {pods} pods" if pods > 1 else ""
     out = [
-        f"EP {int(e.layout.ep)}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
+        f"EP {ep}{across}: its all-to-alls take {ratio:.2f}x the layer's compute, {verdict}"
         " (both grow with the batch: EP's limit is on F_e, not on B)"
     ]
-    chip, moe, ep = e.chip, e.model.moe, int(e.layout.ep)
+    if pods > 1:  # the copies bound for other pods leave on the chip's DCN link (MODEL.md §B.12)
+        return Line.of("threshold", out[0] + "; the copies bound for other pods cross DCN")
     if chip.is_gpu and ep <= in_node(chip, ep, e.y, folds_over_tp(e.layout.etp, e.y)):
         return Line.of("threshold", out[0] + "; the group stays inside an NVLink node")
     if chip.is_gpu:

@@ -204,6 +204,7 @@ def _placement(e: Estimate) -> dict:
         "fsdp_pods": _num(e.layout.fsdp_pods),
         "pp_pods": _num(e.layout.pp_pods),
         "tp_pods": _num(e.layout.tp_pods),
+        "ep_pods": _num(e.layout.ep_pods),
     }
 
 
@@ -229,7 +230,7 @@ def _summary(e) -> dict:
     return {
         "runs": True,
         "X": _num(e.x),
-        "Y": _num(e.y),
+        "Y": _num(e.y // e.layout.tp_pods),  # a pod's, as the layout's (MODEL.md §B.11)
         "fits": _num(e.fits),
         "compute_bound": _num(e.compute_bound),
         "bottleneck": str(e.bottleneck),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..cost import Estimate
 from ..cost.evaluation.layer import tp_span
 from ..cost.strategies import BEST, STRATEGIES
@@ -254,7 +256,11 @@ def _dcn(e: Estimate) -> Line:
     )
     per = f"batch per {spans} pods one {what} spans " if spans > 1 else "per-pod batch "
     if e.pods == 1:
-        alone = "one pod: no DCN traffic" if spans == 1 else "no gradients on DCN, only activations"
+        moved = "activations" if what == "pipeline" else "TP's gathers and scatters"
+        alone = "one pod: no DCN traffic" if spans == 1 else f"no gradients on DCN, only {moved}"
         return Line.of("threshold", f"DCN: {per}", formula, f" ({alone})")
     bound = "enough" if float(e.batch) / float(e.pods) > need else "too small: DCN-bound"
+    if what == "TP group" and float(np.max(e.layer.comm_ratio("dcn"))) > 1:
+        # TP's bytes across pods grow with the batch as the compute does (MODEL.md §B.11)
+        bound = "no batch is enough: TP's traffic across pods grows with the batch"
     return Line.of("threshold", f"DCN: {per}", formula, f": {bound}")

@@ -73,6 +73,7 @@ class MeshPicker(Bound, w.VBox):
         self._fsdp_pods = control("fsdp_pods")  # shown with more than one pod
         self._pp_pods = control("pp_pods")  # shown with more than one pod
         self._tp_pods = control("tp_pods")  # shown with more than one pod
+        self._ep_pods = control("ep_pods")  # shown with more than one pod, for a MoE model
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -89,6 +90,7 @@ class MeshPicker(Bound, w.VBox):
                 self._fsdp_pods,
                 self._pp_pods,
                 self._tp_pods,
+                self._ep_pods,
                 self._by_hand,
                 self._roles,
                 self._message,
@@ -104,6 +106,7 @@ class MeshPicker(Bound, w.VBox):
         self._bind(self._fsdp_pods, "fsdp_pods")
         self._bind(self._pp_pods, "pp_pods")
         self._bind(self._tp_pods, "tp_pods")
+        self._bind(self._ep_pods, "ep_pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
         self.analysis.observe(self._on_mesh_change, "mesh")
@@ -139,6 +142,8 @@ class MeshPicker(Bound, w.VBox):
         self._fsdp_pods.layout.display = "" if s.pods > 1 else "none"
         self._pp_pods.layout.display = "" if s.pods > 1 else "none"
         self._tp_pods.layout.display = "" if s.pods > 1 else "none"
+        moe = s.model.moe is not None
+        self._ep_pods.layout.display = "" if s.pods > 1 and moe else "none"
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -217,7 +222,7 @@ class MeshPicker(Bound, w.VBox):
         # X's share of a folded EP group: the rest of it is TP's
         s = self.scenario
         ep = max(mesh.ep // mesh.y, 1) if mesh.ep_folded else mesh.ep
-        self._picture.show(mesh, ep, mesh.cp, spans=s.pp_pods, tp=s.tp_pods)
+        self._picture.show(mesh, ep, mesh.cp, spans=s.pp_pods, tp=s.tp_pods, ep_pods=s.ep_pods)
         self.set_trait(
             "value",
             {
@@ -227,6 +232,7 @@ class MeshPicker(Bound, w.VBox):
                 "fsdp_pods": s.fsdp_pods,
                 "pp_pods": s.pp_pods,
                 "tp_pods": s.tp_pods,
+                "ep_pods": s.ep_pods,
                 "axis_roles": s.axis_roles,
                 "x": mesh.x,
                 "y": mesh.y,
@@ -250,6 +256,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     pods += f" (FSDP across {s.fsdp_pods} of them)" if s.fsdp_pods > 1 else ""
     pods += f" (each pipeline across {s.pp_pods} of them)" if s.pp_pods > 1 else ""
     pods += f" (each TP group across {s.tp_pods} of them)" if s.tp_pods > 1 else ""
+    pods += f" (each EP group across {s.ep_pods} of them)" if s.ep_pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
@@ -316,7 +323,9 @@ class _MeshPicture(bq.Figure):
         )
         self.add_class("sw-mesh-picture")
 
-    def show(self, mesh: MeshData, ep: int = 1, cp: int = 1, spans: int = 1, tp: int = 1) -> None:
+    def show(
+        self, mesh: MeshData, ep: int = 1, cp: int = 1, spans: int = 1, tp: int = 1, ep_pods=1
+    ) -> None:
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
         logs = np.log2(
@@ -324,10 +333,11 @@ class _MeshPicture(bq.Figure):
         )
         logs = np.vstack([logs, np.zeros((2, logs.shape[1]))])
         if mesh.pods > 1:  # the pods over DCN: one more axis, data parallel but for the pipeline's
-            # or TP's share of it (``spans``, ``tp``: the pods a pipeline or a TP group spans)
+            # or TP's or EP's share of it (``spans``, ``tp``, ``ep_pods``: the pods a pipeline, a
+            # TP group or an EP group spans)
             names.append(f"pods over DCN ({mesh.pods})")
-            data, stages = np.log2(mesh.pods // (spans * tp)), np.log2(spans)
-            logs = np.column_stack([logs, [data, np.log2(tp), stages, 0.0, 0.0]])
+            shares = np.log2([mesh.pods // (spans * tp * ep_pods), tp, spans, ep_pods, 1])
+            logs = np.column_stack([logs, shares])
         if ep > 1 or cp > 1:  # X's own groups: the rest of X holds whole replicas
             names.append(f"X = {mesh.x}: EP {ep}, CP {cp}")
             rest = max(np.log2(mesh.x) - np.log2(ep) - np.log2(cp), 0.0)

@@ -61,7 +61,7 @@ def test_tp_across_pods_is_slower_than_tp_inside_one_as_maxtext_warns():
 def test_pods_that_do_not_divide_beside_another_span_or_without_tp_are_refused_by_name():
     with pytest.raises(ValueError, match="tp_pods must be a count of pods dividing the 4 pods"):
         tp(4, 3)
-    with pytest.raises(ValueError, match="tp_pods must be 1 with FSDP or a pipeline across pods"):
+    with pytest.raises(ValueError, match="tp_pods must be 1 with a pipeline across pods"):
         tp(4, 2, z=2, pp_pods=2)
     with pytest.raises(ValueError, match="tp_pods must be 1 for strategy 'fsdp'"):
         estimate(**{**FOUR_SLICES, "strategy": "fsdp"}, tp_pods=2)

@@ -541,6 +541,25 @@ def test_the_mesh_picker_offers_tp_across_pods_and_the_panel_prices_it():
     assert s.tp_pods == 1
 
 
+def test_the_mesh_picker_offers_ep_across_pods_for_a_moe_model_and_the_panel_prices_it():
+    s = Scenario(model="mixtral-8x7b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
+                 batch=2**23, seq_len=4096, strategy="fsdp", ep=4)  # fmt: skip
+    picker = MeshPicker(s)
+    control = picker._ep_pods
+    assert control.layout.display == ""
+    control.value = 2
+    assert s.ep_pods == 2 and picker.value["ep_pods"] == 2
+    assert "each EP group across 2 of them" in picker._info.value
+    bars = picker._picture._bars  # the pods' axis: 8 = 4 replicas of 2 pods an EP group spans
+    pods = list(bars.x).index("pods over DCN (8)")
+    assert np.asarray(bars.y)[[0, 3], pods].tolist() == [2.0, 1.0]
+    e = sw.estimate(model="mixtral-8x7b", mesh="v5p-512", pods=8, batch="8M", seq_len="4k",
+                    strategy="fsdp", ep=4, ep_pods=2)  # fmt: skip
+    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
+    s.model = "llama-3-8b"  # a dense model: no experts to split, over pods or not
+    assert (s.ep, s.ep_pods) == (1, 1) and control.layout.display == "none"
+
+
 def test_the_strategy_selector_shows_a_pods_stages_and_splits_under_a_pipeline_across_pods():
     s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
                  batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=32, y=4,

@@ -67,8 +67,9 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
     traffic = scalar(np.where(np.asarray(layout.zero) == 3, sharded, whole))
     # a MoE layer holds (E/EP + S)·F_e, EP of X (or of TP x X) split the experts (MODEL.md §D.2)
     experts = layer_keywords(
-        chip=chip, model=model, ep=layout.ep, etp=layout.etp, x=X, y=Y, mx=placed.mx, my=placed.my
-    )
+        chip=chip, model=model, ep=layout.ep, etp=layout.etp, x=X, y=Y, mx=placed.mx,
+        my=placed.my, ep_pods=layout.ep_pods,
+    )  # fmt: skip
 
     def kv(kind):
         return cp_seconds_per_token(
@@ -216,7 +217,7 @@ def layout_thresholds(cluster, workload, layout, placed) -> dict:
        Tensor Parallelism; Scaling Between Pods.
     """
     chip, model, Z = cluster.chip, workload.model, placed.z
-    held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp))
+    held = held_width(model, ep_of_data(layout.ep, placed.y, layout.etp) * layout.ep_pods)
     F = model.active_width
     mx = np.where(placed.mx > 0, placed.mx, 1)
     my = tp_span(chip, layout.tp_pods, placed.y, placed.my)

@@ -128,8 +128,7 @@ def predict(
     stage_to_stage = stage_to_stage * (1 - hidden_share(profile, "p2p", 0.0) * (v > 1))
     head = head_matmul + head_memory  # the output layer and the loss, on the last stage
     t_mb = l * layer + head + stage_to_stage
-    # experts that live on other EP chips: of a chip's TP share, all but 1/e (MODEL.md §D.2)
-    elsewhere = routed_params(model) * (1 - 1 / ep_of_data(layout.ep, Y, layout.etp))
+    elsewhere = _routed_elsewhere(model, layout, Y)
     psi_layer = (e.params.mlp - elsewhere + e.params.attention) / L  # a chip's layer's: FSDP's
     data = data_parallel(e, profile, psi_layer, l, m, layer_matmul, l * backward_last, elsewhere)
     all_to_all = all_to_alls(e, profile, l, rerun.mlp)
@@ -286,3 +285,9 @@ def _between_stages(chip, pp_pods) -> np.ndarray:
     slice, the data-center network where the pipeline spans pods (MODEL.md §B.10) [bytes/s]."""
     inside = chip.scaleout_bw if chip.is_gpu else chip.ici_bw
     return np.where(np.asarray(pp_pods) > 1, chip.dcn_bw, inside)
+
+
+def _routed_elsewhere(model, layout, Y) -> float | np.ndarray:
+    """The routed experts' parameters on other EP chips, of the group's other pods too: of a
+    chip's TP share, all but 1/e (MODEL.md §D.2, §B.12)."""
+    return routed_params(model) * (1 - 1 / (ep_of_data(layout.ep, Y, layout.etp) * layout.ep_pods))

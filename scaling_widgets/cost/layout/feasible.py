@@ -120,63 +120,107 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             f"one made for the {options.profile.chip}",
         )
     _cluster_together(cluster, layout)
+    _groups_across_pods(workload.model, layout)
     _broadcast(cluster, workload, layout, options)
 
 
+def _groups_across_pods(model: Model, layout: Layout) -> None:
+    """A TP group across pods whose Y·T chips divide the heads as TP must; an EP group across
+    pods: a MoE model's, whose experts the whole group's EP·E chips divide, taken from the data
+    axis (not folded over TP) (MODEL.md §B.11, §B.12)."""
+    T = np.asarray(layout.tp_pods)
+    if layout.y is not None and np.any(T > 1):
+        Y, H, K = np.asarray(layout.y) * T, model.heads, model.kv_heads
+        if np.any((H % Y != 0) | ((Y % K != 0) & (K % Y != 0))):
+            raise refuse(
+                "tp_pods",
+                f"a count of pods whose TP groups, Y x pods, divide the model's {H} heads (and"
+                f" its {K} KV heads divide them or they the KV heads)",
+                f"{layout.tp_pods} (TP {layout.y} in each: {Y} chips)",
+            )
+    E = np.asarray(layout.ep_pods)
+    if not np.any(E > 1):
+        return
+    if model.moe is None:
+        raise refuse("ep_pods", "1 for a dense model: it has no experts to split", layout.ep_pods)
+    if layout.etp is not None and np.any((np.asarray(layout.etp) == 1) & (E > 1)):
+        raise refuse(
+            "ep_pods", "1 with EP folded over TP (etp 1): fold it inside a pod", layout.ep_pods
+        )
+    group = np.asarray(layout.ep) * E
+    if np.any(model.moe.experts % group):
+        raise refuse(
+            "ep_pods",
+            f"a count of pods whose EP groups, EP x pods, divide the {model.moe.experts} experts",
+            f"{layout.ep_pods} (EP {layout.ep} in each: {group} chips)",
+        )
+
+
+# The groups that may span pods, by field: what the pods hold without it, and its name
+# (MODEL.md §B.9 to §B.12)
+SPANS = {
+    "fsdp_pods": ("every pod a data replica", "FSDP"),
+    "pp_pods": ("whole pipelines in each pod", "a pipeline"),
+    "tp_pods": ("whole TP groups in each pod", "TP"),
+    "ep_pods": ("whole EP groups in each pod", "EP"),
+}
+
+
 def _cluster_together(cluster, layout) -> None:
-    """As many axis roles as slice axes; FSDP across pods over a count of pods that divides P,
-    under ZeRO-3, whose FSDP it is; a pipeline or a TP group across a count of pods that divides
-    P, one share of the pods at a time, TP's only where the strategy has TP (MODEL.md §A.7, §B.9,
-    §B.10, §B.11)."""
+    """As many axis roles as slice axes; each group across a count of pods that divides P, one
+    group at a time: FSDP under ZeRO-3, whose FSDP it is; TP only where the strategy has TP, and
+    not with EP folded over it; TP and EP across TPU pods only (MODEL.md §A.7, §B.9 to §B.12)."""
     if layout.axis_roles is not None and len(layout.axis_roles) != len(cluster.slice_shape):
         raise refuse(
             "axis_roles",
             f"one of 'x', 'y', 'z' for each of the {len(cluster.slice_shape)} slice axes",
             tuple(layout.axis_roles),
         )
-    F, P = np.asarray(layout.fsdp_pods), np.asarray(cluster.pods)
-    if np.any(P % F != 0):
-        raise refuse(
-            "fsdp_pods",
-            f"a count of pods dividing the {cluster.pods} pods (1: every pod a data replica)",
-            layout.fsdp_pods,
-        )
-    if np.any((F > 1) & (np.asarray(layout.zero) != 3)):
+    P, before = np.asarray(cluster.pods), []
+    for name, (without, _) in SPANS.items():
+        given = getattr(layout, name)
+        n = np.asarray(given)
+        if np.any(P % n != 0):
+            dividing = f"a count of pods dividing the {cluster.pods} pods (1: {without})"
+            raise refuse(name, dividing, given)
+        spanning = [(SPANS[b][1], b) for b, m in before if np.any((n > 1) & (m > 1))]
+        if spanning:
+            whats, fields = " or ".join(w for w, _ in spanning), " or ".join(f for _, f in spanning)
+            why = f"1 with {whats} across pods ({fields} > 1): one group spans pods at a time"
+            raise refuse(name, why, given)
+        before.append((name, n))
+    if np.any((np.asarray(layout.fsdp_pods) > 1) & (np.asarray(layout.zero) != 3)):
         raise refuse(
             "fsdp_pods",
             "1 unless the ZeRO stage is 3: across pods the weights are sharded as FSDP shards them",
             f"{layout.fsdp_pods} with ZeRO-{layout.zero}",
         )
-    S = np.asarray(layout.pp_pods)
-    if np.any(P % S != 0):
-        raise refuse(
-            "pp_pods",
-            f"a count of pods dividing the {cluster.pods} pods (1: whole pipelines in each pod)",
-            layout.pp_pods,
-        )
-    if np.any((S > 1) & (F > 1)):  # one share of the pods at a time (MODEL.md §B.10)
-        raise refuse(
-            "pp_pods",
-            "1 with FSDP across pods (fsdp_pods > 1): one of the two spans pods",
-            layout.pp_pods,
-        )
-    T = np.asarray(layout.tp_pods)
-    if np.any(P % T != 0):
-        raise refuse(
-            "tp_pods",
-            f"a count of pods dividing the {cluster.pods} pods (1: whole TP groups in each pod)",
-            layout.tp_pods,
-        )
-    if np.any((T > 1) & ((F > 1) | (S > 1))):
-        raise refuse(
-            "tp_pods",
-            "1 with FSDP or a pipeline across pods (fsdp_pods or pp_pods > 1): one of them spans"
-            " pods",
-            layout.tp_pods,
-        )
+    _tp_across_pods(cluster, layout)
+
+
+def _tp_across_pods(cluster, layout) -> None:
+    """TP or EP across pods: on TPU pods, TP where the strategy has a TP group and no EP group
+    folds over it (MODEL.md §B.11, §B.12)."""
+    T, E = np.asarray(layout.tp_pods), np.asarray(layout.ep_pods)
+    for name, n in (("tp_pods", T), ("ep_pods", E)):
+        if cluster.chip.is_gpu and np.any(n > 1):
+            group = "TP" if name == "tp_pods" else "EP"
+            raise refuse(
+                name,
+                f"1 on GPUs: a cluster's {group} group spans its nodes as --{group.lower()} says;"
+                " across clusters over DCN it is not priced",
+                getattr(layout, name),
+            )
     if np.any(T > 1) and STRATEGIES[layout.strategy].on == "x":
         raise refuse(
             "tp_pods", f"1 for strategy {layout.strategy!r}, which has no TP group", layout.tp_pods
+        )
+    folded = layout.etp is not None and np.any(
+        (np.asarray(layout.etp) == 1) & (np.asarray(layout.ep) > 1) & (T > 1)
+    )
+    if folded:
+        raise refuse(
+            "tp_pods", "1 with EP folded over TP (etp 1): fold it over TP in a pod", layout.tp_pods
         )
 
 

@@ -263,7 +263,12 @@ def _split_keywords(cluster, workload, layout, exact, Z, rings) -> tuple[dict, n
         d_model=model.d_model,
         d_ff=model.active_width,
         experts=lambda **split: layer_keywords(  # each layout's EP group on every candidate
-            chip=chip, model=model, ep=along(layout.ep), etp=along(layout.etp), **split
+            chip=chip,
+            model=model,
+            ep=along(layout.ep),
+            etp=along(layout.etp),
+            ep_pods=along(layout.ep_pods),
+            **split,
         ),
         slice_shape=cluster.slice_shape,
         z=Z,

@@ -268,7 +268,8 @@ def _state(workload, layout, placed, P, Psi, Z_busiest) -> MemoryPerChip:
     memory = memory_per_chip(params=Psi - routed, x=X, y=Y, **shape)
     if not routed:
         return memory
-    experts = memory_per_chip(params=routed, x=X / e, y=Y * e, **shape)
+    # held by the X/e chips of a pod, split over the group in all its pods (MODEL.md §B.12)
+    experts = memory_per_chip(params=routed, x=X / e, y=Y * e * layout.ep_pods, **shape)
     return dataclasses.replace(
         memory,
         params=memory.params + experts.params,

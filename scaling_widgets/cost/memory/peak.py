@@ -409,12 +409,13 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         params.total - params.embeddings - routed
     ) / model.layers  # the weights every EP chip holds
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
-    layer_routed = routed / model.layers / e
+    split = e * layout.ep_pods  # the experts split over the group in all its pods (§B.12)
+    layer_routed = routed / model.layers / split
 
     # the MTP modules, on the output layer's stage (MODEL.md §D.1)
     mtp, mtp_routed = (
         np.where(index == last, n, 0.0)
-        for n in (params.mtp - params.mtp_routed, params.mtp_routed / e)
+        for n in (params.mtp - params.mtp_routed, params.mtp_routed / split)
     )
 
     def over_x(first_stage):
@@ -425,7 +426,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         ) / Y
 
     # ZeRO-3 gathers a layer (or one weight of it), or the output layer
-    unit = np.maximum(_gathered(model, profile, layer + layer_routed, e), embedding) / Y
+    unit = np.maximum(_gathered(model, profile, layer + layer_routed, split), embedding) / Y
     gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
     bucket = np.where(X * pods > 1, profile.bucket_bytes, 0.0)
     fsdp = profile.pipeline_unsharded  # PyTorch FSDP: its ZeRO-2 is ZeRO-3 not resharded

@@ -128,6 +128,10 @@ def all_to_alls(e, profile, stage_layers, rerun_mlp):
         seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
     else:
         seconds = seconds / profile.link_ici
+    # across pods the copies bound for other pods leave on DCN's link (MODEL.md §B.12)
+    pods = np.asarray(e.layout.ep_pods)
+    seconds = np.where(pods > 1, e.layer.ep[0] / (2 * e.microbatches) / profile.link_dcn, seconds)
+    EP = EP * pods  # the group in all its pods
     moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
     step = np.where(crosses, profile.latency_nic, profile.latency)
     latency = np.maximum(EP - 1, 0) * step  # one message to each other chip of the group
@@ -335,12 +339,13 @@ def data_parallel(
 
 
 def _over_tp_pods(e, profile, nbytes, in_pod):
-    """A TP collective of ``nbytes`` across the T pods its group spans, the hop between pods:
-    each of a pod's Y/T chips sends its share's (T-1)/T over its own link of the data-center
-    network, a latency a pod (MODEL.md §B.11); nothing with T = 1."""
+    """A TP collective of ``nbytes`` across the T pods its group spans, the hop between pods: an
+    all-reduce's gather and scatter, each of a pod's Y/T chips sending its share's (T-1)/T over
+    its own link of the data-center network, a latency a pod each (MODEL.md §B.11); nothing with
+    T = 1."""
     T = np.asarray(e.layout.tp_pods, dtype=float)
-    per_byte = (T - 1) / T / in_pod / (e.chip.dcn_bw * profile.link_dcn)
-    return (T > 1) * (nbytes * per_byte + (T - 1) * profile.latency)
+    per_byte = 2 * (T - 1) / T / in_pod / (e.chip.dcn_bw * profile.link_dcn)
+    return (T > 1) * (nbytes * per_byte + 2 * (T - 1) * profile.latency)
 
 
 def _over_fsdp_pods(e, profile, nbytes):

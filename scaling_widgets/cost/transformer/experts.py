@@ -210,13 +210,14 @@ def layer_keywords(
     y: ArrayLike,
     mx: ArrayLike,
     my: ArrayLike,
+    ep_pods: ArrayLike = 1,
 ) -> dict:
     """A MoE layer's keywords of ``layer_times`` for an EP group on a placement (MODEL.md §D.2):
     the width a chip holds as weights, the all-to-all's seconds per token a chip sends, and the
     share of TP's traffic left; nothing for a dense model.
 
     The group is taken from the data axis X of M_X axes, or folded over TP (``etp`` 1), Y's M_Y
-    axes first.
+    axes first; across ``ep_pods`` E > 1 pods, EP chips in each of them (MODEL.md §B.12).
 
     Parameters
     ----------
@@ -237,6 +238,8 @@ def layer_keywords(
         M_X, the axes the X group spans.
     my : float or array_like
         M_Y, the axes the Y group spans.
+    ep_pods : int or array_like, default 1
+        E, the pods the EP group spans, EP chips in each.
 
     Returns
     -------
@@ -249,9 +252,13 @@ def layer_keywords(
     e = np.where(folded, np.asarray(ep, dtype=float) / np.asarray(y), ep)  # ``ep_of_data``
     inside_tp = subgroup_span(size=np.where(folded, np.minimum(ep, y), 1), x=y, mx=my)
     span = inside_tp + subgroup_span(size=np.maximum(e, 1), x=x, mx=mx)
+    pods = np.asarray(ep_pods)
+    group = np.asarray(ep) * pods  # the experts split over the group in all its pods
     return dict(
-        d_ff_weights=held_width(model, e),
-        ep_seconds=all_to_all_seconds(chip=chip, model=model, ep=ep, y=y, mx=span, folded=folded),
+        d_ff_weights=held_width(model, e * pods),
+        ep_seconds=all_to_all_seconds(
+            chip=chip, model=model, ep=group, y=y, mx=span, folded=folded, pods=pods
+        ),
         tp_share=mlp_tp_share(model, folded),
     )
 
@@ -265,6 +272,7 @@ def all_to_all_seconds(
     mx: ArrayLike = 1,
     bytes_per_element: float = 2.0,
     folded: ArrayLike = False,
+    pods: ArrayLike = 1,
 ) -> float | np.ndarray:
     """Seconds one all-to-all takes per token a chip sends (MODEL.md §D.2): multiply by its tokens.
 
@@ -278,6 +286,10 @@ def all_to_all_seconds(
       its experts, min(k·(EP − n)/EP, (EP − n)/n) copies, and at most the nodes node-limited
       routing allows (``MoE.routed_nodes``). The two links run at once. Across nodes,
       with Y = 1 and n = 8, this is the GPU chapter's T = 2·B·D·(Z − 8)/Z·min(8k/Z, 1)/W_node.
+    - Across E > 1 pods (MODEL.md §B.12), EP/E of the group in each: the share n/EP of a token's
+      copies bound for its own pod goes as above over the pod's n chips; the k·(EP − n)/EP
+      bound for other pods leave over the chip's own link of the data-center network, W_dcn.
+      The two run at once.
 
     Parameters
     ----------
@@ -295,6 +307,8 @@ def all_to_all_seconds(
         Bytes of one activation element [bytes].
     folded : bool or array_like, default False
         Whether the group folds over TP (``folds_over_tp``).
+    pods : int or array_like, default 1
+        E, the pods the group spans, EP/E of its chips in each.
 
     Returns
     -------
@@ -313,6 +327,13 @@ def all_to_all_seconds(
         return np.zeros_like(EP)
     k = model.moe.top_k * model.padding
     copy = model.d_model * bytes_per_element  # one token's activations [bytes]
+    E = np.asarray(pods, dtype=float)
+    if np.any(E > 1):
+        n = EP / E  # the group's chips in a pod
+        inside = all_to_all_seconds(chip=chip, model=model, ep=n, y=y, mx=mx,
+                                    bytes_per_element=bytes_per_element, folded=folded)  # fmt: skip
+        across = k * copy * (EP - n) / EP / chip.dcn_bw
+        return np.where(E > 1, np.maximum(inside * n / EP, across), inside)
     if not chip.is_gpu:
         spans = np.maximum(np.asarray(mx, dtype=float), 1.0)
         return k * copy * (EP - 1) / (4 * chip.ici_bw * spans)

@@ -291,6 +291,8 @@ def layer_times(
     tp_over_dcn = (y_fwd * y_over_dcn, y_bwd * y_over_dcn)
     if exact != CHAPTER:
         x, y, dcn = corrected(exact, strategy, x, y, dcn, X, in_pod, P, wrap_x, wrap_y)
+        ring = (T - 1) / T if exact.ring_factor else 1.0  # across pods, a ring of T (§B.7)
+        tp_over_dcn = (tp_over_dcn[0] * ring, tp_over_dcn[1] * ring)
     if tp_share is not None:
         share = np.asarray(tp_share, dtype=float)
         y = (y[0] * share, y[1] * share)

@@ -42,6 +42,8 @@ BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             mtp_num_layers=0, weight_dtype="float32", mu_dtype="",
             capacity_factor=-1.0)  # fmt: skip
 AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
+# the axes other than data whose groups may span slices, one at a time (MODEL.md §B.9 to §B.12)
+SPANNING = ("fsdp", "pipeline", "tensor", "expert")
 # ICI axes read as the axis whose rules they share (``_mesh``; configs/base.yml's
 # logical_axis_rules): FSDP's second axis, TP's second, and USP's Ulysses share of the sequence
 JOINED = {
@@ -205,7 +207,8 @@ def read(
     value = {**BASE, **_numbers(got)}
     if chips is None:
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
-    ici, pods, fsdp_pods, pp_pods, tp_pods = _mesh(value, got, chips, pods, chip, notes)
+    ici, pods, spans = _mesh(value, got, chips, pods, chip, notes)
+    fsdp_pods, pp_pods, tp_pods = spans["fsdp"], spans["pipeline"], spans["tensor"]
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
@@ -220,9 +223,9 @@ def read(
     notes += xla_flags(text)
     degrees = Degrees(
         world=chips, pods=pods, dp=dp, cp=ici["context"], tp=tp,
-        pp=pp, vp=1, ep=ici["expert"], etp=tp,
+        pp=pp, vp=1, ep=ici["expert"] * spans["expert"], etp=tp,
         zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods, pp_pods=pp_pods,
-        tp_pods=tp_pods,
+        tp_pods=tp_pods, ep_pods=spans["expert"],
         seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=tp > 1,
@@ -239,9 +242,10 @@ def read(
 
 def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: list) -> tuple:
     """The ICI axes' degrees, FSDP's over both of its axes, the slices and how many of them each
-    FSDP group and each pipeline spans (MaxText's ``create_device_mesh``: each slice its ICI
-    mesh, the DCN axes across slices: the data axis replicas, the fsdp axis FSDP across slices,
-    the pipeline axis stages in other slices, MODEL.md §B.9, §B.10). On
+    group of ``SPANNING`` spans (MaxText's ``create_device_mesh``: each slice its ICI mesh, the
+    DCN axes across slices: the data axis replicas, the fsdp axis FSDP across slices, the
+    pipeline axis stages in other slices, the tensor and expert axes TP's and EP's groups across
+    them, MODEL.md §B.9 to §B.12). On
     GPUs a slice is a node (JAX's slice_index is the host's): the nodes are one cluster whose
     links across nodes the model prices, so every DCN axis joins its ICI twin."""
     ici = {a: int(value.get(f"ici_{a}_parallelism", -1 if a == "fsdp" else 1)) for a in AXES}
@@ -262,35 +266,34 @@ def _mesh(value: dict, got: dict, chips: int, pods: int | None, chip, notes: lis
             notes.append(f"ici_{axis}_parallelism {ici[axis]}: {how}")
         ici[joined] *= ici.pop(axis)
     if not gpu or pods:
-        spanned = [a for a in ("fsdp", "pipeline", "tensor") if dcn[a] > 1]
-        if len(spanned) > 1:  # one share of the slices at a time (MODEL.md §B.9 to §B.11)
+        spanned = [a for a in SPANNING if dcn[a] > 1]
+        if len(spanned) > 1:  # one share of the slices at a time (MODEL.md §B.9 to §B.12)
             why = f"1 beside dcn_{spanned[0]}_parallelism: one axis other than data spans slices"
             raise refuse(f"dcn_{spanned[1]}_parallelism", why, dcn[spanned[1]])
-        slices = dcn["data"] * dcn["fsdp"] * dcn["pipeline"] * dcn["tensor"]
-        return ici, slices, dcn["fsdp"], dcn["pipeline"], dcn["tensor"]
+        return ici, math.prod(dcn[a] for a in ("data", *SPANNING)), {a: dcn[a] for a in SPANNING}
     for axis in AXES:
         ici[axis] *= dcn[axis]
         if axis != "data" and dcn[axis] > 1:
             name = "FSDP" if axis == "fsdp" else axis
             notes.append(f"dcn_{axis} x ici_{axis}: one {name} axis across the GPU nodes")
-    return ici, 1, 1, 1, 1
+    return ici, 1, dict.fromkeys(SPANNING, 1)
 
 
 def _dcn(value: dict, across_nodes: bool) -> dict:
     """The DCN axes' degrees, each joined axis (fsdp_transpose, ...) to its twin as within a
     slice. Across GPU nodes (``across_nodes``) every axis runs, priced on the nodes' links.
-    Across TPU slices, data parallelism, FSDP, the pipeline and TP (tensor_sequence joined to
-    it; MODEL.md §B.9 to §B.11); the context and expert axes are refused by their own names: the
-    model runs CP and EP inside a TPU slice only."""
+    Across TPU slices, data parallelism and the axes that may span slices (``SPANNING``;
+    tensor_sequence joined to TP; MODEL.md §B.9 to §B.12); the context axes are refused by their
+    own names: the model runs CP inside a TPU slice only."""
     joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
     dcn = dict.fromkeys(AXES, 1)
     for axis, to in joined.items():
         degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
-        if degree != 1 and to not in ("data", "fsdp", "pipeline", "tensor") and not across_nodes:
+        if degree != 1 and to not in ("data", *SPANNING) and not across_nodes:
             raise refuse(
                 f"dcn_{axis}_parallelism",
-                "1 across TPU slices: there the model runs data parallelism, FSDP, the pipeline"
-                " and TP alone",
+                "1 across TPU slices: there the model runs data parallelism, FSDP, the pipeline,"
+                " TP and EP alone",
                 degree,
             )
         dcn[to] *= degree
