@@ -378,6 +378,11 @@ class Layout:
         axis in each pod, EP·E in all, that split the routed experts, the all-to-alls crossing
         the data-center network; every pod still a data replica of the rest of the layer. 1:
         whole EP groups in each pod (MODEL.md §B.12).
+    cp_pods : int or array_like, default 1
+        C, the pods each CP group spans (MaxText's dcn_context_parallelism): CP chips of the data
+        axis in each pod, CP·C in all, that split each sequence, passing keys and values across
+        the data-center network; every pod still a data replica of the weights. 1: whole CP
+        groups in each pod (MODEL.md §B.13).
     """
 
     strategy: str = checked("fsdp+tp", Choice(tuple(STRATEGIES)))
@@ -410,6 +415,7 @@ class Layout:
     pp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
     tp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
     ep_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
+    cp_pods: int | np.ndarray = checked(1, Whole(per_layout=True))
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -165,7 +165,7 @@ def _pods_shared(state: dict) -> dict:
     kept = {}
     experts = catalog.model(state["model"]).moe
     ep = state["ep"]
-    for name in ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods"):
+    for name in ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods"):
         shared = state[name]
         # TP's group in all its pods divides the heads too, EP's the experts
         while (

@@ -191,6 +191,11 @@ FIELDS_TABLE = (
           " a data replica (default 1: whole EP groups in each pod)", flag="--ep-pods",
           metavar="E", parse=WHOLE, default=1, since=18, commands=("estimate",),
           label="EP over pods"),
+    Field("cp_pods", "layout.cp_pods", "the pods each CP group spans over DCN, --cp chips in"
+          " each (MaxText's dcn_context_parallelism; keys and values cross DCN); every pod stays"
+          " a data replica (default 1: whole CP groups in each pod)", flag="--cp-pods",
+          metavar="C", parse=WHOLE, default=1, since=18, commands=("estimate",),
+          label="CP over pods"),
     # The workload.
     Field("model", "workload.model", "a model preset", flag="--model", choices=tuple(MODELS),
           start="llama-2-13b", coerce=lambda name, value: catalog.model(value),

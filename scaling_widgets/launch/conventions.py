@@ -24,7 +24,7 @@ from ..cost.stacks import feature_names
 from ..text.explain import ENDS_NAMED
 
 # the pods each group that crosses the data-center network spans (MODEL.md §B.9 to §B.11)
-SPANS = ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods")
+SPANS = ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods")
 
 
 @record
@@ -68,6 +68,7 @@ class Degrees:
     pp_pods: int = 1  # the pods each pipeline spans, pp/pp_pods stages in each; the rest replicas
     tp_pods: int = 1  # the pods each TP group spans, tp/tp_pods chips in each; the rest replicas
     ep_pods: int = 1  # the pods each EP group spans, ep/ep_pods chips in each; all replicas
+    cp_pods: int = 1  # the pods each CP group spans, cp/cp_pods chips in each; all replicas
     steps: int | None = None  # to train on the workload's tokens
 
     @property
@@ -369,7 +370,7 @@ def fields_of(d: Degrees, chip) -> dict:
         sequence_parallel=d.sequence_parallel,
         ep=d.ep // d.ep_pods,
         etp=None if d.etp == d.tp else d.etp,
-        cp=d.cp,
+        cp=d.cp // d.cp_pods,
         cp_kind=d.cp_kind,
         **{name: getattr(d, name) for name in SPLIT},
         ep_overlap=d.ep_overlap,

@@ -113,20 +113,21 @@ def write(d: Degrees, *, model: Model, chip: Chip) -> tuple[str, list[str], list
 
 def _mesh_lines(d: Degrees, cannot: list) -> list:
     """The ICI axes of a slice and the DCN axes across slices: the data replicas, and the slices
-    an FSDP group, a pipeline, a TP group or an EP group spans (MODEL.md §B.9 to §B.12)."""
+    an FSDP group, a pipeline, a TP, an EP or a CP group spans (MODEL.md §B.9 to §B.13)."""
     replicas = d.pods // (d.pp_pods * d.tp_pods)
     in_slice = d.ep // d.ep_pods  # an EP group across slices: its share in each
     ep = math.gcd(in_slice, d.dp // replicas)  # MaxText's expert axis is carved out of data ranks
     if ep != in_slice:
         cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
                       f" data ranks' axes; written as EP {ep * d.ep_pods}")  # fmt: skip
-    per_slice_dp = d.dp // replicas // ep
+    per_slice_dp = d.dp // (replicas // d.cp_pods) // ep  # CP's slices hold no data ranks
     fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
-    axes = dict(data=data, fsdp=fsdp, tensor=d.tp // d.tp_pods, context=d.cp, expert=ep,
-                pipeline=d.pp // d.pp_pods)  # fmt: skip
+    axes = dict(data=data, fsdp=fsdp, tensor=d.tp // d.tp_pods, context=d.cp // d.cp_pods,
+                expert=ep, pipeline=d.pp // d.pp_pods)  # fmt: skip
     lines = [f"ici_{axis}_parallelism: {n}" for axis, n in axes.items()]
-    lines.append(f"dcn_data_parallelism: {replicas // (d.fsdp_pods * d.ep_pods)}")
-    across = {"fsdp": d.fsdp_pods, "pipeline": d.pp_pods, "tensor": d.tp_pods, "expert": d.ep_pods}
+    lines.append(f"dcn_data_parallelism: {replicas // (d.fsdp_pods * d.ep_pods * d.cp_pods)}")
+    across = {"fsdp": d.fsdp_pods, "pipeline": d.pp_pods, "tensor": d.tp_pods,
+              "expert": d.ep_pods, "context": d.cp_pods}  # fmt: skip
     return lines + [f"dcn_{axis}_parallelism: {n}" for axis, n in across.items() if n > 1]
 
 

@@ -144,6 +144,7 @@ def layout_text(knobs: dict, shape_given) -> str:
     groups += f", PP across {knobs.get('pp_pods', 1)} pods" * (knobs.get("pp_pods", 1) > 1)
     groups += f", TP across {knobs.get('tp_pods', 1)} pods" * (knobs.get("tp_pods", 1) > 1)
     groups += f", EP across {knobs.get('ep_pods', 1)} pods" * (knobs.get("ep_pods", 1) > 1)
+    groups += f", CP across {knobs.get('cp_pods', 1)} pods" * (knobs.get("cp_pods", 1) > 1)
     return (
         f"{knobs['x']} x {knobs['y']} x {knobs['z']}{axes}{groups}, ZeRO-{knobs['zero']}, "
         f"{knobs['remat']}"
@@ -188,6 +189,8 @@ def layout_name(e: Estimate) -> str:
     extra += [f"TP across {T} pods over DCN, {y // T} chip{'s' * (y // T > 1)} in each"] * (T > 1)
     E = int(e.layout.ep_pods)  # EP's chips in each of the pods its group spans (MODEL.md §B.12)
     extra += [f"EP {ep * E} across {E} pods over DCN, {ep} chip{'s' * (ep > 1)} in each"] * (E > 1)
+    C = int(e.layout.cp_pods)  # CP counts the group in all its pods (MODEL.md §B.13)
+    extra += [f"CP {cp} across {C} pods over DCN, {cp // C} chip{'s' * (cp > C)} in each"] * (C > 1)
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

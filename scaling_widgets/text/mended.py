@@ -33,7 +33,8 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods", "ep_pods")  # fmt: skip
+         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods", "ep_pods",
+         "cp_pods")  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -75,7 +76,8 @@ def _part(name: str, before: dict, after: dict) -> str:
 
 
 # the groups that may span pods, by name (MODEL.md §B.9 to §B.12)
-SPANS = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP", "ep_pods": "EP"}
+SPANS = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP", "ep_pods": "EP",
+         "cp_pods": "CP"}  # fmt: skip
 
 
 def _spans(name: str, before: dict, after: dict) -> str:

@@ -241,6 +241,7 @@ def context(e: Estimate) -> Line:
     """
     cp, kind, ratio = int(e.layout.cp), e.layout.cp_kind, float(np.max(e.layer.comm_ratio("cp")))
     head = f"CP {cp} ({kind}): each sequence of {e.seq_len} split over {cp} chips"
+    head += f" in {int(e.layout.cp_pods)} pods" * (int(e.layout.cp_pods) > 1)
     if e.cp_implied:  # not asked for: the batch gives a replica less than a sequence
         m = int(e.microbatches)
         per_replica = float(e.batch) / (e.seq_len * int(e.x) * int(e.pods) * m)
@@ -254,7 +255,8 @@ def context(e: Estimate) -> Line:
             "threshold",
             f"{head}; its keys and values are not overlapped: {ratio:.2f}x the layer's compute",
         )
-    placed = dict(x=e.x, y=e.y, mx=e.mx)  # the links the group passes at: a GPU's NIC off its node
+    # the links the group passes at: a GPU's NIC off its node, DCN's across pods (§B.13)
+    placed = dict(x=e.x, y=e.y, mx=e.mx, pods=e.layout.cp_pods)
     need, have = (
         float(v) for v in ring_hides(chip=e.chip, model=e.model, seq_len=e.seq_len, cp=cp, **placed)
     )

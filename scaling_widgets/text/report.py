@@ -196,7 +196,7 @@ def _placement(e: Estimate) -> dict:
         "EP": _num(e.layout.ep),
         # the routed experts' TP, as Megatron-Core counts it: 1 where EP folds over TP x X
         "ETP": _num(np.where(folds_over_tp(e.layout.etp, e.y), 1, e.y)),
-        "CP": _num(e.layout.cp),
+        "CP": _num(e.layout.cp // e.layout.cp_pods),  # a pod's, as the flags give it (§B.13)
         "cp_kind": e.layout.cp_kind,
         "ends_as_layers": e.layout.ends_as_layers,
         "first_stage_layers": e.layout.first_stage_layers,
@@ -205,6 +205,7 @@ def _placement(e: Estimate) -> dict:
         "pp_pods": _num(e.layout.pp_pods),
         "tp_pods": _num(e.layout.tp_pods),
         "ep_pods": _num(e.layout.ep_pods),
+        "cp_pods": _num(e.layout.cp_pods),
     }
 
 

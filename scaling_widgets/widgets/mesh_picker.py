@@ -74,6 +74,7 @@ class MeshPicker(Bound, w.VBox):
         self._pp_pods = control("pp_pods")  # shown with more than one pod
         self._tp_pods = control("tp_pods")  # shown with more than one pod
         self._ep_pods = control("ep_pods")  # shown with more than one pod, for a MoE model
+        self._cp_pods = control("cp_pods")  # shown with more than one pod
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -91,6 +92,7 @@ class MeshPicker(Bound, w.VBox):
                 self._pp_pods,
                 self._tp_pods,
                 self._ep_pods,
+                self._cp_pods,
                 self._by_hand,
                 self._roles,
                 self._message,
@@ -107,6 +109,7 @@ class MeshPicker(Bound, w.VBox):
         self._bind(self._pp_pods, "pp_pods")
         self._bind(self._tp_pods, "tp_pods")
         self._bind(self._ep_pods, "ep_pods")
+        self._bind(self._cp_pods, "cp_pods")
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
         self.analysis.observe(self._on_mesh_change, "mesh")
@@ -144,6 +147,7 @@ class MeshPicker(Bound, w.VBox):
         self._tp_pods.layout.display = "" if s.pods > 1 else "none"
         moe = s.model.moe is not None
         self._ep_pods.layout.display = "" if s.pods > 1 and moe else "none"
+        self._cp_pods.layout.display = "" if s.pods > 1 else "none"
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -222,7 +226,8 @@ class MeshPicker(Bound, w.VBox):
         # X's share of a folded EP group: the rest of it is TP's
         s = self.scenario
         ep = max(mesh.ep // mesh.y, 1) if mesh.ep_folded else mesh.ep
-        self._picture.show(mesh, ep, mesh.cp, spans=s.pp_pods, tp=s.tp_pods, ep_pods=s.ep_pods)
+        self._picture.show(mesh, ep, mesh.cp, spans=s.pp_pods, tp=s.tp_pods, ep_pods=s.ep_pods,
+                           cp_pods=s.cp_pods)  # fmt: skip
         self.set_trait(
             "value",
             {
@@ -233,6 +238,7 @@ class MeshPicker(Bound, w.VBox):
                 "pp_pods": s.pp_pods,
                 "tp_pods": s.tp_pods,
                 "ep_pods": s.ep_pods,
+                "cp_pods": s.cp_pods,
                 "axis_roles": s.axis_roles,
                 "x": mesh.x,
                 "y": mesh.y,
@@ -257,6 +263,7 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
     pods += f" (each pipeline across {s.pp_pods} of them)" if s.pp_pods > 1 else ""
     pods += f" (each TP group across {s.tp_pods} of them)" if s.tp_pods > 1 else ""
     pods += f" (each EP group across {s.ep_pods} of them)" if s.ep_pods > 1 else ""
+    pods += f" (each CP group across {s.cp_pods} of them)" if s.cp_pods > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")
@@ -323,9 +330,8 @@ class _MeshPicture(bq.Figure):
         )
         self.add_class("sw-mesh-picture")
 
-    def show(
-        self, mesh: MeshData, ep: int = 1, cp: int = 1, spans: int = 1, tp: int = 1, ep_pods=1
-    ) -> None:
+    def show(self, mesh: MeshData, ep: int = 1, cp: int = 1, spans: int = 1, tp: int = 1,
+             ep_pods: int = 1, cp_pods: int = 1) -> None:  # fmt: skip
         names = [f"axis {i} ({n})" for i, n in enumerate(mesh.slice_shape)]
         # Bars of each group, per axis: the log2 of the factor it takes, so lengths add up.
         logs = np.log2(
@@ -333,10 +339,11 @@ class _MeshPicture(bq.Figure):
         )
         logs = np.vstack([logs, np.zeros((2, logs.shape[1]))])
         if mesh.pods > 1:  # the pods over DCN: one more axis, data parallel but for the pipeline's
-            # or TP's or EP's share of it (``spans``, ``tp``, ``ep_pods``: the pods a pipeline, a
-            # TP group or an EP group spans)
+            # or TP's, EP's or CP's share of it (``spans``, ``tp``, ``ep_pods``, ``cp_pods``: the
+            # pods a pipeline, a TP, an EP or a CP group spans)
             names.append(f"pods over DCN ({mesh.pods})")
-            shares = np.log2([mesh.pods // (spans * tp * ep_pods), tp, spans, ep_pods, 1])
+            data = mesh.pods // (spans * tp * ep_pods * cp_pods)
+            shares = np.log2([data, tp, spans, ep_pods, cp_pods])
             logs = np.column_stack([logs, shares])
         if ep > 1 or cp > 1:  # X's own groups: the rest of X holds whole replicas
             names.append(f"X = {mesh.x}: EP {ep}, CP {cp}")

@@ -94,3 +94,13 @@ def test_a_branch_outside_an_if_is_refused_naming_its_line():
         read_config("X=1\nfi\ntorchrun pretrain_gpt.py --num-layers 2\n", chip=HARDWARE["h100"],
                     chips=8, framework="megatron")  # fmt: skip
     assert refused.value.field == "config line 2" and "if chain" in str(refused.value)
+
+
+@pytest.mark.parametrize("flag", ["--tensor-model-parallel-size", "--context-parallel-size"])
+def test_a_megatron_degree_of_zero_is_refused_by_its_flag(flag):
+    # a stray bracket once cut a script so that a degree read 0: a division by zero reached the
+    # user (found by the fuzz above)
+    text = f"torchrun --nproc_per_node 8 pretrain_gpt.py {flag} 0 --num-layers 2 --hidden-size 64"
+    with pytest.raises(InputError, match=f"^{flag} must be a whole number of at least 1; got 0"):
+        read_config(text + " --num-attention-heads 4 --seq-length 128 --micro-batch-size 1\n",
+                    chip=HARDWARE["h100"], framework="megatron")  # fmt: skip

@@ -165,8 +165,8 @@ def test_maxtexts_fsdp_across_gpu_nodes_is_one_fsdp_axis_and_across_tpu_slices_f
     got, _ = read_config(line.replace("dcn_fsdp", "dcn_tensor") + " num_slices=4\n",
                          chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
     assert (got["x"], got["y"], got["pods"], got["tp_pods"]) == (8, 1, 4, 4)
-    with pytest.raises(InputError, match="^dcn_context_parallelism must be 1 across TPU slices"):
-        read_config(line.replace("dcn_fsdp", "dcn_context") + " num_slices=4\n",
+    with pytest.raises(InputError, match="^dcn_context_usp_ulysses_parallelism must be 1 acr"):
+        read_config(line.replace("dcn_fsdp", "dcn_context_usp_ulysses") + " num_slices=4\n",
                     chip=HARDWARE["tpu-v5p"], chips=32, framework="maxtext")  # fmt: skip
 
 

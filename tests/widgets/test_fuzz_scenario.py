@@ -42,6 +42,7 @@ PLAUSIBLE = {
     "pp_pods": [1, 2],
     "tp_pods": [1, 2],
     "ep_pods": [1, 2],
+    "cp_pods": [1, 2],
     "batch": [1e6, 3e6, 16e6, 64e6],
     "seq_len": [512, 2048, 4096],
     "strategy": list(STRATEGIES),

@@ -560,6 +560,25 @@ def test_the_mesh_picker_offers_ep_across_pods_for_a_moe_model_and_the_panel_pri
     assert (s.ep, s.ep_pods) == (1, 1) and control.layout.display == "none"
 
 
+def test_the_mesh_picker_offers_cp_across_pods_and_the_panel_prices_it():
+    s = Scenario(model="llama-3-8b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
+                 batch=2**26, seq_len=2**17, strategy="fsdp", cp=4)  # fmt: skip
+    picker = MeshPicker(s)
+    control = picker._cp_pods
+    assert control.layout.display == ""
+    control.value = 2
+    assert s.cp_pods == 2 and picker.value["cp_pods"] == 2
+    assert "each CP group across 2 of them" in picker._info.value
+    bars = picker._picture._bars  # the pods' axis: 8 = 4 replicas of 2 pods a CP group spans
+    pods = list(bars.x).index("pods over DCN (8)")
+    assert np.asarray(bars.y)[[0, 4], pods].tolist() == [2.0, 1.0]
+    e = sw.estimate(model="llama-3-8b", mesh="v5p-512", pods=8, batch="64M", seq_len="128k",
+                    strategy="fsdp", cp=4, cp_pods=2)  # fmt: skip
+    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
+    control.value = 3  # does not divide 8 pods: refused inline, the scenario kept
+    assert s.cp_pods == 2 and "got 3" in picker._message.value
+
+
 def test_the_strategy_selector_shows_a_pods_stages_and_splits_under_a_pipeline_across_pods():
     s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
                  batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=32, y=4,

@@ -154,9 +154,9 @@ def _with_placed_cp(layout: Layout, placed: Placement) -> Layout:
     """The layout with the CP it runs with: as given, or implied by whole sequences (a whole
     number we computed: set, not checked again, which would cost the planner a tenth of its
     time)."""
-    if layout.cp is not None:
+    if layout.cp is not None and np.all(np.asarray(layout.cp_pods) == 1):
         return layout
-    placed_cp = copy.copy(layout)
+    placed_cp = copy.copy(layout)  # CP as implied, or its group in all the pods it spans
     object.__setattr__(placed_cp, "cp", scalar(placed.cp))
     return placed_cp
 

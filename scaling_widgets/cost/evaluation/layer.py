@@ -81,6 +81,7 @@ def on_mesh(cluster, workload, layout, options, placed: Placement) -> dict:
             x=X,
             y=Y,
             mx=placed.mx,
+            pods=layout.cp_pods,
         )
 
     return dict(

@@ -156,14 +156,9 @@ def _groups_across_pods(model: Model, layout: Layout) -> None:
         )
 
 
-# The groups that may span pods, by field: what the pods hold without it, and its name
-# (MODEL.md §B.9 to §B.12)
-SPANS = {
-    "fsdp_pods": ("every pod a data replica", "FSDP"),
-    "pp_pods": ("whole pipelines in each pod", "a pipeline"),
-    "tp_pods": ("whole TP groups in each pod", "TP"),
-    "ep_pods": ("whole EP groups in each pod", "EP"),
-}
+# The groups that may span pods, by field (MODEL.md §B.9 to §B.13)
+SPANS = {"fsdp_pods": "FSDP", "pp_pods": "a pipeline", "tp_pods": "TP", "ep_pods": "EP",
+         "cp_pods": "CP"}  # fmt: skip
 
 
 def _cluster_together(cluster, layout) -> None:
@@ -177,17 +172,22 @@ def _cluster_together(cluster, layout) -> None:
             tuple(layout.axis_roles),
         )
     P, before = np.asarray(cluster.pods), []
-    for name, (without, _) in SPANS.items():
+    for name, what in SPANS.items():
         given = getattr(layout, name)
         n = np.asarray(given)
         if np.any(P % n != 0):
-            dividing = f"a count of pods dividing the {cluster.pods} pods (1: {without})"
-            raise refuse(name, dividing, given)
-        spanning = [(SPANS[b][1], b) for b, m in before if np.any((n > 1) & (m > 1))]
+            raise refuse(
+                name, f"a count of pods dividing the {cluster.pods} pods (1: {what} inside a pod)",
+                given,
+            )  # fmt: skip
+        spanning = [b for b, m in before if np.any((n > 1) & (m > 1))]
         if spanning:
-            whats, fields = " or ".join(w for w, _ in spanning), " or ".join(f for _, f in spanning)
-            why = f"1 with {whats} across pods ({fields} > 1): one group spans pods at a time"
-            raise refuse(name, why, given)
+            raise refuse(
+                name,
+                f"1 with {' or '.join(SPANS[b] for b in spanning)} across pods"
+                f" ({' or '.join(spanning)} > 1): one group spans pods at a time",
+                given,
+            )
         before.append((name, n))
     if np.any((np.asarray(layout.fsdp_pods) > 1) & (np.asarray(layout.zero) != 3)):
         raise refuse(
@@ -199,12 +199,12 @@ def _cluster_together(cluster, layout) -> None:
 
 
 def _tp_across_pods(cluster, layout) -> None:
-    """TP or EP across pods: on TPU pods, TP where the strategy has a TP group and no EP group
-    folds over it (MODEL.md §B.11, §B.12)."""
-    T, E = np.asarray(layout.tp_pods), np.asarray(layout.ep_pods)
-    for name, n in (("tp_pods", T), ("ep_pods", E)):
-        if cluster.chip.is_gpu and np.any(n > 1):
-            group = "TP" if name == "tp_pods" else "EP"
+    """TP, EP or CP across pods: on TPU pods, TP where the strategy has a TP group and no EP
+    group folds over it, CP where it is given and passes keys and values around a ring or
+    gathers them (MODEL.md §B.11 to §B.13)."""
+    T = np.asarray(layout.tp_pods)
+    for name, group in (("tp_pods", "TP"), ("ep_pods", "EP"), ("cp_pods", "CP")):
+        if cluster.chip.is_gpu and np.any(np.asarray(getattr(layout, name)) > 1):
             raise refuse(
                 name,
                 f"1 on GPUs: a cluster's {group} group spans its nodes as --{group.lower()} says;"
@@ -215,6 +215,14 @@ def _tp_across_pods(cluster, layout) -> None:
         raise refuse(
             "tp_pods", f"1 for strategy {layout.strategy!r}, which has no TP group", layout.tp_pods
         )
+    C = np.asarray(layout.cp_pods)
+    if np.any(C > 1) and layout.cp is None:
+        raise refuse("cp", "given with cp_pods > 1: the CP chips in each pod", None)
+    if np.any((C > 1) & (np.asarray(layout.cp_kind) == "ulysses")):
+        raise refuse(
+            "cp_kind", "'ring' or 'all-gather' across pods (as MaxText, no Ulysses over DCN)",
+            "'ulysses'",
+        )  # fmt: skip
     folded = layout.etp is not None and np.any(
         (np.asarray(layout.etp) == 1) & (np.asarray(layout.ep) > 1) & (T > 1)
     )
@@ -326,6 +334,7 @@ def runs(
     ends_as_layers: str = "none",
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    cp_pods: ArrayLike = 1,
 ) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
@@ -391,6 +400,8 @@ def runs(
         The first stage's layers, given (``_stages_hold_layers``).
     last_stage_layers : int, optional
         The last stage's layers, given.
+    cp_pods : int or array_like, default 1
+        The pods the CP group spans, CP/cp_pods of its chips in each pod's X.
 
     Returns
     -------
@@ -429,7 +440,8 @@ def runs(
         ),
         "schedule": schedules.runs(schedule=schedule, stages=z, microbatches=microbatches),
         "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
-        "context": (np.asarray(x) % CP == 0)
+        # a CP group across pods: CP/cp_pods of its chips in each pod's X (MODEL.md §B.13)
+        "context": (np.asarray(x) % (CP // np.asarray(cp_pods)) == 0)
         & (T % CP == 0)
         & ((cp_kind != "ulysses") | (heads_per_shard % CP == 0)),
         "pairs": ~np.asarray(ep_overlap) | _pairs(EP, z, virtual_stages, schedule, remat),

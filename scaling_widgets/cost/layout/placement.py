@@ -122,6 +122,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         cp=cp,
         cp_kind=layout.cp_kind,
         schedule=layout.schedule,
+        cp_pods=layout.cp_pods,
     )
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)
@@ -131,8 +132,8 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
 def _cp(workload: Workload, layout: Layout, X, P, m) -> np.ndarray:
     """CP as given, or the smallest that gives each replica whole sequences of its microbatches
     (or of ``microbatch_seqs`` sequences each)."""
-    if layout.cp is not None:
-        return np.asarray(layout.cp)
+    if layout.cp is not None:  # the group in all the pods it spans (MODEL.md §B.13)
+        return np.asarray(layout.cp) * layout.cp_pods
     per_microbatch = m if layout.microbatch_seqs is None else layout.microbatch_seqs
     return implied_cp(
         batch=workload.batch, seq_len=workload.seq_len, x=X, pods=P, microbatches=per_microbatch

@@ -64,9 +64,9 @@ if TYPE_CHECKING:
     from ..transformer.shapes import Model, Precision
 
 # What belongs to one layout set by hand, not to a plan: its groups, spans, microbatch size and
-# measured step, and TP or EP across pods (never faster: MODEL.md §B.11, §B.12).
+# measured step, and TP, EP or CP across pods (never faster: MODEL.md §B.11 to §B.13).
 BY_HAND = ("strategy", "axis_roles", "mx", "my", "microbatch_seqs", "measured_step_time",
-           "tp_pods", "ep_pods")  # fmt: skip
+           "tp_pods", "ep_pods", "cp_pods")  # fmt: skip
 # what makes a layout the user's own (a measured step is of one): given any, it is evaluated as
 # given; given none, ``estimate`` is the plan's first row (what of HELD is given, held)
 CHOSEN = tuple(k for k in (*KNOBS, *BY_HAND) if k not in HELD)

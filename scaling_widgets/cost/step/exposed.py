@@ -168,6 +168,8 @@ def context_exchange(e, profile, stage_layers, rerun_dense):
     if np.all(np.asarray(e.layout.cp) == 1):
         return 0.0
     efficiency = profile.link_ici if not e.chip.is_gpu else profile.link_nvlink
+    # across pods the keys and values cross the data-center network's link (MODEL.md §B.13)
+    efficiency = np.where(np.asarray(e.layout.cp_pods) > 1, profile.link_dcn, efficiency)
     return stage_layers * (3 + rerun_dense) * e.layer.cp[0] / e.microbatches / efficiency
 
 

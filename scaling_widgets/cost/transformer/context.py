@@ -90,6 +90,7 @@ def cp_seconds_per_token(
     x: ArrayLike = 1,
     y: ArrayLike = 1,
     mx: ArrayLike = 1,
+    pods: ArrayLike = 1,
 ) -> float | np.ndarray:
     """The context-parallel traffic of one layer's forward pass, exposed, per token a chip holds
     [s].
@@ -116,6 +117,8 @@ def cp_seconds_per_token(
         Y, the tensor-parallel degree [chips].
     mx : float or array_like, default 1
         M_X, the torus axes X spans (a TPU's).
+    pods : int or array_like, default 1
+        The pods the CP group spans, CP/pods of its chips in each (MODEL.md §B.13).
 
     Returns
     -------
@@ -125,7 +128,7 @@ def cp_seconds_per_token(
     """
     CP = np.asarray(cp, dtype=float)
     Y = np.asarray(y, dtype=float)
-    bandwidth = cp_bandwidth(chip=chip, cp=CP, x=x, y=Y, mx=mx)
+    bandwidth = cp_bandwidth(chip=chip, cp=CP, x=x, y=Y, mx=mx, pods=pods, kind=kind)
     kv = kv_bytes_per_token(model, Y)
     if kind == "ulysses":
         per_token = (
@@ -140,11 +143,21 @@ def cp_seconds_per_token(
 
 
 def cp_bandwidth(
-    *, chip: Chip, cp: ArrayLike, x: ArrayLike = 1, y: ArrayLike = 1, mx: ArrayLike = 1
+    *,
+    chip: Chip,
+    cp: ArrayLike,
+    x: ArrayLike = 1,
+    y: ArrayLike = 1,
+    mx: ArrayLike = 1,
+    pods: ArrayLike = 1,
+    kind: str = "ring",
 ) -> float | np.ndarray:
     """The bandwidth a chip of the CP group passes keys and values at (MODEL.md §D.3): on GPUs
     NVLink while the group fits in a node with its TP, else each GPU's NIC; on a TPU the links of
-    the torus axes the group spans [bytes/s].
+    the torus axes the group spans [bytes/s]. Across pods (MODEL.md §B.13) a ring steps in
+    lockstep, so its hop between pods, one chip's link of the data-center network W_dcn, paces
+    it; an all-gather brings each pod the other pods' keys and values over its CP/pods chips'
+    links at once.
 
     Parameters
     ----------
@@ -159,12 +172,16 @@ def cp_bandwidth(
         Y, the tensor-parallel degree, which shares the node with the group (GPU only) [chips].
     mx : float or array_like, default 1
         M_X, the torus axes X spans (TPU only).
+    pods : int or array_like, default 1
+        The pods the group spans, CP/pods of its chips in each (TPU only).
+    kind : str, default "ring"
+        How CP passes keys and values ("all-gather": over each pod's chips' links at once).
 
     Returns
     -------
     bandwidth : float or np.ndarray
-        W, the bandwidth the group passes keys and values at; on a TPU at least W_ici
-        [bytes/s].
+        W, the bandwidth the group passes keys and values at; on a TPU inside a pod at least
+        W_ici [bytes/s].
 
     Examples
     --------
@@ -175,7 +192,10 @@ def cp_bandwidth(
     CP, Y = np.asarray(cp, dtype=float), np.asarray(y, dtype=float)
     if chip.is_gpu:
         return np.where(CP * Y <= chip.node_size, chip.ici_bw, chip.scaleout_bw)
-    return chip.ici_bw * np.maximum(subgroup_span(size=CP, x=x, mx=mx), 1.0)
+    C = np.asarray(pods, dtype=float)
+    inside = chip.ici_bw * np.maximum(subgroup_span(size=CP / C, x=x, mx=mx), 1.0)
+    across = chip.dcn_bw * (CP / C if kind == "all-gather" else 1.0)
+    return np.where(C > 1, np.minimum(inside, across), inside)
 
 
 def ring_hides(
@@ -187,6 +207,7 @@ def ring_hides(
     x: ArrayLike = 1,
     y: ArrayLike = 1,
     mx: ArrayLike = 1,
+    pods: ArrayLike = 1,
 ) -> tuple[float | np.ndarray, float | np.ndarray]:
     """The rule for the ring (MODEL.md §D.3): s/CP ≥ (K/N_h)·C/W, doubled under causal masking,
     W the bandwidth the CP group passes at (``cp_bandwidth``: a GPU's NIC once the group leaves
@@ -208,6 +229,8 @@ def ring_hides(
         Y, the tensor-parallel degree (GPU only) [chips].
     mx : float or array_like, default 1
         M_X, the torus axes X spans (TPU only).
+    pods : int or array_like, default 1
+        The pods the group spans (TPU only; MODEL.md §B.13).
 
     Returns
     -------
@@ -226,6 +249,6 @@ def ring_hides(
     (2475, 8192.0)
     """
     causal = 2.0 if model.causal else 1.0
-    W = cp_bandwidth(chip=chip, cp=cp, x=x, y=y, mx=mx)
+    W = cp_bandwidth(chip=chip, cp=cp, x=x, y=y, mx=mx, pods=pods)
     need = causal * model.kv_heads / model.heads * chip.flops / W
     return need, seq_len / np.asarray(cp, dtype=float)

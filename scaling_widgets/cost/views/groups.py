@@ -81,7 +81,7 @@ def mesh(e: Estimate) -> MeshData:
         wrap_x=bool(e.wrap_x),
         ep=int(e.layout.ep),
         ep_folded=bool(folds_over_tp(e.layout.etp, tp)) and int(e.layout.ep) > 1,
-        cp=int(e.layout.cp),
+        cp=int(e.layout.cp) // int(e.layout.cp_pods),  # a pod's share of the group
         wrap_y=bool(e.wrap_y),
         splits=tuple(zip(X.tolist(), Y.tolist())),
         gpu=chip.is_gpu,

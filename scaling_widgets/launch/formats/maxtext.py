@@ -42,8 +42,8 @@ BASE = dict(model_name="default", global_parameter_scale=1, base_emb_dim=2048,
             mtp_num_layers=0, weight_dtype="float32", mu_dtype="",
             capacity_factor=-1.0)  # fmt: skip
 AXES = ("data", "fsdp", "tensor", "context", "expert", "pipeline")
-# the axes other than data whose groups may span slices, one at a time (MODEL.md §B.9 to §B.12)
-SPANNING = ("fsdp", "pipeline", "tensor", "expert")
+# the axes other than data whose groups may span slices, one at a time (MODEL.md §B.9 to §B.13)
+SPANNING = ("fsdp", "pipeline", "tensor", "expert", "context")
 # ICI axes read as the axis whose rules they share (``_mesh``; configs/base.yml's
 # logical_axis_rules): FSDP's second axis, TP's second, and USP's Ulysses share of the sequence
 JOINED = {
@@ -209,12 +209,16 @@ def read(
         raise refuse("chips", "given: a MaxText config does not say how many chips", None)
     ici, pods, spans = _mesh(value, got, chips, pods, chip, notes)
     fsdp_pods, pp_pods, tp_pods = spans["fsdp"], spans["pipeline"], spans["tensor"]
+    cp, cp_pods = ici["context"] * spans["context"], spans["context"]
+    if cp_pods > 1 and value["context_parallel_strategy"] in ("usp", "ulysses"):
+        why = "1 under context_parallel_strategy usp or ulysses (MaxText refuses Ulysses over DCN)"
+        raise refuse("dcn_context_parallelism", why, cp_pods)
     devices, pdbs = chips, float(value["per_device_batch_size"])
     accumulate = int(value["gradient_accumulation_steps"])
     global_batch = round(devices * pdbs) * accumulate  # MaxText truncates; a float's error rounds
     # the stages of each slice, across the slices a pipeline spans; the other slices replicas
     pp, tp = ici["pipeline"] * pp_pods, ici["tensor"] * tp_pods
-    dp = ici["data"] * ici["fsdp"] * ici["expert"] * pods // (pp_pods * tp_pods)
+    dp = ici["data"] * ici["fsdp"] * ici["expert"] * pods // (pp_pods * tp_pods * cp_pods)
     if ici["data"] > 1 and ici["fsdp"] > 1:
         notes.append("ici_data x ici_fsdp: charged as ZeRO-3 over both")
     micro = int(value["num_pipeline_microbatches"])
@@ -222,10 +226,10 @@ def read(
     remat = _remat(value, notes)
     notes += xla_flags(text)
     degrees = Degrees(
-        world=chips, pods=pods, dp=dp, cp=ici["context"], tp=tp,
+        world=chips, pods=pods, dp=dp, cp=cp, tp=tp,
         pp=pp, vp=1, ep=ici["expert"] * spans["expert"], etp=tp,
         zero=3 if ici["fsdp"] * fsdp_pods > 1 else 0, fsdp_pods=fsdp_pods, pp_pods=pp_pods,
-        tp_pods=tp_pods, ep_pods=spans["expert"],
+        tp_pods=tp_pods, ep_pods=spans["expert"], cp_pods=cp_pods,
         seq_len=int(value["max_target_length"]),
         global_batch=global_batch, micro_batch=max(global_batch // (dp * m), 1),
         schedule="gpipe" if pp > 1 else "1f1b", remat=remat, sequence_parallel=tp > 1,
@@ -283,19 +287,15 @@ def _dcn(value: dict, across_nodes: bool) -> dict:
     """The DCN axes' degrees, each joined axis (fsdp_transpose, ...) to its twin as within a
     slice. Across GPU nodes (``across_nodes``) every axis runs, priced on the nodes' links.
     Across TPU slices, data parallelism and the axes that may span slices (``SPANNING``;
-    tensor_sequence joined to TP; MODEL.md §B.9 to §B.12); the context axes are refused by their
-    own names: the model runs CP inside a TPU slice only."""
+    tensor_sequence joined to TP; MODEL.md §B.9 to §B.13) but USP's Ulysses share, which MaxText
+    runs inside a slice only (``configs/types.py``), refused by name."""
     joined = {**{a: a for a in AXES}, **{a: to for a, (to, _) in JOINED.items()}}
     dcn = dict.fromkeys(AXES, 1)
     for axis, to in joined.items():
         degree = int(value.get(f"dcn_{axis}_parallelism", -1 if axis == "data" else 1))
-        if degree != 1 and to not in ("data", *SPANNING) and not across_nodes:
-            raise refuse(
-                f"dcn_{axis}_parallelism",
-                "1 across TPU slices: there the model runs data parallelism, FSDP, the pipeline,"
-                " TP and EP alone",
-                degree,
-            )
+        if degree != 1 and axis == "context_usp_ulysses" and not across_nodes:
+            why = "1 across TPU slices: MaxText runs USP's Ulysses share inside a slice only"
+            raise refuse(f"dcn_{axis}_parallelism", why, degree)
         dcn[to] *= degree
     return dcn
 

@@ -282,6 +282,10 @@ def _world(before: list, got: dict, chips: int | None, ds: bool) -> tuple[int, i
         1 if "--no-pipeline-parallel" in got else whole(got, "--pipeline-model-parallel-size", 1),
     )
     cp = whole(got, "--context-parallel-size", 1)
+    for flag, n in (("--tensor-model-parallel-size", tp), ("--pipeline-model-parallel-size", pp),
+                    ("--context-parallel-size", cp), (per_node, world)):  # fmt: skip
+        if n < 1:  # a degree of none splits nothing (a mangled value)
+            raise refuse(flag, "a whole number of at least 1", n)
     if world % (tp * pp * cp) and not before:  # flags alone (a YAML's MODEL_ARGS): no world
         raise refuse("chips", f"given: a file of flags does not say its GPUs (TP x PP x CP = "
                      f"{tp * pp * cp} of them or a multiple)", None)  # fmt: skip
