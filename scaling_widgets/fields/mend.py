@@ -86,10 +86,13 @@ def mended(state: dict, changes: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def _lacked(before: dict, chip) -> dict:
-    """What another chip has not: fp8 matmuls, and a profile made for the chip left behind."""
+    """What another chip has not: fp8 matmuls, a profile made for the chip left behind, and on
+    GPUs TP, EP or CP across pods (MODEL.md §B.11 to §B.13)."""
     out = {}
     if before["matmul_dtype"] == "fp8" and not chip.flops_fp8:
         out["matmul_dtype"] = "bf16"
+    if chip.is_gpu:
+        out.update({name: 1 for name in ("tp_pods", "ep_pods", "cp_pods") if before[name] > 1})
     if before["profile"] is not None and not runs_on(before["profile"], chip):
         out["profile"] = None
     return out

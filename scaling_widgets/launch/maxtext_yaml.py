@@ -116,11 +116,12 @@ def _mesh_lines(d: Degrees, cannot: list) -> list:
     an FSDP group, a pipeline, a TP, an EP or a CP group spans (MODEL.md §B.9 to §B.13)."""
     replicas = d.pods // (d.pp_pods * d.tp_pods)
     in_slice = d.ep // d.ep_pods  # an EP group across slices: its share in each
-    ep = math.gcd(in_slice, d.dp // replicas)  # MaxText's expert axis is carved out of data ranks
+    slice_ranks = d.dp // (replicas // d.cp_pods)  # a slice's data ranks: CP's slices hold none
+    ep = math.gcd(in_slice, slice_ranks)  # MaxText's expert axis is carved out of data ranks
     if ep != in_slice:
         cannot.append(f"EP {d.ep} folded over CP or TP: MaxText's expert axis is one of the"
                       f" data ranks' axes; written as EP {ep * d.ep_pods}")  # fmt: skip
-    per_slice_dp = d.dp // (replicas // d.cp_pods) // ep  # CP's slices hold no data ranks
+    per_slice_dp = slice_ranks // ep
     fsdp, data = (per_slice_dp, 1) if d.zero else (1, per_slice_dp)
     axes = dict(data=data, fsdp=fsdp, tensor=d.tp // d.tp_pods, context=d.cp // d.cp_pods,
                 expert=ep, pipeline=d.pp // d.pp_pods)  # fmt: skip

@@ -169,7 +169,9 @@ def layout_name(e: Estimate) -> str:
     """
     x, y, z = int(e.x), int(e.y), int(e.z)
     data = "FSDP" if e.zero == 3 else "DP"  # below ZeRO-3 the weights are whole on X
-    ep, cp = int(e.layout.ep), int(e.layout.cp)
+    # EP and CP's groups in all the pods they span (MODEL.md §B.12, §B.13)
+    E, C = int(e.layout.ep_pods), int(e.layout.cp_pods)
+    ep, cp = int(e.layout.ep) * E, int(e.layout.cp)
     folded = ep > 1 and bool(folds_over_tp(e.layout.etp, y))
     # the experts split over EP of the X chips (or of TP x X: whole experts on each chip)
     experts = f" with EP {ep}" if ep > 1 and not folded else ""
@@ -187,10 +189,9 @@ def layout_name(e: Estimate) -> str:
     extra += [f"PP across {spans} pods over DCN, {each}"] if spans > 1 else []
     T = int(e.layout.tp_pods)  # Y counts TP's chips, in all the pods it spans (MODEL.md §B.11)
     extra += [f"TP across {T} pods over DCN, {y // T} chip{'s' * (y // T > 1)} in each"] * (T > 1)
-    E = int(e.layout.ep_pods)  # EP's chips in each of the pods its group spans (MODEL.md §B.12)
-    extra += [f"EP {ep * E} across {E} pods over DCN, {ep} chip{'s' * (ep > 1)} in each"] * (E > 1)
-    C = int(e.layout.cp_pods)  # CP counts the group in all its pods (MODEL.md §B.13)
-    extra += [f"CP {cp} across {C} pods over DCN, {cp // C} chip{'s' * (cp > C)} in each"] * (C > 1)
+    for name, n, pods in (("EP", ep, E), ("CP", cp, C)):  # a pod's share of each group
+        extra += [f"{name} {n} across {pods} pods over DCN, {n // pods} chip{'s' * (n > pods)} in"
+                  " each"] * (pods > 1)  # fmt: skip
     if z > 1:
         virtual = (
             f" x {e.virtual_stages} virtual" if SCHEDULES[e.schedule].takes_virtual_stages else ""

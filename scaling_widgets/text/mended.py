@@ -86,6 +86,8 @@ def _spans(name: str, before: dict, after: dict) -> str:
     what, kept, held, pods = SPANS[name], after[name], before[name], after["pods"]
     if name == "tp_pods" and kept == 1 and before["strategy"] != after["strategy"]:
         return f"TP inside each pod: {after['strategy']} has no TP group"
+    if kept == 1 and after["hardware"].is_gpu and name in ("tp_pods", "ep_pods", "cp_pods"):
+        return f"{what} inside each cluster: on GPUs it spans nodes, not clusters over DCN"
     if name == "ep_pods" and after["model"].moe is None:
         return ""  # the line for EP says the model has no experts
     also = {"tp_pods": " and the heads", "ep_pods": " and the experts"}.get(name, "")

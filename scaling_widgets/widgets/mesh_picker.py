@@ -289,10 +289,11 @@ def _groups_of_x(mesh: MeshData, s: Scenario) -> str:
         " experts (whole ones on each chip)"
         if mesh.ep_folded
         else f"EP {mesh.ep} of them split the experts"
+        + (f" with as many in each of {s.ep_pods} pods" if s.ep_pods > 1 else "")
     )
-    parts = [experts] * (mesh.ep > 1) + [f"CP {mesh.cp} split each sequence ({s.cp_kind})"] * (
-        mesh.cp > 1
-    )
+    context = f"CP {mesh.cp} split each sequence ({s.cp_kind})"
+    context += f" with as many in each of {s.cp_pods} pods" if s.cp_pods > 1 else ""
+    parts = [experts] * (mesh.ep > 1) + [context] * (mesh.cp > 1)
     if not parts:
         return ""
     replicas = mesh.x // mesh.cp

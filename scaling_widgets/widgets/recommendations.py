@@ -26,9 +26,11 @@ from ._base import Bound, Message, check_kwargs
 from .scenario import Scenario
 
 TOP = 10  # groups shown
-# what a plan's row sets beside its knobs: a split by hand, under the best split's strategy, and
-# no measured step (that was another layout's)
-AS_ROW = dict(strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None)
+# what a plan's row sets beside its knobs: a split by hand, under the best split's strategy, no
+# measured step (that was another layout's), and no TP, EP or CP across pods (a plan's rows have
+# none: MODEL.md §B.11 to §B.13)
+AS_ROW = dict(strategy=BEST, optimal_split=False, axis_roles=(), measured_step_time=None,
+              tp_pods=1, ep_pods=1, cp_pods=1)  # fmt: skip
 CANDIDATES = 200  # best layouts read to form them: enough that ten groups are found
 # column -> (header, sort key of a Row, largest first?)
 COLUMNS = {

@@ -19,10 +19,10 @@ from traitlets import Instance, observe
 from ..catalog import name_of
 from ..cost.search.map_axes import BATCHES, batch_axis, chip_axis, chip_range
 from ..cost.search.strategy_map import FAMILIES, NONE_FITS, StrategyMap, map_keywords, strategy_map
-from ..cost.strategies import BEST
 from ..presets import MODELS
 from ..text.strategy_map import FAMILY_NAMES, THRESHOLD_NAMES, cell_text
 from ._base import Bound, Message, check_kwargs, vertical_axis
+from .recommendations import AS_ROW
 from .scenario import Scenario
 from .theme import color
 
@@ -338,14 +338,7 @@ class StrategyMapView(Bound, w.VBox):
         if knobs is None:
             self._picked.value = html.escape(cell_text(m, row, column))
             return
-        self._apply(
-            batch=float(m.batches[column]),
-            strategy=BEST,
-            optimal_split=False,
-            axis_roles=(),
-            measured_step_time=None,
-            **knobs,
-        )
+        self._apply(batch=float(m.batches[column]), **{**AS_ROW, **knobs})
         self._picked.value = html.escape("Loaded: " + cell_text(m, row, column))
 
     def _on_draw_click(self, button=None) -> None:

@@ -179,7 +179,7 @@ class StrategySelector(Bound, w.VBox):
                 "microbatches": int(e.microbatches),
                 "ep": s.ep,
                 "etp": s.etp,
-                "cp": int(e.layout.cp),
+                "cp": int(e.layout.cp) // int(e.layout.cp_pods),  # a pod's, as s.cp
             },
         )
         self._implied.value = _implied(s, e, mesh)

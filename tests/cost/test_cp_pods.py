@@ -106,3 +106,20 @@ def test_any_cp_group_across_pods_is_priced_whole_or_refused_by_name(pods, spans
         return
     assert int(e.chips) == 256 * pods and int(e.pods) == pods and int(e.layout.cp) == cp * spans
     assert 0 < float(e.step_time) < float("inf") and 0 < float(e.peak.reserved) < float("inf")
+
+
+def test_the_split_chosen_for_you_counts_the_cp_group_in_all_its_pods():
+    # 64 sequences of 128K over 8 pods: each group of CP 8 (4 in each of 2 pods) has two
+    # sequences at X = 8, which the fastest split takes
+    chosen = context(4, 2, strategy="fsdp+tp", batch=2**23, z=2)
+    assert (int(chosen.x), int(chosen.y)) == (8, 16)
+    by_hand = context(4, 2, strategy="fsdp+tp", batch=2**23, z=2, x=8, y=16)
+    assert float(chosen.step_time) == pytest.approx(float(by_hand.step_time))
+
+
+def test_maxtext_keeps_the_experts_axis_beside_a_context_axis_across_slices():
+    e = estimate(model=MODELS["mixtral-8x7b"], chip=HARDWARE["tpu-v5p"], slice_shape=(4, 8, 8),
+                 pods=8, batch=2**26, seq_len=2**15, strategy="fsdp+tp", x=16, y=16, ep=8, cp=2,
+                 cp_pods=4)  # fmt: skip
+    text = write_config("maxtext", e)
+    assert "ici_expert_parallelism: 8" in text and "written as EP" not in text

@@ -98,6 +98,8 @@ def test_a_change_of_model_or_pods_keeps_the_scenario_runnable():
     assert changes["ep_pods"] == 2 and said.startswith("EP across 2 pods, the most up to 4")
     changes, _ = mended(state, {"model": "llama-3-8b"})
     assert (changes["ep"], changes["ep_pods"]) == (1, 1)
+    changes, said = mended(state, {"hardware": "h100"})  # no groups across pods on GPUs
+    assert changes["ep_pods"] == 1 and "EP inside each cluster" in said
 
 
 @settings(max_examples=60, deadline=None)

@@ -159,3 +159,14 @@ def test_without_tokens_the_runs_columns_say_so_and_sort_last():
     table._run.click()
     assert all(math.isnan(row.cost) for row in table.rows)
     assert ">-</span>" in table._cells[table.rows[0].rank][7].value
+
+
+def test_a_row_picked_from_a_scenario_with_a_group_across_pods_is_the_rows_own_layout():
+    # a plan's rows hold no TP, EP or CP across pods: picking one leaves none behind
+    s = Scenario(model="llama-3-8b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
+                 batch=2**26, seq_len=2**17, strategy="fsdp", cp=4, cp_pods=2)  # fmt: skip
+    table = Recommendations(s)
+    table._run.click()
+    picked = table.row_scenario(2)
+    assert picked.cp_pods == 1
+    assert float(picked.estimate().step_time) == float(table.plan.estimate(2).step_time)

@@ -22,7 +22,7 @@ from ..strategies import BEST, STRATEGIES
 from ..transformer.exactness import Exactness
 from ..values import Cluster, Layout, Workload
 from .feasible import implied_cp, possible, stages
-from .split_choice import best_legal_split, default_microbatches, layout_rings
+from .split_choice import best_legal_split, cp_group, default_microbatches, layout_rings
 
 
 @record(eq=False)
@@ -133,7 +133,7 @@ def _cp(workload: Workload, layout: Layout, X, P, m) -> np.ndarray:
     """CP as given, or the smallest that gives each replica whole sequences of its microbatches
     (or of ``microbatch_seqs`` sequences each)."""
     if layout.cp is not None:  # the group in all the pods it spans (MODEL.md §B.13)
-        return np.asarray(layout.cp) * layout.cp_pods
+        return cp_group(layout)
     per_microbatch = m if layout.microbatch_seqs is None else layout.microbatch_seqs
     return implied_cp(
         batch=workload.batch, seq_len=workload.seq_len, x=X, pods=P, microbatches=per_microbatch

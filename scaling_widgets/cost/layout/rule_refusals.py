@@ -337,12 +337,14 @@ def context(i, *, model, seq_len, batch, pods, x, y, microbatches, cp, given, cp
         )
     shard_heads = max(model.kv_heads // Y, 1)
     ulysses = np.broadcast_to(np.asarray(cp_kind) == "ulysses", np.shape(cp))[i]
+    C = int(np.broadcast_to(given.cp_pods, np.shape(cp))[i])  # the pods the group spans (§B.13)
+    spans = f", times the {C} pods it spans," if C > 1 else ""
     return refuse(
         "cp",
-        f"a CP degree dividing the data axis X = {X} it is taken from and the sequence of"
+        f"a CP degree dividing the data axis X = {X} it is taken from and{spans} the sequence of"
         f" {1 if seq_len is None else seq_len}"
         + (f", and the {shard_heads} KV heads of each TP shard (Ulysses)" if ulysses else ""),
-        CP,
+        CP // C,
     )
 
 

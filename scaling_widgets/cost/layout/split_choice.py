@@ -69,7 +69,7 @@ def _schedules_count(m, layout: Layout, Z, workload: Workload, X, P) -> np.ndarr
         return m
     shape = np.broadcast_shapes(np.shape(m), np.shape(Z), np.shape(X), np.shape(layout.schedule))
     flat = [np.broadcast_to(a, shape).ravel() for a in (m, Z, X, layout.schedule)]
-    cp = 1 if layout.cp is None else np.broadcast_to(layout.cp, shape).ravel()
+    cp = 1 if layout.cp is None else np.broadcast_to(cp_group(layout), shape).ravel()
     found = fewest_whole(workload=workload, x=flat[2], z=flat[1], pods=P, cp=cp, schedule=flat[3])
     # a part share's count, at most a sequence a microbatch: one fewer for an even one
     fewer = np.maximum(flat[0] - 1, 1)
@@ -97,7 +97,7 @@ def replica_sequences(workload: Workload, layout: Layout, X, P) -> np.ndarray:
     sequences : np.ndarray
         S = B·CP/(T·X·P) per layout, not rounded [sequences].
     """
-    cp = 1 if layout.cp is None else np.asarray(layout.cp)
+    cp = 1 if layout.cp is None else cp_group(layout)
     return workload.batch * cp / (workload.seq_len * np.asarray(X) * P)
 
 
@@ -142,7 +142,7 @@ def best_legal_split(cluster, workload, layout, exact, Z, stage_chips, rings):
     split, per_microbatch = _split_keywords(cluster, workload, layout, exact, Z, rings)
     x, y = best_split(**split)
     if np.any(x == 0):
-        cp = None if layout.cp is None else int(np.max(layout.cp))
+        cp = None if layout.cp is None else int(np.max(cp_group(layout)))
         T, P = workload.seq_len or 1, cluster.replicas(layout)
         raise _no_split(workload, split, stage_chips, P, T, np.max(per_microbatch), cp)
     return x, y
@@ -296,7 +296,7 @@ def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips, T) ->
             batch=workload.batch, pods=pods, microbatches=per_microbatch, ep=layout.ep
         ).items()
     }
-    cp = along(layout.cp)
+    cp = along(cp_group(layout))
     if cp is None:
         cp = implied_cp(
             seq_len=workload.seq_len,
@@ -313,6 +313,7 @@ def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips, T) ->
         etp=along(layout.etp),
         cp=cp,
         cp_kind=along(layout.cp_kind),
+        cp_pods=along(layout.cp_pods),
         **per_layout,
     )
     # microbatches (or their sequences) given split each replica's whole sequences evenly
@@ -321,7 +322,7 @@ def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips, T) ->
     whole = ok["whole"] if given else True
     # the schedule's microbatches are placed before any CP is implied: CP as given, or 1
     staged = _schedule_runs_on(
-        layout, workload, Z, X, pods, 1 if layout.cp is None else along(layout.cp)
+        layout, workload, Z, X, pods, 1 if layout.cp is None else along(cp_group(layout))
     )
     return ok["sequences"] & ok["experts"] & ok["context"] & whole & staged
 
@@ -346,6 +347,22 @@ def _schedule_runs_on(layout: Layout, workload: Workload, Z, X, P, cp) -> np.nda
         schedule=flat[2], stages=Z, microbatches=np.maximum(most - 1, 1)
     )
     return np.where(whole, found > 0, part).reshape(shape)
+
+
+def cp_group(layout: Layout):
+    """CP's group as given, in all the pods it spans (MODEL.md §B.13); None where CP is implied.
+
+    Parameters
+    ----------
+    layout : Layout
+        The layout as asked for: its ``cp`` (a pod's) and ``cp_pods``.
+
+    Returns
+    -------
+    cp : np.ndarray or None
+        cp·cp_pods per layout, or None.
+    """
+    return None if layout.cp is None else np.asarray(layout.cp) * layout.cp_pods
 
 
 def along(value):
