@@ -131,6 +131,10 @@ class Cluster:
         return self.pods // (layout.pp_pods * layout.tp_pods)
 
 
+# the layout's fields of the groups that may span pods (MODEL.md §B.9 to §B.13)
+SPANS = ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods")
+
+
 @record(eq=False)
 class Workload:
     """What is trained: the model, the global batch [tokens], its sequences, the precision, and

@@ -19,6 +19,7 @@ from ..cost.hardware.slices import slices_near
 from ..cost.stacks import COMPILING, PAIRING, REGISTRY, feature_names
 from ..cost.step.profiles import default_stack, runs_on
 from ..cost.strategies import STRATEGIES
+from ..cost.values import SPANS
 from ..text import mended as words
 from .state import checked, coerced, filled
 
@@ -92,7 +93,7 @@ def _lacked(before: dict, chip) -> dict:
     if before["matmul_dtype"] == "fp8" and not chip.flops_fp8:
         out["matmul_dtype"] = "bf16"
     if chip.is_gpu:
-        out.update({name: 1 for name in ("tp_pods", "ep_pods", "cp_pods") if before[name] > 1})
+        out.update({name: 1 for name in SPANS[2:] if before[name] > 1})  # TP, EP and CP's
     if before["profile"] is not None and not runs_on(before["profile"], chip):
         out["profile"] = None
     return out
@@ -168,7 +169,7 @@ def _pods_shared(state: dict) -> dict:
     kept = {}
     experts = catalog.model(state["model"]).moe
     ep = state["ep"]
-    for name in ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods"):
+    for name in SPANS:
         shared = state[name]
         # TP's group in all its pods divides the heads too, EP's the experts
         while (

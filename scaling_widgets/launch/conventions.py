@@ -21,10 +21,8 @@ from ..cost.ground.records import record
 from ..cost.ground.refusals import refuse
 from ..cost.hardware.slices import slice_for
 from ..cost.stacks import feature_names
+from ..cost.values import SPANS
 from ..text.explain import ENDS_NAMED
-
-# the pods each group that crosses the data-center network spans (MODEL.md §B.9 to §B.11)
-SPANS = ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods")
 
 
 @record

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..cost.values import SPANS
 from . import units
 
 
@@ -33,8 +34,7 @@ def said(before: dict, after: dict, mends: dict) -> str:
 
 
 ORDER = ("slice_shape", "z", "y", "axis_roles", "matmul_dtype", "profile", "torch_compile",
-         "features", "ep", "ep_overlap", "fsdp_pods", "pp_pods", "tp_pods", "ep_pods",
-         "cp_pods")  # fmt: skip
+         "features", "ep", "ep_overlap", *SPANS)  # fmt: skip
 
 
 def _part(name: str, before: dict, after: dict) -> str:
@@ -70,20 +70,19 @@ def _part(name: str, before: dict, after: dict) -> str:
         return f"EP {after['ep']}, the largest up to {before['ep']} dividing {experts} experts"
     if name == "ep_overlap" and model.moe is not None:
         return f"the expert all-to-alls no longer paired: {stack} does not pair passes"
-    if name in SPANS:
+    if name in NAMED:
         return _spans(name, before, after)
     return ""
 
 
 # the groups that may span pods, by name (MODEL.md §B.9 to §B.12)
-SPANS = {"fsdp_pods": "FSDP", "pp_pods": "the pipeline", "tp_pods": "TP", "ep_pods": "EP",
-         "cp_pods": "CP"}  # fmt: skip
+NAMED = dict(zip(SPANS, ("FSDP", "the pipeline", "TP", "EP", "CP")))
 
 
 def _spans(name: str, before: dict, after: dict) -> str:
     """A group across fewer pods: its strategy or model has none to span them, or the most up
     to the count held that divides the pods (and the heads or the experts) spans them."""
-    what, kept, held, pods = SPANS[name], after[name], before[name], after["pods"]
+    what, kept, held, pods = NAMED[name], after[name], before[name], after["pods"]
     if name == "tp_pods" and kept == 1 and before["strategy"] != after["strategy"]:
         return f"TP inside each pod: {after['strategy']} has no TP group"
     if kept == 1 and after["hardware"].is_gpu and name in ("tp_pods", "ep_pods", "cp_pods"):

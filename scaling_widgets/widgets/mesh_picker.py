@@ -13,6 +13,7 @@ from traitlets import Dict
 from ..catalog import name_of
 from ..cost.ground.refusals import InputError
 from ..cost.hardware.slice_names import is_slice_name, named_slice, names_slices, slice_name
+from ..cost.values import SPANS
 from ..cost.views import MeshData
 from ..presets import HARDWARE
 from ..text import units
@@ -70,11 +71,8 @@ class MeshPicker(Bound, w.VBox):
         )
         self._name.add_class("sw-slice-name")
         self._pods = control("pods")
-        self._fsdp_pods = control("fsdp_pods")  # shown with more than one pod
-        self._pp_pods = control("pp_pods")  # shown with more than one pod
-        self._tp_pods = control("tp_pods")  # shown with more than one pod
-        self._ep_pods = control("ep_pods")  # shown with more than one pod, for a MoE model
-        self._cp_pods = control("cp_pods")  # shown with more than one pod
+        # the pods each group spans: shown with more than one pod (EP's for a MoE model)
+        self._spans = {name: control(name) for name in SPANS}
         self._by_hand = w.Checkbox(description="Assign axes to roles by hand", indent=False)
         self._roles = w.HBox()
         self._info = w.HTML()
@@ -88,11 +86,7 @@ class MeshPicker(Bound, w.VBox):
                 self._name,
                 self._axes,
                 self._pods,
-                self._fsdp_pods,
-                self._pp_pods,
-                self._tp_pods,
-                self._ep_pods,
-                self._cp_pods,
+                *self._spans.values(),
                 self._by_hand,
                 self._roles,
                 self._message,
@@ -105,11 +99,8 @@ class MeshPicker(Bound, w.VBox):
         self._hardware.observe(self._on_hardware_change, "value")
         self._name.observe(self._on_name_change, "value")
         self._bind(self._pods, "pods")
-        self._bind(self._fsdp_pods, "fsdp_pods")
-        self._bind(self._pp_pods, "pp_pods")
-        self._bind(self._tp_pods, "tp_pods")
-        self._bind(self._ep_pods, "ep_pods")
-        self._bind(self._cp_pods, "cp_pods")
+        for name, box in self._spans.items():
+            self._bind(box, name)
         self._by_hand.observe(self._on_by_hand_change, "value")
         # recomputed after every change of the scenario
         self.analysis.observe(self._on_mesh_change, "mesh")
@@ -142,12 +133,9 @@ class MeshPicker(Bound, w.VBox):
         self._name.value = name or ""
         self._name.layout.display = "" if names_slices(s.hardware) else "none"
         super()._show_scenario()
-        self._fsdp_pods.layout.display = "" if s.pods > 1 else "none"
-        self._pp_pods.layout.display = "" if s.pods > 1 else "none"
-        self._tp_pods.layout.display = "" if s.pods > 1 else "none"
-        moe = s.model.moe is not None
-        self._ep_pods.layout.display = "" if s.pods > 1 and moe else "none"
-        self._cp_pods.layout.display = "" if s.pods > 1 else "none"
+        for name, box in self._spans.items():
+            shown = s.pods > 1 and (name != "ep_pods" or s.model.moe is not None)
+            box.layout.display = "" if shown else "none"
         self._by_hand.value = bool(s.axis_roles)
         self._roles.layout.display = "" if s.axis_roles else "none"
         for box, role in zip(self._roles.children, s.axis_roles or ("x",) * len(s.slice_shape)):
@@ -234,11 +222,7 @@ class MeshPicker(Bound, w.VBox):
                 "hardware": s.hardware.name,
                 "slice_shape": s.slice_shape,
                 "pods": s.pods,
-                "fsdp_pods": s.fsdp_pods,
-                "pp_pods": s.pp_pods,
-                "tp_pods": s.tp_pods,
-                "ep_pods": s.ep_pods,
-                "cp_pods": s.cp_pods,
+                **{name: getattr(s, name) for name in SPANS},
                 "axis_roles": s.axis_roles,
                 "x": mesh.x,
                 "y": mesh.y,

@@ -485,7 +485,7 @@ def test_fsdp_across_pods_is_offered_with_pods_and_kept_runnable_when_they_chang
     s = Scenario(model="llama-2-13b", hardware="tpu-v5e", slice_shape=(4, 4), pods=2,
                  batch=2**16, seq_len=2048, strategy="fsdp", remat="full")  # fmt: skip
     picker = MeshPicker(s)
-    control = picker._fsdp_pods
+    control = picker._spans["fsdp_pods"]
     assert control.layout.display == ""
     control.value = 2
     assert s.fsdp_pods == 2 and picker.value["fsdp_pods"] == 2
@@ -501,7 +501,7 @@ def test_the_mesh_picker_offers_a_pipeline_across_pods_and_the_panel_prices_it()
     s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
                  batch=2**23, seq_len=8192, strategy="fsdp", z=2)  # fmt: skip
     picker = MeshPicker(s)
-    control = picker._pp_pods
+    control = picker._spans["pp_pods"]
     assert control.layout.display == ""
     control.value = 2
     assert s.pp_pods == 2 and picker.value["pp_pods"] == 2
@@ -523,7 +523,7 @@ def test_the_mesh_picker_offers_tp_across_pods_and_the_panel_prices_it():
                  batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=64, y=4,
                  remat="full")  # fmt: skip
     picker = MeshPicker(s)
-    control = picker._tp_pods
+    control = picker._spans["tp_pods"]
     assert control.layout.display == ""
     control.value = 2
     assert s.tp_pods == 2 and picker.value["tp_pods"] == 2 and picker.value["y"] == 4
@@ -545,7 +545,7 @@ def test_the_mesh_picker_offers_ep_across_pods_for_a_moe_model_and_the_panel_pri
     s = Scenario(model="mixtral-8x7b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
                  batch=2**23, seq_len=4096, strategy="fsdp", ep=4)  # fmt: skip
     picker = MeshPicker(s)
-    control = picker._ep_pods
+    control = picker._spans["ep_pods"]
     assert control.layout.display == ""
     control.value = 2
     assert s.ep_pods == 2 and picker.value["ep_pods"] == 2
@@ -564,7 +564,7 @@ def test_the_mesh_picker_offers_cp_across_pods_and_the_panel_prices_it():
     s = Scenario(model="llama-3-8b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
                  batch=2**26, seq_len=2**17, strategy="fsdp", cp=4)  # fmt: skip
     picker = MeshPicker(s)
-    control = picker._cp_pods
+    control = picker._spans["cp_pods"]
     assert control.layout.display == ""
     control.value = 2
     assert s.cp_pods == 2 and picker.value["cp_pods"] == 2

@@ -34,7 +34,7 @@ from ..step.profiles import default_stack, runs_on
 from ..strategies import STRATEGIES
 from ..transformer.experts import folds_over_tp
 from ..transformer.shapes import Model
-from ..values import Cluster, Layout, Options, Workload
+from ..values import SPANS, Cluster, Layout, Options, Workload
 from . import rule_refusals
 
 
@@ -156,9 +156,8 @@ def _groups_across_pods(model: Model, layout: Layout) -> None:
         )
 
 
-# The groups that may span pods, by field (MODEL.md §B.9 to §B.13)
-SPANS = {"fsdp_pods": "FSDP", "pp_pods": "a pipeline", "tp_pods": "TP", "ep_pods": "EP",
-         "cp_pods": "CP"}  # fmt: skip
+# The groups that may span pods, by field, and their names (MODEL.md §B.9 to §B.13)
+NAMED = dict(zip(SPANS, ("FSDP", "a pipeline", "TP", "EP", "CP")))
 
 
 def _cluster_together(cluster, layout) -> None:
@@ -172,7 +171,7 @@ def _cluster_together(cluster, layout) -> None:
             tuple(layout.axis_roles),
         )
     P, before = np.asarray(cluster.pods), []
-    for name, what in SPANS.items():
+    for name, what in NAMED.items():
         given = getattr(layout, name)
         n = np.asarray(given)
         if np.any(P % n != 0):
@@ -184,7 +183,7 @@ def _cluster_together(cluster, layout) -> None:
         if spanning:
             raise refuse(
                 name,
-                f"1 with {' or '.join(SPANS[b] for b in spanning)} across pods"
+                f"1 with {' or '.join(NAMED[b] for b in spanning)} across pods"
                 f" ({' or '.join(spanning)} > 1): one group spans pods at a time",
                 given,
             )
