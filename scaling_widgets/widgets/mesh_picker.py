@@ -48,10 +48,11 @@ class MeshPicker(Bound, w.VBox):
     analysis : Analysis
         The scenario's shared analysis, whose ``mesh`` the picture draws.
     value : dict
-        "hardware" (the chip's name), "slice_shape", "pods", "fsdp_pods", "pp_pods", "tp_pods",
-        "axis_roles", and the groups that result in a pod: "x", "y", "z" (X, Y, Z: the data,
-        tensor and pipeline groups' sizes [chips]), "mx", "my" (M_X, M_Y: the mesh axes X and Y
-        span) and "wrap_x", "wrap_y" (whether X's and Y's rings wrap around); read-only.
+        "hardware" (the chip's name), "slice_shape", "pods", the pods each group spans
+        ("fsdp_pods", "pp_pods", "tp_pods", "ep_pods", "cp_pods"), "axis_roles", and the groups
+        that result in a pod: "x", "y", "z" (X, Y, Z: the data, tensor and pipeline groups' sizes
+        [chips]), "mx", "my" (M_X, M_Y: the mesh axes X and Y span) and "wrap_x", "wrap_y"
+        (whether X's and Y's rings wrap around); read-only.
     """
 
     value = Dict(read_only=True)
