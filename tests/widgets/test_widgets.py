@@ -497,86 +497,56 @@ def test_fsdp_across_pods_is_offered_with_pods_and_kept_runnable_when_they_chang
     assert control.layout.display == "none"
 
 
-def test_the_mesh_picker_offers_a_pipeline_across_pods_and_the_panel_prices_it():
-    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
-                 batch=2**23, seq_len=8192, strategy="fsdp", z=2)  # fmt: skip
+# Each group that may span pods (MODEL.md §B.10 to §B.13): a scenario that has one, the row of
+# the mesh picture it takes on the pods' axis, its words, and its knobs as the API's keywords
+ACROSS_PODS = {
+    "pp_pods": (dict(model="llama-3-70b", pods=4, batch=2**23, seq_len=8192, strategy="fsdp", z=2),
+                2, "each pipeline", dict(pp=2)),
+    "tp_pods": (dict(model="llama-3-70b", pods=4, batch=2**23, seq_len=8192, strategy="fsdp+tp",
+                     optimal_split=False, x=64, y=4, remat="full"),
+                1, "each TP group", dict(fsdp=64, tp=4, remat="full")),
+    "ep_pods": (dict(model="mixtral-8x7b", pods=8, batch=2**23, seq_len=4096, strategy="fsdp",
+                     ep=4), 3, "each EP group", dict(ep=4)),
+    "cp_pods": (dict(model="llama-3-8b", pods=8, batch=2**26, seq_len=2**17, strategy="fsdp",
+                     cp=4), 4, "each CP group", dict(cp=4)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ACROSS_PODS)
+def test_the_mesh_picker_offers_each_group_across_pods_and_the_panel_prices_it(name):
+    knobs, row, words, api = ACROSS_PODS[name]
+    s = Scenario(hardware="tpu-v5p", slice_shape=(4, 8, 8), **knobs)
     picker = MeshPicker(s)
-    control = picker._spans["pp_pods"]
+    control = picker._spans[name]
     assert control.layout.display == ""
     control.value = 2
-    assert s.pp_pods == 2 and picker.value["pp_pods"] == 2
-    assert "each pipeline across 2 of them" in picker._info.value
-    bars = picker._picture._bars  # the pods' axis: half the pipeline, half the data replicas
-    pods = list(bars.x).index("pods over DCN (4)")
-    assert np.asarray(bars.y)[[0, 2], pods].tolist() == [1.0, 1.0]
-    e = sw.estimate(model="llama-3-70b", mesh="v5p-512", pods=4, batch="8M", seq_len="8k",
-                    strategy="fsdp", pp=2, pp_pods=2)  # fmt: skip
+    assert getattr(s, name) == 2 and picker.value[name] == 2
+    assert f"{words} across 2 of them" in picker._info.value
+    bars = picker._picture._bars  # the pods' axis: the group's 2 pods, and the replicas of them
+    pods = list(bars.x).index(f"pods over DCN ({s.pods})")
+    assert np.asarray(bars.y)[[0, row], pods].tolist() == [np.log2(s.pods // 2), 1.0]
+    where = {k: knobs[k] for k in ("model", "pods", "batch", "seq_len", "strategy")}
+    e = sw.estimate(mesh="v5p-512", **where, **api, **{name: 2})
     assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
-    control.value = 3  # does not divide 4 pods: refused inline, the scenario kept
-    assert s.pp_pods == 2 and "got 3" in picker._message.value
-    s.pods = 3  # a pipeline across 2 of 3 pods cannot run: the most that divides them
-    assert s.pp_pods == 1
+    control.value = 3  # divides neither 4 nor 8 pods: refused inline, the scenario kept
+    assert getattr(s, name) == 2 and "got 3" in picker._message.value
 
 
-def test_the_mesh_picker_offers_tp_across_pods_and_the_panel_prices_it():
-    s = Scenario(model="llama-3-70b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=4,
-                 batch=2**23, seq_len=8192, strategy="fsdp+tp", optimal_split=False, x=64, y=4,
-                 remat="full")  # fmt: skip
-    picker = MeshPicker(s)
-    control = picker._spans["tp_pods"]
-    assert control.layout.display == ""
-    control.value = 2
-    assert s.tp_pods == 2 and picker.value["tp_pods"] == 2 and picker.value["y"] == 4
-    assert "each TP group across 2 of them" in picker._info.value
-    bars = picker._picture._bars  # the pods' axis: half TP, half the data replicas
-    pods = list(bars.x).index("pods over DCN (4)")
-    assert np.asarray(bars.y)[[0, 1], pods].tolist() == [1.0, 1.0]
-    e = sw.estimate(model="llama-3-70b", mesh="v5p-512", pods=4, batch="8M", seq_len="8k",
-                    strategy="fsdp+tp", fsdp=64, tp=4, tp_pods=2, remat="full")  # fmt: skip
-    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
-    s.strategy = "fsdp"  # no TP group left to span pods: inside each pod again
-    assert s.tp_pods == 1
-    s.strategy, s.tp_pods = "fsdp+tp", 2
-    s.pods = 3  # TP across 2 of 3 pods cannot run: the most that divides them
-    assert s.tp_pods == 1
-
-
-def test_the_mesh_picker_offers_ep_across_pods_for_a_moe_model_and_the_panel_prices_it():
-    s = Scenario(model="mixtral-8x7b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
-                 batch=2**23, seq_len=4096, strategy="fsdp", ep=4)  # fmt: skip
-    picker = MeshPicker(s)
-    control = picker._spans["ep_pods"]
-    assert control.layout.display == ""
-    control.value = 2
-    assert s.ep_pods == 2 and picker.value["ep_pods"] == 2
-    assert "each EP group across 2 of them" in picker._info.value
-    bars = picker._picture._bars  # the pods' axis: 8 = 4 replicas of 2 pods an EP group spans
-    pods = list(bars.x).index("pods over DCN (8)")
-    assert np.asarray(bars.y)[[0, 3], pods].tolist() == [2.0, 1.0]
-    e = sw.estimate(model="mixtral-8x7b", mesh="v5p-512", pods=8, batch="8M", seq_len="4k",
-                    strategy="fsdp", ep=4, ep_pods=2)  # fmt: skip
-    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
-    s.model = "llama-3-8b"  # a dense model: no experts to split, over pods or not
-    assert (s.ep, s.ep_pods) == (1, 1) and control.layout.display == "none"
-
-
-def test_the_mesh_picker_offers_cp_across_pods_and_the_panel_prices_it():
-    s = Scenario(model="llama-3-8b", hardware="tpu-v5p", slice_shape=(4, 8, 8), pods=8,
-                 batch=2**26, seq_len=2**17, strategy="fsdp", cp=4)  # fmt: skip
-    picker = MeshPicker(s)
-    control = picker._spans["cp_pods"]
-    assert control.layout.display == ""
-    control.value = 2
-    assert s.cp_pods == 2 and picker.value["cp_pods"] == 2
-    assert "each CP group across 2 of them" in picker._info.value
-    bars = picker._picture._bars  # the pods' axis: 8 = 4 replicas of 2 pods a CP group spans
-    pods = list(bars.x).index("pods over DCN (8)")
-    assert np.asarray(bars.y)[[0, 4], pods].tolist() == [2.0, 1.0]
-    e = sw.estimate(model="llama-3-8b", mesh="v5p-512", pods=8, batch="64M", seq_len="128k",
-                    strategy="fsdp", cp=4, cp_pods=2)  # fmt: skip
-    assert float(s.estimate().step_time) == pytest.approx(float(e.step_time))  # one answer
-    control.value = 3  # does not divide 8 pods: refused inline, the scenario kept
-    assert s.cp_pods == 2 and "got 3" in picker._message.value
+def test_a_change_that_leaves_a_group_across_pods_impossible_mends_it():
+    pipeline = Scenario(hardware="tpu-v5p", slice_shape=(4, 8, 8), **ACROSS_PODS["pp_pods"][0])
+    pipeline.pp_pods = 2
+    pipeline.pods = 3  # a pipeline across 2 of 3 pods cannot run: the most that divides them
+    assert pipeline.pp_pods == 1
+    tensor = Scenario(hardware="tpu-v5p", slice_shape=(4, 8, 8), **ACROSS_PODS["tp_pods"][0])
+    tensor.tp_pods = 2
+    tensor.strategy = "fsdp"  # no TP group left to span pods: inside each pod again
+    assert tensor.tp_pods == 1
+    experts = Scenario(hardware="tpu-v5p", slice_shape=(4, 8, 8), **ACROSS_PODS["ep_pods"][0])
+    picker = MeshPicker(experts)
+    experts.ep_pods = 2
+    experts.model = "llama-3-8b"  # a dense model: no experts to split, over pods or not
+    assert (experts.ep, experts.ep_pods) == (1, 1)
+    assert picker._spans["ep_pods"].layout.display == "none"
 
 
 def test_the_strategy_selector_shows_a_pods_stages_and_splits_under_a_pipeline_across_pods():
