@@ -244,11 +244,10 @@ def _describe(mesh: MeshData, s: Scenario) -> str:
         groups = f"{where}; Z = {mesh.z}.{_groups_of_x(mesh, s)}"
         return f"<b>{mesh.chips:,} GPUs</b>: {nodes} nodes x {per_node}. {groups}"
     pods = f" x {mesh.pods} pods over DCN" if mesh.pods > 1 else ""
-    pods += f" (FSDP across {s.fsdp_pods} of them)" if s.fsdp_pods > 1 else ""
-    pods += f" (each pipeline across {s.pp_pods} of them)" if s.pp_pods > 1 else ""
-    pods += f" (each TP group across {s.tp_pods} of them)" if s.tp_pods > 1 else ""
-    pods += f" (each EP group across {s.ep_pods} of them)" if s.ep_pods > 1 else ""
-    pods += f" (each CP group across {s.cp_pods} of them)" if s.cp_pods > 1 else ""
+    groups = ("FSDP", "each pipeline", "each TP group", "each EP group", "each CP group")
+    for name, group in zip(SPANS, groups):
+        n = getattr(s, name)
+        pods += f" ({group} across {n} of them)" if n > 1 else ""
 
     def ring(wraps: bool, size: int) -> str:
         return "" if size == 1 else (" (ring)" if wraps else " (no wraparound)")

@@ -120,24 +120,13 @@ def together(cluster: Cluster, workload: Workload, layout: Layout, options: Opti
             f"one made for the {options.profile.chip}",
         )
     _cluster_together(cluster, layout)
-    _groups_across_pods(workload.model, layout)
+    _experts_across_pods(workload.model, layout)
     _broadcast(cluster, workload, layout, options)
 
 
-def _groups_across_pods(model: Model, layout: Layout) -> None:
-    """A TP group across pods whose Y·T chips divide the heads as TP must; an EP group across
-    pods: a MoE model's, whose experts the whole group's EP·E chips divide, taken from the data
-    axis (not folded over TP) (MODEL.md §B.11, §B.12)."""
-    T = np.asarray(layout.tp_pods)
-    if layout.y is not None and np.any(T > 1):
-        Y, H, K = np.asarray(layout.y) * T, model.heads, model.kv_heads
-        if np.any((H % Y != 0) | ((Y % K != 0) & (K % Y != 0))):
-            raise refuse(
-                "tp_pods",
-                f"a count of pods whose TP groups, Y x pods, divide the model's {H} heads (and"
-                f" its {K} KV heads divide them or they the KV heads)",
-                f"{layout.tp_pods} (TP {layout.y} in each: {Y} chips)",
-            )
+def _experts_across_pods(model: Model, layout: Layout) -> None:
+    """An EP group across pods: a MoE model's, taken from the data axis (not folded over TP);
+    ``runs`` checks that its EP·E chips divide the experts (MODEL.md §B.12)."""
     E = np.asarray(layout.ep_pods)
     if not np.any(E > 1):
         return
@@ -146,13 +135,6 @@ def _groups_across_pods(model: Model, layout: Layout) -> None:
     if layout.etp is not None and np.any((np.asarray(layout.etp) == 1) & (E > 1)):
         raise refuse(
             "ep_pods", "1 with EP folded over TP (etp 1): fold it inside a pod", layout.ep_pods
-        )
-    group = np.asarray(layout.ep) * E
-    if np.any(model.moe.experts % group):
-        raise refuse(
-            "ep_pods",
-            f"a count of pods whose EP groups, EP x pods, divide the {model.moe.experts} experts",
-            f"{layout.ep_pods} (EP {layout.ep} in each: {group} chips)",
         )
 
 
@@ -334,6 +316,7 @@ def runs(
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
     cp_pods: ArrayLike = 1,
+    ep_pods: ArrayLike = 1,
 ) -> dict[str, np.bool_ | np.ndarray]:
     """Which layouts can run, rule by rule: name -> boolean array (MODEL.md §A.3, §A.6, §B.6).
 
@@ -401,6 +384,8 @@ def runs(
         The last stage's layers, given.
     cp_pods : int or array_like, default 1
         The pods the CP group spans, CP/cp_pods of its chips in each pod's X.
+    ep_pods : int or array_like, default 1
+        The pods the EP group spans, EP of its chips in each pod's X, EP·ep_pods in all.
 
     Returns
     -------
@@ -438,7 +423,8 @@ def runs(
             schedule,
         ),
         "schedule": schedules.runs(schedule=schedule, stages=z, microbatches=microbatches),
-        "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp),
+        "experts": _experts_fit(E, EP, np.asarray(x), np.asarray(y), etp)
+        & (E % (EP * np.asarray(ep_pods)) == 0),  # the group in all its pods (§B.12)
         # a CP group across pods: CP/cp_pods of its chips in each pod's X (MODEL.md §B.13)
         "context": (np.asarray(x) % (CP // np.asarray(cp_pods)) == 0)
         & (T % CP == 0)

@@ -123,6 +123,7 @@ def place(cluster: Cluster, workload: Workload, layout: Layout, exact: Exactness
         cp_kind=layout.cp_kind,
         schedule=layout.schedule,
         cp_pods=layout.cp_pods,
+        ep_pods=layout.ep_pods,
     )
     M_X = span.mx if layout.mx is None else np.asarray(layout.mx, dtype=float)
     M_Y = span.my if layout.my is None else np.asarray(layout.my, dtype=float)

@@ -115,9 +115,10 @@ def whole(i, *, seq_len, batch, pods, x, microbatches, cp, given, **_) -> InputE
     )
 
 
-def heads(i, *, model, y, **_) -> InputError:
+def heads(i, *, model, y, given, **_) -> InputError:
     """A TP degree that does not divide the attention heads, or that the KV heads neither divide
-    nor are divided by: name ``y`` and the model's heads.
+    nor are divided by: name ``y`` and the model's heads; ``tp_pods`` where the group spans pods
+    (MODEL.md §B.11).
 
     Parameters
     ----------
@@ -126,15 +127,25 @@ def heads(i, *, model, y, **_) -> InputError:
     model : Model
         The model: N_h and K, its heads and KV heads.
     y : np.ndarray
-        Y per layout, the tensor-parallel degree [chips].
+        Y per layout, the tensor-parallel degree, in all the pods it spans [chips].
+    given : Layout
+        The layout as asked for: its ``tp_pods``.
     **_
         The placed layout's other keywords, not read.
 
     Returns
     -------
     error : InputError
-        Naming ``y``.
+        Naming ``y``, or ``tp_pods``.
     """
+    T = int(np.broadcast_to(given.tp_pods, np.shape(y))[i])
+    if T > 1:
+        return refuse(
+            "tp_pods",
+            f"a count of pods whose TP groups, Y x pods, divide the model's {model.heads} heads"
+            f" (and its {model.kv_heads} KV heads divide them or they the KV heads)",
+            f"{T} (TP {int(y[i]) // T} in each: {int(y[i])} chips)",
+        )
     return refuse(
         "y",
         f"a TP degree dividing the model's {model.heads} attention heads, that its"
@@ -213,7 +224,7 @@ def _given_ends(model, Z, v, given, schedule) -> InputError:
     )
 
 
-def experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
+def experts(i, *, model, x, y, ep, given, etp=None, **_) -> InputError:
     """An EP degree that does not split the experts and the axes it is taken from, or an expert
     TP other than 1 or Y: name ``ep`` (or ``etp``) and what would divide.
 
@@ -229,6 +240,8 @@ def experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
         Y per layout, the tensor-parallel degree [chips].
     ep : np.ndarray
         EP per layout, the expert-parallel degree [chips].
+    given : Layout
+        The layout as asked for: its ``ep_pods``.
     etp : np.ndarray, optional
         The routed experts' TP per layout: 1 folds EP over TP x X, Y splits them as the rest;
         None: as Y.
@@ -238,12 +251,19 @@ def experts(i, *, model, x, y, ep, etp=None, **_) -> InputError:
     Returns
     -------
     error : InputError
-        Naming ``ep`` or ``etp``.
+        Naming ``ep`` or ``etp``; ``ep_pods`` where the group spans pods (MODEL.md §B.12).
     """
     EP, X, Y = int(ep[i]), int(x[i]), int(y[i])
     ETP = None if etp is None else int(etp[i])
     if model.moe is None:
         return refuse("ep", "1 for a dense model: it has no experts to split", EP)
+    pods = int(np.broadcast_to(given.ep_pods, np.shape(ep))[i])
+    if pods > 1 and model.moe.experts % (EP * pods):
+        return refuse(
+            "ep_pods",
+            f"a count of pods whose EP groups, EP x pods, divide the {model.moe.experts} experts",
+            f"{pods} (EP {EP} in each: {EP * pods} chips)",
+        )
     if ETP not in (None, 1, Y):
         return refuse(
             "etp",

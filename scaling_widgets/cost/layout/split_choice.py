@@ -314,6 +314,7 @@ def _runs_on(workload, layout, X, *, Z, pods, per_microbatch, stage_chips, T) ->
         cp=cp,
         cp_kind=along(layout.cp_kind),
         cp_pods=along(layout.cp_pods),
+        ep_pods=along(layout.ep_pods),
         **per_layout,
     )
     # microbatches (or their sequences) given split each replica's whole sequences evenly

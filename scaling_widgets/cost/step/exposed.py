@@ -121,16 +121,13 @@ def all_to_alls(e, profile, stage_layers, rerun_mlp):
     model, chip, EP = e.model, e.chip, np.asarray(e.layout.ep)
     if model.moe is None:
         return 0.0
-    seconds = e.layer.ep[0] / (2 * e.microbatches)
-    crosses = False
+    crosses, link = False, profile.link_ici
     if chip.is_gpu:  # the group's own tier: NVLink while it fits in a node, else the NIC
         crosses = EP > in_node(chip, EP, e.y, folds_over_tp(e.layout.etp, e.y))
-        seconds = seconds / np.where(crosses, profile.link_nic, profile.link_nvlink)
-    else:
-        seconds = seconds / profile.link_ici
+        link = np.where(crosses, profile.link_nic, profile.link_nvlink)
     # across pods the copies bound for other pods leave on DCN's link (MODEL.md §B.12)
     pods = np.asarray(e.layout.ep_pods)
-    seconds = np.where(pods > 1, e.layer.ep[0] / (2 * e.microbatches) / profile.link_dcn, seconds)
+    seconds = e.layer.ep[0] / (2 * e.microbatches) / np.where(pods > 1, profile.link_dcn, link)
     EP = EP * pods  # the group in all its pods
     moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
     step = np.where(crosses, profile.latency_nic, profile.latency)
