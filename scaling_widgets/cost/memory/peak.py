@@ -447,7 +447,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
-    return state, _step(profile, zero, grad_bytes * over_x(1), over_x(1))
+    return state, _step(profile, grad_bytes, over_x(1), state["grads"])
 
 
 def _scores_buffer(workload, layout, profile, placed, pods):
@@ -471,14 +471,19 @@ def _accumulating(profile, zero, placed):
     return profile.accumulate_unsharded & (np.asarray(zero) >= 2) & many & ~pipelined
 
 
-def _step(profile, zero, grads, shard) -> dict:
-    """At the optimizer step (MODEL.md §E.1): the gradients of the chip's optimizer shard
-    (``shard`` parameters), their fp32 copy where the stack makes one, and foreach AdamW's √v, a
-    moment's bytes a parameter (pytorch/pytorch v2.5.0 ``torch/optim/adam.py``,
-    ``_multi_tensor_adam``: "exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)")
-    [bytes]."""
-    copy = np.where(np.asarray(zero) >= 1, profile.step_grad_bytes * shard, 0.0)
+def _step(profile, grad_bytes, shard, held) -> dict:
+    """At the optimizer step (MODEL.md §E.1): the gradients it keeps, the shard's (``shard``
+    parameters; DeepSpeed's ZeRO frees the others first) or all it ``held`` (Megatron-LM's
+    gradient buffer persists, ``step_keeps_grads``); the fp32 copy the stack's optimizer makes of
+    the shard's where they are held below its ``step_grad_bytes`` (none of fp32 gradients:
+    ``.float()`` returns the tensor; without ZeRO the shard is the stage, Megatron-LM's
+    ``optimizer.py``, ``_copy_model_grads_to_main_grads``: "main_param.grad =
+    model_param.grad.float()"); and foreach AdamW's √v, a moment's bytes a parameter
+    (pytorch/pytorch v2.5.0 ``torch/optim/adam.py``, ``_multi_tensor_adam``: "exp_avg_sq_sqrt =
+    torch._foreach_sqrt(device_exp_avg_sqs)") [bytes]."""
+    copy = np.where(grad_bytes < profile.step_grad_bytes, profile.step_grad_bytes * shard, 0.0)
     temp = np.asarray(float(profile.adam_foreach) * profile.moment_bytes * shard)
+    grads = held if profile.step_keeps_grads else grad_bytes * shard
     return dict(grads=grads, copy=copy, temp=temp)
 
 

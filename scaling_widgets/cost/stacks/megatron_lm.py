@@ -68,18 +68,21 @@ PIPELINE_SCHEDULES = ("1f1b", "interleaved")
 # stages (transformer_config.py, __post_init__).
 EP_OVERLAP = True
 # bf16 weights, fp32 main gradients unsharded below ZeRO-2, fp32 master and Adam sharded (its own
-# estimate: 6 + 12/DP bytes a parameter); the loss keeps the fp32 softmax beside the bf16 logits;
-# gradients reduced in place; report_memory: allocated. Under fp8, TransformerEngine's linear layers
-# keep the fp8 copies of their inputs for the backward (core/extensions/transformer_engine.py,
-# set_save_original_input: "Some transformer-engine modules would save the quantized tensors by
-# default in fp8 training"). Its unfused attention (no flash) takes its scores' input buffer from
-# a global memory buffer held all step, one layer's scores of a microbatch
-# (core/transformer/dot_product_attention.py: "matmul_input_buffer =
-# parallel_state.get_global_memory_buffer().get_tensor(").
+# estimate: 6 + 12/DP bytes a parameter); gradients kept in 16 bits are copied to fp32 at the
+# step (core/optimizer/optimizer.py, _copy_model_grads_to_main_grads at d98e8a64dd); the loss
+# keeps the fp32 softmax beside the bf16 logits; gradients reduced in place; report_memory:
+# allocated. Under fp8, TransformerEngine's linear layers keep the fp8 copies of their inputs for
+# the backward (core/extensions/transformer_engine.py, set_save_original_input: "Some
+# transformer-engine modules would save the quantized tensors by default in fp8 training"). Its
+# unfused attention (no flash) takes its scores' input buffer from a global memory buffer held
+# all step, one layer's scores of a microbatch (core/transformer/dot_product_attention.py:
+# "matmul_input_buffer = parallel_state.get_global_memory_buffer().get_tensor(").
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=4.0,
     optimizer_bytes=12.0,
+    step_grad_bytes=4.0,
+    step_keeps_grads=True,
     selective="attention",
     logits_bytes=6.0,
     bucket_bytes=0.0,

@@ -80,6 +80,7 @@ class Profile:
     grad_bytes: float = 0.0  # 0: the precision's, at least the weights' dtype
     optimizer_bytes: float = 0.0  # 0: the precision's; either counts Adam's moments as fp32
     step_grad_bytes: float = 0.0  # an fp32 copy of the optimizer shard's gradients at the step
+    step_keeps_grads: bool = False  # every gradient kept beside that copy, not the shard's
     moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
     adam_foreach: bool = False  # torch's foreach AdamW: √v a temporary at the step (§E.1)
     # FSDP's no_sync: microbatches accumulate gradients unsharded, scattered at the last (§E.1)
@@ -171,6 +172,7 @@ MEMORY_FIELDS = (
     "grad_bytes",
     "optimizer_bytes",
     "step_grad_bytes",
+    "step_keeps_grads",
     "selective",
     "gradients",
     "logits_bytes",
