@@ -321,6 +321,10 @@ def test_megatrons_step_copies_gradients_kept_in_16_bits_to_fp32_beside_them():
     assert float(estimate(**args).peak.optimizer_step) == 0  # fp32 main gradients
     sharded = estimate(**{**args, "zero": 1}, grad_dtype="bf16").peak
     assert float(sharded.optimizer_step) == pytest.approx(4 * psi / 4)
+    assert float(sharded.grads) == pytest.approx(2 * psi)  # its whole buffer, beside the copy
+    # TransformerEngine's precision-aware optimizer (bf16 moments) reads them as they are
+    aware = estimate(**{**args, "zero": 1}, grad_dtype="bf16", moment_dtype="bf16").peak
+    assert float(aware.optimizer_step) == 0
 
 
 def test_foreach_adam_makes_a_temporary_of_the_optimizer_shard_at_the_step():
@@ -575,7 +579,7 @@ def test_what_xla_recomputes_to_fit_leaves_the_optimizer_steps_phase_to_win_if_h
     transient = dict(activations=10e9, working_set=1e9, logits=18e9)
     fitted, recomputed = _recompute_to_fit(state, transient, 0.0, 80e9, workload, maxtext)
     assert float(recomputed) == pytest.approx(9e9) and float(fitted["logits"]) == 9e9
-    step = dict(grads=30e9, copy=28e9, temp=0.0)  # a step phase of 88 GB
+    step = dict(grads=30e9, copy=28e9, temp=0.0, keeps=False)  # a step phase of 88 GB
     parts = _busier_phase(state, step, fitted)
     assert sum(float(v) for v in parts.values()) == pytest.approx(88e9)
 

@@ -389,6 +389,10 @@ def profile_of(chip: Chip, options: Options) -> Profile:
         switches.setdefault("grad_bytes", GRAD_BYTES[options.weight_dtype])  # (MODEL.md §E.4)
     if options.moment_dtype is not None:  # each of Adam's two moments (MODEL.md §E.4)
         switches["moment_bytes"] = GRAD_BYTES[options.moment_dtype]
+    if switches.get("moment_bytes", 4.0) < 4 and profile.step_keeps_grads:
+        # Megatron-LM's precision-aware optimizer, which keeps them below fp32, reads the 16-bit
+        # gradients as they are: no fp32 copy at the step (distrib_optimizer.py, decoupled_grad)
+        switches["step_grad_bytes"] = 0.0
     switches["adam_foreach"] = options.optimizer_impl == "foreach"  # its temporary (§E.1)
     switches["accumulate_unsharded"] = options.accumulate_unsharded  # FSDP's no_sync (§E.1)
     layers = switches.get("torch_compile", profile.torch_compile)

@@ -342,16 +342,17 @@ def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dic
 def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     """The backward pass's peak, or the optimizer step's where that is higher (MODEL.md §E.1).
     Once the activations, the working set and the logits (``transient``) are freed, a stack may
-    copy the gradients of its optimizer shard to fp32 (``step["copy"]``: DeepSpeed's ZeRO,
-    ``stage_1_and_2.py`` and ``stage3.py``), the other gradients freed first and the shard's own
-    once copied; then Adam runs, an unfused one with a temporary of the shard's size
-    (``step["temp"]``) beside the gradients it reads. The parts [bytes], ``optimizer_step`` the
-    copy and the temporary."""
-    kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1 frees the other shards' first
-    copy, temp = step["copy"], step["temp"]
-    copied = (copy > 0) & (temp > kept)  # the copy and the temporary, the gradients freed
+    copy the gradients of its optimizer shard to fp32 (``step["copy"]``). DeepSpeed's ZeRO frees
+    the other shards' gradients first and the shard's own once copied (``stage_1_and_2.py``,
+    ``stage3.py``); Megatron-LM's gradient buffer stays beside the copy (``step["keeps"]``).
+    Then Adam runs, an unfused one with a temporary of the shard's size (``step["temp"]``) beside
+    the gradients it reads. The parts [bytes], ``optimizer_step`` the copy and the temporary."""
+    keeps, copy, temp = step["keeps"], step["copy"], step["temp"]
+    kept = step["grads"] if keeps else np.minimum(step["grads"], state["grads"])
+    copied = (copy > 0) & (temp > kept) & (not keeps)  # the copy and the temporary, grads freed
     grads = np.where(copied, 0.0, kept)
-    buffers = np.where(copied, copy + temp, np.where(copy > 0, copy, temp))
+    freed_first = np.where(copy > 0, copy, temp)  # the copy, or the temporary once it is freed
+    buffers = np.where(copied | keeps, copy + temp, freed_first)
     stepping = grads + buffers > state["grads"] + sum(transient.values())
     parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
     parts["grads"] = np.where(stepping, grads, state["grads"])
@@ -483,8 +484,8 @@ def _step(profile, grad_bytes, shard, held) -> dict:
     torch._foreach_sqrt(device_exp_avg_sqs)") [bytes]."""
     copy = np.where(grad_bytes < profile.step_grad_bytes, profile.step_grad_bytes * shard, 0.0)
     temp = np.asarray(float(profile.adam_foreach) * profile.moment_bytes * shard)
-    grads = held if profile.step_keeps_grads else grad_bytes * shard
-    return dict(grads=grads, copy=copy, temp=temp)
+    keeps = profile.step_keeps_grads
+    return dict(grads=held if keeps else grad_bytes * shard, copy=copy, temp=temp, keeps=keeps)
 
 
 def _gathered(model, profile, layer, e):
