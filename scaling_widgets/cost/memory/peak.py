@@ -348,7 +348,7 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     Then Adam runs, an unfused one with a temporary of the shard's size (``step["temp"]``) beside
     the gradients it reads. The parts [bytes], ``optimizer_step`` the copy and the temporary."""
     keeps, copy, temp = step["keeps"], step["copy"], step["temp"]
-    kept = step["grads"] if keeps else np.minimum(step["grads"], state["grads"])
+    kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1's shard, or all Megatron-LM held
     copied = (copy > 0) & (temp > kept) & (not keeps)  # the copy and the temporary, grads freed
     grads = np.where(copied, 0.0, kept)
     freed_first = np.where(copy > 0, copy, temp)  # the copy, or the temporary once it is freed
