@@ -9,7 +9,9 @@
    predicted out of sample by (1);
 4. in-sample: the shipped behaviours on the runs they were fitted on;
 5. last, the held-out schedule comparisons (``schedule_runs.json``), never fitted on: the shipped
-   behaviours' error on them, and the orderings they report.
+   behaviours' error on them, and the orderings they report;
+6. and the held-out steps of a stack none of ours is fitted on (``heldout_runs.json``: nanotron's
+   benchmark), run by run, with the closest stack we model: a first look.
 
 The chips' physics comes from microbenchmarks (``fit_physics.py``) and is never refitted here.
 Run: ``pip install -e ".[fit]"`` then ``python benchmarks/bench_predictions.py`` (a few minutes).
@@ -31,7 +33,7 @@ from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
 from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, held_out_coverage
-from scaling_widgets.measured import SCHEDULE_RUNS, load_runs
+from scaling_widgets.measured import HELDOUT_RUNS, SCHEDULE_RUNS, load_runs
 
 
 def refit_predict(train, test) -> np.ndarray:
@@ -153,14 +155,27 @@ def stack_versions(runs) -> None:
 
 
 def held_out() -> None:
-    """Section 5: the schedule comparisons no stack was fitted on, with the shipped behaviours."""
+    """Sections 5 and 6: runs no stack was fitted on, with the shipped behaviours: the schedule
+    comparisons, then the steps of a stack none of ours is (nanotron's benchmark), run by run."""
     print("\n5. HELD OUT: published schedule comparisons, never fitted on")
-    runs = load_runs(SCHEDULE_RUNS)
+    _held_out(SCHEDULE_RUNS)
+    print("\n6. HELD OUT: a stack none of ours is fitted on (a first look), never fitted on")
+    _held_out(HELDOUT_RUNS, each=True)
+
+
+def _held_out(path: Path, each: bool = False) -> None:
+    """A held-out file's error with the shipped behaviours (with ``each``, run by run), and the
+    orderings its sources report."""
+    runs = load_runs(path)
     steps = predicted(runs, {name: stack.behaviour for name, stack in REGISTRY.items()})
     measured = {r.id: r.step_time for r in runs}
     ours = dict(zip(measured, steps))
+    if each:
+        for run, step in zip(runs, steps):
+            error = step / run.step_time - 1
+            print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}")
     print(_row("all runs", steps / np.array(list(measured.values())) - 1))
-    for group in source_groups(SCHEDULE_RUNS):
+    for group in source_groups(path):
         pairs = list(itertools.combinations(group["members"], 2))
         ok = sum(np.sign(ours[b] - ours[a]) == np.sign(measured[b] - measured[a]) for a, b in pairs)
         print(f"  {group['id']:<28} {ok:>3}/{len(pairs):<3} {group.get('what', '')[:60]}")

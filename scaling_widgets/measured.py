@@ -37,6 +37,8 @@ PUBLIC_RUNS = DEV_RUNS.parent / "public_runs.json"  # further published runs, in
 DEV_RUNS_GPU = DEV_RUNS.parent / "dev_runs_gpu.json"
 # published comparisons between pipeline schedules, held out: never fitted on
 SCHEDULE_RUNS = DEV_RUNS.parent / "schedule_runs.json"
+# measured steps of a stack none of ours is fitted on (nanotron's benchmark), held out: never fitted
+HELDOUT_RUNS = DEV_RUNS.parent / "heldout_runs.json"
 
 # Attention FLOPs per token of each per-token convention, as a multiple of L·N_h·H·s:
 # 6 counts causal attention at half, 12 counts it whole, 0 leaves it out (the file's wording).

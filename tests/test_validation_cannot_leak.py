@@ -12,7 +12,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_predictions import refit_predict  # noqa: E402
-from fit_stacks import all_runs  # noqa: E402
+from fit_stacks import FILES, all_runs  # noqa: E402
+
+from scaling_widgets.measured import HELDOUT_RUNS, SCHEDULE_RUNS  # noqa: E402
 
 # Megatron-LM's three sources keep the fits small: NeMo 24.07 held, the others fitted
 RUNS = [r for r in all_runs() if r.stack == "megatron-lm"]
@@ -30,3 +32,9 @@ def test_a_held_sources_measured_times_move_none_of_its_predictions():
     assert np.array_equal(as_measured, perturbed)
     # and the fit does read what it trains on: the same change there moves the predictions
     assert not np.allclose(as_measured, refit_predict(_slower(TRAIN), HELD), rtol=0.05)
+
+
+def test_no_fit_reads_the_held_out_files():
+    # the schedule comparisons and the stack none of ours is fitted on stay first looks
+    assert {SCHEDULE_RUNS, HELDOUT_RUNS}.isdisjoint(FILES)
+    assert not {r.group for r in all_runs()} & {"NTSTEP", "ZB"}

@@ -24,6 +24,7 @@ from scaling_widgets.measured import (
     CONVENTIONS,
     DEV_RUNS,
     DEV_RUNS_GPU,
+    HELDOUT_RUNS,
     PUBLIC_RUNS,
     SCHEDULE_RUNS,
     chips,
@@ -48,7 +49,7 @@ def test_all_41_runs_load_with_a_positive_step_and_unique_ids():
 
 
 def test_every_convention_of_the_files_is_implemented():
-    files = (DEV_RUNS, DEV_RUNS_GPU, PUBLIC_RUNS, SCHEDULE_RUNS)
+    files = (DEV_RUNS, DEV_RUNS_GPU, PUBLIC_RUNS, SCHEDULE_RUNS, HELDOUT_RUNS)
     named = set().union(*(json.loads(f.read_text())["conventions"] for f in files))
     assert set(CONVENTIONS) == named
 
