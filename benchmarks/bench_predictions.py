@@ -32,7 +32,7 @@ import numpy as np
 from fit_stacks import FILES, all_runs, fit_stack, predicted, source_groups
 
 from scaling_widgets.cost.stacks import REGISTRY
-from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, held_out_coverage
+from scaling_widgets.cost.step.interval import LEVEL, RESIDUALS, held_out_coverage, step_spread
 from scaling_widgets.measured import HELDOUT_RUNS, SCHEDULE_RUNS, load_runs
 
 
@@ -175,6 +175,11 @@ def _held_out(path: Path, each: bool = False) -> None:
             error = step / run.step_time - 1
             print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}")
     print(_row("all runs", steps / np.array(list(measured.values())) - 1))
+    if each:  # the intervals a user sees with each prediction (cost/step/interval.py)
+        spreads = [step_spread(r.stack, r.values[0].chip.name) for r in runs]
+        ratios = [r.step_time / step for r, step in zip(runs, steps)]
+        inside = sum(sp.low <= q <= sp.high for sp, q in zip(spreads, ratios))
+        print(f"  inside their {LEVEL:.0%} interval: {inside} of {len(runs)}")
     for group in source_groups(path):
         pairs = list(itertools.combinations(group["members"], 2))
         ok = sum(np.sign(ours[b] - ours[a]) == np.sign(measured[b] - measured[a]) for a, b in pairs)
