@@ -171,6 +171,7 @@ def _held_out(path: Path, each: bool = False) -> None:
     measured = {r.id: r.step_time for r in runs}
     ours = dict(zip(measured, steps))
     if each:
+        print(f"  {'run':<44} {'measured':>11} {'predicted':>11} {'error':>7}")
         for run, step in zip(runs, steps):
             error = step / run.step_time - 1
             print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}")
@@ -178,7 +179,7 @@ def _held_out(path: Path, each: bool = False) -> None:
     if each:  # the intervals a user sees with each prediction (cost/step/interval.py)
         spreads = [step_spread(r.stack, r.values[0].chip.name) for r in runs]
         ratios = [r.step_time / step for r, step in zip(runs, steps)]
-        inside = sum(sp.low <= q <= sp.high for sp, q in zip(spreads, ratios))
+        inside = sum(sp is not None and sp.low <= q <= sp.high for sp, q in zip(spreads, ratios))
         print(f"  inside their {LEVEL:.0%} interval: {inside} of {len(runs)}")
     for group in source_groups(path):
         pairs = list(itertools.combinations(group["members"], 2))

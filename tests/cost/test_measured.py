@@ -247,3 +247,20 @@ def test_the_gpu_runs_name_the_overlaps_they_ran():
     assert len(runs) == 21 and {r.stack for r in runs} == {"megatron-lm"}
     on = {r.values[3].features for r in runs}
     assert on == {"overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,overlap_p2p_comm"}
+
+
+def test_the_held_out_nanotron_runs_add_up_as_their_cells_say():
+    # each cell's DP x GAS x MBS is the step's 256 sequences, DP x TP x PP its GPUs, and the step
+    # its 1M tokens over the throughput the run measured; the groups name runs of the file
+    runs = load_runs(HELDOUT_RUNS)
+    cases = {c["id"]: c for c in read_cases(HELDOUT_RUNS)}
+    assert len(runs) == 26
+    for run in runs:
+        case, layout = cases[run.id], cases[run.id]["layout"]
+        mbs = int(run.id.split("-mbs")[1].split("-")[0])
+        assert layout["fsdp"] * layout["microbatches"] * mbs == case["global_batch_seqs"] == 256
+        assert layout["fsdp"] * layout["tp"] * layout["pp"] == case["chips"]
+        tokens_per_s = case["published"]["value"] * case["chips"]
+        assert math.isclose(run.step_time, 256 * 4096 / tokens_per_s)
+    members = {m for g in json.loads(HELDOUT_RUNS.read_text())["groups"] for m in g["members"]}
+    assert members == set(cases)
