@@ -161,6 +161,9 @@ def held_out() -> None:
     _held_out(SCHEDULE_RUNS)
     print("\n6. HELD OUT: a stack none of ours is fitted on (a first look), never fitted on")
     _held_out(HELDOUT_RUNS, each=True)
+    first = json.loads(HELDOUT_RUNS.read_text(encoding="utf-8"))["first_look"]
+    print(f"  at its first look ({first['commit']}): {first['mean_abs_error']:.1%} mean |error|,")
+    print(f"  {first['inside_interval']} inside the interval, {first['orderings']} orderings")
 
 
 def _held_out(path: Path, each: bool = False) -> None:
