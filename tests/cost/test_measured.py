@@ -262,5 +262,6 @@ def test_the_held_out_nanotron_runs_add_up_as_their_cells_say():
         assert layout["fsdp"] * layout["tp"] * layout["pp"] == case["chips"]
         tokens_per_s = case["published"]["value"] * case["chips"]
         assert math.isclose(run.step_time, 256 * 4096 / tokens_per_s)
+        assert 0 < case["network"]["all_reduce_busbw_GBps"] < 900  # below NVLink's
     members = {m for g in json.loads(HELDOUT_RUNS.read_text())["groups"] for m in g["members"]}
     assert members == set(cases)
