@@ -184,28 +184,42 @@ def _on_its_network(run):
 
 
 def _held_out(path: Path, each: bool = False) -> None:
-    """A held-out file's error with the shipped behaviours (with ``each``, run by run), and the
-    orderings its sources report."""
+    """A held-out file's error with the shipped behaviours and the orderings its sources report;
+    with ``each``, run by run, how many fall inside their interval, and all of it again on the
+    network each run's cluster measured (``_on_its_network``)."""
     runs = load_runs(path)
     behaviours = {name: stack.behaviour for name, stack in REGISTRY.items()}
     steps = predicted(runs, behaviours)
+    if not each:
+        print(_row("all runs", steps / np.array([r.step_time for r in runs]) - 1))
+        _orderings(path, runs, steps)
+        return
+    own = predicted([_on_its_network(r) for r in runs], behaviours)
+    print(f"  {'run':<44} {'measured':>11} {'predicted':>11} {'error':>7}  on its network")
+    for run, step, mine in zip(runs, steps, own):
+        error, on_own = step / run.step_time - 1, mine / run.step_time - 1
+        print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}", end="")
+        print(f"  {on_own:+7.1%}")
+    for name, predictions in (("all runs", steps), ("all runs, each on its network", own)):
+        print(_row(name, predictions / np.array([r.step_time for r in runs]) - 1))
+        _inside(runs, predictions)
+        _orderings(path, runs, predictions)
+
+
+def _inside(runs, steps) -> None:
+    """How many runs fall inside the interval a user sees with each prediction
+    (``cost/step/interval.py``)."""
+    spreads = [step_spread(r.stack, r.values[0].chip.name) for r in runs]
+    ratios = [r.step_time / step for r, step in zip(runs, steps)]
+    inside = sum(sp is not None and sp.low <= q <= sp.high for sp, q in zip(spreads, ratios))
+    print(f"  inside their {LEVEL:.0%} interval: {inside} of {len(runs)}")
+
+
+def _orderings(path: Path, runs, steps) -> None:
+    """Each group's pairs of runs, measured apart, that the predictions put in the measured
+    order."""
     measured = {r.id: r.step_time for r in runs}
     ours = dict(zip(measured, steps))
-    if each:
-        own = predicted([_on_its_network(r) for r in runs], behaviours)
-        print(f"  {'run':<44} {'measured':>11} {'predicted':>11} {'error':>7}  on its network")
-        for run, step, mine in zip(runs, steps, own):
-            error, on_own = step / run.step_time - 1, mine / run.step_time - 1
-            print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}", end="")
-            print(f"  {on_own:+7.1%}")
-    print(_row("all runs", steps / np.array(list(measured.values())) - 1))
-    if each:
-        print(_row("all runs, each on its network", own / np.array(list(measured.values())) - 1))
-    if each:  # the intervals a user sees with each prediction (cost/step/interval.py)
-        spreads = [step_spread(r.stack, r.values[0].chip.name) for r in runs]
-        ratios = [r.step_time / step for r, step in zip(runs, steps)]
-        inside = sum(sp is not None and sp.low <= q <= sp.high for sp, q in zip(spreads, ratios))
-        print(f"  inside their {LEVEL:.0%} interval: {inside} of {len(runs)}")
     for group in source_groups(path):
         pairs = list(itertools.combinations(group["members"], 2))
         ok = sum(np.sign(ours[b] - ours[a]) == np.sign(measured[b] - measured[a]) for a, b in pairs)
