@@ -190,8 +190,9 @@ def _held_out(path: Path, each: bool = False) -> None:
     runs = load_runs(path)
     behaviours = {name: stack.behaviour for name, stack in REGISTRY.items()}
     steps = predicted(runs, behaviours)
+    measured = np.array([r.step_time for r in runs])
     if not each:
-        print(_row("all runs", steps / np.array([r.step_time for r in runs]) - 1))
+        print(_row("all runs", steps / measured - 1))
         _orderings(path, runs, steps)
         return
     own = predicted([_on_its_network(r) for r in runs], behaviours)
@@ -201,7 +202,7 @@ def _held_out(path: Path, each: bool = False) -> None:
         print(f"  {run.id:<44} {run.step_time:>9.3f} s {step:>9.3f} s {error:+7.1%}", end="")
         print(f"  {on_own:+7.1%}")
     for name, predictions in (("all runs", steps), ("all runs, each on its network", own)):
-        print(_row(name, predictions / np.array([r.step_time for r in runs]) - 1))
+        print(_row(name, predictions / measured - 1))
         _inside(runs, predictions)
         _orderings(path, runs, predictions)
 
