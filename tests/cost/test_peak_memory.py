@@ -327,6 +327,28 @@ def test_megatrons_step_copies_gradients_kept_in_16_bits_to_fp32_beside_them():
     assert float(aware.optimizer_step) == 0
 
 
+def test_nanotron_without_zero_holds_ddps_bucket_copy_of_the_gradients():
+    # nanotron's result table: a ZeRO-0 step of its 1.34B model on 8 H100s allocates 25.07 GiB,
+    # 20.1 bytes a parameter: bf16 weights, the fp32 gradient buffer, fp32 master and Adam, and
+    # torch DDP's bf16 buckets (job 14113488). Under its ZeRO-1 there is no DDP, and the fp32
+    # gradient buffer still covers every parameter.
+    model = Model("nanotron 1.34B", layers=16, d_model=2048, d_ff=8192, heads=32, kv_heads=32,
+                  head_dim=64, vocab=131072, gated=True, tied_embeddings=True)  # fmt: skip
+    args = dict(model=model, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 4096,
+                seq_len=4096, x=8, y=1, zero=0, remat="none", stack="nanotron",
+                precision=PRECISIONS["mixed-adam"], microbatches=1)  # fmt: skip
+    psi = float(estimate(**args).params.total)
+    p = estimate(**args).peak
+    state = sum(float(getattr(p, part)) for part in ("weights", "grads", "optimizer", "buffers"))
+    assert state / psi == pytest.approx(20.0)
+    assert state / GiB == pytest.approx(25.07, rel=0.01)
+    zero1 = estimate(**{**args, "zero": 1}).peak
+    assert float(zero1.buffers) == 0 and float(zero1.grads) == pytest.approx(4 * psi)
+    assert float(zero1.optimizer) == pytest.approx(12 * psi / 8)
+    # one GPU: no DDP, no buckets
+    assert float(estimate(**{**args, "slice_shape": (1, 1), "x": 1}).peak.buffers) == 0
+
+
 def test_foreach_adam_makes_a_temporary_of_the_optimizer_shard_at_the_step():
     # LLaMA-Factory #1158's run: a 13B model, DeepSpeed ZeRO-2 over 4 A100s, torch's AdamW
     args = dict(model=MODELS["llama-2-13b"], chip=HARDWARE["a100"], slice_shape=(1, 4),

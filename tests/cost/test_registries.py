@@ -52,6 +52,7 @@ def test_the_families_members_in_their_order():
         "maxtext",
         "megatron-lm-2021",
         "llm-foundry",
+        "nanotron",
     )
 
 

@@ -42,6 +42,8 @@ ESTIMATES = {
     "megatron_2021": "--model gpt-3-175b --hardware a100 --chips 1024 --batch 3145728 "
     "--seq-len 2048 --tp 8 --pp 8 --zero 0 --schedule interleaved --virtual-stages 4 "
     "--stack megatron-lm-2021 --flash-attention off",
+    "nanotron_ddp": "--model llama-3-8b --hardware h100 --chips 256 --batch 1M --seq-len 4k "
+    "--tp 8 --zero 0 --stack nanotron",
     "maxtext_tpu": "--model llama-2-70b --hardware tpu-v5e --mesh 16x16 --pods 2 --batch 2M "
     "--seq-len 4k --strategy fsdp --stack maxtext --remat full",
     # expert and context parallelism, racks of GB200, a measured step

@@ -437,6 +437,9 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         gathered = np.where(Z > 1, held, gathered)
         bucket = np.where((np.asarray(zero) == 2) & (X > 1), held, bucket)
     buffers = np.where(np.asarray(zero) == 3, np.where(shards > 1, gathered, 0.0), bucket)
+    # torch DDP without gradient_as_bucket_view: its buckets copy every gradient (§E.1)
+    ddp = profile.ddp_buckets & (np.asarray(zero) == 0) & (shards > 1)
+    buffers = buffers + np.where(ddp, weight_bytes * over_x(1), 0.0)
     buffers = buffers + _scores_buffer(workload, layout, profile, placed, pods)
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     unsharded = np.where(

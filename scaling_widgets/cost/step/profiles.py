@@ -113,6 +113,8 @@ class Profile:
     # and its gradients unsharded
     pipeline_unsharded: bool = False
     bucket_bytes: float = 0.0  # DP, ZeRO-1/2: gradient buckets besides the gradients themselves
+    # DP without ZeRO: torch DDP's buckets, a copy of every gradient in the weights' dtype (§E.1)
+    ddp_buckets: bool = False
     allocator: float = (
         1.05  # reserved over allocated: the caching allocator's rounding and fragments
     )
@@ -188,6 +190,7 @@ MEMORY_FIELDS = (
     "gathered_inputs",
     "pipeline_unsharded",
     "bucket_bytes",
+    "ddp_buckets",
     "allocator",
     "measures",
     "flash_attention",
