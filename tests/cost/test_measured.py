@@ -25,6 +25,7 @@ from scaling_widgets.measured import (
     DEV_RUNS,
     DEV_RUNS_GPU,
     HELDOUT_RUNS,
+    PUBLIC_MEMORY,
     PUBLIC_RUNS,
     SCHEDULE_RUNS,
     chips,
@@ -265,3 +266,30 @@ def test_the_held_out_nanotron_runs_add_up_as_their_cells_say():
         assert 0 < case["network"]["all_reduce_busbw_GBps"] < 900  # below NVLink's
     members = {m for g in json.loads(HELDOUT_RUNS.read_text())["groups"] for m in g["members"]}
     assert members == set(cases)
+
+
+def test_nanotrons_first_stage_holds_the_layers_its_split_by_compute_gives():
+    # nanotron balances its stages by each block's cost (models/base.py, build_model): a layer
+    # 4·D² + 3·F·D, the output layer V·D, the embedding nothing; a stage closes once its blocks
+    # reach its share of the total. Rank 0's parameter count in its result table shows these
+    # layers, which both held-out files give each pipelined cell.
+    def first_stage(model, stages):
+        layer = 4 * model["d_model"] ** 2 + 3 * model["d_ff"] * model["d_model"]
+        output = model["vocab"] * model["d_model"]
+        share = (model["layers"] * layer + output) / stages
+        return math.ceil(share / layer)
+
+    peaks = json.loads(PUBLIC_MEMORY.read_text(encoding="utf-8"))["cases"]
+    memory = {c["id"].split("-", 1)[1]: c for c in peaks}
+    pipelined = 0
+    for case in read_cases(HELDOUT_RUNS):
+        layout = case["layout"]
+        if layout["pp"] == 1:
+            assert "first_stage_layers" not in layout
+            continue
+        pipelined += 1
+        first = first_stage(case["model"], layout["pp"])
+        assert layout["first_stage_layers"] == first > case["model"]["layers"] / layout["pp"]
+        twin = memory[case["id"].split("-", 1)[1]]
+        assert twin["layout"]["first_stage_layers"] == first and twin["device"] == "first"
+    assert pipelined == 16
