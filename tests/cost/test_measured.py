@@ -8,6 +8,7 @@ converted step reproduces it with that source's FLOPs count and our presets' pea
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 
@@ -268,28 +269,31 @@ def test_the_held_out_nanotron_runs_add_up_as_their_cells_say():
     assert members == set(cases)
 
 
-def test_nanotrons_first_stage_holds_the_layers_its_split_by_compute_gives():
-    # nanotron balances its stages by each block's cost (models/base.py, build_model): a layer
-    # 4·D² + 3·F·D, the output layer V·D, the embedding nothing; a stage closes once its blocks
-    # reach its share of the total. Rank 0's parameter count in its result table shows these
-    # layers, which both held-out files give each pipelined cell.
-    def first_stage(model, stages):
-        layer = 4 * model["d_model"] ** 2 + 3 * model["d_ff"] * model["d_model"]
-        output = model["vocab"] * model["d_model"]
-        share = (model["layers"] * layer + output) / stages
-        return math.ceil(share / layer)
+def test_nanotrons_first_stage_holds_the_layers_its_rank_0_counted():
+    # nanotron balances its stages by each block's cost (models/base.py, build_model: a layer
+    # 4·D² + 3·F·D, the output layer V·D), which gives its first stage more layers than an even
+    # split. Each pipelined cell's first stage is the embedding and the layers whose parameters,
+    # over TP, make up rank 0's count in its result table ("Local Params", three figures), in
+    # both held-out files alike, and read on world rank 0, which writes the table.
+    def count(text):
+        number, unit = re.fullmatch(r"([\d.]+)([KMG]?)", text).groups()
+        return float(number) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}[unit]
 
     peaks = json.loads(PUBLIC_MEMORY.read_text(encoding="utf-8"))["cases"]
     memory = {c["id"].split("-", 1)[1]: c for c in peaks}
     pipelined = 0
     for case in read_cases(HELDOUT_RUNS):
-        layout = case["layout"]
+        model, layout = case["model"], case["layout"]
+        twin = memory[case["id"].split("-", 1)[1]]
+        assert twin["device"] == "first" and twin["rank0_params"] == case["rank0_params"]
         if layout["pp"] == 1:
-            assert "first_stage_layers" not in layout
+            assert "first_stage_layers" not in layout | twin["layout"]
             continue
         pipelined += 1
-        first = first_stage(case["model"], layout["pp"])
-        assert layout["first_stage_layers"] == first > case["model"]["layers"] / layout["pp"]
-        twin = memory[case["id"].split("-", 1)[1]]
-        assert twin["layout"]["first_stage_layers"] == first and twin["device"] == "first"
+        D, F, H = model["d_model"], model["d_ff"], model["head_dim"]
+        layer = 2 * model["heads"] * H * D + 2 * model["kv_heads"] * H * D + 3 * F * D
+        first = layout["first_stage_layers"]
+        rank0 = (model["vocab"] * D + first * layer) / layout["tp"]
+        assert rank0 == pytest.approx(count(case["rank0_params"]), rel=0.005)
+        assert twin["layout"]["first_stage_layers"] == first > model["layers"] / layout["pp"]
     assert pipelined == 16

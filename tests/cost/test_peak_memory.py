@@ -345,8 +345,10 @@ def test_nanotron_without_zero_holds_ddps_bucket_copy_of_the_gradients():
     zero1 = estimate(**{**args, "zero": 1}).peak
     assert float(zero1.buffers) == 0 and float(zero1.grads) == pytest.approx(4 * psi)
     assert float(zero1.optimizer) == pytest.approx(12 * psi / 8)
-    # one GPU: no DDP, no buckets
+    # one GPU: no DDP, no buckets; one replica in each of two pods: DDP across them
     assert float(estimate(**{**args, "slice_shape": (1, 1), "x": 1}).peak.buffers) == 0
+    pods = estimate(**{**args, "slice_shape": (1, 1), "x": 1, "pods": 2, "batch": 2 * 4096}).peak
+    assert float(pods.buffers) == pytest.approx(2 * psi)
 
 
 def test_foreach_adam_makes_a_temporary_of_the_optimizer_shard_at_the_step():

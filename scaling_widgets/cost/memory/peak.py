@@ -437,7 +437,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         gathered = np.where(Z > 1, held, gathered)
         bucket = np.where((np.asarray(zero) == 2) & (X > 1), held, bucket)
     buffers = np.where(np.asarray(zero) == 3, np.where(shards > 1, gathered, 0.0), bucket)
-    buffers = buffers + _ddp_buckets(profile, zero, shards, weight_bytes * over_x(1))
+    buffers = buffers + _ddp_buckets(profile, zero, X * pods, weight_bytes * over_x(1))
     buffers = buffers + _scores_buffer(workload, layout, profile, placed, pods)
     cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     unsharded = np.where(
@@ -452,12 +452,12 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
     return state, _step(profile, grad_bytes, over_x(1), state["grads"])
 
 
-def _ddp_buckets(profile, zero, shards, stage_weights):
+def _ddp_buckets(profile, zero, replicas, stage_weights):
     """torch DDP's buckets, which wrap a stack's model without ZeRO over more than one data
-    rank: without ``gradient_as_bucket_view`` they copy every gradient, in the weights' dtype,
-    the bytes of the stage's weights (``Profile.ddp_buckets``; nanotron's ``make_ddp``; MODEL.md
-    §E.1) [bytes]."""
-    ddp = profile.ddp_buckets & (np.asarray(zero) == 0) & (shards > 1)
+    replica (across pods too): without ``gradient_as_bucket_view`` they copy every gradient, in
+    the weights' dtype, the bytes of the stage's weights (``Profile.ddp_buckets``; nanotron's
+    ``make_ddp``; MODEL.md §E.1) [bytes]."""
+    ddp = profile.ddp_buckets & (np.asarray(zero) == 0) & (replicas > 1)
     return np.where(ddp, stage_weights, 0.0)
 
 

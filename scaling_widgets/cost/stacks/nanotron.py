@@ -22,13 +22,17 @@ NAME, ORDER = "nanotron", 6
 # its pipeline engines: all forwards then all backwards (GPipe's), and 1F1B [5]
 PIPELINE_SCHEDULES = ("gpipe", "1f1b")
 TORCH_ADAM = True  # torch.optim.AdamW [3]
-# bf16 weights; an fp32 buffer that accumulates every parameter's gradient, also under ZeRO-1,
+# With accumulate_grad_in_fp32 (its benchmark's and examples' setting; without it DDP wraps ZeRO-1
+# too, and there is no fp32 buffer or master copy): bf16 weights; an fp32 buffer that
+# accumulates every parameter's gradient, also under ZeRO-1,
 # where the fp32 master copy and Adam are the shard's [2] (nanotron's result table: 20.1 bytes a
 # parameter allocated at a ZeRO-0 step on 8 GPUs, 1.34B parameters, job 14113488). Without
 # ZeRO, torch DDP's buckets copy the bf16 gradients [3]. The loss holds the bf16 logits' fp32
 # cast and its shifted copy, which becomes the softmax kept for the backward: 8 bytes a logit at
 # its peak [4]. The gated MLP runs eager, "self.act(gate_states) * up_states" [4], so it keeps
-# the SiLU's output too. Its benchmark reports the peak reserved on world rank 0 [3].
+# the SiLU's output too. Its benchmark reports the peak reserved on world rank 0 [3]. Not counted:
+# each parameter's bf16 .grad, alive from a microbatch's backward until it is accumulated [2], and
+# the flattened copies of its ZeRO-1 all-gather at the step.
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=4.0,
