@@ -346,13 +346,15 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     the other shards' gradients first and the shard's own once copied (``stage_1_and_2.py``,
     ``stage3.py``); Megatron-LM's gradient buffer stays beside the copy (``step["keeps"]``).
     Then Adam runs, an unfused one with a temporary of the shard's size (``step["temp"]``) beside
-    the gradients it reads. The parts [bytes], ``optimizer_step`` the copy and the temporary."""
+    the gradients it reads, and ZeRO's all-gather of the updated weights may hold flattened
+    copies (``step["gather"]``). The parts [bytes], ``optimizer_step`` the step's own buffers."""
     keeps, copy, temp = step["keeps"], step["copy"], step["temp"]
     kept = np.minimum(step["grads"], state["grads"])  # ZeRO-1's shard, or all Megatron-LM held
     copied = (copy > 0) & (temp > kept) & (not keeps)  # the copy and the temporary, grads freed
     grads = np.where(copied, 0.0, kept)
     freed_first = np.where(copy > 0, copy, temp)  # the copy, or the temporary once it is freed
     buffers = np.where(copied | keeps, copy + temp, freed_first)
+    buffers = np.maximum(buffers, step["gather"])  # the weights' all-gather, after Adam
     stepping = grads + buffers > state["grads"] + sum(transient.values())
     parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
     parts["grads"] = np.where(stepping, grads, state["grads"])
@@ -406,9 +408,7 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
     holds_end = (index == 0) | (index == last)
     stage_embedding = np.where(holds_end, ends, 0.0)
     layers = layers * weight_copies(layout.schedule)  # DualPipe: a stage of each direction
-    layer = (
-        params.total - params.embeddings - routed
-    ) / model.layers  # the weights every EP chip holds
+    layer = (params.total - params.embeddings - routed) / model.layers  # on every EP chip
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     split = e * layout.ep_pods  # the experts split over the group in all its pods (§B.12)
     layer_routed = routed / model.layers / split
@@ -449,7 +449,8 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
         optimizer=optimizer_bytes * over_x(1),
         buffers=buffers,
     )
-    return state, _step(profile, grad_bytes, over_x(1), state["grads"])
+    gather = _step_gather(profile, zero, X * pods, over_x(4), weight_bytes * over_x(1))
+    return state, {**_step(profile, grad_bytes, over_x(1), state["grads"]), "gather": gather}
 
 
 def _ddp_buckets(profile, zero, replicas, stage_weights):
@@ -480,6 +481,15 @@ def _accumulating(profile, zero, placed):
     pipelined = profile.pipeline_unsharded & (np.asarray(placed.z) > 1)
     many = np.asarray(placed.microbatches) > 1
     return profile.accumulate_unsharded & (np.asarray(zero) >= 2) & many & ~pipelined
+
+
+def _step_gather(profile, zero, replicas, stage, shard_weights):
+    """After Adam, ZeRO-1 and 2 all-gather the updated weights over the data replicas: a stack
+    that gathers through flattened copies holds ``Profile.step_gather_bytes`` a parameter of the
+    stage, and its own shard flattened (nanotron's ``all_gather_coalesced``: the output list
+    flattened, and NCCL's flat output for a list; MODEL.md §E.1) [bytes]."""
+    gathers = (profile.step_gather_bytes > 0) & np.isin(zero, (1, 2)) & (replicas > 1)
+    return np.where(gathers, profile.step_gather_bytes * stage + shard_weights, 0.0)
 
 
 def _step(profile, grad_bytes, shard, held) -> dict:

@@ -16,6 +16,10 @@ References
 .. [5] ``huggingface/nanotron@67c5ebb6, src/nanotron/parallel/pipeline_parallel/engine.py``
    (``AllForwardAllBackwardPipelineEngine``, ``OneForwardOneBackwardPipelineEngine``) and
    ``src/nanotron/models/base.py`` (``build_model``: stages balanced by each block's cost).
+.. [6] ``huggingface/nanotron@67c5ebb6, src/nanotron/optim/zero.py``
+   (``ZeroDistributedOptimizer._all_gather_params``) and ``src/nanotron/distributed.py``
+   (``all_gather_coalesced``: ``_flatten_dense_tensors`` of the input and of each rank's
+   outputs, then ``dist.all_gather`` into that list).
 """
 
 NAME, ORDER = "nanotron", 6
@@ -30,13 +34,17 @@ TORCH_ADAM = True  # torch.optim.AdamW [3]
 # ZeRO, torch DDP's buckets copy the bf16 gradients [3]. The loss holds the bf16 logits' fp32
 # cast and its shifted copy, which becomes the softmax kept for the backward: 8 bytes a logit at
 # its peak [4]. The gated MLP runs eager, "self.act(gate_states) * up_states" [4], so it keeps
-# the SiLU's output too. Its benchmark reports the peak reserved on world rank 0 [3]. Not counted:
-# each parameter's bf16 .grad, alive from a microbatch's backward until it is accumulated [2], and
-# the flattened copies of its ZeRO-1 all-gather at the step.
+# the SiLU's output too. Its benchmark reports the peak reserved on world rank 0 [3]. After Adam,
+# its ZeRO-1 all-gathers the updated weights through flattened copies: the output list flattened
+# and NCCL's flat output, 2 + 2 bytes a parameter of the stage, and the shard's input [6]; its
+# fp32 gradient buffer stays all step. Not counted: each parameter's bf16 .grad, alive from a
+# microbatch's backward until it is accumulated [2].
 MEMORY = dict(
     weight_bytes=2.0,
     grad_bytes=4.0,
     optimizer_bytes=12.0,
+    step_keeps_grads=True,
+    step_gather_bytes=4.0,
     selective="attention",
     logits_bytes=8.0,
     eager_glu=True,

@@ -81,6 +81,8 @@ class Profile:
     optimizer_bytes: float = 0.0  # 0: the precision's; either counts Adam's moments as fp32
     step_grad_bytes: float = 0.0  # an fp32 copy of the optimizer shard's gradients at the step
     step_keeps_grads: bool = False  # every gradient kept beside that copy, not the shard's
+    # ZeRO-1/2: bytes a parameter of the stage the weights' all-gather after Adam holds (§E.1)
+    step_gather_bytes: float = 0.0
     moment_bytes: float = 4.0  # each of Adam's two moments: 2 in bf16 (MODEL.md §E.4)
     adam_foreach: bool = False  # torch's foreach AdamW: √v a temporary at the step (§E.1)
     # FSDP's no_sync: microbatches accumulate gradients unsharded, scattered at the last (§E.1)
@@ -175,6 +177,7 @@ MEMORY_FIELDS = (
     "optimizer_bytes",
     "step_grad_bytes",
     "step_keeps_grads",
+    "step_gather_bytes",
     "selective",
     "gradients",
     "logits_bytes",
