@@ -426,9 +426,9 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
             + (layer_routed * layers + mtp_routed) / np.where(sharded, shards / e, 1)
         ) / Y
 
-    # ZeRO-3 gathers a layer (or one weight of it), or the output layer
-    unit = np.maximum(_gathered(model, profile, layer + layer_routed, split), embedding) / Y
-    gathered = (profile.gathered_units * precision.activation_bytes + grad_bytes) * unit
+    layer_unit = _gathered(model, profile, layer + layer_routed, split) / Y  # ZeRO-3's unit
+    unit = np.maximum(layer_unit, embedding / Y)  # or the output layer
+    gathered = _at_once(profile, precision.activation_bytes, grad_bytes, layer_unit, embedding / Y)
     bucket = np.where(X * pods > 1, profile.bucket_bytes, 0.0)
     fsdp = profile.pipeline_unsharded  # PyTorch FSDP: its ZeRO-2 is ZeRO-3 not resharded
     if fsdp:  # the whole stage gathered from its forward on, its gradients unsharded under PP
@@ -451,6 +451,18 @@ def _state(workload, layout, placed, pods, params, profile, stage, fp8=False) ->
     )
     gather = _step_gather(profile, zero, X * pods, over_x(4), weight_bytes * over_x(1))
     return state, {**_step(profile, grad_bytes, over_x(1), state["grads"]), "gather": gather}
+
+
+def _at_once(profile, A, G, layer, output):
+    """What ZeRO-3 holds gathered at once [bytes]: ``profile.gathered_units`` units (one
+    computing, the next prefetched) in the compute dtype, A bytes a parameter, and the gradients
+    of the one computing at G, while they are reduce-scattered. A unit is a layer (or, under XLA,
+    its largest weight) of ``layer`` parameters, and once in the step the output layer, of
+    ``output``: the output layer then computes with the layers next to it prefetched, not
+    another output layer (MODEL.md §E.1)."""
+    n = profile.gathered_units
+    with_output = A * (output + (n - 1) * layer) + G * output
+    return np.maximum((n * A + G) * layer, with_output)
 
 
 def _ddp_buckets(profile, zero, replicas, stage_weights):
