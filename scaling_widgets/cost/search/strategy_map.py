@@ -211,7 +211,7 @@ def strategy_map(
     >>> m = strategy_map(model=MODELS["llama-3-8b"], chip=HARDWARE["h100"], seq_len=8192,
     ...                  batches=[2**20, 2**22], chips=[64, 512])
     >>> m.step_time.shape, [FAMILIES[f] for f in m.family[1]]
-    ((2, 2), ['ep_cp', 'ep_cp'])
+    ((2, 2), ['ep_cp', 'fsdp'])
     """
     columns = np.unique(
         Workload(model=model, batch=_listed("batches", batches), seq_len=seq_len).batch
