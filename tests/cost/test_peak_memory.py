@@ -327,16 +327,22 @@ def test_megatrons_step_copies_gradients_kept_in_16_bits_to_fp32_beside_them():
     assert float(aware.optimizer_step) == 0
 
 
+def nanotron_1b(seq_len: int, zero: int) -> dict:
+    """nanotron's benchmark model of 1.34B parameters on one node of 8 H100s, DP 8, one sequence
+    a GPU (its result table's rows)."""
+    model = Model("nanotron 1.34B", layers=16, d_model=2048, d_ff=8192, heads=32, kv_heads=32,
+                  head_dim=64, vocab=131072, gated=True, tied_embeddings=True)  # fmt: skip
+    return dict(model=model, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * seq_len,
+                seq_len=seq_len, x=8, y=1, zero=zero, remat="none", stack="nanotron",
+                precision=PRECISIONS["mixed-adam"], microbatches=1)  # fmt: skip
+
+
 def test_nanotron_without_zero_holds_ddps_bucket_copy_of_the_gradients():
     # nanotron's result table: a ZeRO-0 step of its 1.34B model on 8 H100s allocates 25.07 GiB,
     # 20.1 bytes a parameter: bf16 weights, the fp32 gradient buffer, fp32 master and Adam, and
     # torch DDP's bf16 buckets (job 14113488). Under its ZeRO-1 there is no DDP, and the fp32
     # gradient buffer still covers every parameter.
-    model = Model("nanotron 1.34B", layers=16, d_model=2048, d_ff=8192, heads=32, kv_heads=32,
-                  head_dim=64, vocab=131072, gated=True, tied_embeddings=True)  # fmt: skip
-    args = dict(model=model, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 4096,
-                seq_len=4096, x=8, y=1, zero=0, remat="none", stack="nanotron",
-                precision=PRECISIONS["mixed-adam"], microbatches=1)  # fmt: skip
+    args = nanotron_1b(seq_len=4096, zero=0)
     psi = float(estimate(**args).params.total)
     p = estimate(**args).peak
     state = sum(float(getattr(p, part)) for part in ("weights", "grads", "optimizer", "buffers"))
@@ -356,11 +362,7 @@ def test_nanotrons_zero1_step_gathers_the_weights_through_flattened_copies():
     # outputs flattened and NCCL's flat output, 2 + 2 bytes a parameter, and the shard's input,
     # beside the fp32 gradient buffer of every parameter. Its result table allocates 14.76 GiB at
     # that step for the 1.34B model on 8 GPUs (job 13436292's ZeRO-1 twin): 2 + 4 + 12/8 + 4 + 2/8.
-    model = Model("nanotron 1.34B", layers=16, d_model=2048, d_ff=8192, heads=32, kv_heads=32,
-                  head_dim=64, vocab=131072, gated=True, tied_embeddings=True)  # fmt: skip
-    args = dict(model=model, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 128,
-                seq_len=128, x=8, y=1, zero=1, remat="none", stack="nanotron",
-                precision=PRECISIONS["mixed-adam"], microbatches=1)  # fmt: skip
+    args = nanotron_1b(seq_len=128, zero=1)
     psi = float(estimate(**args).params.total)
     p = estimate(**args).peak  # a short sequence: the step, not the backward, peaks
     assert float(p.optimizer_step) == pytest.approx((4 + 2 / 8) * psi)
