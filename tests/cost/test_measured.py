@@ -8,7 +8,6 @@ converted step reproduces it with that source's FLOPs count and our presets' pea
 import dataclasses
 import json
 import math
-import re
 
 import pytest
 
@@ -37,6 +36,7 @@ from scaling_widgets.measured import (
     values_from_case,
 )
 from scaling_widgets.presets import HARDWARE, PRECISIONS
+from scaling_widgets.text.units import parse_count
 
 RUNS = load_runs()
 BY_ID = {run.id: run for run in RUNS}
@@ -275,10 +275,6 @@ def test_nanotrons_first_stage_holds_the_layers_its_rank_0_counted():
     # split. Each pipelined cell's first stage is the embedding and the layers whose parameters,
     # over TP, make up rank 0's count in its result table ("Local Params", three figures), in
     # both held-out files alike, and read on world rank 0, which writes the table.
-    def count(text):
-        number, unit = re.fullmatch(r"([\d.]+)([KMG]?)", text).groups()
-        return float(number) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}[unit]
-
     peaks = json.loads(PUBLIC_MEMORY.read_text(encoding="utf-8"))["cases"]
     memory = {c["id"].split("-", 1)[1]: c for c in peaks}
     pipelined = 0
@@ -294,6 +290,6 @@ def test_nanotrons_first_stage_holds_the_layers_its_rank_0_counted():
         layer = 2 * model["heads"] * H * D + 2 * model["kv_heads"] * H * D + 3 * F * D
         first = layout["first_stage_layers"]
         rank0 = (model["vocab"] * D + first * layer) / layout["tp"]
-        assert rank0 == pytest.approx(count(case["rank0_params"]), rel=0.005)
+        assert rank0 == pytest.approx(parse_count(case["rank0_params"]), rel=0.005)
         assert twin["layout"]["first_stage_layers"] == first > model["layers"] / layout["pp"]
     assert pipelined == 16
