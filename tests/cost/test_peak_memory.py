@@ -412,6 +412,24 @@ def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradi
         estimate(**args, loss_chunks=0)
 
 
+def test_a_loop_holding_two_steps_kv_caches_peaks_at_the_loss_with_both():
+    # atorch's FSDP example: Llama 2 7B (32 KV heads of 128), 4 x 4,096 tokens a GPU, full
+    # recompute, a loop that rebinds outputs = model(**batch) with use_cache on
+    args = dict(model=MODELS["llama-2-7b"], chip=HARDWARE["a100"], slice_shape=(1, 8),
+                batch=32 * 4096, seq_len=4096, strategy="fsdp", x=8, stack="fsdp2",
+                remat="full")  # fmt: skip
+    cache = 2 * 32 * 128 * 2 * (4 * 4096) * 32  # K and V, bf16, every token and layer: 8 GiB
+    none, one, two = (estimate(**args, kv_caches_held=n).peak for n in (0, 1, 2))
+    assert float(none.kv_cache) == 0.0
+    # the step's own cache, beside the backward's working set
+    assert float(one.kv_cache) == cache and float(one.working_set) == float(none.working_set)
+    # two at the loss, before any layer's backward: no working set yet
+    assert float(two.kv_cache) == 2 * cache and float(two.working_set) == 0.0
+    assert float(two.allocated) == float(none.allocated) - float(none.working_set) + 2 * cache
+    with pytest.raises(InputError, match="kv_caches_held must be"):
+        estimate(**args, kv_caches_held=3)
+
+
 def test_a_compiled_loss_keeps_the_bf16_logits_and_their_gradient():
     # torchtitan compiles the loss with the layers (compile.components, default "model" and
     # "loss"), or alone: the logits it is handed and their gradient, bf16, 4 bytes a logit

@@ -98,6 +98,7 @@ PLAUSIBLE = {
     "optimizer_impl": [None, "fused", "foreach"],
     "accumulate_unsharded": [False, True],
     "loss_chunks": [1, 8],
+    "kv_caches_held": [0, 1, 2],
     "features": [None, "none", "overlap_grad_reduce,tp_comm_overlap"],
     "compile_loss": [None, False],
     "microbatch_seqs": [

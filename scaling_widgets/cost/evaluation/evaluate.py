@@ -320,6 +320,7 @@ def _evaluate(cluster, workload, layout, options, placed: Placement) -> Estimate
             swiglu_fp8=options.swiglu_input_fp8,
             blas_workspace=cluster.chip.blas_workspace,
             memory_limit=cluster.chip.usable_hbm,
+            kv_caches=options.kv_caches_held,
         ),
         flops_per_token=flops["model"],
         hardware_flops_per_token=flops["hardware"],

@@ -53,6 +53,7 @@ PARTS = (
     "activations",
     "working_set",
     "logits",
+    "kv_cache",
     "buffers",
     "workspaces",
     "overhead",
@@ -75,6 +76,7 @@ class PeakMemory:
     activations: np.ndarray
     working_set: np.ndarray
     logits: np.ndarray
+    kv_cache: np.ndarray  # the KV caches a loop holds with a model's outputs (Hugging Face's)
     buffers: np.ndarray
     workspaces: np.ndarray  # the matmul library's, one per thread that runs matmuls
     overhead: np.ndarray
@@ -134,6 +136,7 @@ def peak_memory(
     swiglu_fp8: bool = False,
     blas_workspace: float = 0.0,
     memory_limit: float = np.inf,
+    kv_caches: int = 0,
 ) -> PeakMemory:
     """The busiest stage's peak per chip (MODEL.md §E.1), from a placed layout and the stack's
     ``profile``.
@@ -179,6 +182,8 @@ def peak_memory(
         The HBM a compiler plans the program within (``Chip.usable_hbm``): a stack that
         recomputes to fit (``Profile.recomputes_to_fit``) holds the loss's copies of the logits
         only as far as they fit, down to the logits its matmul wrote [bytes].
+    kv_caches : int, default 0
+        The steps' KV caches the training loop holds with the model's outputs (``_kv_caches``).
 
     Returns
     -------
@@ -231,8 +236,8 @@ def peak_memory(
         )
         transient = dict(
             activations=on_stage(stage, its_layers) + beside,
-            working_set=profile.activation_factor * working * tokens,
             logits=its_logits,
+            **_kv_caches(workload, Y, tokens, its_layers, kv_caches, working * tokens, profile),
         )
         # the backward fitted to the limit first: the optimizer step's phase may still be higher
         transient, recomputed = _recompute_to_fit(
@@ -360,6 +365,25 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     parts["grads"] = np.where(stepping, grads, state["grads"])
     parts["optimizer_step"] = np.where(stepping, buffers, 0.0)
     return parts
+
+
+def _kv_caches(workload, Y, tokens, its_layers, held, working, profile) -> dict:
+    """The backward's working set (``working`` bytes of a layer's activations, [bytes]) and the
+    KV caches a training loop holds with the model's outputs (MODEL.md §E.1): a Hugging Face
+    model with ``use_cache`` returns every layer's K and V, 2·K·H/TP at the activations' bytes a
+    token, and a loop that keeps its outputs holds the step's through the backward and, rebinding
+    ``outputs = model(**batch)``, the last step's until this step's forward returns: ``held``
+    caches at the loss, with no working set yet, or one beside the working set in the backward,
+    whichever is more."""
+    model = workload.model
+    cache = 2 * model.kv_heads * model.head_dim / Y * workload.precision.activation_bytes
+    cache = cache * tokens * its_layers
+    working = profile.activation_factor * working
+    at_the_loss = held * cache > working + min(held, 1) * cache
+    return dict(
+        working_set=np.where(at_the_loss, 0.0, working),
+        kv_cache=np.where(at_the_loss, held, min(held, 1)) * cache,
+    )
 
 
 def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) -> tuple:

@@ -13,7 +13,7 @@ BAR_PARTS = {
     "weights": ("weights",),
     "gradients": ("grads",),
     "optimizer state": ("optimizer", "optimizer_step"),
-    "activations": ("activations", "working_set"),
+    "activations": ("activations", "working_set", "kv_cache"),
     "logits": ("logits",),
     "buffers": ("buffers", "workspaces", "overhead"),
     "allocator": ("allocator",),
