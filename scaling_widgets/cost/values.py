@@ -558,12 +558,12 @@ class Options:
         The chunks the output layer and the loss run in over the sequence, one at a time
         (torchtitan's ChunkedLossWrapper, 8 in its 2026 configs; MODEL.md §E.1).
     kv_caches_held : int, default 0
-        The steps' KV caches the training loop holds with the model's outputs: 0 (the default,
-        as a trainer that keeps only the loss, or a model without a cache in training); 1, the
-        step's own through its backward (a Hugging Face model's ``use_cache``, on in its
-        configs unless its own gradient checkpointing turns it off, in a loop that keeps the
-        outputs); 2, also the last step's until this step's forward returns (a loop that rebinds
-        ``outputs = model(**batch)``) (MODEL.md §E.1).
+        The steps' outputs the training loop holds, each every layer's K and V (a Hugging Face
+        model's ``use_cache``, on in its configs unless its own gradient checkpointing turns it
+        off) and the fp32 logits: 0 (the default, as a trainer that keeps only the loss); 1,
+        the step's own through its backward and step (a loop that keeps the outputs); 2, also
+        the last step's until this step's forward returns (a loop that rebinds ``outputs =
+        model(**batch)``) (MODEL.md §E.1).
     features : str, optional
         The stack's features that are on, by their names, comma-separated: those that hide a
         communication under compute (Megatron-LM's "overlap_grad_reduce",

@@ -352,11 +352,11 @@ FIELDS_TABLE = (
     Field("loss_chunks", "options.loss_chunks", "the chunks the output layer and the loss run in"
           " over the sequence (torchtitan's ChunkedLossWrapper: 8; default 1)",
           flag="--loss-chunks", parse=WHOLE, since=13, label="Loss chunks"),
-    Field("kv_caches_held", "options.kv_caches_held", "the steps' KV caches the training loop"
-          " holds with the model's outputs: 1, a Hugging Face model's use_cache in a loop that"
-          " keeps its outputs; 2, a loop that rebinds outputs = model(**batch), holding the last"
-          " step's too (default 0)", flag="--kv-caches-held", parse=lambda text, flag: int(text),
-          choices=(0, 1, 2), since=19, label="KV caches held"),
+    Field("kv_caches_held", "options.kv_caches_held", "the steps' outputs, each a KV cache and"
+          " fp32 logits, the training loop holds: 1, a Hugging Face model's use_cache in a loop"
+          " that keeps its outputs; 2, a loop that rebinds outputs = model(**batch), holding the"
+          " last step's too (default 0)", flag="--kv-caches-held",
+          parse=lambda text, flag: int(text), choices=(0, 1, 2), since=19, label="KV caches held"),
     Field("features", "options.features", "the stack's features that hide a communication"
           " under compute, comma-separated, or none (Megatron-LM's overlap_grad_reduce,"
           " overlap_param_gather, tp_comm_overlap, overlap_p2p_comm; torchtitan's async_tp;"

@@ -41,7 +41,7 @@ STEP = tuple(
 PEAK = tuple(
     (f"peak: {part.replace('_', ' ')}", ("peak_memory_bytes", part), units.nbytes)
     for part in ("weights", "grads", "optimizer", "activations", "working_set", "logits",
-                 "buffers", "workspaces", "allocator", "reserved")
+                 "outputs_held", "buffers", "workspaces", "allocator", "reserved")
 )  # fmt: skip
 RUN = (
     ("run: wall clock", ("run", "wall_s"), units.seconds),

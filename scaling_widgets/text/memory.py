@@ -20,7 +20,7 @@ PART_NAMES = {
     "activations": "activations",
     "working_set": "backward working set",
     "logits": "logits and loss",
-    "kv_cache": "KV caches held",
+    "outputs_held": "outputs held",
     "buffers": "communication buffers",
     "workspaces": "matmul workspaces",
     "overhead": "runtime overhead",

@@ -412,22 +412,41 @@ def test_a_chunked_loss_holds_one_chunks_logits_and_the_hidden_states_fp32_gradi
         estimate(**args, loss_chunks=0)
 
 
-def test_a_loop_holding_two_steps_kv_caches_peaks_at_the_loss_with_both():
+def test_a_loop_holding_two_steps_outputs_peaks_at_the_loss_with_both():
     # atorch's FSDP example: Llama 2 7B (32 KV heads of 128), 4 x 4,096 tokens a GPU, full
     # recompute, a loop that rebinds outputs = model(**batch) with use_cache on
     args = dict(model=MODELS["llama-2-7b"], chip=HARDWARE["a100"], slice_shape=(1, 8),
                 batch=32 * 4096, seq_len=4096, strategy="fsdp", x=8, stack="fsdp2",
                 remat="full")  # fmt: skip
     cache = 2 * 32 * 128 * 2 * (4 * 4096) * 32  # K and V, bf16, every token and layer: 8 GiB
+    logits = 4 * (4 * 4096) * 32_000  # the outputs' logits.float()
     none, one, two = (estimate(**args, kv_caches_held=n).peak for n in (0, 1, 2))
-    assert float(none.kv_cache) == 0.0
-    # the step's own cache, beside the backward's working set
-    assert float(one.kv_cache) == cache and float(one.working_set) == float(none.working_set)
-    # two at the loss, before any layer's backward: no working set yet
-    assert float(two.kv_cache) == 2 * cache and float(two.working_set) == 0.0
-    assert float(two.allocated) == float(none.allocated) - float(none.working_set) + 2 * cache
+    assert float(none.outputs_held) == 0.0
+    # the step's own outputs, beside the backward's working set and gradients
+    assert float(one.outputs_held) == cache + logits
+    assert float(one.working_set) == float(none.working_set) > 0
+    assert float(one.grads) == float(none.grads) > 0
+    # at this step's loss, the last step's too: no working set, no gradients yet (zero_grad)
+    assert float(two.outputs_held) == 2 * cache + logits
+    assert float(two.working_set) == 0.0 and float(two.grads) == 0.0
+    # without recompute the layers keep K and V: the step's own outputs add their logits only
+    kept = estimate(**args | {"remat": "none"}, kv_caches_held=1)
+    tokens = 32 * 4096 / 8 / float(kept.microbatches)
+    assert float(kept.peak.outputs_held) == 4 * tokens * 32_000
     with pytest.raises(InputError, match="kv_caches_held must be"):
         estimate(**args, kv_caches_held=3)
+
+
+def test_held_outputs_outlive_the_optimizer_step():
+    # DeepSpeed ZeRO-2 copies its gradient partition to fp32 at the step, where the peak is:
+    # a loop's outputs are still there
+    args = dict(model=MODELS["llama-2-13b"], chip=HARDWARE["a100"], slice_shape=(1, 8),
+                batch=8 * 512, seq_len=512, strategy="fsdp", x=8, stack="deepspeed", zero=2,
+                remat="full", optimizer_impl="foreach")  # fmt: skip
+    none, one = (estimate(**args, kv_caches_held=n).peak for n in (0, 1))
+    assert float(none.optimizer_step) > 0 and float(one.optimizer_step) > 0
+    assert float(one.outputs_held) > 0
+    assert float(one.allocated) == float(none.allocated) + float(one.outputs_held)
 
 
 def test_a_compiled_loss_keeps_the_bf16_logits_and_their_gradient():

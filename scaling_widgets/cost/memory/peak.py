@@ -21,6 +21,7 @@ place) and the output layer's; any other holds no more than the second. The busi
 from __future__ import annotations
 
 from dataclasses import field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -53,7 +54,7 @@ PARTS = (
     "activations",
     "working_set",
     "logits",
-    "kv_cache",
+    "outputs_held",
     "buffers",
     "workspaces",
     "overhead",
@@ -76,7 +77,7 @@ class PeakMemory:
     activations: np.ndarray
     working_set: np.ndarray
     logits: np.ndarray
-    kv_cache: np.ndarray  # the KV caches a loop holds with a model's outputs (Hugging Face's)
+    outputs_held: np.ndarray  # a model's outputs a loop holds: KV caches, fp32 logits (HF's)
     buffers: np.ndarray
     workspaces: np.ndarray  # the matmul library's, one per thread that runs matmuls
     overhead: np.ndarray
@@ -183,7 +184,8 @@ def peak_memory(
         recomputes to fit (``Profile.recomputes_to_fit``) holds the loss's copies of the logits
         only as far as they fit, down to the logits its matmul wrote [bytes].
     kv_caches : int, default 0
-        The steps' KV caches the training loop holds with the model's outputs (``_kv_caches``).
+        The steps' outputs the training loop holds (``Options.kv_caches_held``): their KV
+        caches and fp32 logits (``_outputs``, ``_at_the_loss``).
 
     Returns
     -------
@@ -209,10 +211,10 @@ def peak_memory(
     compiled, moe = profile.torch_compile, model.moe is not None
     held = (sizes, compiled, profile.gradients)  # what a layer's working set is of
 
-    per_layer = per_choice(  # bytes a token, whichever stage
-        layout.remat,
-        lambda name: kept_bytes(policy(name, profile.selective, moe), *held[:2], layers / v),
-    )
+    def each_policy(what):  # over each layout's recompute policy, as the stack names it
+        return per_choice(layout.remat, lambda name: what(policy(name, profile.selective, moe)))
+
+    per_layer = each_policy(lambda rule: kept_bytes(rule, *held[:2], layers / v))  # a token's
 
     def on_stage(stage, its_layers):
         held = in_flight_microbatches(
@@ -225,25 +227,25 @@ def peak_memory(
     at_the_end, logits = _output_stage(
         model, layout, profile, Y, Z, m, tokens, per_layer, loss_chunks
     )
-    working = per_choice(
-        layout.remat, lambda name: working_bytes(policy(name, profile.selective, moe), *held)
-    )
+    working = each_policy(lambda rule: working_bytes(rule, *held))
+    beyond_kept = each_policy(lambda rule: _not_kept(rule, layers / v))  # of a returned KV cache
+    outputs = partial(_outputs, workload, Y, tokens, steps=kv_caches, not_kept=beyond_kept)
 
     def device(stage, its_layers, beside=0.0, its_logits=0.0):
         """One device's parts: its own layers' and ends' state, its microbatches in flight."""
         state, step = _state(
             workload, layout, placed, pods, params, profile, (stage, its_layers, last), fp8
         )
+        in_backward, at_the_loss = outputs(its_layers, its_logits)
         transient = dict(
             activations=on_stage(stage, its_layers) + beside,
+            working_set=profile.activation_factor * working * tokens,
             logits=its_logits,
-            **_kv_caches(workload, Y, tokens, its_layers, kv_caches, working * tokens, profile),
+            outputs_held=in_backward,
         )
-        # the backward fitted to the limit first: the optimizer step's phase may still be higher
-        transient, recomputed = _recompute_to_fit(
-            state, transient, overhead, memory_limit, workload, profile
+        return _phases(
+            state, step, transient, at_the_loss, (overhead, memory_limit), workload, profile
         )
-        return {**_busier_phase(state, step, transient), "recomputed": recomputed}
 
     devices = _devices(device, Z, last, layers_of, (at_the_end, logits))
     parts, busiest = _busiest(devices)
@@ -275,6 +277,17 @@ def _ends(devices: list, workspaces, overhead, allocator: float) -> dict:
         return {"first": output, "output": output}
     first = tuple(np.where(there, f, o) for f, o in zip(peak(parts), output))
     return {"first": first, "output": output}
+
+
+def _phases(state, step, transient, at_the_loss, limits, workload, profile) -> dict:
+    """A device's peak parts, and what a compiler recomputed to fit (MODEL.md §E.1): the
+    backward fitted to the limit first (``limits``: the runtime's overhead and the HBM limit);
+    then the optimizer step's phase, or this step's loss where a loop holds the last step's
+    outputs, where either is higher."""
+    transient, recomputed = _recompute_to_fit(state, transient, *limits, workload, profile)
+    parts = _busier_phase(state, step, transient)
+    parts = _at_the_loss(parts, state, transient, at_the_loss, profile.step_keeps_grads)
+    return {**parts, "recomputed": recomputed}
 
 
 def _recompute_to_fit(state, transient, overhead, limit, workload, profile) -> tuple:
@@ -360,30 +373,48 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     freed_first = np.where(copy > 0, copy, temp)  # the copy, or the temporary once it is freed
     buffers = np.where(copied | keeps, copy + temp, freed_first)
     buffers = np.maximum(buffers, step["gather"])  # the weights' all-gather, after Adam
-    stepping = grads + buffers > state["grads"] + sum(transient.values())
-    parts = {**state, **{k: np.where(stepping, 0.0, v) for k, v in transient.items()}}
+    freed = {k: v for k, v in transient.items() if k != "outputs_held"}  # outputs outlive the step
+    stepping = grads + buffers > state["grads"] + sum(freed.values())
+    parts = {**state, **transient, **{k: np.where(stepping, 0.0, v) for k, v in freed.items()}}
     parts["grads"] = np.where(stepping, grads, state["grads"])
     parts["optimizer_step"] = np.where(stepping, buffers, 0.0)
     return parts
 
 
-def _kv_caches(workload, Y, tokens, its_layers, held, working, profile) -> dict:
-    """The backward's working set (``working`` bytes of a layer's activations, [bytes]) and the
-    KV caches a training loop holds with the model's outputs (MODEL.md §E.1): a Hugging Face
-    model with ``use_cache`` returns every layer's K and V, 2·K·H/TP at the activations' bytes a
-    token, and a loop that keeps its outputs holds the step's through the backward and, rebinding
-    ``outputs = model(**batch)``, the last step's until this step's forward returns: ``held``
-    caches at the loss, with no working set yet, or one beside the working set in the backward,
-    whichever is more."""
+def _outputs(workload, Y, tokens, its_layers, its_logits, steps, not_kept) -> tuple:
+    """The Hugging Face model's outputs a training loop holds on a device, of ``steps`` steps
+    (MODEL.md §E.1), in the backward and at the step, and at this step's loss [bytes]. An output
+    is, with ``use_cache``, every layer's K and V, 2·K·H/TP at the activations' bytes a token of
+    the device's layers, and on the output layer's device the logits cast to fp32
+    (``logits.float()``). The step's own cache counts where the layers do not keep it already
+    (``not_kept``); the last step's is held whole, at the loss only."""
     model = workload.model
     cache = 2 * model.kv_heads * model.head_dim / Y * workload.precision.activation_bytes
     cache = cache * tokens * its_layers
-    working = profile.activation_factor * working
-    at_the_loss = held * cache > working + min(held, 1) * cache
-    return dict(
-        working_set=np.where(at_the_loss, 0.0, working),
-        kv_cache=np.where(at_the_loss, held, min(held, 1)) * cache,
-    )
+    fp32_logits = np.where(np.asarray(its_logits) > 0, 4.0 * tokens * model.vocab / Y, 0.0)
+    own = min(steps, 1) * not_kept * cache
+    return own + min(steps, 1) * fp32_logits, own + (steps == 2) * (cache + fp32_logits)
+
+
+def _not_kept(rule, chunk_layers) -> float | np.ndarray:
+    """The share of a layer's K and V a recompute policy does not keep for the backward, over
+    the layers it applies to: a cache the model returns holds them again (MODEL.md §E.1)."""
+    missing = len({"key", "value"} - rule.keeps) / 2
+    return missing * rule.share(chunk_layers)
+
+
+def _at_the_loss(parts: dict, state: dict, transient: dict, held, keeps_grads: bool) -> dict:
+    """The peak at this step's loss, where higher than ``parts``: a training loop that rebinds
+    ``outputs = model(**batch)`` still holds the last step's (``held`` [bytes] with this step's
+    cache) until the forward returns, before any layer's backward working set and, where the
+    optimizer freed them (``zero_grad``, set to None), before any gradient (MODEL.md §E.1)."""
+    grads = state["grads"] * float(keeps_grads)
+    loss = dict(transient, working_set=0.0, outputs_held=held)
+    total = sum(state.values()) - state["grads"] + grads + sum(loss.values())
+    higher = total > sum(parts.values())
+    out = {k: np.where(higher, loss.get(k, state.get(k, 0.0)), v) for k, v in parts.items()}
+    out["grads"] = np.where(higher, grads, parts["grads"])
+    return out
 
 
 def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) -> tuple:

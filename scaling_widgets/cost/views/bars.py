@@ -13,7 +13,7 @@ BAR_PARTS = {
     "weights": ("weights",),
     "gradients": ("grads",),
     "optimizer state": ("optimizer", "optimizer_step"),
-    "activations": ("activations", "working_set", "kv_cache"),
+    "activations": ("activations", "working_set", "outputs_held"),
     "logits": ("logits",),
     "buffers": ("buffers", "workspaces", "overhead"),
     "allocator": ("allocator",),
