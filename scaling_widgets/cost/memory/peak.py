@@ -21,7 +21,6 @@ place) and the output layer's; any other holds no more than the second. The busi
 from __future__ import annotations
 
 from dataclasses import field
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +33,7 @@ from ..step.pipeline import layout_split, stage_layers
 from ..transformer.experts import ep_of_data, routed_params
 from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
 from ..transformer.recompute import policy
+from .outputs import at_the_loss, held_outputs, not_kept
 
 if TYPE_CHECKING:
     from ..layout.placement import Placement
@@ -185,7 +185,7 @@ def peak_memory(
         only as far as they fit, down to the logits its matmul wrote [bytes].
     kv_caches : int, default 0
         The steps' outputs the training loop holds (``Options.kv_caches_held``): their KV
-        caches and fp32 logits (``_outputs``, ``_at_the_loss``).
+        caches and fp32 logits (``outputs.py``).
 
     Returns
     -------
@@ -228,24 +228,24 @@ def peak_memory(
         model, layout, profile, Y, Z, m, tokens, per_layer, loss_chunks
     )
     working = each_policy(lambda rule: working_bytes(rule, *held))
-    beyond_kept = each_policy(lambda rule: _not_kept(rule, layers / v))  # of a returned KV cache
-    outputs = partial(_outputs, workload, Y, tokens, steps=kv_caches, not_kept=beyond_kept)
+    # of a KV cache the model returns, what the layers do not keep (none held: no policy asked)
+    beyond_kept = each_policy(lambda rule: not_kept(rule, layers / v)) if kv_caches else 0.0
 
     def device(stage, its_layers, beside=0.0, its_logits=0.0):
         """One device's parts: its own layers' and ends' state, its microbatches in flight."""
         state, step = _state(
             workload, layout, placed, pods, params, profile, (stage, its_layers, last), fp8
         )
-        in_backward, at_the_loss = outputs(its_layers, its_logits)
+        in_backward, loss = held_outputs(
+            workload, Y, tokens, (its_layers, its_logits), kv_caches, beyond_kept
+        )
         transient = dict(
             activations=on_stage(stage, its_layers) + beside,
             working_set=profile.activation_factor * working * tokens,
             logits=its_logits,
             outputs_held=in_backward,
         )
-        return _phases(
-            state, step, transient, at_the_loss, (overhead, memory_limit), workload, profile
-        )
+        return _phases(state, step, transient, loss, (overhead, memory_limit), workload, profile)
 
     devices = _devices(device, Z, last, layers_of, (at_the_end, logits))
     parts, busiest = _busiest(devices)
@@ -279,14 +279,15 @@ def _ends(devices: list, workspaces, overhead, allocator: float) -> dict:
     return {"first": first, "output": output}
 
 
-def _phases(state, step, transient, at_the_loss, limits, workload, profile) -> dict:
+def _phases(state, step, transient, loss, limits, workload, profile) -> dict:
     """A device's peak parts, and what a compiler recomputed to fit (MODEL.md §E.1): the
     backward fitted to the limit first (``limits``: the runtime's overhead and the HBM limit);
     then the optimizer step's phase, or this step's loss where a loop holds the last step's
-    outputs, where either is higher."""
+    outputs (``loss``, their bytes there; None where it holds none), where either is higher."""
     transient, recomputed = _recompute_to_fit(state, transient, *limits, workload, profile)
     parts = _busier_phase(state, step, transient)
-    parts = _at_the_loss(parts, state, transient, at_the_loss, profile.step_keeps_grads)
+    if loss is not None:
+        parts = at_the_loss(parts, state, transient, loss, profile.step_keeps_grads)
     return {**parts, "recomputed": recomputed}
 
 
@@ -379,42 +380,6 @@ def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
     parts["grads"] = np.where(stepping, grads, state["grads"])
     parts["optimizer_step"] = np.where(stepping, buffers, 0.0)
     return parts
-
-
-def _outputs(workload, Y, tokens, its_layers, its_logits, steps, not_kept) -> tuple:
-    """The Hugging Face model's outputs a training loop holds on a device, of ``steps`` steps
-    (MODEL.md §E.1), in the backward and at the step, and at this step's loss [bytes]. An output
-    is, with ``use_cache``, every layer's K and V, 2·K·H/TP at the activations' bytes a token of
-    the device's layers, and on the output layer's device the logits cast to fp32
-    (``logits.float()``). The step's own cache counts where the layers do not keep it already
-    (``not_kept``); the last step's is held whole, at the loss only."""
-    model = workload.model
-    cache = 2 * model.kv_heads * model.head_dim / Y * workload.precision.activation_bytes
-    cache = cache * tokens * its_layers
-    fp32_logits = np.where(np.asarray(its_logits) > 0, 4.0 * tokens * model.vocab / Y, 0.0)
-    own = min(steps, 1) * not_kept * cache
-    return own + min(steps, 1) * fp32_logits, own + (steps == 2) * (cache + fp32_logits)
-
-
-def _not_kept(rule, chunk_layers) -> float | np.ndarray:
-    """The share of a layer's K and V a recompute policy does not keep for the backward, over
-    the layers it applies to: a cache the model returns holds them again (MODEL.md §E.1)."""
-    missing = len({"key", "value"} - rule.keeps) / 2
-    return missing * rule.share(chunk_layers)
-
-
-def _at_the_loss(parts: dict, state: dict, transient: dict, held, keeps_grads: bool) -> dict:
-    """The peak at this step's loss, where higher than ``parts``: a training loop that rebinds
-    ``outputs = model(**batch)`` still holds the last step's (``held`` [bytes] with this step's
-    cache) until the forward returns, before any layer's backward working set and, where the
-    optimizer freed them (``zero_grad``, set to None), before any gradient (MODEL.md §E.1)."""
-    grads = state["grads"] * float(keeps_grads)
-    loss = dict(transient, working_set=0.0, outputs_held=held)
-    total = sum(state.values()) - state["grads"] + grads + sum(loss.values())
-    higher = total > sum(parts.values())
-    out = {k: np.where(higher, loss.get(k, state.get(k, 0.0)), v) for k, v in parts.items()}
-    out["grads"] = np.where(higher, grads, parts["grads"])
-    return out
 
 
 def _output_stage(model, layout, profile, Y, Z, m, tokens, per_layer, chunks=1) -> tuple:
