@@ -180,7 +180,10 @@ def _unsaid(d: Degrees, implementation: str) -> list:
     cannot = ["TP without sequence parallelism: torchtitan's TP always shards it"] * (
         d.tp > 1 and not d.sequence_parallel
     )
-    cannot += [f"CP by {d.cp_kind}: torchtitan's CP is a ring"] * (d.cp > 1 and d.cp_kind != "ring")
+    cannot += [
+        f"CP by {d.cp_kind}: torchtitan's TOML names no CP kind; its CP is a ring under SDPA and"
+        " an all-gather under a FlexAttention model flavor"
+    ] * (d.cp > 1 and d.cp_kind != "ring")
     says = ("foreach", "ends as layers", "features", "pods")
     says += ("Adam's moments",) * ("bf16" in implementation)
     cannot += unwritten(d, says=says)

@@ -95,6 +95,25 @@ def test_the_all_gather_moves_every_other_chips_keys_and_values():
     assert float(per_token) == pytest.approx(15 * float(kv) / H100.scaleout_bw)
 
 
+@pytest.mark.parametrize("cp", [2, 4])
+def test_torchtitans_flex_cp_keeps_the_keys_and_values_it_gathered_and_megatrons_does_not(cp):
+    # Llama 3 8B on one node of H100s without recompute. torchtitan's FlexAttention keeps the
+    # whole sequence's K and V that its all-gather CP gathered; TransformerEngine's all-gather
+    # keeps its shard and gathers again in the backward, as a ring keeps its own block.
+    L8 = MODELS["llama-3-8b"]
+    given = dict(model=L8, chip=H100, slice_shape=(1, 8), batch=8 * 8192, seq_len=8192, mfu=0.4)
+    for stack, kept in (("fsdp2", cp - 1), ("megatron-lm", 0)):
+        ring, gather = (
+            estimate(**given, remat="none", cp=cp, cp_kind=kind, stack=stack)
+            for kind in ("ring", "all-gather")
+        )
+        lay = ring.layout
+        tokens = given["batch"] / lay.x / lay.microbatches  # one microbatch in flight on a chip
+        kv = 2 * 2 * L8.kv_heads * L8.head_dim / lay.y  # K and V, bf16, a token and layer
+        extra = kept * kv * tokens * L8.layers
+        assert float(gather.peak.activations - ring.peak.activations) == pytest.approx(extra)
+
+
 def test_ulysses_needs_kv_heads_for_each_cp_chip():
     with pytest.raises(
         InputError, match="cp must be a CP degree dividing .* and the 1 KV heads of each TP shard"

@@ -355,7 +355,15 @@ def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dic
         eager_glu=profile.eager_glu,
         combine_bytes=profile.combine_kept(A),
         gathered_inputs=profile.gathered_inputs,
+        kv_gathered=_kv_gathered(layout, profile),
     )
+
+
+def _kv_gathered(layout, profile):
+    """The chips whose keys and values a layer keeps: CP where the stack keeps what an all-gather
+    CP gathered (``Profile.cp_gathered_kept``), else its own (MODEL.md §E.1)."""
+    gathered = (np.asarray(layout.cp_kind) == "all-gather") & profile.cp_gathered_kept
+    return np.where(gathered, layout.cp, 1)
 
 
 def _busier_phase(state: dict, step: dict, transient: dict) -> dict:

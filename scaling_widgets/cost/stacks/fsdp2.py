@@ -79,7 +79,10 @@ NO_SYNC = True
 # that fp32 copy for the scores' gradient: 4 bytes a routed element (models/moe.py, MoE.forward).
 # Its sequence parallelism is DTensor's: the TP matmuls keep the whole sequence they gathered
 # (PrepareModuleInput's Replicate input of ColwiseParallel), not the shard Megatron-LM gathers again
-# (parallelize_llama.py, apply_tp).
+# (parallelize_llama.py, apply_tp). Its context parallelism under FlexAttention all-gathers each
+# layer's keys and values (torch's _ContextParallel for FLEX, cplib::flex_cp_allgather), and
+# flex_attention keeps the gathered whole sequence for its backward (torchtitan@c3c2f3b20,
+# distributed/context_parallel.py); its SDPA ring keeps its own block.
 MEMORY = dict(
     weight_bytes=4.0,
     grad_bytes=4.0,
@@ -92,6 +95,7 @@ MEMORY = dict(
     eager_glu=True,
     pipeline_unsharded=True,
     gathered_inputs=True,
+    cp_gathered_kept=True,
     measures="reserved",
 )
 # Fitted by ``benchmarks/fit_stacks.py`` (2026-12-07) on 26 runs on H100 (torchtitan's benchmarks

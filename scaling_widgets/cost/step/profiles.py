@@ -110,6 +110,10 @@ class Profile:
     fp8_inputs_kept: bool = False  # fp8 matmuls keep their inputs in fp8 (TransformerEngine)
     # sequence parallelism's TP matmuls keep the whole sequence they gathered (DTensor; §E.1)
     gathered_inputs: bool = False
+    # an all-gather CP keeps the whole sequence's K and V its attention read (PyTorch's flex CP:
+    # flex_attention saves what cplib::flex_cp_allgather returned), not its shard, gathered again
+    # in the backward (TransformerEngine's AttnFuncWithCPAndKVAllGather; §E.1)
+    cp_gathered_kept: bool = False
     # PyTorch FSDP (§E.1): its ZeRO-2 keeps the weights sharded and the stage gathered in the
     # compute dtype from forward to backward; under pipelining (either stage) the stage gathered
     # and its gradients unsharded
@@ -191,6 +195,7 @@ MEMORY_FIELDS = (
     "gathered",
     "fp8_inputs_kept",
     "gathered_inputs",
+    "cp_gathered_kept",
     "pipeline_unsharded",
     "bucket_bytes",
     "ddp_buckets",

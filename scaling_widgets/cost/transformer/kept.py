@@ -38,6 +38,7 @@ def tensor_bytes(
     eager_glu: bool = False,
     combine_bytes: float = 0.0,
     gathered_inputs: bool = False,
+    kv_gathered: ArrayLike = 1,
 ) -> dict:
     """Each of a layer's tensors (``recompute.TENSORS``) for one token of a microbatch on one
     chip.
@@ -73,6 +74,9 @@ def tensor_bytes(
         all-gathered for their weights' gradient (PyTorch's DTensor), not the chip's shard of
         the norms' outputs, gathered again in the backward (Megatron-LM): the norms' outputs
         A·D, not A·D/TP (``Profile.gathered_inputs``).
+    kv_gathered : int or array_like, default 1
+        G, the chips whose keys and values the attention keeps: CP where an all-gather CP keeps
+        the whole sequence's (``Profile.cp_gathered_kept``), else 1 [chips].
     swiglu_fp8 : bool, default False
         Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
         (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
@@ -115,6 +119,7 @@ def tensor_bytes(
     q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
     dropout = model.dropout > 0
     scores = 0.0 if flash else (A + softmax_bytes + (1 + A) * dropout) * model.heads * seq_len / t
+    kv = kv * np.asarray(kv_gathered, dtype=float)  # the whole sequence's, where kept gathered
     width = {"query": q, "context": q, "key": kv, "value": kv, "mlp_gate": F, "mlp_activation": F}
     width["mlp_up"] = F if model.gated else 0
     d_wide = ("input", "attention_norm", "out_proj", "mlp_input", "mlp_norm", "mlp_out")
