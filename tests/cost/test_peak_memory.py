@@ -520,7 +520,7 @@ def test_torchtitans_op_recompute_under_tp_keeps_the_unreduced_output_and_the_sc
         assert float(sizes["attention_norm"]) == float(sizes["mlp_norm"]) == A * D
         assert float(kept(t)[1]["mlp_norm"]) == A * D / t  # Megatron-LM gathers again
     # no policy but the op-level one keeps the partial sum or the scatters' outputs
-    unkept = kept(4)[1] | {"mlp_unreduced": 0.0, "reduced": 0.0}
+    unkept = kept(4)[1] | {"mlp_unreduced": 0.0, "attention_reduced": 0.0, "mlp_reduced": 0.0}
     none = policy("none")
     assert float(kept_bytes(none, kept(4)[1])) == float(kept_bytes(none, unkept))
     args = dict(model=llama, chip=HARDWARE["h100"], slice_shape=(1, 8), batch=8 * 8192,

@@ -81,6 +81,20 @@ def test_compiled_a_layer_keeps_its_norms_inputs_and_up_projections_only():
     assert float(compiled.peak.activations) == pytest.approx(float(eager.peak.activations))
 
 
+@pytest.mark.parametrize("y", [1, 2])
+def test_compiled_torchtitans_op_policy_keeps_only_what_its_backward_reads(y):
+    # torchtitan's op-level policy saves every other matmul's output and the reduce-scatters';
+    # eager its cache keeps them all, compiled the partitioner keeps only what a backward reads:
+    # not the MLP's last matmul's output (A·D), nor under TP its reduce-scatter's (A·D/TP)
+    keywords = dict(EIGHT_GPUS, x=8 // y, y=y, remat="selective:op", stack="fsdp2",
+                    microbatch_seqs=1)  # fmt: skip
+    eager, compiled = _eager_and_compiled(**keywords)
+    D, layers, tokens = keywords["model"].d_model, keywords["model"].layers, 8192
+    per_token = 2 * D + (2 * D / y if y > 1 else 0.0)
+    saved = float(eager.peak.activations - compiled.peak.activations)
+    assert saved == pytest.approx(per_token * tokens * layers)
+
+
 @pytest.mark.parametrize("stack", sorted(set(REGISTRY) - set(COMPILING)))
 def test_a_stack_that_fuses_its_own_kernels_refuses_compile_naming_those_that_compile(stack):
     with pytest.raises(ValueError, match=f"torch_compile must be off with {stack}.*fsdp2"):

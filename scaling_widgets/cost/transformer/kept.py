@@ -21,8 +21,13 @@ if TYPE_CHECKING:
 # The linear layers' inputs: what an fp8 matmul reads cast, and TransformerEngine keeps so; a
 # MoE's dispatched copies are its experts' first matmul's input (GroupedLinear)
 FP8_INPUTS = ("attention_norm", "context", "mlp_norm", "mlp_activation", "dispatch")
-# What torch.compile's pointwise kernels make again from what is kept anyway (MODEL.md §F.5)
-COMPILED_AWAY = frozenset({"attention_norm", "mlp_norm", "mlp_activation"})
+# What torch.compile does not keep (MODEL.md §F.5): what its pointwise kernels make again from
+# what is kept anyway, and what no backward reads, which an op-level policy saves eager but the
+# partitioner keeps only where the backward reads it: the MLP's last matmul's output and, under
+# sequence parallelism, its reduce-scatter's
+COMPILED_AWAY = frozenset(
+    {"attention_norm", "mlp_norm", "mlp_activation", "mlp_unreduced", "mlp_reduced"}
+)
 
 
 def tensor_bytes(
@@ -128,7 +133,8 @@ def tensor_bytes(
         sizes |= {n: A * D for n in ("attention_norm", "mlp_norm")}
     # the MLP's last matmul's output before it is summed over TP, the whole sequence; and under
     # sequence parallelism the reduce-scatters' outputs after the attention and the MLP
-    sizes |= {"mlp_unreduced": A * D, "reduced": 2 * A * D / sp * (sp > 1)}
+    reduced = A * D / sp * (sp > 1)
+    sizes |= {"mlp_unreduced": A * D, "attention_reduced": reduced, "mlp_reduced": reduced}
     sizes |= {n: A * w / t for n, w in width.items()}
     sizes |= {"dropout_masks": 2 * dropout * D / sp, "dispatch": dispatch_bytes(model, A) / t}
     sizes["combine"] = dispatch_bytes(model, combine_bytes) / t  # the experts' outputs, weighed
@@ -149,7 +155,8 @@ def kept_bytes(
     """What a layer keeps under a policy, per token, averaged over a pipeline chunk's layers:
     the policy's tensors (one input for every ``p.every`` layers) on the layers it applies to,
     everything on the others. A policy that runs the attention core again keeps no scores;
-    compiled, the norms' outputs and the MLP's activation are made again (``COMPILED_AWAY``).
+    compiled, the norms' outputs and the MLP's activation are made again and what no backward
+    reads is not kept (``COMPILED_AWAY``).
 
     Parameters
     ----------

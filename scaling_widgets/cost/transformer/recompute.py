@@ -38,7 +38,9 @@ from .counts import REMAT_POLICIES
 # attention scores when no flash kernel keeps them out of HBM. "chapter_input" is the chapter's
 # count of the input, split over TP. Only a policy that saves collectives' and matmuls' outputs by
 # op keeps the MLP's last matmul's output before its sum over TP ("mlp_unreduced") and the
-# reduce-scatters' outputs ("reduced"); the backward of no op needs them.
+# reduce-scatters' outputs after the attention and the MLP ("attention_reduced", "mlp_reduced");
+# the backward of no op needs them but the first, which with the layer's input makes the residual
+# the MLP's norm reads.
 TENSORS = (
     "input",
     "attention_norm",
@@ -58,14 +60,16 @@ TENSORS = (
     "combine",
     "scores",
     "mlp_unreduced",
-    "reduced",
+    "attention_reduced",
+    "mlp_reduced",
     "chapter_input",
 )
 KEPT_UNLESS_RECOMPUTED = frozenset(TENSORS) - {
     "mlp_out",
     "out_proj",
     "mlp_unreduced",
-    "reduced",
+    "attention_reduced",
+    "mlp_reduced",
     "chapter_input",
 }
 
@@ -161,7 +165,17 @@ SELECTIVE = {
 # aten.mm and _c10d_functional.reduce_scatter_tensor)
 TORCHTITAN_OP = Policy(
     frozenset(
-        {"input", "query", "context", "value", "mlp_gate", "mlp_unreduced", "reduced", "dispatch"}
+        {
+            "input",
+            "query",
+            "context",
+            "value",
+            "mlp_gate",
+            "mlp_unreduced",
+            "attention_reduced",
+            "mlp_reduced",
+            "dispatch",
+        }
     ),
     Rerun(core=1.0),
     recomputed=1.0,
