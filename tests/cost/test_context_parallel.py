@@ -97,14 +97,16 @@ def test_the_all_gather_moves_every_other_chips_keys_and_values():
 
 @pytest.mark.parametrize("cp", [2, 4])
 def test_torchtitans_flex_cp_keeps_the_keys_and_values_it_gathered_and_megatrons_does_not(cp):
-    # Llama 3 8B on one node of H100s without recompute. torchtitan's FlexAttention keeps the
-    # whole sequence's K and V that its all-gather CP gathered; TransformerEngine's all-gather
-    # keeps its shard and gathers again in the backward, as a ring keeps its own block.
+    # Llama 3 8B on one node of H100s. Without recompute torchtitan's FlexAttention keeps the
+    # whole sequence's K and V that its all-gather CP gathered; its op-level policy does not save
+    # the gather, and TransformerEngine's all-gather keeps its shard: both gather again in the
+    # backward, as a ring keeps its own block.
     L8 = MODELS["llama-3-8b"]
     given = dict(model=L8, chip=H100, slice_shape=(1, 8), batch=8 * 8192, seq_len=8192, mfu=0.4)
-    for stack, kept in (("fsdp2", cp - 1), ("megatron-lm", 0)):
+    cases = (("fsdp2", "none", cp - 1), ("fsdp2", "selective:op", 0), ("megatron-lm", "none", 0))
+    for stack, remat, kept in cases:
         ring, gather = (
-            estimate(**given, remat="none", cp=cp, cp_kind=kind, stack=stack)
+            estimate(**given, remat=remat, cp=cp, cp_kind=kind, stack=stack)
             for kind in ("ring", "all-gather")
         )
         lay = ring.layout

@@ -22,12 +22,11 @@ if TYPE_CHECKING:
 # MoE's dispatched copies are its experts' first matmul's input (GroupedLinear)
 FP8_INPUTS = ("attention_norm", "context", "mlp_norm", "mlp_activation", "dispatch")
 # What torch.compile does not keep (MODEL.md §F.5): what its pointwise kernels make again from
-# what is kept anyway, and what no backward reads, which an op-level policy saves eager but the
-# partitioner keeps only where the backward reads it: the MLP's last matmul's output and, under
-# sequence parallelism, its reduce-scatter's
-COMPILED_AWAY = frozenset(
-    {"attention_norm", "mlp_norm", "mlp_activation", "mlp_unreduced", "mlp_reduced"}
-)
+# what is kept anyway, and the MLP's last matmul's output, which an op-level policy saves eager
+# but no backward reads: the partitioner keeps what the backward reads. The MLP's reduce-scatter's
+# output is not read either, but a saved collective stayed alive through its wait until
+# pytorch/pytorch#149652 (2025-03), later than the measured runs with TP: it is counted kept
+COMPILED_AWAY = frozenset({"attention_norm", "mlp_norm", "mlp_activation", "mlp_unreduced"})
 
 
 def tensor_bytes(
@@ -80,8 +79,9 @@ def tensor_bytes(
         the norms' outputs, gathered again in the backward (Megatron-LM): the norms' outputs
         A·D, not A·D/TP (``Profile.gathered_inputs``).
     kv_gathered : int or array_like, default 1
-        G, the chips whose keys and values the attention keeps: CP where an all-gather CP keeps
-        the whole sequence's (``Profile.cp_gathered_kept``), else 1 [chips].
+        G, the chips whose keys and values the attention keeps: CP where an all-gather CP's
+        attention keeps the whole sequence's (``Profile.cp_gathered_kept``), else 1 [chips]; the
+        other G − 1 chips' are "kv_gathered", A·2·K·H·(G − 1)/TP.
     swiglu_fp8 : bool, default False
         Whether the SwiGLU's input, the gate and the up-projection, is kept in fp8, a byte each
         (Megatron-Core's ``activation_func_fp8_input_store``: "Store the input of MLP activation
@@ -124,8 +124,9 @@ def tensor_bytes(
     q, kv = model.heads * model.head_dim, model.kv_heads * model.head_dim
     dropout = model.dropout > 0
     scores = 0.0 if flash else (A + softmax_bytes + (1 + A) * dropout) * model.heads * seq_len / t
-    kv = kv * np.asarray(kv_gathered, dtype=float)  # the whole sequence's, where kept gathered
     width = {"query": q, "context": q, "key": kv, "value": kv, "mlp_gate": F, "mlp_activation": F}
+    # the other CP chips' keys and values, where the attention keeps what its all-gather gathered
+    width["kv_gathered"] = 2 * kv * (np.asarray(kv_gathered, dtype=float) - 1)
     width["mlp_up"] = F if model.gated else 0
     d_wide = ("input", "attention_norm", "out_proj", "mlp_input", "mlp_norm", "mlp_out")
     sizes = {n: A * D / sp for n in d_wide}
@@ -188,7 +189,8 @@ def kept_bytes(
     [268, 164, 16]
     """
     away = COMPILED_AWAY if compiled else frozenset()
-    keeps = p.keeps - away - ({"scores"} if p.reruns.core else frozenset())
+    # the attention's core run again: its scores, and the keys and values it gathers again
+    keeps = p.keeps - away - ({"scores", "kv_gathered"} if p.reruns.core else frozenset())
     mine = sum(sizes[n] for n in keeps) / p.every
     share = p.share(chunk_layers)
     return share * mine + (1 - share) * sum(sizes[n] for n in NONE.keeps - away)

@@ -32,21 +32,23 @@ from ..stacks.megatron_lm import DENSE_ONLY, MOE_ONLY, RECOMPUTE_MODULES
 from .counts import REMAT_POLICIES
 
 # A layer's tensors the backward pass may need, in its forward order: the layer's input, the
-# attention's norm, projections and output, the residual after attention, the MLP's norm, gate,
-# up-projection, activation and output; dropout's byte masks, a MoE's dispatched copies and the
-# copies its scores weigh (kept for the scores' gradient where a stack weighs them apart), the
-# attention scores when no flash kernel keeps them out of HBM. "chapter_input" is the chapter's
-# count of the input, split over TP. Only a policy that saves collectives' and matmuls' outputs by
-# op keeps the MLP's last matmul's output before its sum over TP ("mlp_unreduced") and the
-# reduce-scatters' outputs after the attention and the MLP ("attention_reduced", "mlp_reduced");
-# the backward of no op needs them but the first, which with the layer's input makes the residual
-# the MLP's norm reads.
+# attention's norm, projections, the other CP chips' keys and values where an all-gather CP's
+# attention keeps what it gathered ("kv_gathered"), and its output, the residual after attention,
+# the MLP's norm, gate, up-projection, activation and output; dropout's byte masks, a MoE's
+# dispatched copies and the copies its scores weigh (kept for the scores' gradient where a stack
+# weighs them apart), the attention scores when no flash kernel keeps them out of HBM.
+# "chapter_input" is the chapter's count of the input, split over TP. Only a policy that saves
+# collectives' and matmuls' outputs by op keeps the MLP's last matmul's output before its sum over
+# TP ("mlp_unreduced") and the reduce-scatters' outputs after the attention and the MLP
+# ("attention_reduced", "mlp_reduced"); the backward of no op needs them but the first, which with
+# the layer's input makes the residual the MLP's norm reads.
 TENSORS = (
     "input",
     "attention_norm",
     "query",
     "key",
     "value",
+    "kv_gathered",
     "context",
     "out_proj",
     "mlp_input",
