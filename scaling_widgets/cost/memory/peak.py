@@ -362,8 +362,9 @@ def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dic
 def _kv_gathered(layout, profile):
     """The chips whose keys and values a layer keeps: CP where the stack keeps what an all-gather
     CP gathered (``Profile.cp_gathered_kept``), else its own (MODEL.md §E.1)."""
-    gathered = (np.asarray(layout.cp_kind) == "all-gather") & profile.cp_gathered_kept
-    return np.where(gathered, layout.cp, 1)
+    if not profile.cp_gathered_kept or np.all(np.asarray(layout.cp) == 1):
+        return 1  # off the default path: no comparison of names
+    return np.where(np.asarray(layout.cp_kind) == "all-gather", layout.cp, 1)
 
 
 def _busier_phase(state: dict, step: dict, transient: dict) -> dict:
