@@ -138,3 +138,26 @@ def test_active_never_exceeds_total_and_one_expert_of_one_is_dense_plus_its_rout
         float(param_count(**one.dims()).total)
         == float(param_count(**base.dims()).total) + 12 * 1024
     )
+
+
+def test_a_pipeline_puts_the_dense_first_layers_on_the_first_stage():
+    """A MoE model of 4 layers whose first is dense, on PP 2 x EP 4 with Megatron-LM's ZeRO-1:
+    the last stage holds two MoE layers, every byte of weights, gradients and optimizer state
+    what an all-MoE model's last stage holds; the first stage holds the dense MLP in place of a
+    MoE layer's shared expert, router and a quarter of its routed experts (MODEL.md §E.1)."""
+    D, F_e = 2048, 1024
+    moe = MoE(experts=16, top_k=3, d_ff=F_e, shared=1, dense_layers=1)
+    dims = dict(layers=4, d_model=D, heads=16, kv_heads=16, head_dim=128, vocab=32000)
+    dense_first = Model(name="dense first", d_ff=4 * F_e, moe=moe, **dims)
+    all_moe = dataclasses.replace(dense_first, moe=dataclasses.replace(moe, dense_layers=0))
+    layout = dict(strategy="fsdp+tp", x=4, y=1, z=2, ep=4, zero=1, remat="none")
+    run = dict(hardware="h100", chips=8, batch=8 * 4096, seq_len=4096, stack="megatron-lm")
+    a, b = (estimate(model=m, **layout, **run) for m in (dense_first, all_moe))
+    assert int(a.peak.stage) == int(b.peak.stage) == 1  # the output layer's stage is the busiest
+    for part in ("weights", "grads", "optimizer"):
+        assert float(getattr(a.peak, part)) == float(getattr(b.peak, part))
+    # bf16 weights, fp32 gradients, 12 bytes of optimizer over DP 4 (the routed experts' over 1)
+    routed, mlp = 16 * 3 * D * F_e / 4, 3 * D * 4 * F_e - (3 * D * F_e + 16 * D)
+    lighter = routed * (2 + 4 + 12) - mlp * (2 + 4 + 12 / 4)
+    first = float(b.peak.on("first")[0]) - float(a.peak.on("first")[0])
+    assert lighter <= first <= lighter * 1.25  # and the MoE layer's dispatch buffers, averaged

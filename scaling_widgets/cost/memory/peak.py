@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 from ..ground.choices import per_choice
 from ..ground.records import record
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight
-from ..step.pipeline import layout_split, stage_layers
+from ..step.pipeline import dense_layers_held, layout_split, stage_layers
 from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
 from ..transformer.recompute import policy
 from .outputs import at_the_loss, held_outputs, not_kept
@@ -206,6 +206,7 @@ def peak_memory(
     X, Y, m, v = placed.x, placed.y, placed.microbatches, layout.virtual_stages
     Z = np.asarray(placed.z)
     layers_of = _stage_layers(model, layout, Z)  # the first device's, a middle one's, the last's
+    dense_of = _dense_layers(model, layout, Z, layers_of)  # of them, those whose MLP is dense
     layers = np.maximum.reduce(np.broadcast_arrays(*layers_of))
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
     sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
@@ -232,11 +233,10 @@ def peak_memory(
     # of a KV cache the model returns, what the layers do not keep (none held: no policy asked)
     beyond_kept = each_policy(lambda rule: not_kept(rule, layers / v)) if kv_caches else 0.0
 
-    def device(stage, its_layers, beside=0.0, its_logits=0.0):
+    def device(stage, its_layers, its_dense, beside=0.0, its_logits=0.0):
         """One device's parts: its own layers' and ends' state, its microbatches in flight."""
-        state, step = stage_state(
-            workload, layout, placed, pods, params, profile, (stage, its_layers, last), fp8
-        )
+        held = (stage, its_layers, last, its_dense)
+        state, step = stage_state(workload, layout, placed, pods, params, profile, held, fp8)
         in_backward, loss = held_outputs(
             workload, Y, tokens, (its_layers, its_logits), kv_caches, beyond_kept
         )
@@ -248,7 +248,7 @@ def peak_memory(
         )
         return _phases(state, step, transient, loss, (overhead, memory_limit), workload, profile)
 
-    devices = _devices(device, Z, last, layers_of, (at_the_end, logits))
+    devices = _devices(device, Z, last, (layers_of, dense_of), (at_the_end, logits))
     parts, busiest = _busiest(devices)
     recomputed = parts.pop("recomputed")
     parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
@@ -304,18 +304,23 @@ def _recompute_to_fit(state, transient, overhead, limit, workload, profile) -> t
     return {**transient, "logits": transient["logits"] - recomputed}, recomputed
 
 
-def _devices(device, Z, last, layers_of, output) -> list:
+def _devices(device, Z, last, held, output) -> list:
     """The devices a peak compares, each its stage, its parts (``device``) and the layouts that
     have it: the first (where the output layer's is another), the second (a microbatch fewer in
-    flight, more layers where the first holds the embedding in a layer's place) and the output
-    layer's, with what it holds beside its layers (``output``); a device no layout has is
-    skipped."""
-    first_layers, middle_layers, last_layers = layers_of
+    flight, more layers where the first holds the embedding in a layer's place), in a MoE model
+    whose dense layers reach the second device the last middle one (fewer in flight, more
+    experts), and the output layer's, with what it holds beside its layers (``output``); a
+    device no layout has is skipped. ``held``: the three devices' layers, and the four's dense
+    layers (``_dense_layers``)."""
+    (first, middle, at_last), (dense_first, dense_second, dense_later, dense_last) = held
     has_second = (Z > 2) | ((Z == 2) & (last == 0))
-    devices = [(0, lambda: device(0, first_layers), last != 0)]
-    devices += [(1, lambda: device(1, middle_layers), has_second)]
+    later = np.any(dense_second > dense_later) & (Z > 3) & (last != 0)
+    devices = [(0, lambda: device(0, first, dense_first), last != 0)]
+    devices += [(1, lambda: device(1, middle, dense_second), has_second)]
+    later_stage = np.maximum(Z - 2, 1)
+    devices += [(later_stage, lambda: device(later_stage, middle, dense_later), later)]
     devices = [(stage, parts(), there) for stage, parts, there in devices if np.any(there)]
-    return devices + [(last, device(last, last_layers, *output), True)]
+    return devices + [(last, device(last, at_last, dense_last, *output), True)]
 
 
 def _busiest(devices: list) -> tuple:
@@ -336,6 +341,24 @@ def _stage_layers(model, layout, Z) -> tuple:
         layers=model.layers,
         stages=Z,
         **layout_split(layout),
+    )
+
+
+def _dense_layers(model, layout, Z, layers_of) -> tuple:
+    """Of the layers of the first device, a middle one and the output layer's, those whose MLP
+    is dense: a MoE model's first (MODEL.md §D.1); none in a dense model, whose layers all
+    count as they are."""
+    if model.moe is None or not model.moe.dense_layers:
+        return (0.0, 0.0, 0.0, 0.0)
+    split = layout_split(layout)
+    return dense_layers_held(
+        dense=model.moe.dense_layers,
+        layers=model.layers,
+        held=layers_of,
+        stages=Z,
+        virtual_stages=split["virtual_stages"],
+        ends_together=split["ends_together"],
+        copies=split["copies"],
     )
 
 

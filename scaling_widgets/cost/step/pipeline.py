@@ -259,6 +259,80 @@ def stage_layers(
     return _given_ends(L, Z, v, first_layers, last_layers)
 
 
+def dense_layers_held(
+    *,
+    dense: ArrayLike,
+    layers: ArrayLike,
+    held: tuple,
+    stages: ArrayLike,
+    virtual_stages: ArrayLike = 1,
+    ends_together: ArrayLike = False,
+    copies: ArrayLike = 1,
+) -> tuple:
+    """Of a MoE model's first ``dense`` layers, whose MLP is dense, those on the first device, a
+    middle one and the output layer's.
+
+    A pipeline takes the layers in order, so the dense ones fill the first device's first chunk
+    (of its v), then the second device's: DeepSeek's ``first_k_dense_replace`` layers, Megatron-
+    LM's ``--moe-layer-freq ([0]*k+[1]*...)``, sit on the first stage. The output layer's device
+    holds them only where the chunks before its own are fewer than them, or where it is the first
+    device (a V), or under DualPipe, whose last device runs the other copy's first stage.
+
+    Parameters
+    ----------
+    dense : int or array_like
+        k, the model's first layers that are dense [layers].
+    layers : int or array_like
+        L, the model's layers [layers].
+    held : tuple
+        The layers of the first device, a middle one and the output layer's, as ``stage_layers``
+        gives them [layers].
+    stages : int or array_like
+        Z, the pipeline stages.
+    virtual_stages : int or array_like, default 1
+        v, the chunks a device holds.
+    ends_together : bool or array_like, default False
+        The output layer sits on the first device (V schedules).
+    copies : int or array_like, default 1
+        The model's copies the stages split (2 for DualPipe).
+
+    Returns
+    -------
+    first, second, later, last : np.ndarray
+        The dense layers on the first device, the second, the last before the output layer's
+        (Z − 2: a middle device with the fewest, the second's where Z < 4) and the output
+        layer's; under DualPipe of both copies' stages there [layers].
+
+    References
+    ----------
+    .. [1] docs/MODEL.md §A.6 (the stage) and §D.1 (dense layers of a MoE model).
+
+    Examples
+    --------
+    DeepSeek-V3's first 3 dense layers over 16 stages of 4 layers and of 2 chunks of 2:
+
+    >>> [float(n) for n in dense_layers_held(dense=3, layers=64, held=(4, 4, 4), stages=16)]
+    [3.0, 0.0, 0.0, 0.0]
+    >>> held = (4, 4, 4)
+    >>> [float(n) for n in dense_layers_held(dense=3, layers=64, held=held, stages=16,
+    ...                                      virtual_stages=2)]
+    [2.0, 1.0, 0.0, 0.0]
+    """
+    k, L, Z, v = (np.asarray(a, dtype=float) for a in (dense, layers, stages, virtual_stages))
+    first, middle, last = (np.asarray(n, dtype=float) for n in held)
+    chunk, between = first / v, middle / v  # the first device's first chunk; a middle one's
+
+    def on(device):  # a middle device's: the first chunks of the devices before it come first
+        return np.clip(k - chunk - (device - 1) * between, 0.0, between)
+
+    before_last = np.where(v > 1, chunk + (Z - 2) * between, L - last)
+    on_first, on_last = np.minimum(k, chunk), np.clip(k - before_last, 0.0, last / v)
+    two_ways = (np.asarray(copies) > 1) & ~np.asarray(ends_together, dtype=bool)
+    on_last = np.where(ends_together, on_first, on_last + two_ways * on_first)
+    held = (on_first, on(1), on(np.maximum(Z - 2, 1)), on_last)
+    return tuple(np.where(Z == 1, k, n) for n in held)
+
+
 def _given_ends(L, Z, v, first_layers, last_layers) -> tuple:
     """The first and the last device's layers as given, the devices between them splitting the
     rest evenly (the busiest charged); one stage holds all L."""
