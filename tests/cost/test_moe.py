@@ -161,3 +161,61 @@ def test_a_pipeline_puts_the_dense_first_layers_on_the_first_stage():
     lighter = routed * (2 + 4 + 12) - mlp * (2 + 4 + 12 / 4)
     first = float(b.peak.on("first")[0]) - float(a.peak.on("first")[0])
     assert lighter <= first <= lighter * 1.25  # and the MoE layer's dispatch buffers, averaged
+
+
+def _every_device(schedule, v, k, held):
+    """Each device's dense layers, the pipeline's chunks walked one by one: device d's j-th
+    chunk is chunk j·Z + d (a V's second round runs back: 2Z − 1 − c); DualPipe's second copy
+    runs its stages in reverse."""
+    from scaling_widgets.cost.schedules import ends_together, weight_copies
+
+    first, middle, at_last, Z = held
+    V, copies = bool(ends_together(schedule)), int(weight_copies(schedule))
+    sizes = [first] + [middle] * (Z - 2) + [middle if V else at_last]
+    dense, taken = [0.0] * Z, 0.0
+    if copies == 2:
+        for stage in range(Z):
+            for d in (stage, Z - 1 - stage):
+                dense[d] += min(max(k - taken, 0.0), sizes[stage])
+            taken += sizes[stage]
+        return sizes, dense
+    rounds = 2 if V else v
+    for c in range(rounds * Z):
+        d = (c if c < Z else 2 * Z - 1 - c) if V else c % Z
+        dense[d] += min(max(k - taken, 0.0), sizes[d] / rounds)
+        taken += sizes[d] / rounds
+    return sizes, dense
+
+
+@pytest.mark.parametrize("schedule,v", [("1f1b", 1), ("interleaved", 2), ("zbv", 2),
+                                        ("dualpipev", 2), ("dualpipe", 1)])  # fmt: skip
+@pytest.mark.parametrize("z,ep", [(2, 4), (4, 16), (8, 4), (8, 64), (12, 4)])
+def test_the_peak_is_the_busiest_of_every_pipeline_device(monkeypatch, schedule, v, z, ep):
+    """A MoE model whose dense first layers reach past the second device: the peak the model
+    reports is the largest of every device's, each counted with its own dense layers, whether
+    a dense MLP weighs more than a MoE layer's experts on a chip (EP 64) or less (MODEL.md
+    §E.1)."""
+    from scaling_widgets.cost.memory import peak as P
+
+    toy = Model(name="toy", layers=24, d_model=4096, d_ff=14336, heads=32, kv_heads=8,
+                head_dim=128, vocab=2048,
+                moe=MoE(experts=64, top_k=8, d_ff=1536, shared=1, dense_layers=5))  # fmt: skip
+    m = 4 * z
+    run = dict(model=toy, hardware="h100", chips=64 * z, batch=m * 64 * 4096, seq_len=4096,
+               strategy="fsdp+tp", x=64, y=1, z=z, ep=ep, zero=1, remat="none",
+               schedule=schedule, virtual_stages=v, microbatches=m,
+               stack="megatron-lm")  # fmt: skip
+    reported = estimate(**run).peak
+    code_devices = P._devices
+
+    def every_device(device, Z, last, held, output):
+        (first, middle, at_last), _ = held
+        sizes, dense = _every_device(schedule, v, 5, (float(first), float(middle),
+                                                      float(at_last), int(Z)))  # fmt: skip
+        others = [(d, device(d, sizes[d], dense[d]), True) for d in range(int(Z)) if d != last]
+        return others + [(last, device(last, at_last, dense[int(last)], *output), True)]
+
+    monkeypatch.setattr(P, "_devices", every_device)
+    each = estimate(**run).peak
+    monkeypatch.setattr(P, "_devices", code_devices)
+    assert float(reported.reserved) == pytest.approx(float(each.reserved), rel=1e-12)

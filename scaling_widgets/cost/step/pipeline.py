@@ -259,78 +259,73 @@ def stage_layers(
     return _given_ends(L, Z, v, first_layers, last_layers)
 
 
-def dense_layers_held(
+def dense_layers_on(
+    device: ArrayLike,
     *,
     dense: ArrayLike,
-    layers: ArrayLike,
     held: tuple,
     stages: ArrayLike,
     virtual_stages: ArrayLike = 1,
     ends_together: ArrayLike = False,
     copies: ArrayLike = 1,
-) -> tuple:
-    """Of a MoE model's first ``dense`` layers, whose MLP is dense, those on the first device, a
-    middle one and the output layer's.
+) -> np.ndarray:
+    """Of a MoE model's first ``dense`` layers, whose MLP is dense, those a device holds.
 
-    A pipeline takes the layers in order, so the dense ones fill the first device's first chunk
-    (of its v), then the second device's: DeepSeek's ``first_k_dense_replace`` layers, Megatron-
-    LM's ``--moe-layer-freq ([0]*k+[1]*...)``, sit on the first stage. The output layer's device
-    holds them only where the chunks before its own are fewer than them, or where it is the first
-    device (a V), or under DualPipe, whose last device runs the other copy's first stage.
+    A pipeline takes the layers in order, chunk by chunk: the first device's first chunk, then
+    the second's, and so on, so the dense ones (DeepSeek's ``first_k_dense_replace``, Megatron-
+    LM's ``--moe-layer-freq ([0]*k+[1]*...)``) fill the first devices' first chunks. Under DualPipe
+    a device also runs the other copy's stage Z − 1 − d, in reverse: the last device that copy's
+    first layers.
 
     Parameters
     ----------
+    device : int or array_like
+        d, the device, 0 to Z − 1.
     dense : int or array_like
         k, the model's first layers that are dense [layers].
-    layers : int or array_like
-        L, the model's layers [layers].
     held : tuple
-        The layers of the first device, a middle one and the output layer's, as ``stage_layers``
-        gives them [layers].
+        The layers of the first device, a middle one and the last one, as ``stage_layers`` gives
+        them (a copy's share under DualPipe) [layers].
     stages : int or array_like
         Z, the pipeline stages.
     virtual_stages : int or array_like, default 1
         v, the chunks a device holds.
     ends_together : bool or array_like, default False
-        The output layer sits on the first device (V schedules).
+        The output layer sits on the first device (V schedules): the last device is a middle one.
     copies : int or array_like, default 1
         The model's copies the stages split (2 for DualPipe).
 
     Returns
     -------
-    first, second, later, last : np.ndarray
-        The dense layers on the first device, the second, the last before the output layer's
-        (Z − 2: a middle device with the fewest, the second's where Z < 4) and the output
-        layer's; under DualPipe of both copies' stages there [layers].
+    layers : np.ndarray
+        The dense layers on the device, of both copies under DualPipe [layers].
 
     References
     ----------
-    .. [1] docs/MODEL.md §A.6 (the stage) and §D.1 (dense layers of a MoE model).
+    .. [1] docs/MODEL.md §E.1 (the stage) and §D.1 (dense layers of a MoE model).
 
     Examples
     --------
-    DeepSeek-V3's first 3 dense layers over 16 stages of 4 layers and of 2 chunks of 2:
+    DeepSeek-V3's first 3 dense layers over 16 stages of 4 layers, and of 2 chunks of 2:
 
-    >>> [float(n) for n in dense_layers_held(dense=3, layers=64, held=(4, 4, 4), stages=16)]
-    [3.0, 0.0, 0.0, 0.0]
-    >>> held = (4, 4, 4)
-    >>> [float(n) for n in dense_layers_held(dense=3, layers=64, held=held, stages=16,
-    ...                                      virtual_stages=2)]
-    [2.0, 1.0, 0.0, 0.0]
+    >>> [float(dense_layers_on(d, dense=3, held=(4, 4, 4), stages=16)) for d in (0, 1, 15)]
+    [3.0, 0.0, 0.0]
+    >>> [float(dense_layers_on(d, dense=3, held=(4, 4, 4), stages=16, virtual_stages=2))
+    ...  for d in (0, 1, 2)]
+    [2.0, 1.0, 0.0]
     """
-    k, L, Z, v = (np.asarray(a, dtype=float) for a in (dense, layers, stages, virtual_stages))
+    d, k, Z, v = (np.asarray(a, dtype=float) for a in (device, dense, stages, virtual_stages))
     first, middle, last = (np.asarray(n, dtype=float) for n in held)
     chunk, between = first / v, middle / v  # the first device's first chunk; a middle one's
+    at_end = np.where(ends_together, between, last / v)  # the last device's first chunk
 
-    def on(device):  # a middle device's: the first chunks of the devices before it come first
-        return np.clip(k - chunk - (device - 1) * between, 0.0, between)
+    def one_copy(d):  # the dense layers in device d's first chunk, the layers taken in order
+        start = np.where(d > 0, chunk + (d - 1) * between, 0.0)
+        size = np.where(d == 0, chunk, np.where(d == Z - 1, at_end, between))
+        return np.clip(k - start, 0.0, size)
 
-    before_last = np.where(v > 1, chunk + (Z - 2) * between, L - last)
-    on_first, on_last = np.minimum(k, chunk), np.clip(k - before_last, 0.0, last / v)
-    two_ways = (np.asarray(copies) > 1) & ~np.asarray(ends_together, dtype=bool)
-    on_last = np.where(ends_together, on_first, on_last + two_ways * on_first)
-    held = (on_first, on(1), on(np.maximum(Z - 2, 1)), on_last)
-    return tuple(np.where(Z == 1, k, n) for n in held)
+    both = one_copy(d) + (np.asarray(copies) > 1) * one_copy(Z - 1 - d)
+    return np.where(Z == 1, k, both)
 
 
 def _given_ends(L, Z, v, first_layers, last_layers) -> tuple:
