@@ -14,9 +14,7 @@ really holds at its busiest moment, the start of the first backward pass:
 
 Three devices are evaluated, each with its own layers, ends and microbatches in flight: the first,
 the second (a microbatch fewer, and more layers where the first holds the embedding in a layer's
-place) and the output layer's; any other holds no more than the second, but where a MoE model's
-dense first layers reach past it, the middle ones they leave holding other layers are evaluated
-too. The busiest is reported.
+place) and the output layer's; any other holds no more than the second. The busiest is reported.
 ``Profile`` names what a stack chooses (MODEL.md §E.2). The weights, gradients, optimizer state
 and buffers a stage holds between the passes are ``state.py``'s.
 """
@@ -32,7 +30,7 @@ from numpy.typing import ArrayLike
 from ..ground.choices import per_choice
 from ..ground.records import record
 from ..schedules import ends_together, in_flight_microbatches, logits_in_flight
-from ..step.pipeline import dense_layers_on, layout_split, stage_layers
+from ..step.pipeline import layout_split, stage_layers
 from ..transformer.kept import kept_bytes, tensor_bytes, working_bytes
 from ..transformer.recompute import policy
 from .outputs import at_the_loss, held_outputs, not_kept
@@ -208,7 +206,6 @@ def peak_memory(
     X, Y, m, v = placed.x, placed.y, placed.microbatches, layout.virtual_stages
     Z = np.asarray(placed.z)
     layers_of = _stage_layers(model, layout, Z)  # the first device's, a middle one's, the last's
-    dense_on = _dense_layers(model, layout, Z, layers_of)  # of a device's, those dense
     layers = np.maximum.reduce(np.broadcast_arrays(*layers_of))
     tokens = workload.batch / (X * pods * m)  # a chip's tokens of one microbatch
     sizes = _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8)
@@ -235,10 +232,11 @@ def peak_memory(
     # of a KV cache the model returns, what the layers do not keep (none held: no policy asked)
     beyond_kept = each_policy(lambda rule: not_kept(rule, layers / v)) if kv_caches else 0.0
 
-    def device(stage, its_layers, its_dense, beside=0.0, its_logits=0.0):
+    def device(stage, its_layers, beside=0.0, its_logits=0.0):
         """One device's parts: its own layers' and ends' state, its microbatches in flight."""
-        held = (stage, its_layers, last, its_dense)
-        state, step = stage_state(workload, layout, placed, pods, params, profile, held, fp8)
+        state, step = stage_state(
+            workload, layout, placed, pods, params, profile, (stage, its_layers, last), fp8
+        )
         in_backward, loss = held_outputs(
             workload, Y, tokens, (its_layers, its_logits), kv_caches, beyond_kept
         )
@@ -250,7 +248,7 @@ def peak_memory(
         )
         return _phases(state, step, transient, loss, (overhead, memory_limit), workload, profile)
 
-    devices = _devices(device, Z, last, (layers_of, dense_on), (at_the_end, logits))
+    devices = _devices(device, Z, last, layers_of, (at_the_end, logits))
     parts, busiest = _busiest(devices)
     recomputed = parts.pop("recomputed")
     parts["workspaces"] = np.asarray(BLAS_THREADS * blas_workspace, dtype=float)
@@ -306,27 +304,18 @@ def _recompute_to_fit(state, transient, overhead, limit, workload, profile) -> t
     return {**transient, "logits": transient["logits"] - recomputed}, recomputed
 
 
-def _devices(device, Z, last, held, output) -> list:
+def _devices(device, Z, last, layers_of, output) -> list:
     """The devices a peak compares, each its stage, its parts (``device``) and the layouts that
     have it: the first (where the output layer's is another), the second (a microbatch fewer in
-    flight, more layers where the first holds the embedding in a layer's place), the middle ones
-    a MoE model's dense layers leave holding other layers (``_dense_layers``), and the output
+    flight, more layers where the first holds the embedding in a layer's place) and the output
     layer's, with what it holds beside its layers (``output``); a device no layout has is
-    skipped. ``held``: the three devices' layers; a device's dense layers and the middle devices
-    to compare for them."""
-    (first, middle, at_last), (dense, more) = held
-    V = last == 0  # the output layer on the first device: every other one is a middle one
-
-    def middle_device(d):
-        return (d >= 1) & (d <= np.where(V, Z - 1, Z - 2))
-
-    devices = [(0, lambda: device(0, first, dense(0)), last != 0)]
-    devices += [(1, lambda: device(1, middle, dense(1)), middle_device(1))]
-    for d, may in more:
-        d = np.clip(d, 0, np.maximum(Z - 1, 0))  # a device past the pipeline is none
-        devices += [(d, lambda d=d: device(d, middle, dense(d)), middle_device(d) & (d >= 2) & may)]
+    skipped."""
+    first_layers, middle_layers, last_layers = layers_of
+    has_second = (Z > 2) | ((Z == 2) & (last == 0))
+    devices = [(0, lambda: device(0, first_layers), last != 0)]
+    devices += [(1, lambda: device(1, middle_layers), has_second)]
     devices = [(stage, parts(), there) for stage, parts, there in devices if np.any(there)]
-    return devices + [(last, device(last, at_last, dense(last), *output), True)]
+    return devices + [(last, device(last, last_layers, *output), True)]
 
 
 def _busiest(devices: list) -> tuple:
@@ -348,35 +337,6 @@ def _stage_layers(model, layout, Z) -> tuple:
         stages=Z,
         **layout_split(layout),
     )
-
-
-def _dense_layers(model, layout, Z, layers_of) -> tuple:
-    """A device's layers whose MLP is dense, a function of the device (a MoE model's first,
-    ``dense_layers_on``; none in a model whose layers are alike), and the middle devices past the
-    second to compare for them, each with the layouts where it may hold fewer than the one
-    before: after each device that holds some, to the first that holds none, and under DualPipe
-    the same back from the last device (a dense MLP may weigh less than a MoE layer's experts on
-    a chip, or more; the devices further on hold no more and have no more in flight)."""
-    k = model.moe.dense_layers if model.moe is not None else 0
-    if not k:
-        return (lambda d: 0.0), ()
-    split = layout_split(layout)
-
-    def on(d):
-        return dense_layers_on(
-            d,
-            dense=k,
-            held=layers_of,
-            stages=Z,
-            virtual_stages=split["virtual_stages"],
-            ends_together=split["ends_together"],
-            copies=split["copies"],
-        )
-
-    onwards = [(d, on(d - 1) > 0) for d in range(2, k + 2)]
-    two_ways = np.asarray(split["copies"]) > 1
-    back = [(Z - 1 - i, two_ways & ((i == 0) | (on(Z - i) > 0))) for i in range(k + 1)]
-    return on, onwards + back
 
 
 def _layer_tensors(workload, layout, Y, profile, fp8_matmuls, swiglu_fp8) -> dict:

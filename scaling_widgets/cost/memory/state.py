@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedules import ends_together, weight_copies
-from ..transformer.experts import dense_layer_excess, ep_of_data, routed_params
+from ..transformer.experts import ep_of_data, routed_params
 
 
 def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=False) -> tuple:
@@ -43,8 +43,7 @@ def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=Fals
     profile : Profile
         The bytes and buffers the stack keeps (MODEL.md §E.2).
     stage : tuple
-        (index, layers, last, dense): the device's stage, its layers, the last stage's index and
-        of its layers those whose MLP is dense (a MoE model's first, ``dense_layers_held``).
+        (index, layers, last): the device's stage, its layers and the last stage's index.
     fp8 : bool, default False
         Whether the matmuls run in fp8, the weights held cast beside them.
 
@@ -70,7 +69,7 @@ def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=Fals
     optimizer_bytes = (profile.optimizer_bytes or precision.optimizer_bytes) - 2 * (
         4.0 - profile.moment_bytes
     )
-    index, layers, last, dense = stage
+    index, layers, last = stage
     routed, embedding = routed_params(model), float(model.vocab * model.d_model)
     # an end's device holds its embeddings; one stage, or a V's or DualPipe's first device, both
     ends = np.where((Z == 1) | ends_together(layout.schedule), params.embeddings, embedding)
@@ -80,7 +79,7 @@ def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=Fals
     layer = (params.total - params.embeddings - routed) / model.layers  # on every EP chip
     e = ep_of_data(layout.ep, Y, layout.etp)  # EP over its share of TP (MODEL.md §D.2)
     split = e * layout.ep_pods  # the experts split over the group in all its pods (§B.12)
-    unrouted, stage_routed = _stage_layers(model, layer, routed / split, layers, dense)
+    layer_routed = routed / model.layers / split
 
     # the MTP modules, on the output layer's stage (MODEL.md §D.1)
     mtp, mtp_routed = (
@@ -91,25 +90,24 @@ def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=Fals
     def over_x(first_stage):
         sharded = np.asarray(zero) >= first_stage
         return (
-            (unrouted + stage_embedding + mtp) / np.where(sharded, shards, 1)
-            + (stage_routed + mtp_routed) / np.where(sharded, shards / e, 1)
+            (layer * layers + stage_embedding + mtp) / np.where(sharded, shards, 1)
+            + (layer_routed * layers + mtp_routed) / np.where(sharded, shards / e, 1)
         ) / Y
 
-    mean_layer = layer + routed / model.layers / split
-    layer_unit = _gathered(model, profile, mean_layer, split) / Y  # ZeRO-3's unit
+    layer_unit = _gathered(model, profile, layer + layer_routed, split) / Y  # ZeRO-3's unit
     unit = np.maximum(layer_unit, embedding / Y)  # or the output layer
     gathered = _at_once(profile, precision.activation_bytes, grad_bytes, layer_unit, embedding / Y)
     bucket = np.where(X * pods > 1, profile.bucket_bytes, 0.0)
     fsdp = profile.pipeline_unsharded  # PyTorch FSDP: its ZeRO-2 is ZeRO-3 not resharded
     if fsdp:  # the whole stage gathered from its forward on, its gradients unsharded under PP
-        stage = (unrouted + stage_routed + stage_embedding) / Y
+        stage = ((layer + layer_routed) * layers + stage_embedding) / Y
         held = (precision.activation_bytes + grad_bytes * (Z > 1)) * stage
         gathered = np.where(Z > 1, held, gathered)
         bucket = np.where((np.asarray(zero) == 2) & (X > 1), held, bucket)
     buffers = np.where(np.asarray(zero) == 3, np.where(shards > 1, gathered, 0.0), bucket)
     buffers = buffers + _ddp_buckets(profile, zero, X * pods, weight_bytes * over_x(1))
     buffers = buffers + _scores_buffer(workload, layout, profile, placed, pods)
-    cast = np.where(np.asarray(zero) == 3, unit, (unrouted + stage_routed) / Y) * float(fp8)
+    cast = np.where(np.asarray(zero) == 3, unit, (layer + layer_routed) * layers / Y) * float(fp8)
     unsharded = np.where(
         _accumulating(profile, zero, placed), precision.activation_bytes * over_x(4), 0.0
     )
@@ -121,16 +119,6 @@ def stage_state(workload, layout, placed, pods, params, profile, stage, fp8=Fals
     )
     gather = _step_gather(profile, zero, X * pods, over_x(4), weight_bytes * over_x(1))
     return state, {**_step(profile, grad_bytes, over_x(1), state["grads"]), "gather": gather}
-
-
-def _stage_layers(model, layer, routed, layers, dense) -> tuple:
-    """The parameters of a stage's layers on a chip, outside the routed experts and in them:
-    ``layers`` of them, ``dense`` of which are a MoE model's first, dense ones (MODEL.md §D.1,
-    §E.1), each holding its MLP where the others hold shared experts, a router and the routed
-    experts (``routed`` of all MoE layers on the chip); ``layer``: the mean layer's others."""
-    k = model.moe.dense_layers if model.moe else 0
-    unrouted = layer * layers + (dense - layers * k / model.layers) * dense_layer_excess(model)
-    return unrouted, routed / max(model.layers - k, 1) * (layers - dense)
 
 
 def _at_once(profile, A, G, layer, output):

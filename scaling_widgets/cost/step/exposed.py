@@ -93,8 +93,7 @@ def all_to_alls(e, profile, stage_layers, rerun_mlp):
     pass (again where the MoE layer is recomputed) in each MoE layer, over the chip's b/Y
     tokens, none hidden.
     One all-to-all is half the layer's forward EP time (``LayerTimes.ep``) over the m
-    microbatches. The busiest stage's layers are all MoE layers where the model has as many
-    (its dense first layers sit on the first stage).
+    microbatches.
 
     Parameters
     ----------
@@ -130,8 +129,7 @@ def all_to_alls(e, profile, stage_layers, rerun_mlp):
     pods = np.asarray(e.layout.ep_pods)
     seconds = e.layer.ep[0] / (2 * e.microbatches) / np.where(pods > 1, profile.link_dcn, link)
     EP = EP * pods  # the group in all its pods
-    # the dense layers sit on the first stage (MODEL.md §E.1): a stage of MoE layers alone paces
-    moe_layers = np.minimum(stage_layers, model.layers - model.moe.dense_layers)
+    moe_layers = stage_layers * (model.layers - model.moe.dense_layers) / model.layers
     step = np.where(crosses, profile.latency_nic, profile.latency)
     latency = np.maximum(EP - 1, 0) * step  # one message to each other chip of the group
     return moe_layers * (4 + 2 * rerun_mlp) * (seconds + latency)

@@ -171,28 +171,6 @@ def routed_params(model: Model) -> float:
     return float(moe.experts * c * model.d_model * moe.d_ff * (model.layers - moe.dense_layers))
 
 
-def dense_layer_excess(model: Model) -> float:
-    """A dense layer's MLP parameters over a MoE layer's outside its routed experts:
-    c·D·F − (S·c·D·F_e + E·D), its shared experts and router (MODEL.md §D.1); what a stage that
-    holds one of the model's first, dense layers holds beyond one that holds a MoE layer there,
-    the routed experts aside.
-
-    Parameters
-    ----------
-    model : Model
-        The model: its MLP widths, gate, D, and its MoE layers' experts.
-
-    Returns
-    -------
-    params : float
-        The difference; 0 for a dense model [parameters].
-    """
-    if model.moe is None:
-        return 0.0
-    moe, c, D = model.moe, 3 if model.gated else 2, model.d_model
-    return float(c * D * model.d_ff - (moe.shared * c * D * moe.d_ff + moe.experts * D))
-
-
 def dispatch_bytes(model: Model, activation_bytes: float) -> float:
     """A MoE layer's dispatch buffer, its tokens' k·CF copies sorted by expert (MODEL.md §D.2), per
     token and layer on average over all L layers: A·k·CF·D·(L − L_dense)/L; 0 if dense.
